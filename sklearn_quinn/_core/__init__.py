@@ -1,0 +1,1 @@
+"""The theta-space machinery: pure torch, no scikit-learn."""

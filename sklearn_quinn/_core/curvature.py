@@ -1,0 +1,113 @@
+"""Curvature of the Gaussian negative log-likelihood at one weight vector.
+
+For the loss ``L(theta) = 1/2 sum_{i,o} (f_o(x_i; theta) - y_io)**2 / noise_o**2``:
+
+- ``'ggn'``: generalised Gauss-Newton ``sum_i J_i^T diag(noise**-2) J_i``;
+- ``'hessian'``: the exact Hessian of ``L`` (the GGN plus the residual term);
+- ``'ef'``: empirical Fisher ``sum_i g_i g_i^T`` with ``g_i`` the gradient of
+  point ``i``'s loss.
+
+Each comes as a full ``(K, K)`` matrix or as its diagonal ``(K,)``. The GGN
+and empirical Fisher come from per-example Jacobians, accumulated over chunks
+of rows so memory stays bounded; the Hessian from Hessian-vector products over
+blocks of basis vectors (its diagonal never forms the full matrix).
+"""
+
+import torch
+from torch.func import grad, jvp, vmap
+
+from .pushforward import output_jacobian
+
+CURVATURES = ("ggn", "hessian", "ef")
+STRUCTURES = ("full", "diag")
+
+#: Largest K x K matrix, in bytes, that a full structure may allocate. The
+#: full Laplace holds about four of them (curvature, eigenvectors, Cholesky
+#: factor, workspace).
+MAX_FULL_MATRIX_BYTES = 2 * 1024**3
+
+# Per-example Jacobian chunks are kept under this many bytes.
+_CHUNK_BYTES = 64 * 1024**2
+
+
+def check_full_fits(n_params, dtype):
+    """Refuse, before allocating, a ``(K, K)`` matrix over the memory budget."""
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    needed = n_params**2 * itemsize
+    if needed > MAX_FULL_MATRIX_BYTES:
+        raise ValueError(
+            f"hessian_structure='full' needs a {n_params} x {n_params} matrix "
+            f"({needed / 1024**3:.2f} GiB, about four of them at once), over the budget of "
+            f"{MAX_FULL_MATRIX_BYTES / 1024**3:.2f} GiB per matrix. "
+            "Use hessian_structure='diag', or a smaller network."
+        )
+
+
+def _row_chunks(n_rows, row_bytes):
+    size = max(1, _CHUNK_BYTES // max(row_bytes, 1))
+    return [slice(start, start + size) for start in range(0, n_rows, size)]
+
+
+def curvature(model, theta, X, Y, noise_std, kind="ggn", structure="full"):
+    """Curvature of the Gaussian negative log-likelihood at ``theta``.
+
+    Parameters
+    ----------
+    model : FunctionalModel
+    theta : tensor of shape (K,)
+    X : tensor of shape (N, D)
+    Y : tensor of shape (N, O)
+    noise_std : tensor of shape (O,)
+        Observation noise per output.
+    kind : {'ggn', 'hessian', 'ef'}
+    structure : {'full', 'diag'}
+
+    Returns
+    -------
+    tensor of shape (K, K) for 'full', (K,) for 'diag'
+    """
+    if kind not in CURVATURES:
+        raise ValueError(f"kind must be one of {CURVATURES}, got {kind!r}.")
+    if structure not in STRUCTURES:
+        raise ValueError(f"structure must be one of {STRUCTURES}, got {structure!r}.")
+    n_params = theta.shape[0]
+    if structure == "full":
+        check_full_fits(n_params, theta.dtype)
+    if kind == "hessian":
+        return _hessian(model, theta, X, Y, noise_std, structure)
+
+    shape = (n_params, n_params) if structure == "full" else (n_params,)
+    total = theta.new_zeros(shape)
+    row_bytes = Y.shape[1] * n_params * theta.element_size()
+    for rows in _row_chunks(X.shape[0], row_bytes):
+        jac = output_jacobian(model, theta, X[rows]) / noise_std[:, None]
+        if kind == "ggn":
+            factor = jac.reshape(-1, n_params)
+        else:
+            residual = (model.single(theta, X[rows]) - Y[rows]) / noise_std
+            factor = torch.einsum("no,nok->nk", residual, jac)
+        total += factor.T @ factor if structure == "full" else factor.square().sum(0)
+    return total
+
+
+def _hessian(model, theta, X, Y, noise_std, structure):
+    """Exact Hessian (or its diagonal) by forward-over-reverse products in blocks."""
+
+    def loss(weights):
+        residual = (model.single(weights, X) - Y) / noise_std
+        return 0.5 * residual.square().sum()
+
+    def hessian_vector_product(vector):
+        return jvp(grad(loss), (theta,), (vector,))[1]
+
+    n_params = theta.shape[0]
+    row_bytes = X.shape[0] * n_params * theta.element_size()
+    blocks = []
+    for rows in _row_chunks(n_params, row_bytes):
+        index = torch.arange(n_params, device=theta.device)[rows]
+        basis = theta.new_zeros(len(index), n_params)
+        basis[torch.arange(len(index)), index] = 1.0
+        columns = vmap(hessian_vector_product)(basis)
+        blocks.append(columns if structure == "full" else columns[:, index].diagonal())
+    result = torch.cat(blocks)
+    return 0.5 * (result + result.T) if structure == "full" else result

@@ -1,0 +1,135 @@
+"""A torch module seen as a function of one flat weight vector.
+
+Every method in the package is a distribution over the flat weight vector
+``theta`` of a backbone, and every prediction is a pushforward through one
+batched forward ``f(Theta, X)`` with ``Theta`` of shape ``(S, K)``: chains,
+ensemble members, particles and posterior samples are rows of ``Theta``.
+"""
+
+import torch
+from torch import nn
+from torch.func import functional_call, vmap
+
+ACTIVATIONS = {
+    "identity": nn.Identity,
+    "logistic": nn.Sigmoid,
+    "tanh": nn.Tanh,
+    "relu": nn.ReLU,
+}
+
+# Element-wise activations the batched fast path knows, by module type.
+_ELEMENTWISE = {
+    nn.Identity: lambda h: h,
+    nn.Sigmoid: torch.sigmoid,
+    nn.Tanh: torch.tanh,
+    nn.ReLU: torch.relu,
+}
+
+
+def build_mlp(n_features, n_outputs, hidden_layer_sizes=(50,), activation="relu"):
+    """Build the default backbone: ``Linear`` layers with ``activation`` between them.
+
+    An empty ``hidden_layer_sizes`` gives a single ``nn.Linear``: a linear model.
+    """
+    sizes = [n_features, *hidden_layer_sizes, n_outputs]
+    layers = []
+    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+        layers += [nn.Linear(fan_in, fan_out), ACTIVATIONS[activation]()]
+    return nn.Sequential(*layers[:-1])
+
+
+class FunctionalModel:
+    """A module as the batched function ``f(Theta, X) -> (S, N, O)``.
+
+    The flat weight vector follows the order of ``module.named_parameters()``.
+    A module made only of ``nn.Linear`` layers and element-wise activations
+    (the default MLP, or a user's ``nn.Sequential`` of the same parts) runs a
+    hand-batched forward (one ``baddbmm`` per layer over the leading ``S``
+    axis); any other module runs through ``torch.func.vmap`` over
+    ``functional_call``.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        The backbone. Its parameters give the layout of ``theta``; its buffers
+        are used as they are.
+    """
+
+    def __init__(self, module):
+        self.module = module
+        named = [(name, p) for name, p in module.named_parameters()]
+        self.names = [name for name, _ in named]
+        self.shapes = [p.shape for _, p in named]
+        self.sizes = [p.numel() for _, p in named]
+        self.n_params = sum(self.sizes)
+        offsets = torch.tensor([0, *self.sizes]).cumsum(0).tolist()
+        self._slices = {
+            name: (start, stop, shape)
+            for name, start, stop, shape in zip(
+                self.names, offsets[:-1], offsets[1:], self.shapes
+            )
+        }
+        self._plan = self._fast_plan(module)
+
+    def _fast_plan(self, module):
+        """The layer plan of the batched fast path, or None for a generic module."""
+        if isinstance(module, nn.Linear):
+            layers = [("", module)]
+        elif isinstance(module, nn.Sequential):
+            layers = list(module.named_children())
+        else:
+            return None
+        plan = []
+        for name, layer in layers:
+            if isinstance(layer, nn.Linear):
+                prefix = f"{name}." if name else ""
+                weight = self._slices[prefix + "weight"]
+                plan.append((weight, self._slices.get(prefix + "bias")))
+            elif type(layer) in _ELEMENTWISE:
+                plan.append(_ELEMENTWISE[type(layer)])
+            else:
+                return None
+        return plan
+
+    def flatten(self):
+        """The module's current weights as one detached vector of shape ``(K,)``."""
+        return torch.cat([p.detach().reshape(-1) for p in self.module.parameters()])
+
+    def unflatten(self, theta):
+        """Views of a ``(K,)`` vector as a ``{name: tensor}`` dict of parameters."""
+        return {
+            name: theta[start:stop].view(shape)
+            for name, (start, stop, shape) in self._slices.items()
+        }
+
+    def __call__(self, theta, X):
+        """Outputs ``(S, N, O)`` for weight rows ``theta (S, K)`` and inputs ``X (N, D)``."""
+        if self._plan is not None:
+            out = self._batched_mlp(theta, X)
+        else:
+            buffers = dict(self.module.named_buffers())
+
+            def single(row):
+                return functional_call(self.module, {**self.unflatten(row), **buffers}, (X,))
+
+            out = vmap(single)(theta)
+        return out.unsqueeze(-1) if out.dim() == 2 else out
+
+    def single(self, theta, X):
+        """Outputs ``(N, O)`` for one weight vector ``theta (K,)``."""
+        return self(theta.unsqueeze(0), X)[0]
+
+    def _batched_mlp(self, theta, X):
+        n_rows = theta.shape[0]
+        h = X.expand(n_rows, *X.shape)
+        for step in self._plan:
+            if callable(step):
+                h = step(h)
+                continue
+            (start, stop, shape), bias = step
+            weight_t = theta[:, start:stop].view(n_rows, *shape).transpose(1, 2)
+            if bias is None:
+                h = torch.bmm(h, weight_t)
+            else:
+                h = torch.baddbmm(theta[:, bias[0] : bias[1]].unsqueeze(1), h, weight_t)
+        return h

@@ -1,0 +1,158 @@
+"""MAP training of a backbone through skorch.
+
+The loss is the negative log posterior per training point,
+``-log p(y_b | f, noise) averaged over the batch + ||theta||^2 / (2 prior_std^2 N)``,
+whose minimiser over full-batch or unbiased minibatches is the MAP. When the
+observation noise is estimated, its log is one more parameter of the loss.
+No validation split is held out.
+"""
+
+import numpy as np
+import torch
+from skorch import NeuralNet
+from skorch.callbacks import Callback
+from skorch.utils import to_tensor
+from torch import nn
+
+from ._core.distributions import gaussian_log_likelihood
+
+
+class GaussianNegativeLogPosterior(nn.Module):
+    """Negative log posterior per point for a Gaussian likelihood and prior.
+
+    Parameters
+    ----------
+    n_train : int
+        Number of training points, to scale the prior term per point.
+    prior_precision : float
+        ``1 / prior_std**2``.
+    noise_std : tensor of shape (O,)
+        Fixed noise per output, or the starting value when ``learn_noise``.
+    learn_noise : bool
+        Whether the (log) noise, one value shared by all outputs, is trained.
+    """
+
+    def __init__(self, n_train, prior_precision, noise_std, learn_noise):
+        super().__init__()
+        self.n_train = n_train
+        self.prior_precision = prior_precision
+        log_noise = torch.log(noise_std)
+        if learn_noise:
+            self.log_noise_std = nn.Parameter(log_noise.mean().reshape(1))
+        else:
+            self.register_buffer("log_noise_std", log_noise)
+
+    @property
+    def noise_std(self):
+        return self.log_noise_std.detach().exp()
+
+    def forward(self, y_pred, y_true, parameters):
+        y_pred = y_pred.reshape(y_true.shape)
+        log_likelihood = gaussian_log_likelihood(y_pred, y_true, self.log_noise_std.exp())
+        penalty = sum(p.square().sum() for p in parameters)
+        return -log_likelihood.mean() + 0.5 * self.prior_precision * penalty / self.n_train
+
+
+class MAPNet(NeuralNet):
+    """A skorch net whose loss sees the module's parameters (for the prior term)."""
+
+    def get_loss(self, y_pred, y_true, X=None, training=False):
+        y_true = to_tensor(y_true, device=self.device)
+        return self.criterion_(y_pred, y_true, self.module_.parameters())
+
+
+class TensorBatches:
+    """Minibatches of in-memory tensors by bulk indexing, for skorch's ``iterator_train``.
+
+    Indexing whole batches avoids the per-row ``__getitem__`` and collate of a
+    ``DataLoader``, which dominate an epoch of a small tabular network.
+    """
+
+    def __init__(self, dataset, batch_size, shuffle=False, generator=None):
+        self.X = torch.as_tensor(dataset.X)
+        self.y = torch.as_tensor(dataset.y)
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.generator = generator
+
+    def __len__(self):
+        return -(-len(self.X) // self.batch_size)
+
+    def __iter__(self):
+        n_rows = len(self.X)
+        if self.shuffle:
+            order = torch.randperm(n_rows, generator=self.generator)
+        else:
+            order = torch.arange(n_rows)
+        for start in range(0, n_rows, self.batch_size):
+            rows = order[start : start + self.batch_size]
+            yield self.X[rows], self.y[rows]
+
+
+class EpochProgress(Callback):
+    """A tqdm bar over epochs showing the training loss (``verbose=1``)."""
+
+    def on_train_begin(self, net, **kwargs):
+        from tqdm.auto import tqdm
+
+        self.bar_ = tqdm(total=net.max_epochs, desc="MAP", unit="epoch", leave=False)
+
+    def on_epoch_end(self, net, **kwargs):
+        self.bar_.update(1)
+        self.bar_.set_postfix(loss=f"{net.history[-1, 'train_loss']:.4g}")
+
+    def on_train_end(self, net, **kwargs):
+        self.bar_.close()
+
+
+def fit_map(module, X, Y, *, prior_std, noise_std, lr, max_epochs, batch_size,
+            optimizer, callbacks, device, seed, verbose):
+    """Train ``module`` to the MAP of a Gaussian likelihood and Gaussian prior.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        Already on ``device`` in the working dtype; trained in place.
+    X, Y : ndarray of shape (N, D) and (N, O), in the working dtype.
+    noise_std : ndarray of shape (O,) or None
+        Fixed noise per output; None estimates one shared noise level.
+    seed : int
+        Seeds the weight initialisation's companions (shuffling); the caller's
+        global torch state is left untouched.
+
+    Returns
+    -------
+    net : MAPNet
+        The fitted skorch net (``net.module_`` is ``module``).
+    noise_std : ndarray of shape (O,)
+        The fixed or estimated noise.
+    """
+    n_train = X.shape[0]
+    learn_noise = noise_std is None
+    start = np.full(Y.shape[1], max(float(Y.std()), 1e-3)) if learn_noise else noise_std
+    criterion = GaussianNegativeLogPosterior(
+        n_train, prior_std**-2, torch.as_tensor(start, dtype=module_dtype(module)), learn_noise
+    )
+    progress = [("progress", EpochProgress())] if verbose else []
+    net = MAPNet(
+        module=module,
+        criterion=criterion,
+        optimizer=optimizer,
+        lr=lr,
+        max_epochs=max_epochs,
+        batch_size=min(batch_size, n_train),
+        train_split=None,
+        iterator_train=TensorBatches,
+        iterator_train__shuffle=True,
+        iterator_train__generator=torch.Generator().manual_seed(seed),
+        callbacks=list(callbacks or []) + progress,
+        callbacks__print_log=None,
+        device=device,
+        verbose=0,
+    )
+    net.fit(X, Y)
+    return net, net.criterion_.noise_std.expand(Y.shape[1]).cpu().numpy()
+
+
+def module_dtype(module):
+    return next(module.parameters()).dtype

@@ -1,0 +1,235 @@
+"""Shared estimator machinery: validation, backbone building, MAP, predict plumbing."""
+
+import copy
+from numbers import Integral, Real
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.preprocessing._data import _handle_zeros_in_scale
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+from torch import nn
+
+from ._core.network import ACTIVATIONS, FunctionalModel, build_mlp
+from ._core.pushforward import nonlinear_pushforward
+from ._map import fit_map
+
+_DTYPES = {"float64": torch.float64, "float32": torch.float32}
+_MAX_SEED = np.iinfo(np.int32).max
+
+
+class BaseBayesianRegressor(RegressorMixin, BaseEstimator):
+    """Base class of the regressors: a torch backbone with a weight posterior.
+
+    A subclass fits ``posterior_`` in :meth:`fit` and may override
+    :meth:`_predictive` (the distribution of the network outputs at ``X``) and
+    :meth:`_sample_outputs`; this class turns them into ``predict`` and
+    ``sample_y`` with the observation noise added and the target's units
+    restored.
+    """
+
+    _parameter_constraints: dict = {
+        "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
+        "activation": [StrOptions(set(ACTIVATIONS))],
+        "module": [None, nn.Module, callable],
+        "prior_std": [Interval(Real, 0, None, closed="neither")],
+        "noise_std": [None, Interval(Real, 0, None, closed="neither")],
+        "lr": [Interval(Real, 0, None, closed="neither")],
+        "max_epochs": [Interval(Integral, 1, None, closed="left")],
+        "batch_size": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
+        "optimizer": [callable],
+        "callbacks": [None, list],
+        "normalize_y": ["boolean"],
+        "dtype": [StrOptions(set(_DTYPES))],
+        "device": [str, torch.device],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+    # ------------------------------------------------------------------ fit
+    def _validate_training_data(self, X, y):
+        """Validated ``X`` and 2-D ``Y`` in the network's (standardised) units."""
+        X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
+        Y = y.reshape(len(y), -1)
+        self._single_output = y.ndim == 1 or Y.shape[1] == 1
+        if self.normalize_y:
+            self._y_mean = Y.mean(axis=0)
+            self._y_scale = _handle_zeros_in_scale(Y.std(axis=0), copy=False)
+        else:
+            self._y_mean = np.zeros(Y.shape[1])
+            self._y_scale = np.ones(Y.shape[1])
+        return X, (Y - self._y_mean) / self._y_scale
+
+    def _torch_setup(self):
+        """Check ``device`` and ``dtype``; keep them as torch objects."""
+        try:
+            device = torch.device(self.device)
+        except (RuntimeError, TypeError) as error:
+            raise ValueError(f"device={self.device!r} is not a torch device: {error}") from None
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"device={self.device!r} was requested but CUDA is not available.")
+        self._device = device
+        self._dtype = _DTYPES[self.dtype]
+
+    def _tensor(self, array):
+        # A copy: validated input may be a read-only memmap, which torch cannot wrap.
+        return torch.tensor(array, dtype=self._dtype, device=self._device)
+
+    def _build_module(self, n_features, n_outputs):
+        if self.module is None:
+            module = build_mlp(n_features, n_outputs, tuple(self.hidden_layer_sizes), self.activation)
+        elif isinstance(self.module, nn.Module):
+            module = copy.deepcopy(self.module)
+        else:
+            module = self.module(n_features, n_outputs)
+            if not isinstance(module, nn.Module):
+                raise ValueError(
+                    "module must be an nn.Module or a callable (n_features, n_outputs) -> "
+                    f"nn.Module; the callable returned {type(module).__name__}."
+                )
+        if not any(True for _ in module.parameters()):
+            raise ValueError("module has no parameters to put a posterior on.")
+        return module.to(device=self._device, dtype=self._dtype)
+
+    def _fit_map(self, X, Y):
+        """Seed, build the backbone and train it to the MAP through skorch.
+
+        Sets ``net_`` and the private ``_model`` (the backbone as ``f(Theta, X)``)
+        and ``_sample_seed`` (for the predictions that sample weights).
+
+        Returns
+        -------
+        theta : tensor of shape (K,)
+            The MAP weights.
+        noise_std : tensor of shape (O,)
+            Fixed or estimated observation noise, in the network's units.
+        """
+        self._torch_setup()
+        rng = check_random_state(self.random_state)
+        map_seed, self._sample_seed = (int(s) for s in rng.randint(_MAX_SEED, size=2))
+        fixed_noise = None if self.noise_std is None else self.noise_std / self._y_scale
+        batch_size = min(200, len(X)) if self.batch_size == "auto" else self.batch_size
+        devices = [self._device] if self._device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices):
+            torch.manual_seed(map_seed)
+            module = self._build_module(X.shape[1], Y.shape[1])
+            self.net_, noise_std = fit_map(
+                module,
+                X.astype(self.dtype),
+                Y.astype(self.dtype),
+                prior_std=self.prior_std,
+                noise_std=fixed_noise,
+                lr=self.lr,
+                max_epochs=self.max_epochs,
+                batch_size=batch_size,
+                optimizer=self.optimizer,
+                callbacks=self.callbacks,
+                device=self._device,
+                seed=map_seed,
+                verbose=self.verbose,
+            )
+        self._model = FunctionalModel(self.net_.module_)
+        return self._model.flatten(), self._tensor(noise_std)
+
+    def _set_noise(self, noise_std):
+        """Keep the network-unit noise and report ``noise_std_`` in units of y."""
+        self._noise_std = noise_std
+        in_y_units = noise_std.cpu().numpy().astype(np.float64) * self._y_scale
+        self.noise_std_ = float(in_y_units[0]) if self._single_output else in_y_units
+
+    # -------------------------------------------------------------- predict
+    def _predictive(self, X):
+        """Distribution of the network outputs at ``X``: the nonlinear pushforward
+        of ``self.n_samples`` weight draws (the same draws at every call)."""
+        theta = self.posterior_.sample(self.n_samples, self._generator(self._sample_seed))
+        return nonlinear_pushforward(self._model, theta, X)
+
+    def _sample_outputs(self, X, n_samples, generator):
+        """Network outputs ``(n_samples, N, O)`` for fresh weight draws."""
+        return self._model(self.posterior_.sample(n_samples, generator), X)
+
+    def _generator(self, seed):
+        return torch.Generator(device=self._device).manual_seed(int(seed))
+
+    def _validated_inputs(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self._tensor(X)
+
+    def _to_numpy(self, tensor):
+        return tensor.detach().cpu().numpy().astype(np.float64)
+
+    def predict(self, X, return_std=False, return_cov=False):
+        """Predictive mean, with the total predictive std or covariance on request.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        return_std : bool, default=False
+            Also return the standard deviation of the predictive distribution
+            of ``y``: weight uncertainty and observation noise together.
+        return_cov : bool, default=False
+            Also return the covariance of the predictive distribution of ``y``
+            across the points of ``X`` (per target).
+
+        Returns
+        -------
+        y_mean : ndarray of shape (n_samples,) or (n_samples, n_targets)
+        y_std : ndarray of the same shape, only when ``return_std``
+        y_cov : ndarray of shape (n_samples, n_samples) or (n_samples, n_samples, n_targets),
+            only when ``return_cov``
+        """
+        if return_std and return_cov:
+            raise RuntimeError("At most one of return_std or return_cov can be requested.")
+        X = self._validated_inputs(X)
+        with torch.no_grad():
+            predictive = self._predictive(X)
+            mean = self._to_numpy(predictive.mean) * self._y_scale + self._y_mean
+            noise_var = self._noise_std.square()
+            if return_std:
+                std = (predictive.variance + noise_var).sqrt()
+                return self._squeeze(mean), self._squeeze(self._to_numpy(std) * self._y_scale)
+            if return_cov:
+                eye = torch.eye(X.shape[0], dtype=X.dtype, device=X.device)
+                cov = predictive.covariance() + noise_var[:, None, None] * eye
+                cov = self._to_numpy(cov).transpose(1, 2, 0) * self._y_scale**2
+                return self._squeeze(mean), self._squeeze(cov)
+        return self._squeeze(mean)
+
+    def sample_y(self, X, n_samples=1, random_state=0):
+        """Draw samples of ``y`` from the predictive distribution at ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples_X, n_features)
+        n_samples : int, default=1
+            Number of draws per point.
+        random_state : int, RandomState instance or None, default=0
+            Seeds the draws (weights and noise).
+
+        Returns
+        -------
+        y_samples : ndarray of shape (n_samples_X, n_samples) or (n_samples_X, n_targets, n_samples)
+        """
+        X = self._validated_inputs(X)
+        seed = check_random_state(random_state).randint(_MAX_SEED)
+        generator = self._generator(seed)
+        with torch.no_grad():
+            outputs = self._sample_outputs(X, n_samples, generator)
+            noise = torch.randn(outputs.shape, generator=generator, dtype=outputs.dtype, device=outputs.device)
+            draws = self._to_numpy(outputs + noise * self._noise_std)
+        draws = (draws * self._y_scale + self._y_mean).transpose(1, 2, 0)
+        return draws[:, 0, :] if self._single_output else draws
+
+    def _squeeze(self, array):
+        """Drop the target axis (axis 1 of means, the last of covariances) for one target."""
+        if not self._single_output:
+            return array
+        return array[..., 0] if array.ndim == 3 else array[:, 0]

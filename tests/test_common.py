@@ -1,0 +1,17 @@
+"""scikit-learn's estimator checks for every estimator, with fast settings."""
+
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sklearn_quinn import LaplaceRegressor
+
+FAST = dict(hidden_layer_sizes=(16,), lr=0.01, max_epochs=60, random_state=0)
+
+ESTIMATORS = [
+    LaplaceRegressor(**FAST),
+    LaplaceRegressor(**FAST, hessian_structure="diag", pushforward="nonlinear", n_samples=20),
+]
+
+
+@parametrize_with_checks(ESTIMATORS)
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
