@@ -84,7 +84,13 @@ class BaseBayesianRegressor(RegressorMixin, BaseEstimator):
 
     def _build_module(self, n_features, n_outputs):
         if self.module is None:
-            module = build_mlp(n_features, n_outputs, tuple(self.hidden_layer_sizes), self.activation)
+            sizes = np.atleast_1d(np.asarray(self.hidden_layer_sizes))
+            if not all(float(size).is_integer() and size >= 1 for size in sizes):
+                raise ValueError(
+                    "The 'hidden_layer_sizes' parameter must hold positive integers; "
+                    f"got {self.hidden_layer_sizes!r}."
+                )
+            module = build_mlp(n_features, n_outputs, [int(size) for size in sizes], self.activation)
         elif isinstance(self.module, nn.Module):
             module = copy.deepcopy(self.module)
         else:

@@ -52,8 +52,9 @@ class LaplaceApproximation:
         set to zero.
     eigenvectors : tensor of shape (K, K) or None
     n_negative : int
-        Number of curvature eigenvalues (diagonal entries) that were negative
-        beyond round-off and were set to zero.
+        Number of Hessian eigenvalues (diagonal entries) that were negative
+        beyond round-off and were set to zero (always 0 for the GGN and the
+        empirical Fisher, which are positive semi-definite).
     """
 
     def __init__(self, model, theta, X, Y, noise_std, kind="ggn", structure="full"):
@@ -66,11 +67,16 @@ class LaplaceApproximation:
             del matrix
         else:
             eigenvalues, self.eigenvectors = matrix, None
-        tolerance = 1e-10 * float(eigenvalues.abs().max()) if eigenvalues.numel() else 0.0
-        self.n_negative = int((eigenvalues < -tolerance).sum())
+        # The GGN and the empirical Fisher are positive semi-definite: a negative
+        # eigenvalue is round-off. The Hessian can be indefinite away from a minimum.
+        self.n_negative = 0
+        if kind == "hessian" and eigenvalues.numel():
+            scale = float(eigenvalues.abs().max())
+            tolerance = torch.finfo(eigenvalues.dtype).eps * eigenvalues.numel() * scale
+            self.n_negative = int((eigenvalues < -tolerance).sum())
         if self.n_negative:
             warnings.warn(
-                f"The {kind} curvature at the MAP has {self.n_negative} negative "
+                f"The Hessian at the MAP has {self.n_negative} negative "
                 f"{'eigenvalues' if structure == 'full' else 'diagonal entries'} "
                 f"(smallest {float(eigenvalues.min()):.3g}); they were set to zero so the "
                 "posterior precision is positive definite. The MAP may not be a minimum: "

@@ -1,0 +1,20 @@
+"""Shared fixtures."""
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture
+def linear_data():
+    rng = np.random.RandomState(0)
+    X = rng.randn(40, 3)
+    y = X @ np.array([1.0, -2.0, 0.5]) + 0.5 + 0.3 * rng.randn(40)
+    return X, y
+
+
+@pytest.fixture
+def wave_data():
+    rng = np.random.RandomState(1)
+    X = rng.uniform(-2, 2, size=(80, 2))
+    y = np.sin(2 * X[:, 0]) + 0.5 * X[:, 1] + 0.1 * rng.randn(80)
+    return X, y

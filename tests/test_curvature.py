@@ -1,0 +1,75 @@
+"""Curvature of the Gaussian negative log-likelihood, against autograd."""
+
+import pytest
+import torch
+from torch.func import grad, hessian
+
+from sklearn_quinn._core import curvature as curvature_module
+from sklearn_quinn._core.curvature import check_full_fits, curvature
+from sklearn_quinn._core.network import FunctionalModel, build_mlp
+from sklearn_quinn._core.pushforward import output_jacobian
+
+
+@pytest.fixture
+def problem():
+    torch.manual_seed(0)
+    model = FunctionalModel(build_mlp(2, 2, (5,), "tanh").double())
+    X = torch.randn(9, 2, dtype=torch.float64)
+    Y = torch.randn(9, 2, dtype=torch.float64)
+    noise = torch.tensor([0.5, 2.0], dtype=torch.float64)
+    return model, model.flatten(), X, Y, noise
+
+
+def _loss(model, X, Y, noise):
+    return lambda theta: 0.5 * ((model.single(theta, X) - Y) / noise).square().sum()
+
+
+def test_hessian_is_autograd_hessian(problem):
+    model, theta, X, Y, noise = problem
+    expected = hessian(_loss(model, X, Y, noise))(theta)
+    torch.testing.assert_close(curvature(model, theta, X, Y, noise, "hessian", "full"), expected)
+
+
+def test_ggn_is_weighted_jacobian_product(problem):
+    model, theta, X, Y, noise = problem
+    jac = output_jacobian(model, theta, X)
+    expected = torch.einsum("nok,o,nol->kl", jac, noise**-2, jac)
+    torch.testing.assert_close(curvature(model, theta, X, Y, noise, "ggn", "full"), expected)
+
+
+def test_empirical_fisher_is_sum_of_gradient_outer_products(problem):
+    model, theta, X, Y, noise = problem
+    gradients = torch.stack(
+        [grad(_loss(model, X[i : i + 1], Y[i : i + 1], noise))(theta) for i in range(len(X))]
+    )
+    torch.testing.assert_close(curvature(model, theta, X, Y, noise, "ef", "full"), gradients.T @ gradients)
+
+
+@pytest.mark.parametrize("kind", ["ggn", "hessian", "ef"])
+def test_diagonal_is_diagonal_of_full(problem, kind):
+    model, theta, X, Y, noise = problem
+    full = curvature(model, theta, X, Y, noise, kind, "full")
+    torch.testing.assert_close(curvature(model, theta, X, Y, noise, kind, "diag"), full.diagonal())
+
+
+@pytest.mark.parametrize("kind", ["ggn", "hessian", "ef"])
+def test_chunking_does_not_change_the_result(problem, monkeypatch, kind):
+    model, theta, X, Y, noise = problem
+    whole = curvature(model, theta, X, Y, noise, kind, "full")
+    monkeypatch.setattr(curvature_module, "_CHUNK_BYTES", 1)  # one row (or column) at a time
+    torch.testing.assert_close(curvature(model, theta, X, Y, noise, kind, "full"), whole)
+
+
+def test_full_structure_over_budget_is_refused_before_allocation(monkeypatch):
+    monkeypatch.setattr(curvature_module, "MAX_FULL_MATRIX_BYTES", 1024**2)
+    with pytest.raises(ValueError, match=r"1000 x 1000 matrix \(0\.01 GiB.*hessian_structure='diag'"):
+        check_full_fits(1000, torch.float64)
+    check_full_fits(300, torch.float64)
+
+
+def test_unknown_kind_or_structure(problem):
+    model, theta, X, Y, noise = problem
+    with pytest.raises(ValueError, match="kind"):
+        curvature(model, theta, X, Y, noise, "fisher", "full")
+    with pytest.raises(ValueError, match="structure"):
+        curvature(model, theta, X, Y, noise, "ggn", "kron")

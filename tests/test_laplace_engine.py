@@ -1,0 +1,113 @@
+"""The Laplace engine against the closed-form linear-Gaussian model."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.optimize import minimize_scalar
+from torch import nn
+
+from sklearn_quinn._core.network import FunctionalModel, build_mlp
+from sklearn_quinn.laplace._engine import LaplaceApproximation
+
+from .exact import BayesianLinearRegression
+
+NOISE, PRIOR_STD = 0.3, 2.0
+
+
+def _linear_laplace(X, y, structure="full", kind="ggn", noise=NOISE, prior_std=PRIOR_STD):
+    """The engine at the exact MAP of the linear model (noise NOISE, prior prior_std)."""
+    torch.manual_seed(0)
+    model = FunctionalModel(nn.Linear(X.shape[1], 1).double())
+    exact = BayesianLinearRegression(X, y, NOISE, prior_std)
+    theta = torch.tensor(exact.mean)  # the MAP, in closed form
+    laplace = LaplaceApproximation(
+        model,
+        theta,
+        torch.tensor(X),
+        torch.tensor(y)[:, None],
+        torch.tensor([noise], dtype=torch.float64),
+        kind=kind,
+        structure=structure,
+    )
+    return laplace, exact
+
+
+@pytest.mark.parametrize("kind", ["ggn", "hessian"])
+def test_posterior_is_exact_for_a_linear_model(linear_data, kind):
+    laplace, exact = _linear_laplace(*linear_data, kind=kind)
+    posterior = laplace.posterior(PRIOR_STD**-2)
+    np.testing.assert_allclose(posterior.covariance.numpy(), exact.covariance, rtol=1e-10)
+
+
+@pytest.mark.parametrize("prior_std", [0.3, 2.0, 10.0])
+def test_evidence_is_exact(linear_data, prior_std):
+    laplace, exact = _linear_laplace(*linear_data, prior_std=prior_std)
+    value = float(laplace.log_marginal_likelihood(prior_std**-2))
+    np.testing.assert_allclose(value, exact.log_evidence(), rtol=1e-10)
+
+
+def test_noise_scale_equals_recomputing_at_the_scaled_noise(linear_data):
+    """The curvature scales as noise**-2 (GGN) and noise**-4 (EF): re-scaling must
+    give what a fresh curvature at the scaled noise gives."""
+    for kind in ("ggn", "ef"):
+        laplace, _ = _linear_laplace(*linear_data, kind=kind)
+        rescaled, _ = _linear_laplace(*linear_data, kind=kind, noise=NOISE * 1.7)
+        np.testing.assert_allclose(
+            float(laplace.log_marginal_likelihood(0.4, noise_scale=1.7)),
+            float(rescaled.log_marginal_likelihood(0.4)),
+            rtol=1e-10,
+        )
+        torch.testing.assert_close(
+            laplace.posterior(0.4, noise_scale=1.7).covariance, rescaled.posterior(0.4).covariance
+        )
+
+
+def test_maximise_evidence_finds_the_maximum(linear_data):
+    laplace, _ = _linear_laplace(*linear_data)
+    found, scale = laplace.maximise_evidence(1.0)
+    assert scale == 1.0
+    best = minimize_scalar(
+        lambda log_delta: -float(laplace.log_marginal_likelihood(math.exp(log_delta))),
+        bounds=(-10, 10),
+        method="bounded",
+        options={"xatol": 1e-10},
+    )
+    np.testing.assert_allclose(math.log(found), best.x, atol=1e-4)
+
+
+def test_maximise_evidence_jointly_over_noise(linear_data):
+    laplace, _ = _linear_laplace(*linear_data)
+    delta, scale = laplace.maximise_evidence(1.0, tune_noise=True)
+    best = float(laplace.log_marginal_likelihood(delta, scale))
+    for d_delta, d_scale in [(1.05, 1), (0.95, 1), (1, 1.02), (1, 0.98)]:
+        assert float(laplace.log_marginal_likelihood(delta * d_delta, scale * d_scale)) < best
+
+
+def test_cov_scale_divides_the_covariance(linear_data):
+    laplace, _ = _linear_laplace(*linear_data)
+    torch.testing.assert_close(
+        laplace.posterior(0.25, cov_scale=4.0).covariance, laplace.posterior(0.25).covariance / 4.0
+    )
+
+
+def test_diagonal_uses_the_diagonal_of_the_exact_precision(linear_data):
+    laplace, exact = _linear_laplace(*linear_data, structure="diag")
+    posterior = laplace.posterior(PRIOR_STD**-2)
+    np.testing.assert_allclose(posterior.variance.numpy(), 1 / np.diag(exact.precision), rtol=1e-10)
+
+
+def test_indefinite_hessian_is_clipped_with_a_warning():
+    """Away from a minimum the Hessian has negative eigenvalues: they must not
+    reach the posterior."""
+    torch.manual_seed(0)
+    model = FunctionalModel(build_mlp(2, 1, (6,), "tanh").double())
+    X = torch.randn(20, 2, dtype=torch.float64)
+    Y = 3 * torch.randn(20, 1, dtype=torch.float64)
+    noise = torch.tensor([0.1], dtype=torch.float64)
+    with pytest.warns(UserWarning, match=r"negative eigenvalues .*set to zero"):
+        laplace = LaplaceApproximation(model, model.flatten(), X, Y, noise, "hessian", "full")
+    assert laplace.n_negative > 0 and (laplace.eigenvalues >= 0).all()
+    posterior = laplace.posterior(1.0)
+    assert (torch.linalg.eigvalsh(posterior.covariance) > 0).all()

@@ -1,0 +1,98 @@
+"""The batched functional forward f(Theta, X)."""
+
+import pytest
+import torch
+from torch import nn
+
+from sklearn_quinn._core.network import FunctionalModel, build_mlp
+
+
+class TwoHeads(nn.Module):
+    """Not a Sequential: must take the generic vmap path."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(3, 8)
+        self.head = nn.Linear(8, 2)
+        self.register_buffer("offset", torch.tensor([1.0, -1.0], dtype=torch.float64))
+
+    def forward(self, x):
+        return self.head(torch.tanh(self.body(x))) + self.offset
+
+
+def _inputs(n=7, d=3):
+    return torch.randn(n, d, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+
+
+@pytest.mark.parametrize("activation", ["identity", "logistic", "tanh", "relu"])
+def test_fast_path_matches_module_forward(activation):
+    torch.manual_seed(0)
+    module = build_mlp(3, 2, (5, 4), activation).double()
+    model = FunctionalModel(module)
+    X = _inputs()
+    assert model._plan is not None
+    torch.testing.assert_close(model.single(model.flatten(), X), module(X))
+
+
+def test_fast_path_matches_generic_path_for_every_row():
+    torch.manual_seed(0)
+    model = FunctionalModel(build_mlp(3, 2, (6,), "relu").double())
+    generic = FunctionalModel(model.module)
+    generic._plan = None
+    theta = torch.randn(5, model.n_params, dtype=torch.float64)
+    X = _inputs()
+    out = model(theta, X)
+    assert out.shape == (5, 7, 2)
+    torch.testing.assert_close(out, generic(theta, X))
+
+
+def test_theta_layout_follows_named_parameters():
+    torch.manual_seed(0)
+    module = build_mlp(3, 1, (4,), "tanh").double()
+    model = FunctionalModel(module)
+    torch.testing.assert_close(model.flatten(), nn.utils.parameters_to_vector(module.parameters()))
+    for (name, param), view in zip(module.named_parameters(), model.unflatten(model.flatten()).items()):
+        assert view[0] == name
+        torch.testing.assert_close(view[1], param.detach())
+
+
+def test_generic_module_with_buffers():
+    torch.manual_seed(0)
+    module = TwoHeads().double()
+    model = FunctionalModel(module)
+    assert model._plan is None
+    X = _inputs()
+    theta = model.flatten().repeat(3, 1)
+    out = model(theta, X)
+    assert out.shape == (3, 7, 2)
+    torch.testing.assert_close(out[1], module(X))
+
+
+def test_single_linear_and_bias_free_layers():
+    torch.manual_seed(0)
+    for module in (nn.Linear(3, 2), nn.Sequential(nn.Linear(3, 4, bias=False), nn.ReLU(), nn.Linear(4, 1))):
+        module = module.double()
+        model = FunctionalModel(module)
+        assert model._plan is not None
+        X = _inputs()
+        expected = module(X)
+        torch.testing.assert_close(model.single(model.flatten(), X), expected.reshape(7, -1))
+
+
+def test_one_dimensional_module_output_gets_an_output_axis():
+    class Squeezed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(3, 1)
+
+        def forward(self, x):
+            return self.linear(x)[:, 0]
+
+    model = FunctionalModel(Squeezed().double())
+    assert model(model.flatten()[None], _inputs()).shape == (1, 7, 1)
+
+
+def test_empty_hidden_layers_build_a_linear_model():
+    module = build_mlp(3, 2, (), "relu")
+    assert isinstance(module, nn.Sequential) and len(module) == 1
+    assert isinstance(module[0], nn.Linear)

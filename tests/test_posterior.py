@@ -1,0 +1,83 @@
+"""Posterior objects: Gaussian (full via precision Cholesky, diagonal) and samples."""
+
+import math
+
+import pytest
+import torch
+
+from sklearn_quinn._core.posterior import GaussianPosterior, SamplePosterior
+
+
+def _spd(k, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randn(k, k, generator=g, dtype=torch.float64)
+    return a @ a.T + k * torch.eye(k, dtype=torch.float64)
+
+
+def test_full_gaussian_covariance_is_inverse_precision():
+    precision = _spd(4)
+    posterior = GaussianPosterior.from_precision_cholesky(
+        torch.zeros(4, dtype=torch.float64), torch.linalg.cholesky(precision)
+    )
+    torch.testing.assert_close(posterior.covariance, torch.linalg.inv(precision))
+    torch.testing.assert_close(posterior.variance, torch.linalg.inv(precision).diagonal())
+
+
+@pytest.mark.parametrize("structure", ["full", "diag"])
+def test_sample_moments_match(structure):
+    """200k draws: mean within 5 standard errors, covariance within 2%."""
+    k, n = 3, 200_000
+    mean = torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64)
+    if structure == "full":
+        precision = _spd(k)
+        posterior = GaussianPosterior.from_precision_cholesky(mean, torch.linalg.cholesky(precision))
+    else:
+        posterior = GaussianPosterior.from_std(mean, torch.tensor([0.5, 1.0, 2.0], dtype=torch.float64))
+    draws = posterior.sample(n, torch.Generator().manual_seed(0))
+    assert draws.shape == (n, k)
+    standard_error = posterior.variance.sqrt() / math.sqrt(n)
+    assert ((draws.mean(0) - mean).abs() < 5 * standard_error).all()
+    cov = torch.cov(draws.T)
+    scale = posterior.covariance.diagonal().sqrt()
+    assert ((cov - posterior.covariance).abs() / torch.outer(scale, scale)).max() < 0.02
+
+
+@pytest.mark.parametrize("structure", ["full", "diag"])
+def test_project_factorises_jacobian_covariance(structure):
+    k = 5
+    mean = torch.zeros(k, dtype=torch.float64)
+    if structure == "full":
+        posterior = GaussianPosterior.from_precision_cholesky(mean, torch.linalg.cholesky(_spd(k)))
+    else:
+        posterior = GaussianPosterior.from_std(mean, torch.linspace(0.1, 1.0, k, dtype=torch.float64))
+    jac = torch.randn(7, k, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    factor = posterior.project(jac)
+    torch.testing.assert_close(factor @ factor.T, jac @ posterior.covariance @ jac.T)
+
+
+def test_sampling_never_changes_the_mean():
+    mean = torch.ones(3, dtype=torch.float64)
+    posterior = GaussianPosterior.from_std(mean.clone(), torch.ones(3, dtype=torch.float64))
+    posterior.sample(10, torch.Generator().manual_seed(0))
+    torch.testing.assert_close(posterior.mean, mean)
+
+
+def test_gaussian_needs_exactly_one_factor():
+    with pytest.raises(ValueError, match="exactly one"):
+        GaussianPosterior(torch.zeros(2))
+
+
+def test_sample_posterior_draws_in_proportion_to_weights():
+    samples = torch.tensor([[0.0], [1.0], [2.0]], dtype=torch.float64)
+    weights = torch.tensor([0.2, 0.0, 0.8], dtype=torch.float64)
+    posterior = SamplePosterior(samples, weights)
+    draws = posterior.sample(50_000, torch.Generator().manual_seed(0))[:, 0]
+    assert (draws != 1.0).all()
+    # Binomial standard error of the frequency is sqrt(0.16 / 50k) = 0.0018.
+    assert abs(float((draws == 2.0).double().mean()) - 0.8) < 0.01
+    torch.testing.assert_close(posterior.mean, torch.tensor([1.6], dtype=torch.float64))
+
+
+def test_sample_posterior_rejects_bad_weights():
+    with pytest.raises(ValueError, match="non-negative"):
+        SamplePosterior(torch.zeros(2, 1), torch.tensor([1.0, -1.0]))
