@@ -1,0 +1,50 @@
+"""The UCI split loader, on the shared benchmark data when present and on a
+tiny folder written by the test otherwise."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sklearn_quinn.datasets import load_uci_split, uci_n_splits
+
+SHARED_UCI = Path(__file__).resolve().parents[2] / "shared" / "data" / "uci"
+
+
+@pytest.fixture
+def tiny_uci(tmp_path):
+    folder = tmp_path / "yacht"
+    folder.mkdir()
+    data = np.arange(20.0).reshape(5, 4)
+    np.savetxt(folder / "data.txt", data)
+    np.savetxt(folder / "index_features.txt", [0, 1, 2], fmt="%d")
+    np.savetxt(folder / "index_target.txt", [3], fmt="%d")
+    np.savetxt(folder / "index_train_0.txt", [0, 2, 4], fmt="%d")
+    np.savetxt(folder / "index_test_0.txt", [1, 3], fmt="%d")
+    np.savetxt(folder / "n_splits.txt", [1], fmt="%d")
+    return tmp_path, data
+
+
+def test_split_rows_and_columns(tiny_uci):
+    data_dir, data = tiny_uci
+    X_train, X_test, y_train, y_test = load_uci_split(data_dir, "yacht", 0)
+    np.testing.assert_array_equal(X_train, data[[0, 2, 4], :3])
+    np.testing.assert_array_equal(y_test, data[[1, 3], 3])
+    assert uci_n_splits(data_dir, "yacht") == 1
+
+
+def test_bad_requests(tiny_uci):
+    data_dir, _ = tiny_uci
+    with pytest.raises(ValueError, match="Unknown UCI data set 'titanic'"):
+        load_uci_split(data_dir, "titanic", 0)
+    with pytest.raises(ValueError, match="split must be in"):
+        load_uci_split(data_dir, "yacht", 1)
+    with pytest.raises(ValueError, match="data.txt is missing"):
+        load_uci_split(data_dir, "concrete", 0)
+
+
+@pytest.mark.skipif(not SHARED_UCI.is_dir(), reason="shared UCI data not present")
+def test_shared_concrete_split():
+    X_train, X_test, y_train, y_test = load_uci_split(SHARED_UCI, "concrete", 0)
+    assert X_train.shape == (927, 8) and X_test.shape == (103, 8)
+    assert uci_n_splits(SHARED_UCI, "concrete") == 20
