@@ -1,44 +1,137 @@
-"""Regression metrics against scipy, and the scorer."""
+"""Metrics against scipy or hand-computed values; scorers in model selection."""
 
 import numpy as np
 import pytest
+from scipy.integrate import quad
 from scipy.stats import norm
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
 
-from sklearn_quinn.metrics import gaussian_nll, interval_coverage, neg_nll_scorer
+from sklearn_quinn import LaplaceRegressor
+from sklearn_quinn import metrics as M
 
 
-def test_gaussian_nll_matches_scipy():
+@pytest.fixture
+def gaussian_predictions():
     rng = np.random.RandomState(0)
-    y, mean, std = rng.randn(50), rng.randn(50), rng.uniform(0.5, 2, 50)
-    assert gaussian_nll(y, mean, std) == pytest.approx(-norm.logpdf(y, mean, std).mean())
+    return rng.randn(40), rng.randn(40), rng.uniform(0.5, 2, 40)
+
+
+def test_gaussian_nll_matches_scipy(gaussian_predictions):
+    y, mean, std = gaussian_predictions
+    assert M.gaussian_nll(y, mean, std) == pytest.approx(-norm.logpdf(y, mean, std).mean())
 
 
 def test_gaussian_nll_sums_over_targets():
     y = np.zeros((4, 2))
-    assert gaussian_nll(y, y, np.ones((4, 2))) == pytest.approx(2 * 0.5 * np.log(2 * np.pi))
+    assert M.gaussian_nll(y, y, np.ones((4, 2))) == pytest.approx(2 * 0.5 * np.log(2 * np.pi))
 
 
-def test_interval_coverage_counts_points_inside():
+def test_crps_gaussian_is_the_integral_of_the_squared_cdf_gap(gaussian_predictions):
+    y, mean, std = (a[:5] for a in gaussian_predictions)
+
+    def integral(y_i, m, s):
+        below = quad(lambda x: norm.cdf(x, m, s) ** 2, -np.inf, y_i)[0]
+        above = quad(lambda x: norm.sf(x, m, s) ** 2, y_i, np.inf)[0]
+        return below + above
+
+    expected = np.mean([integral(*args) for args in zip(y, mean, std)])
+    assert M.crps_gaussian(y, mean, std) == pytest.approx(expected, rel=1e-7)
+
+
+def test_crps_from_samples_converges_to_the_closed_form(gaussian_predictions):
+    """100k draws per point: the sample CRPS is within 0.5% of the closed form."""
+    y, mean, std = (a[:8] for a in gaussian_predictions)
+    draws = mean[:, None] + std[:, None] * np.random.RandomState(1).randn(8, 100_000)
+    assert M.crps_samples(y, draws) == pytest.approx(M.crps_gaussian(y, mean, std), rel=5e-3)
+
+
+def test_crps_samples_brute_force_pairs():
+    rng = np.random.RandomState(2)
+    y, draws = rng.randn(3, 2), rng.randn(3, 2, 7)
+    pairs = np.abs(draws[..., :, None] - draws[..., None, :]).mean((-1, -2))
+    expected = (np.abs(draws - y[..., None]).mean(-1) - 0.5 * pairs).sum(1).mean()
+    assert M.crps_samples(y, draws) == pytest.approx(expected)
+
+
+def test_rmse_and_chi_squared_by_hand():
+    y, mean, std = np.array([1.0, 2.0, 4.0]), np.array([1.0, 0.0, 1.0]), np.array([1.0, 2.0, 3.0])
+    assert M.root_mean_squared_error(y, mean) == pytest.approx(np.sqrt((0 + 4 + 9) / 3))
+    assert M.chi_squared(y, mean, std) == pytest.approx((0 + 1 + 1) / 3)
+    assert M.chi_squared_error(y, mean, std) == pytest.approx(1 / 3)
+
+
+def test_interval_coverage_and_width_by_hand():
     # The 95% half-width is 1.96 std: 1.9 is inside, 2.0 outside.
     y = np.array([0.0, 1.9, -1.9, 2.0, -2.0])
-    assert interval_coverage(y, np.zeros(5), np.ones(5), level=0.95) == pytest.approx(0.6)
+    assert M.interval_coverage(y, np.zeros(5), np.ones(5), level=0.95) == pytest.approx(0.6)
+    assert M.interval_width(y, np.zeros(5), np.full(5, 2.0), level=0.95) == pytest.approx(4 * norm.ppf(0.975))
 
 
-def test_interval_coverage_of_calibrated_gaussian_is_the_level():
-    """200k draws: binomial standard error 0.0005, tolerance 0.003."""
+def test_calibrated_gaussian_scores_as_calibrated():
+    """200k draws from the predictive itself: coverage at each level within
+    0.003 (binomial standard error at most 0.0011), chi-squared within 0.01,
+    quantile calibration error below 0.003."""
     rng = np.random.RandomState(0)
-    y = rng.randn(200_000)
-    for level in (0.5, 0.9, 0.95):
-        assert interval_coverage(y, np.zeros_like(y), np.ones_like(y), level=level) == pytest.approx(level, abs=3e-3)
+    mean, std = rng.randn(200_000), rng.uniform(0.5, 2, 200_000)
+    y = mean + std * rng.randn(200_000)
+    levels, observed = M.coverage_curve(y, mean, std)
+    np.testing.assert_allclose(observed, levels, atol=3e-3)
+    assert M.chi_squared(y, mean, std) == pytest.approx(1.0, abs=0.01)
+    assert M.quantile_calibration_error(y, mean, std) < 3e-3
+    # Twice too wide: every interval over-covers.
+    assert (M.coverage_curve(y, mean, 2 * std)[1] > levels).all()
+
+
+def test_classification_metrics_by_hand():
+    y = np.array(["b", "a", "c"])
+    proba = np.array([[0.2, 0.7, 0.1], [0.5, 0.3, 0.2], [0.6, 0.2, 0.2]])
+    labels = np.array(["a", "b", "c"])
+    assert M.categorical_nll(y, proba, labels) == pytest.approx(-np.mean(np.log([0.7, 0.5, 0.2])))
+    brier = np.mean([0.04 + 0.09 + 0.01, 0.25 + 0.09 + 0.04, 0.36 + 0.04 + 0.64])
+    assert M.brier_score(y, proba, labels) == pytest.approx(brier)
+    assert M.accuracy(y, proba, labels) == pytest.approx(2 / 3)
+    # Bins of width 1/15: 0.7 -> bin 10 (correct), 0.5 -> bin 7 (correct), 0.6 -> bin 8 (wrong).
+    assert M.expected_calibration_error(y, proba, labels=labels) == pytest.approx((0.3 + 0.5 + 0.6) / 3)
+    assert M.maximum_calibration_error(y, proba, labels=labels) == pytest.approx(0.6)
+
+
+def test_perfectly_calibrated_classifier_has_near_zero_ece():
+    """100k points whose labels are drawn from the predicted probabilities:
+    ECE below 0.01 (the binning and sampling noise), MCE below 0.05."""
+    rng = np.random.RandomState(0)
+    logits = 2 * rng.randn(100_000, 3)
+    proba = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    y = (proba.cumsum(1) > rng.rand(100_000, 1)).argmax(1)
+    assert M.expected_calibration_error(y, proba, labels=[0, 1, 2]) < 0.01
+    assert M.maximum_calibration_error(y, proba, labels=[0, 1, 2]) < 0.05
+    overconfident = np.exp(3 * logits) / np.exp(3 * logits).sum(1, keepdims=True)
+    assert M.expected_calibration_error(y, overconfident, labels=[0, 1, 2]) > 0.05
+
+
+def test_reliability_bins_counts():
+    confidence, bin_accuracy, counts = M.reliability_bins([0, 1, 1], [[0.95, 0.05], [0.45, 0.55], [0.4, 0.6]], n_bins=10)
+    assert counts.sum() == 3 and counts[9] == 1 and counts[5] == 2
+    assert confidence[5] == pytest.approx(0.575) and bin_accuracy[5] == 1.0
+    assert np.isnan(confidence[0])
 
 
 @pytest.mark.parametrize(
     "call, message",
     [
-        (lambda: gaussian_nll([0.0, 1.0], [0.0], [1.0]), "inconsistent numbers of samples"),
-        (lambda: gaussian_nll([0.0], [0.0], [0.0]), "y_std must be positive"),
-        (lambda: gaussian_nll([[0.0, 1.0]], [[0.0]], [[1.0]]), "same shape"),
-        (lambda: interval_coverage([0.0], [0.0], [1.0], level=1.5), "level must be in"),
+        (lambda: M.gaussian_nll([0.0, 1.0], [0.0], [1.0]), "inconsistent numbers of samples"),
+        (lambda: M.gaussian_nll([0.0], [0.0], [0.0]), "y_std must be positive"),
+        (lambda: M.crps_gaussian([[0.0, 1.0]], [[0.0]], [[1.0]]), "same shape"),
+        (lambda: M.interval_coverage([0.0], [0.0], [1.0], level=1.5), "level must be in"),
+        (lambda: M.crps_samples([0.0, 1.0], [[0.0, 1.0]]), "y_samples must have shape"),
+        (lambda: M.brier_score([0, 1], [[0.5, 0.6], [0.5, 0.5]]), "sum to 1"),
+        (lambda: M.brier_score([0, 1], [0.5, 0.5]), r"shape \(n_samples, n_classes\)"),
+        (lambda: M.accuracy([0, 1, 2], [[0.5, 0.5]] * 3), "3 labels"),
+        (lambda: M.accuracy([0, 3], [[0.5, 0.5]] * 2, labels=[0, 1]), r"labels \[3\] not in labels"),
+        (lambda: M.expected_calibration_error([0, 1], [[0.5, 0.5]] * 2, n_bins=0), "n_bins"),
     ],
 )
 def test_bad_metric_input(call, message):
@@ -46,11 +139,43 @@ def test_bad_metric_input(call, message):
         call()
 
 
-def test_neg_nll_scorer_calls_predict_with_std():
-    class Fixed:
+def test_scorers_call_the_predictive_never_score():
+    class Fixed(RegressorMixin, BaseEstimator):
         def predict(self, X, return_std=False):
             assert return_std
             return np.zeros(len(X)), np.ones(len(X))
 
-    X, y = np.zeros((3, 1)), np.zeros(3)
-    assert neg_nll_scorer(Fixed(), X, y) == pytest.approx(-0.5 * np.log(2 * np.pi))
+        def score(self, X, y):
+            raise AssertionError("a scorer must not call score")
+
+    X, y = np.zeros((4, 1)), np.array([0.0, 0.0, 3.0, -3.0])
+    assert M.neg_nll_scorer(Fixed(), X, y) == pytest.approx(-M.gaussian_nll(y, np.zeros(4), np.ones(4)))
+    assert M.neg_crps_scorer(Fixed(), X, y) == pytest.approx(-M.crps_gaussian(y, np.zeros(4), np.ones(4)))
+    assert M.coverage_scorer(0.95)(Fixed(), X, y) == pytest.approx(-0.45)
+    assert M.neg_interval_width_scorer(0.5)(Fixed(), X, y) == pytest.approx(-2 * norm.ppf(0.75))
+
+
+def test_classification_scorers_use_predict_proba_and_classes():
+    X = np.r_[np.linspace(-3, -1, 20), np.linspace(1, 3, 20)][:, None]
+    y = np.where(X[:, 0] > 0, "yes", "no")
+    model = LogisticRegression().fit(X, y)
+    proba = model.predict_proba(X)
+    assert M.neg_nll_scorer(model, X, y) == pytest.approx(-M.categorical_nll(y, proba, model.classes_))
+    assert M.neg_brier_scorer(model, X, y) == pytest.approx(-M.brier_score(y, proba, model.classes_))
+    assert M.neg_ece_scorer(model, X, y) == pytest.approx(-M.expected_calibration_error(y, proba, labels=model.classes_))
+
+
+def _pipeline():
+    laplace = LaplaceRegressor(hidden_layer_sizes=(8,), lr=0.01, max_epochs=60, random_state=0)
+    return Pipeline([("scale", StandardScaler()), ("laplace", laplace)])
+
+
+def test_grid_search_with_a_scoring_dict_and_refit(wave_data):
+    X, y = wave_data
+    scoring = {"nll": M.neg_nll_scorer, "crps": M.neg_crps_scorer, "coverage": M.coverage_scorer(0.9)}
+    search = GridSearchCV(_pipeline(), {"laplace__cov_scale": [0.3, 1.0, 3.0]}, scoring=scoring, refit="nll", cv=3)
+    search.fit(X, y)
+    best = int(np.argmax(search.cv_results_["mean_test_nll"]))
+    assert search.best_params_ == search.cv_results_["params"][best]
+    assert all(np.isfinite(search.cv_results_[f"mean_test_{name}"]).all() for name in scoring)
+    assert search.predict(X[:3]).shape == (3,)
