@@ -54,6 +54,21 @@ class BaseBayesianRegressor(RegressorMixin, BaseEstimator):
         return tags
 
     # ------------------------------------------------------------------ fit
+    def _begin_fit(self, X, y):
+        """Check the parameters and the data, set up torch and draw the seeds.
+
+        Returns validated ``X`` and 2-D ``Y`` in the network's (standardised) units.
+        """
+        self._validate_params()
+        X, Y = self._validate_training_data(X, y)
+        self._torch_setup()
+        rng = check_random_state(self.random_state)
+        # MAP training; weight draws at predict time; any data split of the family.
+        self._map_seed, self._sample_seed, self._split_seed = (
+            int(seed) for seed in rng.randint(_MAX_SEED, size=3)
+        )
+        return X, Y
+
     def _validate_training_data(self, X, y):
         """Validated ``X`` and 2-D ``Y`` in the network's (standardised) units."""
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
@@ -105,10 +120,9 @@ class BaseBayesianRegressor(RegressorMixin, BaseEstimator):
         return module.to(device=self._device, dtype=self._dtype)
 
     def _fit_map(self, X, Y):
-        """Seed, build the backbone and train it to the MAP through skorch.
+        """Build the backbone and train it to the MAP through skorch.
 
-        Sets ``net_`` and the private ``_model`` (the backbone as ``f(Theta, X)``)
-        and ``_sample_seed`` (for the predictions that sample weights).
+        Sets ``net_`` and the private ``_model`` (the backbone as ``f(Theta, X)``).
 
         Returns
         -------
@@ -117,14 +131,11 @@ class BaseBayesianRegressor(RegressorMixin, BaseEstimator):
         noise_std : tensor of shape (O,)
             Fixed or estimated observation noise, in the network's units.
         """
-        self._torch_setup()
-        rng = check_random_state(self.random_state)
-        map_seed, self._sample_seed = (int(s) for s in rng.randint(_MAX_SEED, size=2))
         fixed_noise = None if self.noise_std is None else self.noise_std / self._y_scale
         batch_size = min(200, len(X)) if self.batch_size == "auto" else self.batch_size
         devices = [self._device] if self._device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):
-            torch.manual_seed(map_seed)
+            torch.manual_seed(self._map_seed)
             module = self._build_module(X.shape[1], Y.shape[1])
             self.net_, noise_std = fit_map(
                 module,
@@ -138,7 +149,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseEstimator):
                 optimizer=self.optimizer,
                 callbacks=self.callbacks,
                 device=self._device,
-                seed=map_seed,
+                seed=self._map_seed,
                 verbose=self.verbose,
             )
         self._model = FunctionalModel(self.net_.module_)
@@ -151,10 +162,12 @@ class BaseBayesianRegressor(RegressorMixin, BaseEstimator):
         self.noise_std_ = float(in_y_units[0]) if self._single_output else in_y_units
 
     # -------------------------------------------------------------- predict
-    def _predictive(self, X):
-        """Distribution of the network outputs at ``X``: the nonlinear pushforward
-        of ``self.n_samples`` weight draws (the same draws at every call)."""
-        theta = self.posterior_.sample(self.n_samples, self._generator(self._sample_seed))
+    def _predictive(self, X, posterior=None):
+        """Distribution of the network outputs at ``X`` under ``posterior``
+        (default ``posterior_``): the nonlinear pushforward of ``n_samples``
+        weight draws, the same draws at every call."""
+        posterior = self.posterior_ if posterior is None else posterior
+        theta = posterior.sample(self.n_samples, self._generator(self._sample_seed))
         return nonlinear_pushforward(self._model, theta, X)
 
     def _sample_outputs(self, X, n_samples, generator):
@@ -197,17 +210,26 @@ class BaseBayesianRegressor(RegressorMixin, BaseEstimator):
         X = self._validated_inputs(X)
         with torch.no_grad():
             predictive = self._predictive(X)
-            mean = self._to_numpy(predictive.mean) * self._y_scale + self._y_mean
-            noise_var = self._noise_std.square()
-            if return_std:
-                std = (predictive.variance + noise_var).sqrt()
-                return self._squeeze(mean), self._squeeze(self._to_numpy(std) * self._y_scale)
             if return_cov:
                 eye = torch.eye(X.shape[0], dtype=X.dtype, device=X.device)
-                cov = predictive.covariance() + noise_var[:, None, None] * eye
+                cov = predictive.covariance() + self._noise_std.square()[:, None, None] * eye
                 cov = self._to_numpy(cov).transpose(1, 2, 0) * self._y_scale**2
-                return self._squeeze(mean), self._squeeze(cov)
-        return self._squeeze(mean)
+                return self._in_y_units(predictive.mean)[0], self._squeeze(cov)
+            if return_std:
+                return self._in_y_units(predictive.mean, predictive.variance)
+            return self._in_y_units(predictive.mean)[0]
+
+    def _in_y_units(self, mean, output_variance=None):
+        """Network-unit mean (and output variance) to the mean and total std of y.
+
+        The std adds the observation noise to the output variance; both come
+        back as float64 arrays in the units and shape of y.
+        """
+        y_mean = self._squeeze(self._to_numpy(mean) * self._y_scale + self._y_mean)
+        if output_variance is None:
+            return y_mean, None
+        std = (output_variance + self._noise_std.square()).sqrt()
+        return y_mean, self._squeeze(self._to_numpy(std) * self._y_scale)
 
     def sample_y(self, X, n_samples=1, random_state=0):
         """Draw samples of ``y`` from the predictive distribution at ``X``.

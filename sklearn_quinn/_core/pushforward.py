@@ -8,6 +8,8 @@ Two pushforwards, both giving an object with ``mean``, ``variance``,
 - nonlinear: ``f(theta_s, X)`` for weight draws ``theta_s``.
 """
 
+from functools import cached_property
+
 import torch
 from torch.func import jacrev, vmap
 
@@ -23,11 +25,19 @@ def output_jacobian(model, theta, X):
 
 
 class GaussianPredictive:
-    """``N(mean, B B^T)`` over the outputs; ``factor`` ``B`` has shape ``(N, O, R)``."""
+    """``N(mean, B B^T)`` over the outputs; ``factor`` ``B`` has shape ``(N, O, R)``.
+
+    ``factor`` may be a zero-argument callable: it is then computed on first
+    use, so a caller that needs only the mean never pays for the Jacobian.
+    """
 
     def __init__(self, mean, factor):
         self.mean = mean
-        self.factor = factor
+        self._factor = factor
+
+    @cached_property
+    def factor(self):
+        return self._factor() if callable(self._factor) else self._factor
 
     @property
     def variance(self):
@@ -74,10 +84,13 @@ class SampledPredictive:
 def linear_pushforward(model, posterior, X):
     """The linearised network's predictive under a :class:`GaussianPosterior`."""
     mean = model.single(posterior.mean, X)
-    jac = output_jacobian(model, posterior.mean, X)
-    n_points, n_outputs, n_params = jac.shape
-    factor = posterior.project(jac.reshape(-1, n_params))
-    return GaussianPredictive(mean, factor.reshape(n_points, n_outputs, -1))
+
+    def factor():
+        jac = output_jacobian(model, posterior.mean, X)
+        n_points, n_outputs, n_params = jac.shape
+        return posterior.project(jac.reshape(-1, n_params)).reshape(n_points, n_outputs, -1)
+
+    return GaussianPredictive(mean, factor)
 
 
 def nonlinear_pushforward(model, theta, X):

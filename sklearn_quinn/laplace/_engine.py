@@ -139,9 +139,31 @@ class LaplaceApproximation:
         result = minimize(objective, np.array(start), jac=True, method="L-BFGS-B", bounds=bounds)
         return math.exp(result.x[0]), math.exp(result.x[1]) if tune_noise else 1.0
 
+    def _precision_spectrum(self, prior_precision, noise_scale, cov_scale):
+        return cov_scale * (self.eigenvalues / noise_scale**self.noise_power + prior_precision)
+
+    def variance_along(self, jacobian):
+        """``J Sigma J^T``'s diagonal as a function of the prior and scales, for one ``J``.
+
+        The rows of ``J`` (shape ``(M, K)``) are projected on the eigenvectors
+        once; each evaluation is then ``O(M K)``: a grid search over the prior
+        precision or ``cov_scale`` costs no new curvature and no factorisation.
+
+        Returns
+        -------
+        callable ``(prior_precision, noise_scale=1.0, cov_scale=1.0) -> tensor (M,)``
+        """
+        projected = jacobian if self.eigenvectors is None else jacobian @ self.eigenvectors
+        squared = projected.square()
+
+        def variance(prior_precision, noise_scale=1.0, cov_scale=1.0):
+            return squared @ self._precision_spectrum(prior_precision, noise_scale, cov_scale).reciprocal()
+
+        return variance
+
     def posterior(self, prior_precision, noise_scale=1.0, cov_scale=1.0):
         """``N(theta*, (cov_scale * (C / c**p + delta I))^-1)``."""
-        precision = cov_scale * (self.eigenvalues / noise_scale**self.noise_power + prior_precision)
+        precision = self._precision_spectrum(prior_precision, noise_scale, cov_scale)
         if self.structure == "diag":
             return GaussianPosterior.from_std(self.theta, precision.rsqrt())
         vectors = self.eigenvectors

@@ -4,12 +4,14 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
+from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._core.curvature import CURVATURES, STRUCTURES
-from .._core.pushforward import linear_pushforward
+from .._core.pushforward import linear_pushforward, output_jacobian
 from ..base import BaseBayesianRegressor
+from ..calibration import OBJECTIVES, calibrate
 from ._engine import LaplaceApproximation
 
 
@@ -57,9 +59,18 @@ class LaplaceRegressor(BaseBayesianRegressor):
     pushforward : {'linear', 'nonlinear'}, default='linear'
         Linearised network (closed-form Gaussian predictive) or weight samples
         through the network.
-    prior_precision : float, 'marglik' or None, default=None
+    prior_precision : float, 'marglik', 'gridsearch' or None, default=None
         Prior precision used in ``H``: None for ``1 / prior_std**2`` (the prior
-        of the MAP), a float, or 'marglik' to maximise the Laplace evidence.
+        of the MAP), a float, 'marglik' to maximise the Laplace evidence, or
+        'gridsearch' to choose it on a grid by ``calibration_objective`` (see
+        :func:`sklearn_quinn.calibration.calibrate`).
+    calibration_objective : {'nll', 'chi_squared', 'crps', 'ece', \
+            'marginal_log_likelihood'}, default='nll'
+        Objective of ``prior_precision='gridsearch'``. The held-out objectives
+        are scored on ``validation_fraction`` of the training rows, which the
+        MAP and the curvature then do not see.
+    validation_fraction : float in (0, 1), default=0.1
+        Held-out fraction for ``prior_precision='gridsearch'``.
     n_samples : int, default=100
         Weight samples for ``pushforward='nonlinear'``.
     lr : float, default=0.001
@@ -93,6 +104,9 @@ class LaplaceRegressor(BaseBayesianRegressor):
         Observation noise std in the units of y.
     prior_precision_ : float
         Prior precision in the posterior.
+    cov_scale_ : float
+        ``cov_scale`` in the posterior (changed by
+        :func:`~sklearn_quinn.calibration.calibrate`).
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -133,7 +147,13 @@ class LaplaceRegressor(BaseBayesianRegressor):
         "curvature": [StrOptions(set(CURVATURES))],
         "cov_scale": [Interval(Real, 0, None, closed="neither")],
         "pushforward": [StrOptions({"linear", "nonlinear"})],
-        "prior_precision": [None, StrOptions({"marglik"}), Interval(Real, 0, None, closed="neither")],
+        "prior_precision": [
+            None,
+            StrOptions({"marglik", "gridsearch"}),
+            Interval(Real, 0, None, closed="neither"),
+        ],
+        "calibration_objective": [StrOptions(set(OBJECTIVES))],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "n_samples": [Interval(Integral, 1, None, closed="left")],
     }
 
@@ -150,6 +170,8 @@ class LaplaceRegressor(BaseBayesianRegressor):
         cov_scale=1.0,
         pushforward="linear",
         prior_precision=None,
+        calibration_objective="nll",
+        validation_fraction=0.1,
         n_samples=100,
         lr=0.001,
         max_epochs=200,
@@ -172,6 +194,8 @@ class LaplaceRegressor(BaseBayesianRegressor):
         self.cov_scale = cov_scale
         self.pushforward = pushforward
         self.prior_precision = prior_precision
+        self.calibration_objective = calibration_objective
+        self.validation_fraction = validation_fraction
         self.n_samples = n_samples
         self.lr = lr
         self.max_epochs = max_epochs
@@ -196,8 +220,13 @@ class LaplaceRegressor(BaseBayesianRegressor):
         -------
         self : LaplaceRegressor
         """
-        self._validate_params()
-        X, Y = self._validate_training_data(X, y)
+        X, Y = self._begin_fit(X, y)
+        held_out = None
+        if self.prior_precision == "gridsearch" and self.calibration_objective != "marginal_log_likelihood":
+            X, X_val, Y, Y_val = train_test_split(
+                X, Y, test_size=self.validation_fraction, random_state=self._split_seed
+            )
+            held_out = X_val, Y_val * self._y_scale + self._y_mean
         self._log_y_scale_total = len(X) * float(np.log(self._y_scale).sum())
         theta, noise_std = self._fit_map(X, Y)
         self._laplace = LaplaceApproximation(
@@ -209,17 +238,20 @@ class LaplaceRegressor(BaseBayesianRegressor):
             kind=self.curvature,
             structure=self.hessian_structure,
         )
-        prior_precision = self.prior_std**-2 if self.prior_precision is None else self.prior_precision
         self._noise_scale = 1.0
-        if prior_precision == "marglik":
-            prior_precision, self._noise_scale = self._laplace.maximise_evidence(
+        self.prior_precision_ = self.prior_std**-2
+        if isinstance(self.prior_precision, Real):
+            self.prior_precision_ = float(self.prior_precision)
+        elif self.prior_precision == "marglik":
+            self.prior_precision_, self._noise_scale = self._laplace.maximise_evidence(
                 self.prior_std**-2, tune_noise=self.noise_std is None
             )
-        self.prior_precision_ = float(prior_precision)
         self._set_noise(noise_std * self._noise_scale)
-        self.posterior_ = self._laplace.posterior(
-            self.prior_precision_, self._noise_scale, self.cov_scale
-        )
+        self.cov_scale_ = float(self.cov_scale)
+        self.posterior_ = self._laplace.posterior(self.prior_precision_, self._noise_scale, self.cov_scale_)
+        if self.prior_precision == "gridsearch":
+            X_val, y_val = held_out if held_out is not None else (None, None)
+            calibrate(self, X_val, y_val, param="prior_precision", objective=self.calibration_objective)
         return self
 
     def log_marginal_likelihood(self, prior_precision=None):
@@ -244,12 +276,51 @@ class LaplaceRegressor(BaseBayesianRegressor):
         # y = mean + scale * y_standardised: the density of y carries 1 / scale per value.
         return float(value) - self._log_y_scale_total
 
-    def _predictive(self, X):
+    def _predictive(self, X, posterior=None):
         if self.pushforward == "linear":
-            return linear_pushforward(self._model, self.posterior_, X)
-        return super()._predictive(X)
+            return linear_pushforward(self._model, self.posterior_ if posterior is None else posterior, X)
+        return super()._predictive(X, posterior)
 
     def _sample_outputs(self, X, n_samples, generator):
         if self.pushforward == "linear":
-            return linear_pushforward(self._model, self.posterior_, X).sample(n_samples, generator)
+            return self._predictive(X).sample(n_samples, generator)
         return super()._sample_outputs(X, n_samples, generator)
+
+    # ------------------------------------------------------------ calibration
+    def _scales(self, param, value):
+        """Prior precision, noise scale and cov_scale with ``param`` set to ``value``."""
+        scales = dict(
+            prior_precision=self.prior_precision_, noise_scale=self._noise_scale, cov_scale=self.cov_scale_
+        )
+        scales[param] = value
+        return scales
+
+    def _calibration_path(self, X, param):
+        """``value -> (y_mean, y_std)`` over ``X`` with ``param`` set to ``value``.
+
+        The linear pushforward projects the Jacobian on the curvature's
+        eigenvectors once, so each value costs ``O(N K)``; the nonlinear one
+        re-factors the posterior from the same eigen decomposition and samples.
+        """
+        X = self._validated_inputs(X)
+        with torch.no_grad():
+            if self.pushforward == "nonlinear":
+                def path(value):
+                    predictive = self._predictive(X, self._laplace.posterior(**self._scales(param, value)))
+                    return self._in_y_units(predictive.mean, predictive.variance)
+
+                return path
+            theta = self.posterior_.mean
+            mean = self._model.single(theta, X)
+            variance = self._laplace.variance_along(output_jacobian(self._model, theta, X).flatten(0, 1))
+
+        def path(value):
+            with torch.no_grad():
+                return self._in_y_units(mean, variance(**self._scales(param, value)).view_as(mean))
+
+        return path
+
+    def _set_posterior_scale(self, param, value):
+        """Re-scale the posterior in place: ``prior_precision_`` or ``cov_scale_`` becomes ``value``."""
+        setattr(self, f"{param}_", float(value))
+        self.posterior_ = self._laplace.posterior(self.prior_precision_, self._noise_scale, self.cov_scale_)

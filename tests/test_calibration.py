@@ -1,0 +1,130 @@
+"""Calibration of the posterior scale by grid search, without refitting."""
+
+import numpy as np
+import pytest
+from sklearn.linear_model import LinearRegression
+
+from sklearn_quinn import LaplaceRegressor
+from sklearn_quinn.calibration import HELD_OUT_OBJECTIVES, calibrate
+from sklearn_quinn.laplace import _engine
+
+GRID = np.array([0.03, 0.3, 3.0, 30.0])
+
+
+def laplace(**params):
+    defaults = dict(hidden_layer_sizes=(12,), lr=0.01, max_epochs=80, random_state=0)
+    return LaplaceRegressor(**{**defaults, **params})
+
+
+@pytest.fixture
+def split(wave_data):
+    X, y = wave_data
+    return X[:60], y[:60], X[60:], y[60:]
+
+
+@pytest.fixture
+def count_curvatures(monkeypatch):
+    calls = []
+    original = _engine.curvature
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(_engine, "curvature", counting)
+    return calls
+
+
+@pytest.mark.filterwarnings("ignore:The best")  # edge warnings have their own test
+@pytest.mark.parametrize("pushforward", ["linear", "nonlinear"])
+@pytest.mark.parametrize("structure", ["full", "diag"])
+@pytest.mark.parametrize("param", ["prior_precision", "cov_scale"])
+def test_grid_search_equals_refitting_at_each_value(split, count_curvatures, pushforward, structure, param):
+    X, y, X_val, y_val = split
+    params = dict(pushforward=pushforward, hessian_structure=structure, n_samples=50)
+    reg = laplace(**params).fit(X, y)
+    assert len(count_curvatures) == 1
+    result = calibrate(reg, X_val, y_val, param=param, grid=GRID, objective="nll")
+    assert len(count_curvatures) == 1  # the search computed no new curvature
+
+    objective = HELD_OUT_OBJECTIVES["nll"]
+    refitted = []
+    for value in GRID:
+        fresh = laplace(**params, **{param: value}).fit(X, y)
+        refitted.append(objective(y_val, *fresh.predict(X_val, return_std=True)))
+    np.testing.assert_allclose(result.scores, refitted, rtol=1e-6)
+    assert result.best_value == GRID[np.argmin(refitted)]
+    assert getattr(reg, f"{param}_") == result.best_value
+    best = laplace(**params, **{param: result.best_value}).fit(X, y)
+    np.testing.assert_allclose(reg.predict(X_val, return_std=True), best.predict(X_val, return_std=True), rtol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore:The best")
+@pytest.mark.parametrize("objective", ["chi_squared", "crps", "ece"])
+def test_other_held_out_objectives_pick_their_minimum(split, objective):
+    X, y, X_val, y_val = split
+    reg = laplace().fit(X, y)
+    grid = np.logspace(-2, 2, 9)
+    result = calibrate(reg, X_val, y_val, param="cov_scale", grid=grid, objective=objective)
+    assert result.scores.shape == (9,)
+    assert result.best_value == grid[np.argmin(result.scores)]
+
+
+def test_marginal_likelihood_objective_maximises_the_evidence(split):
+    X, y, _, _ = split
+    reg = laplace().fit(X, y)
+    grid = np.logspace(-3, 3, 25)
+    evidence = [reg.log_marginal_likelihood(value) for value in grid]
+    result = calibrate(reg, param="prior_precision", grid=grid, objective="marginal_log_likelihood")
+    assert result.best_value == grid[np.argmax(evidence)]
+    np.testing.assert_allclose(result.scores, -np.array(evidence))
+
+
+def test_best_value_at_the_edge_warns(split):
+    X, y, X_val, y_val = split
+    reg = laplace().fit(X, y)
+    with pytest.warns(UserWarning, match=r"best cov_scale \(1e-0[56]\) is at the edge of the grid \[1e-06, 1e-05\]"):
+        calibrate(reg, X_val, y_val, param="cov_scale", grid=[1e-6, 1e-5])
+
+
+def test_estimator_option_gridsearch(wave_data):
+    """prior_precision='gridsearch' holds out validation_fraction of the rows
+    and runs the same calibrate function on them."""
+    X, y = wave_data
+    reg = laplace(prior_precision="gridsearch", calibration_objective="nll", validation_fraction=0.25).fit(X, y)
+    assert reg.prior_precision_ in np.logspace(-4, 4, 41)
+    assert reg.net_.history[-1, "batches"][-1]["train_batch_size"] <= 60  # 80 rows minus 25%
+
+    evidence = laplace(prior_precision="gridsearch", calibration_objective="marginal_log_likelihood").fit(X, y)
+    by_function = laplace().fit(X, y)
+    calibrate(by_function, param="prior_precision", objective="marginal_log_likelihood")
+    assert evidence.prior_precision_ == by_function.prior_precision_
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(param="noise_std"), "param must be one of"),
+        (dict(objective="accuracy"), "objective must be one of"),
+        (dict(grid=[1.0, -1.0]), "grid must be a non-empty 1-D array of positive floats"),
+        (dict(grid=[]), "grid must be a non-empty"),
+        (dict(param="cov_scale", objective="marginal_log_likelihood"), "does not depend on cov_scale"),
+    ],
+)
+def test_bad_calibration_requests(split, kwargs, message):
+    X, y, X_val, y_val = split
+    reg = laplace(max_epochs=5).fit(X, y)
+    with pytest.raises(ValueError, match=message):
+        calibrate(reg, X_val, y_val, **kwargs)
+
+
+def test_held_out_objective_needs_data(split):
+    X, y, _, _ = split
+    with pytest.raises(ValueError, match="needs held-out X and y"):
+        calibrate(laplace(max_epochs=5).fit(X, y), objective="nll")
+
+
+def test_estimator_without_gaussian_posterior(split):
+    X, y, X_val, y_val = split
+    with pytest.raises(ValueError, match="LinearRegression has no Gaussian weight posterior"):
+        calibrate(LinearRegression().fit(X, y), X_val, y_val)

@@ -1,0 +1,81 @@
+"""evaluate: summaries computed once and reused, then the metrics."""
+
+import numpy as np
+import pytest
+from sklearn.linear_model import LogisticRegression
+
+from sklearn_quinn import LaplaceRegressor
+from sklearn_quinn import metrics as M
+from sklearn_quinn.evaluation import PredictiveSummaries, evaluate
+
+
+@pytest.fixture
+def fitted(wave_data):
+    X, y = wave_data
+    reg = LaplaceRegressor(hidden_layer_sizes=(12,), lr=0.01, max_epochs=60, random_state=0).fit(X, y)
+    return reg, X, y
+
+
+def test_default_regression_metrics_equal_the_metric_functions(fitted):
+    reg, X, y = fitted
+    mean, std = reg.predict(X, return_std=True)
+    results = evaluate(reg, X, y, level=0.9)
+    assert results["rmse"] == pytest.approx(M.root_mean_squared_error(y, mean))
+    assert results["nll"] == pytest.approx(M.gaussian_nll(y, mean, std))
+    assert results["crps"] == pytest.approx(M.crps_gaussian(y, mean, std))
+    assert results["coverage"] == pytest.approx(M.interval_coverage(y, mean, std, 0.9))
+    assert results["interval_width"] == pytest.approx(M.interval_width(y, mean, std, 0.9))
+    assert set(results) == {"rmse", "nll", "crps", "chi_squared", "coverage", "interval_width",
+                            "quantile_calibration_error"}
+
+
+def test_each_summary_is_computed_once(fitted):
+    reg, X, y = fitted
+    summaries = PredictiveSummaries(reg, X)
+    for _ in range(2):
+        summaries["std"], summaries["mean"], summaries["variance"]
+    assert summaries.calls == {"predict": 1}
+
+
+def test_variance_and_std_reuse_the_covariance(fitted):
+    reg, X, y = fitted
+    seen = {}
+
+    def joint_nll(y_true, summaries):
+        seen.update(summaries.calls)
+        cov = summaries["covariance"]
+        residual = y_true - summaries["mean"]
+        sign, logdet = np.linalg.slogdet(cov)
+        return 0.5 * (residual @ np.linalg.solve(cov, residual) + logdet + len(y_true) * np.log(2 * np.pi))
+
+    results = evaluate(reg, X, y, metrics={"nll": "nll", "joint_nll": joint_nll}, summaries=["covariance"])
+    assert seen == {"predict": 1}  # one predict(return_cov=True) served every summary
+    _, std = reg.predict(X, return_std=True)
+    assert results["nll"] == pytest.approx(M.gaussian_nll(y, reg.predict(X), std), rel=1e-10)
+    assert np.isfinite(results["joint_nll"])
+
+
+def test_sample_based_crps(fitted):
+    reg, X, y = fitted
+    results = evaluate(reg, X, y, metrics=["crps", "crps_samples"], n_draws=4000)
+    assert results["crps_samples"] == pytest.approx(results["crps"], rel=0.05)
+
+
+def test_classifier_metrics():
+    rng = np.random.RandomState(0)
+    X = rng.randn(100, 2)
+    y = np.where(X[:, 0] + 0.3 * rng.randn(100) > 0, "pos", "neg")
+    model = LogisticRegression().fit(X, y)
+    proba = model.predict_proba(X)
+    results = evaluate(model, X, y)
+    assert results["accuracy"] == pytest.approx(M.accuracy(y, proba, model.classes_))
+    assert results["ece"] == pytest.approx(M.expected_calibration_error(y, proba, labels=model.classes_))
+    assert set(results) == {"accuracy", "nll", "brier", "ece", "mce"}
+
+
+def test_unknown_metric_or_summary(fitted):
+    reg, X, y = fitted
+    with pytest.raises(ValueError, match="Unknown regression metric 'ece'"):
+        evaluate(reg, X, y, metrics=["ece"])
+    with pytest.raises(ValueError, match="Unknown summaries"):
+        evaluate(reg, X, y, metrics=["rmse"], summaries=["median"])
