@@ -7,7 +7,6 @@ from torch.func import grad, hessian
 from sklearn_quinn._core import curvature as curvature_module
 from sklearn_quinn._core.curvature import check_full_fits, curvature
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
-from sklearn_quinn._core.pushforward import output_jacobian
 
 
 @pytest.fixture
@@ -32,7 +31,7 @@ def test_hessian_is_autograd_hessian(problem):
 
 def test_ggn_is_weighted_jacobian_product(problem):
     model, theta, X, Y, noise = problem
-    jac = output_jacobian(model, theta, X)
+    jac = model.jacobian(theta, X)
     expected = torch.einsum("nok,o,nol->kl", jac, noise**-2, jac)
     torch.testing.assert_close(curvature(model, theta, X, Y, noise, "ggn", "full"), expected)
 

@@ -3,6 +3,7 @@
 import pytest
 import torch
 from torch import nn
+from torch.func import jacrev
 
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 
@@ -54,6 +55,29 @@ def test_theta_layout_follows_named_parameters():
     for (name, param), view in zip(module.named_parameters(), model.unflatten(model.flatten()).items()):
         assert view[0] == name
         torch.testing.assert_close(view[1], param.detach())
+
+
+@pytest.mark.parametrize("activation", ["identity", "logistic", "tanh", "relu"])
+@pytest.mark.parametrize("hidden", [(), (5,), (4, 3)])
+def test_mlp_jacobian_matches_autograd(activation, hidden):
+    torch.manual_seed(0)
+    model = FunctionalModel(build_mlp(3, 2, hidden, activation).double())
+    theta = model.flatten() + 0.1
+    X = _inputs()
+    expected = jacrev(lambda t: model.single(t, X))(theta)  # (N, O, K), the whole-batch Jacobian
+    torch.testing.assert_close(model.jacobian(theta, X), expected)
+    generic = FunctionalModel(model.module)
+    generic._plan = None
+    torch.testing.assert_close(generic.jacobian(theta, X), expected)
+
+
+def test_bias_free_mlp_jacobian():
+    torch.manual_seed(0)
+    module = nn.Sequential(nn.Linear(3, 4, bias=False), nn.Tanh(), nn.Linear(4, 2, bias=False)).double()
+    model = FunctionalModel(module)
+    X = _inputs()
+    expected = jacrev(lambda t: model.single(t, X))(model.flatten())
+    torch.testing.assert_close(model.jacobian(model.flatten(), X), expected)
 
 
 def test_generic_module_with_buffers():

@@ -2,7 +2,6 @@
 
 import pytest
 import torch
-from torch.func import jacrev
 
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 from sklearn_quinn._core.posterior import GaussianPosterior
@@ -10,7 +9,6 @@ from sklearn_quinn._core.pushforward import (
     SampledPredictive,
     linear_pushforward,
     nonlinear_pushforward,
-    output_jacobian,
 )
 
 
@@ -22,19 +20,12 @@ def model_and_inputs():
     return model, X
 
 
-def test_output_jacobian_matches_full_jacobian(model_and_inputs):
-    model, X = model_and_inputs
-    theta = model.flatten()
-    expected = jacrev(lambda t: model.single(t, X))(theta)  # (N, O, K)
-    torch.testing.assert_close(output_jacobian(model, theta, X), expected)
-
-
 def test_linear_pushforward_is_j_sigma_jt(model_and_inputs):
     model, X = model_and_inputs
     theta = model.flatten()
     std = torch.linspace(0.01, 0.2, model.n_params, dtype=torch.float64)
     predictive = linear_pushforward(model, GaussianPosterior.from_std(theta, std), X)
-    jac = output_jacobian(model, theta, X)
+    jac = model.jacobian(theta, X)
     cov = torch.einsum("nok,k,mpk->opnm", jac, std**2, jac)  # per output pair
     torch.testing.assert_close(predictive.mean, model.single(theta, X))
     torch.testing.assert_close(predictive.covariance(), torch.stack([cov[0, 0], cov[1, 1]]))

@@ -16,7 +16,6 @@ blocks of basis vectors (its diagonal never forms the full matrix).
 import torch
 from torch.func import grad, jvp, vmap
 
-from .pushforward import output_jacobian
 
 CURVATURES = ("ggn", "hessian", "ef")
 STRUCTURES = ("full", "diag")
@@ -80,7 +79,7 @@ def curvature(model, theta, X, Y, noise_std, kind="ggn", structure="full"):
     total = theta.new_zeros(shape)
     row_bytes = Y.shape[1] * n_params * theta.element_size()
     for rows in _row_chunks(X.shape[0], row_bytes):
-        jac = output_jacobian(model, theta, X[rows]) / noise_std[:, None]
+        jac = model.jacobian(theta, X[rows]) / noise_std[:, None]
         if kind == "ggn":
             factor = jac.reshape(-1, n_params)
         else:

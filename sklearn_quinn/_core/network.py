@@ -6,9 +6,11 @@ batched forward ``f(Theta, X)`` with ``Theta`` of shape ``(S, K)``: chains,
 ensemble members, particles and posterior samples are rows of ``Theta``.
 """
 
+from typing import Callable, NamedTuple
+
 import torch
 from torch import nn
-from torch.func import functional_call, vmap
+from torch.func import functional_call, jacrev, vmap
 
 ACTIVATIONS = {
     "identity": nn.Identity,
@@ -17,12 +19,36 @@ ACTIVATIONS = {
     "relu": nn.ReLU,
 }
 
-# Element-wise activations the batched fast path knows, by module type.
+class _Activation(NamedTuple):
+    """An element-wise activation and its derivative written in terms of its output."""
+
+    function: Callable
+    derivative: Callable
+
+
+def _identity(h):
+    return h
+
+
+def _sigmoid_derivative(out):
+    return out * (1 - out)
+
+
+def _tanh_derivative(out):
+    return 1 - out.square()
+
+
+def _relu_derivative(out):
+    return (out > 0).to(out.dtype)
+
+
+# Element-wise activations the batched fast path knows, by module type (named
+# functions, not lambdas, so a fitted model pickles).
 _ELEMENTWISE = {
-    nn.Identity: lambda h: h,
-    nn.Sigmoid: torch.sigmoid,
-    nn.Tanh: torch.tanh,
-    nn.ReLU: torch.relu,
+    nn.Identity: _Activation(_identity, torch.ones_like),
+    nn.Sigmoid: _Activation(torch.sigmoid, _sigmoid_derivative),
+    nn.Tanh: _Activation(torch.tanh, _tanh_derivative),
+    nn.ReLU: _Activation(torch.relu, _relu_derivative),
 }
 
 
@@ -45,8 +71,8 @@ class FunctionalModel:
     A module made only of ``nn.Linear`` layers and element-wise activations
     (the default MLP, or a user's ``nn.Sequential`` of the same parts) runs a
     hand-batched forward (one ``baddbmm`` per layer over the leading ``S``
-    axis); any other module runs through ``torch.func.vmap`` over
-    ``functional_call``.
+    axis) and a hand-written per-example Jacobian; any other module runs
+    through ``torch.func`` (``vmap`` over ``functional_call``, ``jacrev``).
 
     Parameters
     ----------
@@ -119,12 +145,57 @@ class FunctionalModel:
         """Outputs ``(N, O)`` for one weight vector ``theta (K,)``."""
         return self(theta.unsqueeze(0), X)[0]
 
+    def jacobian(self, theta, X):
+        """Per-example Jacobian of the outputs in the weights, shape ``(N, O, K)``.
+
+        The cost grows linearly with ``N`` (never one backward pass per output
+        row of the whole batch).
+        """
+        if self._plan is None:
+            jac = vmap(jacrev(self.single), in_dims=(None, 0))(theta, X.unsqueeze(1))
+            return jac.squeeze(1)
+        return self._mlp_jacobian(theta, X)
+
+    def _mlp_jacobian(self, theta, X):
+        """Backpropagate the identity over the outputs through the MLP, per example.
+
+        For a linear layer with input ``a`` and output cotangent ``delta`` (one
+        row per output), the weight block of the Jacobian is ``delta a^T`` and
+        the bias block is ``delta``.
+        """
+        inputs, h = [], X
+        for step in self._plan:  # forward, keeping each layer's input
+            inputs.append(h)
+            if isinstance(step, _Activation):
+                h = step.function(h)
+            else:
+                (start, stop, shape), bias = step
+                h = h @ theta[start:stop].view(shape).T
+                if bias is not None:
+                    h = h + theta[bias[0] : bias[1]]
+        n_points, n_outputs = h.shape
+        jac = theta.new_zeros(n_points, n_outputs, self.n_params)
+        delta = torch.eye(n_outputs, dtype=theta.dtype, device=theta.device).expand(n_points, -1, -1)
+        for index in reversed(range(len(self._plan))):
+            step, a = self._plan[index], inputs[index]
+            if isinstance(step, _Activation):
+                output = inputs[index + 1] if index + 1 < len(inputs) else h
+                delta = delta * step.derivative(output).unsqueeze(1)
+                continue
+            (start, stop, shape), bias = step
+            jac[:, :, start:stop] = (delta.unsqueeze(-1) * a[:, None, None, :]).flatten(2)
+            if bias is not None:
+                jac[:, :, bias[0] : bias[1]] = delta
+            if index:
+                delta = delta @ theta[start:stop].view(shape)
+        return jac
+
     def _batched_mlp(self, theta, X):
         n_rows = theta.shape[0]
         h = X.expand(n_rows, *X.shape)
         for step in self._plan:
-            if callable(step):
-                h = step(h)
+            if isinstance(step, _Activation):
+                h = step.function(h)
                 continue
             (start, stop, shape), bias = step
             weight_t = theta[:, start:stop].view(n_rows, *shape).transpose(1, 2)

@@ -11,17 +11,6 @@ Two pushforwards, both giving an object with ``mean``, ``variance``,
 from functools import cached_property
 
 import torch
-from torch.func import jacrev, vmap
-
-
-def output_jacobian(model, theta, X):
-    """Jacobian of the outputs with respect to the weights, shape ``(N, O, K)``.
-
-    Computed per example (``vmap`` over rows of ``X``), so the cost grows
-    linearly with ``N``.
-    """
-    jac = vmap(jacrev(model.single), in_dims=(None, 0))(theta, X.unsqueeze(1))
-    return jac.squeeze(1)
 
 
 class GaussianPredictive:
@@ -86,7 +75,7 @@ def linear_pushforward(model, posterior, X):
     mean = model.single(posterior.mean, X)
 
     def factor():
-        jac = output_jacobian(model, posterior.mean, X)
+        jac = model.jacobian(posterior.mean, X)
         n_points, n_outputs, n_params = jac.shape
         return posterior.project(jac.reshape(-1, n_params)).reshape(n_points, n_outputs, -1)
 

@@ -9,7 +9,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._core.curvature import CURVATURES, STRUCTURES
-from .._core.pushforward import linear_pushforward, output_jacobian
+from .._core.pushforward import linear_pushforward
 from ..base import BaseBayesianRegressor
 from ..calibration import OBJECTIVES, calibrate
 from ._engine import LaplaceApproximation
@@ -312,7 +312,7 @@ class LaplaceRegressor(BaseBayesianRegressor):
                 return path
             theta = self.posterior_.mean
             mean = self._model.single(theta, X)
-            variance = self._laplace.variance_along(output_jacobian(self._model, theta, X).flatten(0, 1))
+            variance = self._laplace.variance_along(self._model.jacobian(theta, X).flatten(0, 1))
 
         def path(value):
             with torch.no_grad():
