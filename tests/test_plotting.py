@@ -1,0 +1,282 @@
+"""Displays: they render, and what they draw is exactly what the estimator predicts."""
+
+import sys
+import warnings
+
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+from numpy.testing import assert_array_equal
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression
+
+from sklearn_quinn import LaplaceRegressor
+from sklearn_quinn.mcmc import split_rhat
+from sklearn_quinn.metrics import (
+    coverage_curve,
+    expected_calibration_error,
+    reliability_bins,
+)
+from sklearn_quinn.plotting import (
+    PredictiveBandDisplay,
+    RegressionCalibrationDisplay,
+    ReliabilityDisplay,
+    TraceDisplay,
+)
+
+matplotlib.use("Agg")  # draw to files only, whatever the machine
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+@pytest.fixture(scope="module")
+def wave():
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-3, 3, size=(30, 1))
+    y = np.sin(X[:, 0]) + 0.1 * rng.randn(30)
+    return X, y
+
+
+def small_laplace():
+    return LaplaceRegressor(hidden_layer_sizes=(8,), lr=0.01, max_epochs=30, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def regressor(wave):
+    return small_laplace().fit(*wave)
+
+
+@pytest.fixture(scope="module")
+def classification():
+    X, y = make_classification(
+        n_samples=150, n_features=4, n_informative=3, n_redundant=0, n_classes=3, random_state=0
+    )
+    y = np.array(["c", "a", "b"])[y]  # classes_ order differs from the encoding
+    return LogisticRegression().fit(X, y), X, y
+
+
+class ChainsHolder:
+    """Stands in for a fitted MCMC estimator: only the ``chains_`` contract."""
+
+    def __init__(self, chains):
+        self.chains_ = chains
+
+
+def render(display, tmp_path, name):
+    path = tmp_path / f"{name}.png"
+    display.figure_.savefig(path)
+    assert path.stat().st_size > 0
+
+
+def test_band_from_estimator_draws_the_predictive_on_the_grid(regressor, wave, tmp_path):
+    X, y = wave
+    display = PredictiveBandDisplay.from_estimator(regressor, X, y, n_draws=3, random_state=1)
+    grid = np.linspace(X.min(), X.max(), 200)
+    y_pred, y_std = regressor.predict(grid[:, None], return_std=True)
+    assert_array_equal(display.x, grid)
+    assert_array_equal(display.y_pred, y_pred)
+    assert_array_equal(display.y_std, y_std)
+    assert_array_equal(display.line_.get_xdata(), grid)
+    assert_array_equal(display.line_.get_ydata(), y_pred)
+    band = display.band_.get_paths()[0].vertices[:, 1]
+    assert band.min() == pytest.approx((y_pred - 2 * y_std).min())
+    assert band.max() == pytest.approx((y_pred + 2 * y_std).max())
+    y_samples = regressor.sample_y(grid[:, None], 3, random_state=1)
+    assert_array_equal(display.y_samples, y_samples)
+    assert len(display.draw_lines_) == 3
+    for line, draw in zip(display.draw_lines_, y_samples.T):
+        assert_array_equal(line.get_ydata(), draw)
+    assert_array_equal(display.scatter_.get_offsets(), np.column_stack([X[:, 0], y]))
+    assert display.ax_ is display.line_.axes and display.figure_ is display.ax_.figure
+    render(display, tmp_path, "band")
+
+
+def test_band_defaults_to_no_draws_and_no_data(regressor, wave):
+    display = PredictiveBandDisplay.from_estimator(regressor, wave[0])
+    assert display.y_samples is None and display.draw_lines_ == []
+    assert display.scatter_ is None
+
+
+def test_band_sorts_a_given_grid(regressor, wave):
+    display = PredictiveBandDisplay.from_estimator(regressor, wave[0], grid=[1.0, -2.0, 0.5])
+    assert_array_equal(display.x, [-2.0, 0.5, 1.0])
+    assert_array_equal(display.y_pred, regressor.predict([[-2.0], [0.5], [1.0]]))
+
+
+def test_band_keeps_a_dataframe_column_name(wave):
+    X = pd.DataFrame(wave[0], columns=["dose"])
+    estimator = small_laplace().fit(X, wave[1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "X does not have valid feature names"
+        display = PredictiveBandDisplay.from_estimator(estimator, X, n_draws=1)
+    assert_array_equal(display.y_pred, estimator.predict(pd.DataFrame({"dose": display.x})))
+
+
+def test_band_from_predictions_sorts_every_array_along_x():
+    x = np.array([2.0, 0.0, 1.0])
+    y_samples = np.array([[20.0, 21.0], [0.0, 1.0], [10.0, 11.0]])
+    display = PredictiveBandDisplay.from_predictions(x, 10 * x, x + 1, y_samples)
+    assert_array_equal(display.x, [0.0, 1.0, 2.0])
+    assert_array_equal(display.y_pred, [0.0, 10.0, 20.0])
+    assert_array_equal(display.y_std, [1.0, 2.0, 3.0])
+    assert_array_equal(display.y_samples, y_samples[[1, 2, 0]])
+
+
+@pytest.mark.parametrize(
+    "X, kwargs, message",
+    [
+        (np.zeros((5, 2)), {}, "exactly one column"),
+        (np.zeros(5), {}, "exactly one column"),
+        (np.zeros((5, 1)), {"n_draws": -1}, "n_draws"),
+        (np.zeros((5, 1)), {"grid": np.zeros((3, 2))}, "grid must be one-dimensional"),
+    ],
+)
+def test_band_from_estimator_bad_input(regressor, X, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        PredictiveBandDisplay.from_estimator(regressor, X, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"y_samples": np.zeros((4, 2))}, "y_samples must have shape"),
+        ({"x_data": np.zeros(3)}, "together"),
+        ({"y_pred": np.zeros((3, 2))}, "y_pred must be one-dimensional"),
+    ],
+)
+def test_band_from_predictions_bad_input(kwargs, message):
+    arguments = {"x": np.arange(3.0), "y_pred": np.zeros(3), "y_std": np.ones(3), **kwargs}
+    with pytest.raises(ValueError, match=message):
+        PredictiveBandDisplay.from_predictions(**arguments)
+
+
+def test_regression_calibration_from_estimator_is_the_coverage_curve(regressor, wave, tmp_path):
+    X, y = wave
+    display = RegressionCalibrationDisplay.from_estimator(regressor, X, y)
+    levels, observed = coverage_curve(y, *regressor.predict(X, return_std=True))
+    assert_array_equal(display.levels, levels)
+    assert_array_equal(display.observed, observed)
+    assert_array_equal(display.line_.get_xdata(), levels)
+    assert_array_equal(display.line_.get_ydata(), observed)
+    render(display, tmp_path, "coverage")
+
+
+def test_regression_calibration_from_predictions_takes_levels():
+    y_true = np.array([0.0, 0.5, 3.0])
+    display = RegressionCalibrationDisplay.from_predictions(
+        y_true, np.zeros(3), np.ones(3), levels=[0.2, 0.9]
+    )
+    assert_array_equal(display.levels, [0.2, 0.9])
+    assert_array_equal(display.observed, [1 / 3, 2 / 3])
+
+
+def test_reliability_from_estimator_is_the_binned_accuracy(classification, tmp_path):
+    classifier, X, y = classification
+    display = ReliabilityDisplay.from_estimator(classifier, X, y, n_bins=10)
+    y_proba = classifier.predict_proba(X)
+    confidence, accuracy, counts = reliability_bins(y, y_proba, 10, labels=classifier.classes_)
+    assert_array_equal(display.confidence, confidence)
+    assert_array_equal(display.accuracy, accuracy)
+    assert_array_equal(display.counts, counts)
+    ece = expected_calibration_error(y, y_proba, 10, labels=classifier.classes_)
+    assert display.ece == ece
+    filled = counts > 0
+    assert_array_equal(display.line_.get_xdata(), confidence[filled])
+    assert_array_equal(display.line_.get_ydata(), accuracy[filled])
+    legend = [text.get_text() for text in display.ax_.get_legend().get_texts()]
+    assert f"classifier (ECE = {ece:.3f})" in legend
+    render(display, tmp_path, "reliability")
+
+
+def test_reliability_from_predictions_uses_labels():
+    y_proba = np.array([[0.9, 0.1], [0.2, 0.8]])
+    display = ReliabilityDisplay.from_predictions(["b", "a"], y_proba, n_bins=2, labels=["b", "a"])
+    assert display.ece == pytest.approx(0.15)
+    assert_array_equal(display.counts, [0, 2])
+
+
+def test_trace_from_samples_draws_every_chain(tmp_path):
+    samples = np.random.default_rng(0).normal(size=(3, 50, 6))
+    samples[0, :, 1] += 2.0  # one chain elsewhere: a large R-hat in the title
+    display = TraceDisplay.from_samples(samples)
+    assert_array_equal(display.params, [0, 1, 2, 3])
+    assert_array_equal(display.chains, samples[:, :, :4])
+    assert_array_equal(display.rhat, split_rhat(samples)[:4])
+    assert display.lines_.shape == (4, 3) and display.axes_.shape == (4,)
+    for panel, param in enumerate(display.params):
+        for chain in range(3):
+            assert_array_equal(display.lines_[panel, chain].get_ydata(), samples[chain, :, param])
+        title = display.axes_[panel].get_title()
+        assert f"parameter {param}" in title and f"{display.rhat[panel]:.3f}" in title
+    assert display.rhat[1] > 1.1
+    render(display, tmp_path, "trace")
+
+
+def test_trace_from_estimator_reads_chains_and_selects_params(tmp_path):
+    chains = np.random.default_rng(1).normal(size=(2, 40, 7))
+    display = TraceDisplay.from_estimator(ChainsHolder(chains), params=[5, 2])
+    assert_array_equal(display.chains, chains[:, :, [5, 2]])
+    assert_array_equal(display.lines_[0, 1].get_ydata(), chains[1, :, 5])
+    assert display.axes_[1].get_title().startswith("parameter 2:")
+    render(display, tmp_path, "trace_estimator")
+
+
+def test_trace_shows_all_params_when_fewer_than_four():
+    display = TraceDisplay.from_samples(np.random.default_rng(2).normal(size=(2, 20, 2)))
+    assert_array_equal(display.params, [0, 1])
+
+
+def test_trace_draws_on_given_axes():
+    _, axes = plt.subplots(1, 2)
+    samples = np.random.default_rng(3).normal(size=(2, 20, 5))
+    display = TraceDisplay.from_samples(samples, [0, 4], ax=axes)
+    assert list(display.axes_) == list(axes)
+    with pytest.raises(ValueError, match="one Axes per selected parameter"):
+        TraceDisplay.from_samples(np.zeros((2, 20, 5)), [0, 1, 2], ax=axes)
+
+
+@pytest.mark.parametrize(
+    "samples, params, message",
+    [
+        (np.zeros((2, 20)), None, r"shape \(n_chains, n_draws, n_params\)"),
+        (np.zeros((2, 20, 3)), [3], "indices"),
+        (np.zeros((2, 20, 3)), [-1], "indices"),
+        (np.zeros((2, 20, 3)), [0.5], "indices"),
+        (np.zeros((2, 20, 3)), [], "indices"),
+    ],
+)
+def test_trace_bad_input(samples, params, message):
+    with pytest.raises(ValueError, match=message):
+        TraceDisplay.from_samples(samples, params)
+
+
+def test_trace_from_estimator_without_chains():
+    with pytest.raises(ValueError, match="chains_"):
+        TraceDisplay.from_estimator(object())
+
+
+@pytest.mark.parametrize(
+    "make_display",
+    [
+        lambda: PredictiveBandDisplay.from_predictions([0.0, 1.0], [0.0, 1.0], [1.0, 1.0]),
+        lambda: RegressionCalibrationDisplay.from_predictions([0.0], [0.0], [1.0]),
+        lambda: ReliabilityDisplay.from_predictions([0, 1], [[0.9, 0.1], [0.2, 0.8]]),
+        lambda: TraceDisplay.from_samples(np.zeros((2, 10, 1))),
+        lambda: TraceDisplay.from_estimator(ChainsHolder(np.zeros((2, 10, 1)))),
+        lambda: ReliabilityDisplay(
+            confidence=np.ones(1), accuracy=np.ones(1), counts=np.ones(1), ece=0.0
+        ).plot(),
+    ],
+)
+def test_missing_matplotlib_says_how_to_install_it(monkeypatch, make_display):
+    # None in sys.modules makes `import matplotlib.pyplot` raise ImportError.
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    with pytest.raises(ImportError, match=r"pip install matplotlib.*sklearn-quinn\[plot\]"):
+        make_display()
