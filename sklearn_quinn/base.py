@@ -119,15 +119,17 @@ class BaseBayesianRegressor(RegressorMixin, BaseEstimator):
             raise ValueError("module has no parameters to put a posterior on.")
         return module.to(device=self._device, dtype=self._dtype)
 
-    def _fit_map(self, X, Y):
+    def _fit_map(self, X, Y, train=True):
         """Build the backbone and train it to the MAP through skorch.
 
         Sets ``net_`` and the private ``_model`` (the backbone as ``f(Theta, X)``).
+        With ``train=False`` the backbone keeps its initial weights, ``net_``
+        is None and an estimated noise starts at the target's std.
 
         Returns
         -------
         theta : tensor of shape (K,)
-            The MAP weights.
+            The MAP (or initial) weights.
         noise_std : tensor of shape (O,)
             Fixed or estimated observation noise, in the network's units.
         """
@@ -137,6 +139,12 @@ class BaseBayesianRegressor(RegressorMixin, BaseEstimator):
         with torch.random.fork_rng(devices=devices):
             torch.manual_seed(self._map_seed)
             module = self._build_module(X.shape[1], Y.shape[1])
+            if not train:
+                self.net_ = None
+                noise_std = np.full(Y.shape[1], float(Y.std())) if fixed_noise is None else fixed_noise
+                noise_std = np.broadcast_to(noise_std, (Y.shape[1],))
+                self._model = FunctionalModel(module)
+                return self._model.flatten(), self._tensor(noise_std)
             self.net_, noise_std = fit_map(
                 module,
                 X.astype(self.dtype),

@@ -1,0 +1,7 @@
+"""Markov chain Monte Carlo over batched chains: kernels, the regressor, diagnostics."""
+
+from ._diagnostics import effective_sample_size, split_rhat
+from ._kernels import adaptive_metropolis, hmc, mala
+from ._mcmc import MCMCRegressor
+
+__all__ = ["MCMCRegressor", "adaptive_metropolis", "effective_sample_size", "hmc", "mala", "split_rhat"]

@@ -1,0 +1,95 @@
+"""Burn-in adaptation of HMC / MALA: step size by dual averaging, diagonal mass matrix.
+
+Both run per chain (a Bayesian network's chains may sit in different modes,
+so one chain's scales are not another's). The schedule is Stan's windowed
+adaptation: a fast first stretch (step size only), slow windows of doubling
+length at whose ends the inverse mass is set to the draws' regularised
+variance (and the step-size search restarts), a fast final stretch.
+"""
+
+import math
+
+import torch
+
+
+class DualAveraging:
+    """Nesterov dual averaging of ``log step_size`` toward a target acceptance.
+
+    Hoffman & Gelman (2014), Algorithm 5, with their constants
+    ``gamma=0.05, t0=10, kappa=0.75``, one search per chain.
+    """
+
+    def __init__(self, step_size, target_acceptance, gamma=0.05, t0=10.0, kappa=0.75):
+        self.target, self.gamma, self.t0, self.kappa = target_acceptance, gamma, t0, kappa
+        self.restart(step_size)
+
+    def restart(self, step_size):
+        self.mu = torch.log(10 * step_size)
+        self.log_step = torch.log(step_size)
+        self.log_step_average = torch.zeros_like(step_size)
+        self.error_average = torch.zeros_like(step_size)
+        self.count = 0
+
+    def update(self, acceptance_probability):
+        """One step of the search; returns the step size to use next, per chain."""
+        self.count += 1
+        eta = 1.0 / (self.count + self.t0)
+        self.error_average = (1 - eta) * self.error_average + eta * (self.target - acceptance_probability)
+        self.log_step = self.mu - math.sqrt(self.count) / self.gamma * self.error_average
+        weight = self.count**-self.kappa
+        self.log_step_average = weight * self.log_step + (1 - weight) * self.log_step_average
+        return self.log_step.exp()
+
+    @property
+    def final_step_size(self):
+        """The averaged step size, the one to keep after burn-in."""
+        return self.log_step_average.exp()
+
+
+def slow_window_ends(n_burnin):
+    """Steps (0-based, exclusive) at which the slow mass-matrix windows end.
+
+    Stan's proportions: 15% fast start, windows starting at 5% of the burn-in
+    and doubling, 10% fast end; the last window absorbs the remainder. Burn-ins
+    under 20 steps adapt the step size only.
+    """
+    if n_burnin < 20:
+        return []
+    start, end = int(0.15 * n_burnin), n_burnin - int(0.1 * n_burnin)
+    window = max(int(0.05 * n_burnin), 1)
+    ends = []
+    position = start
+    while position + window < end:
+        next_end = position + window
+        if next_end + 2 * window > end:  # the last window runs to the end
+            next_end = end
+        ends.append(next_end)
+        position, window = next_end, 2 * window
+    if not ends or ends[-1] != end:
+        ends.append(end)
+    return ends
+
+
+class WindowedVariance:
+    """Running per-chain mean and variance of positions over a window (Welford)."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self.count, self.mean, self.m2 = 0, None, None
+
+    def update(self, position):
+        self.count += 1
+        if self.mean is None:
+            self.mean, self.m2 = position.clone(), torch.zeros_like(position)
+            return
+        delta = position - self.mean
+        self.mean = self.mean + delta / self.count
+        self.m2 = self.m2 + delta * (position - self.mean)
+
+    def inverse_mass(self):
+        """Stan's regularised variance: shrunk toward 1e-3 with weight 5 / (n + 5)."""
+        n = self.count
+        variance = self.m2 / max(n - 1, 1)
+        return (n / (n + 5.0)) * variance + 1e-3 * (5.0 / (n + 5.0))

@@ -1,0 +1,220 @@
+"""MCMC kernels over a batch of chains, pure torch.
+
+Each sampler is a pair of plain functions, as in blackjax: ``init(position)
+-> State`` and ``step(generator, state) -> (State, Info)``. The state holds a
+``(C, K)`` matrix of positions, one row per chain; one call of the batched
+log density (and its gradient) serves every chain at each step. Tuning
+parameters (step size, inverse mass, proposal factor) are part of the state so
+that an adaptation loop can change them between steps; they have one row per
+chain. A proposal whose log density or energy is not finite is a divergence:
+it is rejected, counted in ``Info``, and never propagated.
+
+``log_density`` maps ``(C, K) -> (C,)`` and must treat rows independently.
+"""
+
+import math
+from typing import NamedTuple
+
+import torch
+
+
+def value_and_grad(log_density, position):
+    """Log density ``(C,)`` and its gradient ``(C, K)`` at each row of ``position``."""
+    with torch.enable_grad():
+        position = position.detach().requires_grad_(True)
+        value = log_density(position)
+        (gradient,) = torch.autograd.grad(value.sum(), position)
+    return value.detach(), gradient
+
+
+class Info(NamedTuple):
+    """What one step did, per chain."""
+
+    acceptance_probability: torch.Tensor
+    is_accepted: torch.Tensor
+    is_divergent: torch.Tensor
+
+
+def _metropolis(generator, log_ratio, proposal, state):
+    """Accept each chain's proposal with probability ``min(1, exp(log_ratio))``.
+
+    ``proposal`` is ``state`` with some fields replaced; those fields take the
+    proposal's rows where accepted. A non-finite ratio is a divergence, rejected.
+    """
+    divergent = ~torch.isfinite(log_ratio)
+    log_ratio = torch.where(divergent, torch.full_like(log_ratio, -math.inf), log_ratio)
+    probability = log_ratio.clamp(max=0.0).exp()
+    uniform = torch.rand(log_ratio.shape, generator=generator, dtype=log_ratio.dtype, device=log_ratio.device)
+    accepted = uniform < probability
+
+    def pick(new, old):
+        if new is old:
+            return old
+        return torch.where(accepted.view(-1, *[1] * (new.dim() - 1)), new, old)
+
+    return type(state)(*map(pick, proposal, state)), Info(probability, accepted, divergent)
+
+
+# ----------------------------------------------------------------------- HMC
+class HMCState(NamedTuple):
+    position: torch.Tensor  # (C, K)
+    log_density: torch.Tensor  # (C,)
+    gradient: torch.Tensor  # (C, K)
+    step_size: torch.Tensor  # (C,)
+    inverse_mass: torch.Tensor  # (C, K), the diagonal of M^-1
+
+
+def hmc(log_density, n_leapfrog):
+    """Hamiltonian Monte Carlo with a diagonal mass matrix and leapfrog integration.
+
+    ``H(w, p) = -log p(w) + p^T M^-1 p / 2``; ``n_leapfrog`` leapfrog steps of
+    size ``step_size`` propose ``(w', p')``, accepted with probability
+    ``min(1, exp(H(w, p) - H(w', p')))``.
+
+    Returns
+    -------
+    init : callable ``(position, step_size, inverse_mass=None) -> HMCState``
+    step : callable ``(generator, state) -> (HMCState, Info)``
+    """
+
+    def init(position, step_size, inverse_mass=None):
+        value, gradient = value_and_grad(log_density, position)
+        n_chains = position.shape[0]
+        step_size = torch.as_tensor(step_size, dtype=position.dtype, device=position.device)
+        step_size = step_size.expand(n_chains).clone()
+        if inverse_mass is None:
+            inverse_mass = torch.ones_like(position)
+        return HMCState(position, value, gradient, step_size, inverse_mass.expand_as(position).clone())
+
+    def step(generator, state):
+        position, value, gradient, step_size, inverse_mass = state
+        epsilon = step_size.unsqueeze(-1)
+        momentum = torch.randn(
+            position.shape, generator=generator, dtype=position.dtype, device=position.device
+        ) / inverse_mass.sqrt()
+        energy = -value + 0.5 * (momentum.square() * inverse_mass).sum(-1)
+
+        momentum = momentum + 0.5 * epsilon * gradient
+        for leapfrog in range(n_leapfrog):
+            position = position + epsilon * inverse_mass * momentum
+            value, gradient = value_and_grad(log_density, position)
+            momentum = momentum + (0.5 if leapfrog == n_leapfrog - 1 else 1.0) * epsilon * gradient
+        new_energy = -value + 0.5 * (momentum.square() * inverse_mass).sum(-1)
+
+        proposal = state._replace(position=position, log_density=value, gradient=gradient)
+        return _metropolis(generator, energy - new_energy, proposal, state)
+
+    return init, step
+
+
+# ---------------------------------------------------------------------- MALA
+class MALAState(NamedTuple):
+    position: torch.Tensor  # (C, K)
+    log_density: torch.Tensor  # (C,)
+    gradient: torch.Tensor  # (C, K)
+    step_size: torch.Tensor  # (C,)
+
+
+def mala(log_density):
+    """Metropolis-adjusted Langevin: ``w' = w + eps^2/2 grad log p(w) + eps xi``.
+
+    The acceptance ratio carries the asymmetric proposal densities,
+    ``p(w') q(w | w') / (p(w) q(w' | w))`` with
+    ``q(b | a) = N(b; a + eps^2/2 grad log p(a), eps^2 I)``.
+
+    Returns
+    -------
+    init : callable ``(position, step_size) -> MALAState``
+    step : callable ``(generator, state) -> (MALAState, Info)``
+    """
+
+    def init(position, step_size):
+        value, gradient = value_and_grad(log_density, position)
+        step_size = torch.as_tensor(step_size, dtype=position.dtype, device=position.device)
+        return MALAState(position, value, gradient, step_size.expand(position.shape[0]).clone())
+
+    def log_proposal(to, start, start_gradient, epsilon):
+        drift = start + 0.5 * epsilon.square() * start_gradient
+        return -0.5 * ((to - drift) / epsilon).square().sum(-1)
+
+    def step(generator, state):
+        position, value, gradient, step_size = state
+        epsilon = step_size.unsqueeze(-1)
+        noise = torch.randn(position.shape, generator=generator, dtype=position.dtype, device=position.device)
+        proposed = position + 0.5 * epsilon.square() * gradient + epsilon * noise
+        new_value, new_gradient = value_and_grad(log_density, proposed)
+        log_ratio = (
+            new_value
+            - value
+            + log_proposal(position, proposed, new_gradient, epsilon)
+            - log_proposal(proposed, position, gradient, epsilon)
+        )
+        proposal = state._replace(position=proposed, log_density=new_value, gradient=new_gradient)
+        return _metropolis(generator, log_ratio, proposal, state)
+
+    return init, step
+
+
+# ----------------------------------------------------- adaptive Metropolis
+class AdaptiveMetropolisState(NamedTuple):
+    position: torch.Tensor  # (C, K)
+    log_density: torch.Tensor  # (C,)
+    proposal_cholesky: torch.Tensor  # (C, K, K), lower factor of the proposal covariance
+    count: torch.Tensor  # (), draws summarised in mean / scatter
+    mean: torch.Tensor  # (C, K), running mean of the chain history
+    scatter: torch.Tensor  # (C, K, K), running sum of centred outer products
+
+
+def adaptive_metropolis(log_density, gamma=1.0, adapt_start=100, adapt_every=10, nugget=1e-8):
+    """Haario et al. (2001) adaptive random-walk Metropolis.
+
+    The proposal is ``w' = w + xi``, ``xi ~ N(0, Sigma_t)``; from step
+    ``adapt_start`` on, every ``adapt_every`` steps,
+    ``Sigma_t = gamma * 2.4^2 / K * (C_t + nugget * I)`` with ``C_t`` the
+    running sample covariance of the chain's own history ``w(0), ..., w(t)``.
+    Before that the initial proposal covariance is used. The acceptance ratio
+    is ``p(w') / p(w)`` (the proposal is symmetric).
+
+    Returns
+    -------
+    init : callable ``(position, proposal_std) -> AdaptiveMetropolisState``
+    step : callable ``(generator, state) -> (AdaptiveMetropolisState, Info)``
+    """
+
+    def init(position, proposal_std):
+        n_chains, n_params = position.shape
+        value = log_density(position).detach()
+        std = torch.as_tensor(proposal_std, dtype=position.dtype, device=position.device)
+        eye = torch.eye(n_params, dtype=position.dtype, device=position.device)
+        cholesky = (std * eye).expand(n_chains, n_params, n_params).clone()
+        zero = position.new_zeros(())
+        scatter = position.new_zeros(n_chains, n_params, n_params)
+        return AdaptiveMetropolisState(position, value, cholesky, zero + 1, position.clone(), scatter)
+
+    def step(generator, state):
+        position, value, cholesky, count, mean, scatter = state
+        noise = torch.randn(position.shape, generator=generator, dtype=position.dtype, device=position.device)
+        proposed = position + (cholesky @ noise.unsqueeze(-1)).squeeze(-1)
+        with torch.no_grad():
+            new_value = log_density(proposed)
+        proposal = state._replace(position=proposed, log_density=new_value)
+        state, info = _metropolis(generator, new_value - value, proposal, state)
+
+        # Welford update of the history's mean and scatter with the new draw.
+        count = count + 1
+        delta = state.position - mean
+        mean = mean + delta / count
+        scatter = scatter + delta.unsqueeze(-1) * (state.position - mean).unsqueeze(-2)
+        t = int(count) - 1  # steps taken
+        if t >= adapt_start and (t - adapt_start) % adapt_every == 0:
+            n_params = position.shape[1]
+            covariance = scatter / (count - 1)
+            eye = torch.eye(n_params, dtype=position.dtype, device=position.device)
+            scaled = gamma * 2.4**2 / n_params * (covariance + nugget * eye)
+            factor, failed = torch.linalg.cholesky_ex(scaled)
+            cholesky = torch.where(failed.bool()[:, None, None], state.proposal_cholesky, factor)
+        else:
+            cholesky = state.proposal_cholesky
+        return state._replace(proposal_cholesky=cholesky, count=count, mean=mean, scatter=scatter), info
+
+    return init, step

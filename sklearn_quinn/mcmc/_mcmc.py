@@ -1,0 +1,324 @@
+"""MCMCRegressor: posterior draws of the weights from batched chains."""
+
+import math
+from numbers import Integral, Real
+
+import numpy as np
+import torch
+from joblib import Parallel, delayed
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from .._core.distributions import GaussianPrior, gaussian_log_likelihood
+from .._core.posterior import SamplePosterior
+from .._core.pushforward import nonlinear_pushforward
+from ..base import BaseBayesianRegressor
+from ._diagnostics import effective_sample_size, split_rhat
+from ._sampling import SAMPLERS, run_chains
+
+#: Prior of the log noise std when it is sampled (network units, where the
+#: standardised target has std 1): N(0, 1).
+LOG_NOISE_PRIOR_STD = 1.0
+
+
+def regression_log_posterior(model, X, Y, prior_std, noise_std=None):
+    """``log p(theta | D)`` up to a constant, batched over rows, for a Gaussian likelihood.
+
+    With ``noise_std=None`` the last column of each row is ``log noise_std``,
+    with a ``N(0, LOG_NOISE_PRIOR_STD**2)`` prior; otherwise the noise is fixed.
+    """
+    prior = GaussianPrior(prior_std)
+    n_params = model.n_params
+
+    def log_density(rows):
+        theta = rows[:, :n_params]
+        if noise_std is None:
+            log_noise = rows[:, n_params]
+            noise = log_noise.exp()[:, None, None]
+            log_noise_prior = -0.5 * (log_noise / LOG_NOISE_PRIOR_STD).square()
+        else:
+            noise, log_noise_prior = noise_std, 0.0
+        log_likelihood = gaussian_log_likelihood(model(theta, X), Y, noise).sum(-1)
+        return log_likelihood + prior.log_prob(theta) + log_noise_prior
+
+    return log_density
+
+
+class MCMCRegressor(BaseBayesianRegressor):
+    """Neural-network regressor with weight-posterior draws from Markov chains.
+
+    ``n_chains`` chains sample the posterior of the weights (and of the log
+    noise std when ``noise_std=None``) under a Gaussian prior and a Gaussian
+    likelihood; all chains advance together, one batched log-posterior (and
+    gradient) call per step. Predictions average the network over the kept
+    draws. Asymptotically exact; the cost is ``n_burnin + n_samples * thin``
+    full-data gradient evaluations per chain (times ``n_leapfrog`` for HMC).
+
+    Samplers: 'hmc' (Hamiltonian Monte Carlo with a diagonal mass matrix and
+    step size adapted in burn-in), 'mala' (Metropolis-adjusted Langevin, step
+    size adapted in burn-in), 'amcmc' (Haario's adaptive random-walk
+    Metropolis).
+
+    Parameters
+    ----------
+    hidden_layer_sizes, activation, module, prior_std, noise_std, lr, max_epochs, \\
+batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verbose
+        As for :class:`~sklearn_quinn.LaplaceRegressor` (the MAP settings
+        apply to ``init='map'``). With ``noise_std=None`` the log noise std is
+        sampled with the weights, under a ``N(0, 1)`` prior in the units of the
+        standardised target.
+    sampler : {'hmc', 'mala', 'amcmc'}, default='hmc'
+    n_samples : int, default=500
+        Draws kept per chain.
+    n_burnin : int, default=500
+        Steps discarded per chain (adaptation happens here).
+    thin : int, default=1
+        Keep every ``thin``-th draw.
+    n_chains : int, default=4
+    step_size : float, default=0.01
+        Initial step size (HMC, MALA) or initial random-walk std (AMCMC).
+    n_leapfrog : int, default=10
+        Leapfrog steps per HMC proposal.
+    target_acceptance : float, default=None
+        Target of the step-size search; None gives 0.8 (HMC) or 0.574 (MALA).
+    adapt_step_size : bool, default=True
+        Adapt the step size (and HMC's mass matrix) during burn-in.
+    gamma : float, default=1.0
+        Scale of AMCMC's adapted proposal, ``gamma * 2.4**2 / K``.
+    adapt_start : int, default=100
+        AMCMC step at which the covariance adaptation starts (``t0``).
+    adapt_every : int, default=10
+        AMCMC steps between covariance refreshes.
+    init : {'map', 'prior'}, default='map'
+        Start the chains at the MAP (trained through skorch, with a small
+        per-chain jitter) or at prior draws.
+    n_jobs : int, default=None
+        Split the chains into this many groups run by joblib workers (each
+        group batched); None or 1 runs all chains in one batch.
+
+    Attributes
+    ----------
+    posterior_ : SamplePosterior
+        The kept draws of the weights, ``(n_chains * n_samples, K)``.
+    chains_ : ndarray of shape (n_chains, n_samples, n_params)
+        The kept draws per chain (the weights, then the log noise std when sampled).
+    acceptance_rate_ : ndarray of shape (n_chains,)
+        Mean acceptance probability of each chain while sampling.
+    rhat_ : ndarray of shape (n_params,)
+        Rank-normalised split R-hat per parameter.
+    ess_ : ndarray of shape (n_params,)
+        Bulk effective sample size per parameter.
+    n_divergent_ : int
+        Proposals rejected for a non-finite energy or density.
+    step_size_ : ndarray of shape (n_chains,) or None
+        Step size used while sampling (None for AMCMC).
+    noise_std_ : float or ndarray of shape (n_targets,)
+        Root mean square of the noise std over the draws, in the units of y.
+    net_ : skorch.NeuralNet or None
+        The MAP net of ``init='map'``.
+
+    References
+    ----------
+    R. M. Neal, "MCMC using Hamiltonian dynamics", Handbook of MCMC, 2011.
+    H. Haario, E. Saksman and J. Tamminen, "An adaptive Metropolis
+    algorithm", Bernoulli 7(2), 2001.
+    M. Girolami and B. Calderhead, "Riemann manifold Langevin and Hamiltonian
+    Monte Carlo methods", JRSS B 73(2), 2011.
+    M. D. Hoffman and A. Gelman, "The No-U-Turn sampler", JMLR 15, 2014.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_quinn import MCMCRegressor
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-2, 2, size=(40, 1))
+    >>> y = np.sin(2 * X[:, 0]) + 0.1 * rng.randn(40)
+    >>> reg = MCMCRegressor(hidden_layer_sizes=(10,), n_samples=50, n_burnin=50,
+    ...                     n_leapfrog=5, max_epochs=100, lr=0.01, random_state=0).fit(X, y)
+    >>> reg.chains_.shape
+    (4, 50, 32)
+    >>> mean, std = reg.predict(X[:3], return_std=True)
+    >>> mean.shape, bool((std > 0).all())
+    ((3,), True)
+    """
+
+    _parameter_constraints: dict = {
+        **BaseBayesianRegressor._parameter_constraints,
+        "sampler": [StrOptions(set(SAMPLERS))],
+        "n_samples": [Interval(Integral, 1, None, closed="left")],
+        "n_burnin": [Interval(Integral, 0, None, closed="left")],
+        "thin": [Interval(Integral, 1, None, closed="left")],
+        "n_chains": [Interval(Integral, 1, None, closed="left")],
+        "step_size": [Interval(Real, 0, None, closed="neither")],
+        "n_leapfrog": [Interval(Integral, 1, None, closed="left")],
+        "target_acceptance": [None, Interval(Real, 0, 1, closed="neither")],
+        "adapt_step_size": ["boolean"],
+        "gamma": [Interval(Real, 0, None, closed="neither")],
+        "adapt_start": [Interval(Integral, 0, None, closed="left")],
+        "adapt_every": [Interval(Integral, 1, None, closed="left")],
+        "init": [StrOptions({"map", "prior"})],
+        "n_jobs": [None, Integral],
+    }
+
+    def __init__(
+        self,
+        hidden_layer_sizes=(50,),
+        activation="relu",
+        *,
+        module=None,
+        prior_std=1.0,
+        noise_std=None,
+        sampler="hmc",
+        n_samples=500,
+        n_burnin=500,
+        thin=1,
+        n_chains=4,
+        step_size=0.01,
+        n_leapfrog=10,
+        target_acceptance=None,
+        adapt_step_size=True,
+        gamma=1.0,
+        adapt_start=100,
+        adapt_every=10,
+        init="map",
+        lr=0.001,
+        max_epochs=200,
+        batch_size="auto",
+        optimizer=torch.optim.Adam,
+        callbacks=None,
+        normalize_y=True,
+        dtype="float64",
+        device="cpu",
+        n_jobs=None,
+        random_state=None,
+        verbose=0,
+    ):
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.activation = activation
+        self.module = module
+        self.prior_std = prior_std
+        self.noise_std = noise_std
+        self.sampler = sampler
+        self.n_samples = n_samples
+        self.n_burnin = n_burnin
+        self.thin = thin
+        self.n_chains = n_chains
+        self.step_size = step_size
+        self.n_leapfrog = n_leapfrog
+        self.target_acceptance = target_acceptance
+        self.adapt_step_size = adapt_step_size
+        self.gamma = gamma
+        self.adapt_start = adapt_start
+        self.adapt_every = adapt_every
+        self.init = init
+        self.lr = lr
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.callbacks = callbacks
+        self.normalize_y = normalize_y
+        self.dtype = dtype
+        self.device = device
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def fit(self, X, y):
+        """Run the chains.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+
+        Returns
+        -------
+        self : MCMCRegressor
+        """
+        X, Y = self._begin_fit(X, y)
+        theta, noise_std = self._fit_map(X, Y, train=self.init == "map")
+        learn_noise = self.noise_std is None
+        start = self._starting_points(theta, noise_std, learn_noise)
+        log_density = regression_log_posterior(
+            self._model, self._tensor(X), self._tensor(Y), self.prior_std, None if learn_noise else noise_std
+        )
+        groups = np.array_split(np.arange(self.n_chains), min(self.n_jobs or 1, self.n_chains))
+        seeds = np.random.RandomState(self._split_seed).randint(np.iinfo(np.int32).max, size=len(groups))
+        results = Parallel(n_jobs=len(groups) if len(groups) > 1 else None)(
+            delayed(self._run_group)(log_density, start[group], seed, show=index == 0)
+            for index, (group, seed) in enumerate(zip(groups, seeds))
+        )
+        self._collect(results, learn_noise, noise_std)
+        return self
+
+    def _starting_points(self, theta, noise_std, learn_noise):
+        """Chain starts: the MAP with a small jitter, or prior draws; plus log noise."""
+        generator = self._generator(self._map_seed)
+        n_params = theta.shape[0]
+        if self.init == "map":
+            jitter = torch.randn(self.n_chains, n_params, generator=generator, dtype=theta.dtype, device=theta.device)
+            start = theta + 1e-3 * self.prior_std * jitter
+        else:
+            start = GaussianPrior(self.prior_std).sample(self.n_chains, n_params, generator, theta.dtype, theta.device)
+        if learn_noise:
+            log_noise = torch.log(noise_std.mean()).expand(self.n_chains, 1)
+            start = torch.cat([start, log_noise], dim=1)
+        return start
+
+    def _run_group(self, log_density, start, seed, show):
+        bar = None
+        if self.verbose and show:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=self.n_burnin + self.n_samples * self.thin, desc=f"MCMC {self.sampler}", leave=False)
+
+        def progress(done, acceptance):
+            bar.update(1)
+            if done % 10 == 0:
+                bar.set_postfix(acceptance=f"{acceptance:.2f}")
+
+        result = run_chains(
+            log_density,
+            start,
+            sampler=self.sampler,
+            n_samples=self.n_samples,
+            n_burnin=self.n_burnin,
+            thin=self.thin,
+            step_size=self.step_size,
+            n_leapfrog=self.n_leapfrog,
+            target_acceptance=self.target_acceptance,
+            adapt_step_size=self.adapt_step_size,
+            gamma=self.gamma,
+            adapt_start=self.adapt_start,
+            adapt_every=self.adapt_every,
+            generator=self._generator(seed),
+            progress=progress if bar is not None else None,
+        )
+        if bar is not None:
+            bar.close()
+        return result
+
+    def _collect(self, results, learn_noise, noise_std):
+        draws = torch.cat([result.draws for result in results])
+        n_params = self._model.n_params
+        self.chains_ = self._to_numpy(draws)
+        self.posterior_ = SamplePosterior(draws[:, :, :n_params].reshape(-1, n_params))
+        self.acceptance_rate_ = self._to_numpy(torch.cat([r.acceptance.mean(1) for r in results]))
+        self._acceptance = torch.cat([r.acceptance for r in results])
+        self.n_divergent_ = int(sum(int(r.n_divergent.sum()) for r in results))
+        self.step_size_ = (
+            None if self.sampler == "amcmc" else self._to_numpy(torch.cat([r.step_size for r in results]))
+        )
+        if self.n_samples >= 4:
+            self.rhat_ = split_rhat(self.chains_)
+            self.ess_ = effective_sample_size(self.chains_)
+        else:
+            self.rhat_ = self.ess_ = np.full(self.chains_.shape[-1], np.nan)
+        if learn_noise:
+            # The predictive variance of y adds E[noise^2] over the draws.
+            noise_std = draws[:, :, n_params].exp().square().mean().sqrt().expand_as(noise_std)
+        self._set_noise(noise_std)
+
+    def _predictive(self, X, posterior=None):
+        """The network over every kept draw."""
+        posterior = self.posterior_ if posterior is None else posterior
+        return nonlinear_pushforward(self._model, posterior.samples, X)

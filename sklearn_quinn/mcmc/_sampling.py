@@ -1,0 +1,95 @@
+"""The sampling loop: burn-in with adaptation, then thinned draws, for any kernel."""
+
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from ._adaptation import DualAveraging, WindowedVariance, slow_window_ends
+from ._kernels import adaptive_metropolis, hmc, mala
+
+SAMPLERS = ("hmc", "mala", "amcmc")
+#: Default target acceptance of the step-size search (Stan's 0.8 for HMC;
+#: Roberts & Rosenthal's optimal 0.574 for MALA).
+TARGET_ACCEPTANCE = {"hmc": 0.8, "mala": 0.574}
+
+
+class ChainResult(NamedTuple):
+    draws: torch.Tensor  # (C, n_samples, K)
+    acceptance: torch.Tensor  # (C, n_samples * thin), acceptance probability per sampling step
+    n_divergent: torch.Tensor  # (C,), over burn-in and sampling
+    step_size: torch.Tensor  # (C,), the one used for sampling; None for amcmc
+    inverse_mass: torch.Tensor  # (C, K), HMC's diagonal inverse mass while sampling; None otherwise
+
+
+def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin=1000, thin=1,
+               step_size=0.01, n_leapfrog=10, target_acceptance=None, adapt_step_size=True,
+               gamma=1.0, adapt_start=100, adapt_every=10, generator=None, progress=None):
+    """Run ``C`` chains from ``position (C, K)`` and keep ``n_samples`` thinned draws each.
+
+    HMC and MALA adapt their step size by dual averaging during burn-in (and
+    HMC its diagonal inverse mass in Stan's windows), then sample with both
+    fixed. Adaptive Metropolis adapts its proposal covariance as Haario et al.
+    give it, from ``adapt_start`` on, every ``adapt_every`` steps.
+
+    Parameters
+    ----------
+    log_density : callable ``(C, K) -> (C,)``
+    progress : callable ``(n_steps_done, acceptance_rate) -> None``, optional
+        Called once per step, for a progress bar.
+
+    Returns
+    -------
+    ChainResult
+    """
+    if sampler == "hmc":
+        init, step = hmc(log_density, n_leapfrog)
+    elif sampler == "mala":
+        init, step = mala(log_density)
+    elif sampler == "amcmc":
+        init, step = adaptive_metropolis(log_density, gamma, adapt_start, adapt_every)
+    else:
+        raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}.")
+
+    state = init(position, step_size)
+    adapting = sampler in TARGET_ACCEPTANCE and adapt_step_size
+    if adapting:
+        search = DualAveraging(state.step_size, target_acceptance or TARGET_ACCEPTANCE[sampler])
+    window_ends = slow_window_ends(n_burnin) if adapting and sampler == "hmc" else []
+    window = WindowedVariance()
+    window_start = int(0.15 * n_burnin)
+
+    n_chains = position.shape[0]
+    n_divergent = torch.zeros(n_chains, dtype=torch.long, device=position.device)
+    draws, acceptance = [], []
+    accepted_total = 0.0
+    for t in range(n_burnin + n_samples * thin):
+        state, info = step(generator, state)
+        n_divergent += info.is_divergent
+        accepted_total += float(info.acceptance_probability.mean())
+        if t < n_burnin:
+            if adapting:
+                state = state._replace(step_size=search.update(info.acceptance_probability))
+            if window_ends and t >= window_start:
+                window.update(state.position)
+                if t + 1 in window_ends:
+                    state = state._replace(inverse_mass=window.inverse_mass())
+                    window.reset()
+                    search.restart(state.step_size)
+            if adapting and t + 1 == n_burnin:
+                state = state._replace(step_size=search.final_step_size)
+        else:
+            acceptance.append(info.acceptance_probability)
+            if (t - n_burnin + 1) % thin == 0:
+                draws.append(state.position)
+        if progress is not None:
+            progress(t + 1, accepted_total / (t + 1))
+    draws = torch.stack(draws, dim=1)
+    final_step_size = None if sampler == "amcmc" else state.step_size
+    inverse_mass = state.inverse_mass if sampler == "hmc" else None
+    return ChainResult(draws, torch.stack(acceptance, dim=1), n_divergent, final_step_size, inverse_mass)
+
+
+def acceptance_by_quarter(acceptance):
+    """Mean acceptance probability in each quarter of the sampling phase, shape ``(4,)``."""
+    return np.array([float(part.mean()) for part in torch.tensor_split(acceptance, 4, dim=1)])

@@ -1,0 +1,178 @@
+"""The MCMC kernels alone, on targets with known moments."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from sklearn_quinn.mcmc import adaptive_metropolis, effective_sample_size, hmc, mala
+from sklearn_quinn.mcmc._adaptation import DualAveraging, slow_window_ends
+from sklearn_quinn.mcmc._sampling import run_chains
+
+# A correlated, badly scaled 2-D Gaussian: stds 1 and 2, correlation 0.9.
+COVARIANCE = torch.tensor([[1.0, 1.8], [1.8, 4.0]], dtype=torch.float64)
+PRECISION = torch.linalg.inv(COVARIANCE)
+
+
+def gaussian_log_density(x):
+    return -0.5 * ((x @ PRECISION) * x).sum(-1)
+
+
+def banana_log_density(x):
+    """x1 ~ N(0, 1), x2 | x1 ~ N(x1^2, 0.5^2): E[x2] = 1, Var[x2] = 2 + 0.25."""
+    return -0.5 * x[:, 0].square() - 0.5 * ((x[:, 1] - x[:, 0].square()) / 0.5).square()
+
+
+def _run(log_density, sampler, n_samples=2000, step_size=0.3, seed=0):
+    result = run_chains(
+        log_density,
+        torch.zeros(8, 2, dtype=torch.float64),
+        sampler=sampler,
+        n_samples=n_samples,
+        n_burnin=500,
+        step_size=step_size,
+        n_leapfrog=8,
+        generator=torch.Generator().manual_seed(seed),
+    )
+    return result.draws.numpy(), result
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sampler", ["hmc", "mala", "amcmc"])
+def test_correlated_gaussian_moments(sampler):
+    """Mean within 4 Monte Carlo standard errors (from the ESS), standard
+    deviations within 10% and the correlation within 0.05."""
+    draws, result = _run(gaussian_log_density, sampler)
+    flat = draws.reshape(-1, 2)
+    ess = effective_sample_size(draws)
+    std = np.sqrt(np.diag(COVARIANCE.numpy()))
+    assert (np.abs(flat.mean(0)) < 4 * std / np.sqrt(ess)).all()
+    np.testing.assert_allclose(flat.std(0), std, rtol=0.10)
+    assert abs(np.corrcoef(flat.T)[0, 1] - 0.9) < 0.05
+    assert int(result.n_divergent.sum()) == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sampler", ["hmc", "amcmc"])  # MALA's fixed step stalls in the banana's tails
+def test_banana_moments(sampler):
+    """E[x2] = 1 and Var[x2] = 2.25, each within 4 Monte Carlo standard errors
+    (the variance's from the draws' fourth central moment), both with the ESS."""
+    draws, _ = _run(banana_log_density, sampler, n_samples=2000)
+    x2 = draws[:, :, 1]
+    ess = effective_sample_size(x2)
+    assert abs(x2.mean() - 1.0) < 4 * math.sqrt(2.25 / ess)
+    fourth = np.mean((x2 - x2.mean()) ** 4)
+    assert abs(x2.var() - 2.25) < 4 * math.sqrt((fourth - x2.var() ** 2) / ess)
+
+
+def test_kernels_step_every_chain_in_one_batch():
+    calls = []
+
+    def counting(x):
+        calls.append(x.shape[0])
+        return gaussian_log_density(x)
+
+    init, step = hmc(counting, n_leapfrog=3)
+    state = init(torch.zeros(5, 2, dtype=torch.float64), 0.1)
+    state, info = step(torch.Generator().manual_seed(0), state)
+    assert calls == [5, 5, 5, 5]  # init + one per leapfrog step, all chains at once
+    assert info.is_accepted.shape == (5,) and state.position.shape == (5, 2)
+
+
+def test_mala_correction_removes_the_langevin_bias():
+    """At a large step the unadjusted Langevin chain on N(0, 1) has variance
+    1 / (1 - eps^2 / 4) = 1.33 (eps = 1); the Metropolis-Hastings-corrected one
+    must have variance 1 (within 5%)."""
+    init, step = mala(lambda x: -0.5 * x.square().sum(-1))
+    state = init(torch.zeros(200, 1, dtype=torch.float64), 1.0)
+    generator = torch.Generator().manual_seed(0)
+    draws = []
+    for t in range(600):
+        state, _ = step(generator, state)
+        if t >= 100:
+            draws.append(state.position)
+    assert float(torch.stack(draws).var()) == pytest.approx(1.0, rel=0.05)
+
+
+def test_adaptive_metropolis_covariance_is_haarios():
+    """After adapt_start, the proposal is gamma 2.4^2 / K (C_t + 1e-8 I) with
+    C_t the sample covariance of the chain's own history."""
+    init, step = adaptive_metropolis(gaussian_log_density, gamma=0.5, adapt_start=30, adapt_every=10)
+    position = torch.tensor([[0.3, -0.2], [1.0, 1.0]], dtype=torch.float64)
+    state = init(position, 0.5)
+    generator = torch.Generator().manual_seed(0)
+    history = [state.position]
+    for _ in range(50):  # steps 1..50: refreshes at t = 30, 40, 50
+        state, _ = step(generator, state)
+        history.append(state.position)
+    history = torch.stack(history, dim=1)  # (C, 51, K)
+    for chain in range(2):
+        covariance = torch.cov(history[chain].T)
+        expected = 0.5 * 2.4**2 / 2 * (covariance + 1e-8 * torch.eye(2, dtype=torch.float64))
+        cholesky = state.proposal_cholesky[chain]
+        torch.testing.assert_close(cholesky @ cholesky.T, expected)
+
+
+def test_divergences_are_rejected_and_counted():
+    """A step far too large for the target: every proposal is non-finite or
+    rejected, the chain never leaves its start and never holds a NaN."""
+
+    def steep(x):
+        return -1e6 * x.pow(4).sum(-1)
+
+    result = run_chains(steep, torch.full((3, 2), 0.5, dtype=torch.float64), sampler="hmc",
+                        n_samples=20, n_burnin=0, step_size=10.0, n_leapfrog=5,
+                        generator=torch.Generator().manual_seed(0))
+    assert int(result.n_divergent.sum()) > 0
+    assert torch.isfinite(result.draws).all()
+    torch.testing.assert_close(result.draws, torch.full_like(result.draws, 0.5))
+
+
+def test_dual_averaging_reaches_the_target_acceptance():
+    """HMC on N(0, I_10): after a 1500-step burn-in the acceptance is near 0.8
+    (within 0.1; the averaged step of a short final window is conservative)."""
+    def log_density(x):
+        return -0.5 * x.square().sum(-1)
+
+    result = run_chains(log_density, torch.zeros(4, 10, dtype=torch.float64), sampler="hmc",
+                        n_samples=300, n_burnin=1500, step_size=1e-3, n_leapfrog=5,
+                        generator=torch.Generator().manual_seed(0))
+    assert float(result.acceptance.mean()) == pytest.approx(0.8, abs=0.1)
+    assert (result.step_size > 1e-2).all()  # grew from the tiny start
+
+
+def test_mass_matrix_learns_the_scales():
+    """A diagonal Gaussian with stds from 0.1 to 10: the adapted inverse mass
+    (the variance estimate) is within 30% of the true variances, and the draws'
+    stds within 15% of the truth."""
+    scales = torch.logspace(-1, 1, 6, dtype=torch.float64)
+
+    def log_density(x):
+        return -0.5 * (x / scales).square().sum(-1)
+
+    result = run_chains(log_density, torch.zeros(4, 6, dtype=torch.float64), sampler="hmc",
+                        n_samples=1000, n_burnin=1000, step_size=0.01, n_leapfrog=5,
+                        generator=torch.Generator().manual_seed(0))
+    np.testing.assert_allclose(result.inverse_mass.mean(0).numpy(), scales.square().numpy(), rtol=0.3)
+    np.testing.assert_allclose(result.draws.reshape(-1, 6).std(0).numpy(), scales.numpy(), rtol=0.15)
+
+
+def test_window_schedule():
+    assert slow_window_ends(10) == []
+    ends = slow_window_ends(1000)
+    assert ends[0] > 150 and ends[-1] == 900
+    assert all(b > a for a, b in zip(ends, ends[1:]))
+
+
+def test_dual_averaging_moves_toward_the_target():
+    search = DualAveraging(torch.tensor([0.1]), target_acceptance=0.8)
+    low = search.update(torch.tensor([0.1]))  # accepting too little: shrink
+    search.restart(torch.tensor([0.1]))
+    high = search.update(torch.tensor([1.0]))  # accepting everything: grow
+    assert float(low) < float(high)
+
+
+def test_unknown_sampler():
+    with pytest.raises(ValueError, match="sampler must be one of"):
+        run_chains(gaussian_log_density, torch.zeros(1, 2), sampler="nuts")
