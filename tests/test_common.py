@@ -2,13 +2,15 @@
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_quinn import LaplaceRegressor
+from sklearn_quinn import LaplaceRegressor, MCMCRegressor
 
 FAST = dict(hidden_layer_sizes=(16,), lr=0.01, max_epochs=60, random_state=0)
 
 ESTIMATORS = [
     LaplaceRegressor(**FAST),
     LaplaceRegressor(**FAST, hessian_structure="diag", pushforward="nonlinear", n_samples=20),
+    MCMCRegressor(**FAST, n_samples=20, n_burnin=20, n_leapfrog=3, n_chains=2),
+    MCMCRegressor(**FAST, sampler="amcmc", n_samples=30, n_burnin=10, n_chains=2),
 ]
 
 

@@ -1,0 +1,129 @@
+"""MCMCRegressor against the exact posterior of a linear model, and its API."""
+
+import numpy as np
+import pytest
+from torch import nn
+
+from sklearn_quinn import MCMCRegressor
+
+from .exact import BayesianLinearRegression
+
+NOISE, PRIOR_STD = 0.3, 2.0
+
+SETTINGS = {
+    "hmc": dict(n_samples=600, n_burnin=400, n_leapfrog=8),
+    "mala": dict(n_samples=1500, n_burnin=500),
+    "amcmc": dict(n_samples=3000, n_burnin=1000, adapt_start=200, step_size=0.05),
+}
+
+
+def linear_mcmc(X, sampler, **params):
+    return MCMCRegressor(
+        module=nn.Linear(X.shape[1], 1),
+        noise_std=NOISE,
+        prior_std=PRIOR_STD,
+        normalize_y=False,
+        sampler=sampler,
+        lr=0.01,
+        max_epochs=50,
+        random_state=0,
+        **{**SETTINGS[sampler], **params},
+    )
+
+
+def small(**params):
+    defaults = dict(hidden_layer_sizes=(8,), n_samples=30, n_burnin=30, n_leapfrog=4, lr=0.01,
+                    max_epochs=30, random_state=0)
+    return MCMCRegressor(**{**defaults, **params})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sampler", ["hmc", "mala", "amcmc"])
+def test_linear_model_posterior_is_exact(linear_data, sampler):
+    """Mean within 4 Monte Carlo standard errors (from ess_), std within 15%."""
+    X, y = linear_data
+    reg = linear_mcmc(X, sampler).fit(X, y)
+    exact = BayesianLinearRegression(X, y, NOISE, PRIOR_STD)
+    draws = reg.chains_.reshape(-1, 4)
+    exact_std = np.sqrt(np.diag(exact.covariance))
+    standard_error = exact_std / np.sqrt(reg.ess_)
+    assert (np.abs(draws.mean(0) - exact.mean) < 4 * standard_error).all()
+    np.testing.assert_allclose(draws.std(0), exact_std, rtol=0.15)
+    assert (reg.rhat_ < 1.05).all()
+    assert reg.n_divergent_ == 0
+    X_new = np.random.RandomState(3).randn(5, 3)
+    np.testing.assert_allclose(reg.predict(X_new, return_std=True)[1], exact.predictive_std(X_new), rtol=0.15)
+
+
+@pytest.mark.slow
+def test_sampled_noise_recovers_the_noise(wave_data):
+    X, y = wave_data
+    reg = small(hidden_layer_sizes=(16,), n_samples=200, n_burnin=300, max_epochs=200).fit(X, y)
+    assert reg.chains_.shape[-1] == reg.posterior_.samples.shape[1] + 1  # weights, then log noise
+    assert 0.07 < reg.noise_std_ < 0.16  # the data's noise std is 0.1
+
+
+@pytest.mark.slow
+def test_chain_layouts_sample_the_same_distribution(linear_data):
+    """Four chains in one batch or in two joblib groups: posterior means agree
+    within 4 combined Monte Carlo standard errors."""
+    X, y = linear_data
+    one = linear_mcmc(X, "mala").fit(X, y)
+    two = linear_mcmc(X, "mala", n_jobs=2).fit(X, y)
+    assert not np.array_equal(one.chains_, two.chains_)
+    exact_std = np.sqrt(np.diag(BayesianLinearRegression(X, y, NOISE, PRIOR_STD).covariance))
+    se = exact_std * np.sqrt(1 / one.ess_ + 1 / two.ess_)
+    assert (np.abs(one.chains_.mean((0, 1)) - two.chains_.mean((0, 1))) < 4 * se).all()
+
+
+def test_same_random_state_same_draws(wave_data):
+    X, y = wave_data
+    for sampler in ("hmc", "mala", "amcmc"):
+        first, second = small(sampler=sampler).fit(X, y), small(sampler=sampler).fit(X, y)
+        np.testing.assert_array_equal(first.chains_, second.chains_)
+        np.testing.assert_array_equal(first.predict(X, return_std=True), second.predict(X, return_std=True))
+
+
+def test_fitted_attributes(wave_data):
+    X, y = wave_data
+    reg = small(n_chains=3, n_samples=12, thin=2).fit(X, y)
+    n_params = reg.posterior_.samples.shape[1]
+    assert reg.chains_.shape == (3, 12, n_params + 1)
+    assert reg.posterior_.samples.shape == (36, n_params)
+    assert reg.acceptance_rate_.shape == reg.step_size_.shape == (3,)
+    assert reg.rhat_.shape == reg.ess_.shape == (n_params + 1,)
+    assert isinstance(reg.n_divergent_, int)
+    assert small(sampler="amcmc").fit(X, y).step_size_ is None
+
+
+def test_prior_initialisation_skips_the_map(wave_data):
+    X, y = wave_data
+    reg = small(init="prior", noise_std=0.1).fit(X, y)
+    assert reg.net_ is None
+    assert np.isfinite(reg.predict(X)).all()
+
+
+def test_verbose_shows_acceptance(wave_data, capsys):
+    X, y = wave_data
+    small(verbose=1, max_epochs=2).fit(X, y)
+    err = capsys.readouterr().err
+    assert "MCMC hmc" in err and "acceptance" in err
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        (dict(sampler="nuts"), "'sampler' parameter"),
+        (dict(step_size=0.0), "'step_size' parameter"),
+        (dict(step_size=-1.0), "'step_size' parameter"),
+        (dict(n_samples=0), "'n_samples' parameter"),
+        (dict(n_chains=0), "'n_chains' parameter"),
+        (dict(thin=0), "'thin' parameter"),
+        (dict(target_acceptance=1.0), "'target_acceptance' parameter"),
+        (dict(init="zeros"), "'init' parameter"),
+    ],
+)
+def test_bad_parameters(wave_data, params, message):
+    X, y = wave_data
+    with pytest.raises(ValueError, match=message):
+        small(**params).fit(X, y)
