@@ -6,6 +6,7 @@ directory given at run time, one folder per data set holding ``data.txt``,
 ``index_test_{i}.txt`` and ``n_splits.txt``.
 """
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -65,3 +66,49 @@ def load_uci_split(data_dir, name, split):
     test = np.loadtxt(folder / f"index_test_{split}.txt", dtype=int)
     X, y = data[:, features], data[:, target]
     return X[train], X[test], y[train], y[test]
+
+
+def load_uci_reference(data_dir):
+    """The published reference figures of the UCI benchmark, read from its README.
+
+    The README beside the data sets (``README.md`` in ``data_dir``) holds two
+    Markdown tables: test log-likelihood per point and test RMSE, one row per
+    data set, one column per published method, cells ``mean ± error``.
+
+    Returns
+    -------
+    dict
+        ``{"log_likelihood": table, "rmse": table}`` where a table maps a data
+        set's short name to ``{method: (mean, error)}``. Method names are
+        the column titles without parentheses and "re-run" ("PBP", "MC
+        dropout", "MC dropout 2018", "Deep ensembles", ...), so both tables
+        use the same names.
+    """
+    path = Path(data_dir) / "README.md"
+    if not path.is_file():
+        raise ValueError(f"No reference figures: {path} is missing.")
+    tables, current = [], None
+    for line in path.read_text().splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")] if line.startswith("|") else None
+        if cells is None:
+            current = None
+            continue
+        if current is None:
+            current = {"columns": [_method_name(cell) for cell in cells[1:]], "rows": {}}
+            tables.append(current)
+        elif not set("".join(cells)) <= set("-: "):
+            values = [re.match(r"(-?[\d.]+)\s*±\s*([\d.]+)", cell) for cell in cells[1:]]
+            if all(values):
+                current["rows"][cells[0]] = {
+                    column: (float(m.group(1)), float(m.group(2))) for column, m in zip(current["columns"], values)
+                }
+    figures = [table for table in tables if table["rows"]]
+    if len(figures) != 2:
+        raise ValueError(f"Expected two reference tables (log-likelihood, RMSE) in {path}, found {len(figures)}.")
+    return {"log_likelihood": figures[0]["rows"], "rmse": figures[1]["rows"]}
+
+
+def _method_name(title):
+    """'MC dropout, 2018 re-run' -> 'MC dropout 2018'; 'PBP (H-L&A 2015)' -> 'PBP'."""
+    title = re.sub(r"\([^)]*\)", "", title).replace("re-run", "").replace(",", " ")
+    return " ".join(title.split())

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sklearn_quinn.datasets import load_uci_split, uci_n_splits
+from sklearn_quinn.datasets import load_uci_reference, load_uci_split, uci_n_splits
 
 SHARED_UCI = Path(__file__).resolve().parents[2] / "shared" / "data" / "uci"
 
@@ -48,3 +48,24 @@ def test_shared_concrete_split():
     X_train, X_test, y_train, y_test = load_uci_split(SHARED_UCI, "concrete", 0)
     assert X_train.shape == (927, 8) and X_test.shape == (103, 8)
     assert uci_n_splits(SHARED_UCI, "concrete") == 20
+
+
+def test_reference_tables_from_the_readme(tmp_path):
+    (tmp_path / "README.md").write_text(
+        "Intro\n\n| data set | VI (2015) | MC dropout, 2018 re-run |\n|---|---|---|\n"
+        "| yacht | -3.43 ± 0.16 | -1.25 ± 0.01 |\n\nText\n\n"
+        "| data set | VI | MC dropout 2018 |\n|---|---|---|\n| yacht | 6.89 ± 0.67 | 0.67 ± 0.05 |\n"
+    )
+    reference = load_uci_reference(tmp_path)
+    assert reference["log_likelihood"]["yacht"] == {"VI": (-3.43, 0.16), "MC dropout 2018": (-1.25, 0.01)}
+    assert reference["rmse"]["yacht"]["MC dropout 2018"] == (0.67, 0.05)
+    with pytest.raises(ValueError, match="README.md is missing"):
+        load_uci_reference(tmp_path / "nowhere")
+
+
+@pytest.mark.skipif(not SHARED_UCI.is_dir(), reason="shared UCI data not present")
+def test_shared_reference_tables_cover_every_data_set():
+    reference = load_uci_reference(SHARED_UCI)
+    for table in reference.values():
+        assert set(table) == {"boston", "concrete", "energy", "kin8nm", "naval", "power", "protein", "wine", "yacht"}
+        assert set(table["yacht"]) == {"VI", "PBP", "MC dropout", "MC dropout 2018", "Deep ensembles"}
