@@ -111,3 +111,15 @@ def test_indefinite_hessian_is_clipped_with_a_warning():
     assert laplace.n_negative > 0 and (laplace.eigenvalues >= 0).all()
     posterior = laplace.posterior(1.0)
     assert (torch.linalg.eigvalsh(posterior.covariance) > 0).all()
+
+
+@pytest.mark.parametrize("kind", ["ggn", "ef"])
+def test_evidence_gradient_matches_finite_differences(linear_data, kind):
+    laplace, _ = _linear_laplace(*linear_data, kind=kind)
+    x = np.array([math.log(0.7), math.log(1.3)])
+    _, gradient = laplace._evidence(*x)
+    step = 1e-6
+    for axis in range(2):
+        shift = np.eye(2)[axis] * step
+        numeric = (laplace._evidence(*(x + shift))[0] - laplace._evidence(*(x - shift))[0]) / (2 * step)
+        np.testing.assert_allclose(gradient[axis], numeric, rtol=1e-6)

@@ -64,7 +64,6 @@ class LaplaceApproximation:
         matrix = curvature(model, theta, X, Y, noise_std, kind, structure)
         if structure == "full":
             eigenvalues, self.eigenvectors = torch.linalg.eigh(matrix)
-            del matrix
         else:
             eigenvalues, self.eigenvectors = matrix, None
         # The GGN and the empirical Fisher are positive semi-definite: a negative
@@ -84,7 +83,15 @@ class LaplaceApproximation:
                 UserWarning,
             )
         self.eigenvalues = eigenvalues.clamp(min=0.0)
+        # The full curvature, kept for the posterior's Cholesky factor (cheaper and
+        # more accurate than rebuilding it from the eigenvectors at every call);
+        # rebuilt once from the clipped spectrum when a Hessian was indefinite.
+        self._matrix = None
+        if structure == "full":
+            vectors = self.eigenvectors
+            self._matrix = (vectors * self.eigenvalues) @ vectors.T if self.n_negative else matrix
 
+        self._spectrum_numpy = self.eigenvalues.detach().cpu().numpy().astype(np.float64)
         residual = (model.single(theta, X) - Y) / noise_std
         self._weighted_sse = float(residual.square().sum())
         self._n_observations = Y.numel()
@@ -95,30 +102,39 @@ class LaplaceApproximation:
     def n_params(self):
         return self.theta.shape[0]
 
-    def log_marginal_likelihood(self, prior_precision, noise_scale=1.0):
-        """Laplace log evidence ``log p(D | delta, c)``, differentiable in both.
+    def _evidence(self, log_prior_precision, log_noise_scale):
+        """Laplace log evidence and its gradient in ``(log delta, log c)``, closed form.
 
-        ``log p(D | theta*) + log p(theta*) + K/2 log 2 pi - 1/2 log det Sigma^-1``,
-        exact for a linear-Gaussian model.
+        ``log p(D | theta*) + log p(theta*) + K/2 log 2 pi - 1/2 log det Sigma^-1``
+        with ``Sigma^-1 = C / c**p + delta I``, exact for a linear-Gaussian model.
         """
-        delta = torch.as_tensor(prior_precision, dtype=torch.float64)
-        scale = torch.as_tensor(noise_scale, dtype=torch.float64)
-        log_likelihood = (
+        delta, scale = math.exp(log_prior_precision), math.exp(log_noise_scale)
+        data = self._spectrum_numpy * scale**-self.noise_power
+        precision = data + delta
+        n_obs, n_params = self._n_observations, self.n_params
+        value = (
             -0.5 * self._weighted_sse / scale**2
-            - self._n_observations * torch.log(scale)
+            - n_obs * log_noise_scale
             - self._log_noise_total
-            - 0.5 * self._n_observations * math.log(2 * math.pi)
-        )
-        precision = self.eigenvalues.to(torch.float64) / scale**self.noise_power + delta
-        return (
-            log_likelihood
+            - 0.5 * n_obs * math.log(2 * math.pi)
             - 0.5 * delta * self._theta_sq_norm
-            + 0.5 * self.n_params * torch.log(delta)
-            - 0.5 * torch.log(precision).sum()
+            + 0.5 * n_params * log_prior_precision
+            - 0.5 * np.log(precision).sum()
         )
+        d_log_delta = -0.5 * delta * self._theta_sq_norm + 0.5 * n_params - 0.5 * delta * np.sum(1 / precision)
+        d_log_scale = self._weighted_sse / scale**2 - n_obs + 0.5 * self.noise_power * np.sum(data / precision)
+        return float(value), np.array([d_log_delta, d_log_scale])
+
+    def log_marginal_likelihood(self, prior_precision, noise_scale=1.0):
+        """Laplace log evidence ``log p(D | delta, c)`` at prior precision ``delta``
+        and noise ``c * noise_std``: ``log p(D | theta*) + log p(theta*) + K/2 log 2 pi
+        - 1/2 log det Sigma^-1``, exact for a linear-Gaussian model."""
+        return self._evidence(math.log(prior_precision), math.log(noise_scale))[0]
 
     def maximise_evidence(self, prior_precision, tune_noise=False):
         """The prior precision (and noise scale) that maximise the evidence.
+
+        L-BFGS-B on the logs, with the closed-form gradient.
 
         Returns
         -------
@@ -129,11 +145,8 @@ class LaplaceApproximation:
         start = [math.log(prior_precision)] + ([0.0] if tune_noise else [])
 
         def objective(x):
-            x = torch.tensor(x, dtype=torch.float64, requires_grad=True)
-            scale = torch.exp(x[1]) if tune_noise else 1.0
-            value = -self.log_marginal_likelihood(torch.exp(x[0]), scale)
-            (gradient,) = torch.autograd.grad(value, x)
-            return float(value.detach()), gradient.numpy()
+            value, gradient = self._evidence(x[0], x[1] if tune_noise else 0.0)
+            return -value, -gradient[: len(x)]
 
         bounds = [_LOG_PRIOR_PRECISION_BOUNDS] + ([_LOG_NOISE_SCALE_BOUNDS] if tune_noise else [])
         result = minimize(objective, np.array(start), jac=True, method="L-BFGS-B", bounds=bounds)
@@ -163,10 +176,10 @@ class LaplaceApproximation:
 
     def posterior(self, prior_precision, noise_scale=1.0, cov_scale=1.0):
         """``N(theta*, (cov_scale * (C / c**p + delta I))^-1)``."""
-        precision = self._precision_spectrum(prior_precision, noise_scale, cov_scale)
         if self.structure == "diag":
+            precision = self._precision_spectrum(prior_precision, noise_scale, cov_scale)
             return GaussianPosterior.from_std(self.theta, precision.rsqrt())
-        vectors = self.eigenvectors
-        matrix = (vectors * precision) @ vectors.T
-        cholesky = torch.linalg.cholesky(0.5 * (matrix + matrix.T))
+        matrix = self._matrix / noise_scale**self.noise_power
+        matrix.diagonal().add_(prior_precision)
+        cholesky = torch.linalg.cholesky(cov_scale * matrix)
         return GaussianPosterior.from_precision_cholesky(self.theta, cholesky)
