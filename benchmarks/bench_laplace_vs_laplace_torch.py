@@ -29,6 +29,7 @@ import copy
 import math
 import os
 import statistics
+import subprocess
 import time
 import warnings
 from pathlib import Path
@@ -45,6 +46,19 @@ from sklearn_quinn.datasets import load_uci_split
 from sklearn_quinn.laplace._engine import LaplaceApproximation
 
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "uci"
+
+
+def package_version():
+    """The commit measured, with '+dirty' when sklearn_quinn/ has uncommitted changes."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root,
+                                capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "sklearn_quinn"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return commit + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
 
 
 def timed(fn):
@@ -278,6 +292,7 @@ def main():
         from laplace.curvature import AsdlGGN, BackPackGGN
 
         backends += [("backpack", BackPackGGN), ("asdl", AsdlGGN)]
+    print(f"sklearn_quinn at {package_version()}")
     print(
         f"torch {torch.__version__}, laplace-torch {getattr(laplace, '__version__', '0.3')} "
         f"(default backend {CurvlinopsGGN.__name__}), torch threads={torch.get_num_threads()}, "
@@ -288,50 +303,58 @@ def main():
     for name in args.datasets:
         rows += run_dataset(name, args, backends)
 
-    print("\nTimes: curvature + prior-precision tuning (+ our posterior Cholesky), median seconds;")
-    print("theirs = laplace-torch with its default backend (CurvlinopsGGN), default marglik (Adam lr=0.1, 100 steps).")
-    print("LL: test log-likelihood per point, original units. delta: tuned prior precision.\n")
+    print_report(rows, args)
+    print(f"\nTotal wall time {time.perf_counter() - t0:.1f} s; "
+          f"load average at end {os.getloadavg()}")
+
+
+def print_report(rows, args):
+    print("\nTimes: curvature + prior-precision tuning (+ our posterior Cholesky), median s;")
+    print("theirs = laplace-torch, default backend (CurvlinopsGGN), default marglik tuning")
+    print("(Adam, lr=0.1, 100 steps). LL: test log-likelihood per point, original units.")
+    print("delta: tuned prior precision.\n")
     header = (f"{'data':9s} {'struct':6s} {'ours s':>8s} {'theirs s':>9s} {'ratio':>6s} "
-              f"{'LL ours':>8s} {'LL theirs':>9s} {'|dLL|':>7s} {'delta ours':>10s} {'delta theirs':>12s}")
+              f"{'LL ours':>8s} {'LL theirs':>9s} {'|dLL|':>7s} "
+              f"{'delta ours':>10s} {'delta theirs':>12s}")
     print(header)
     print("-" * len(header))
     for r in rows:
         th = r["theirs"]["curvlinops"]
-        print(f"{r['data']:9s} {r['structure']:6s} {r['ours']:8.4f} {th:9.4f} {r['ours'] / th:6.3f} "
-              f"{r['ll_ours']:8.4f} {r['ll_theirs']:9.4f} {abs(r['ll_ours'] - r['ll_theirs']):7.4f} "
+        print(f"{r['data']:9s} {r['structure']:6s} {r['ours']:8.4f} {th:9.4f} "
+              f"{r['ours'] / th:6.3f} {r['ll_ours']:8.4f} {r['ll_theirs']:9.4f} "
+              f"{abs(r['ll_ours'] - r['ll_theirs']):7.4f} "
               f"{r['delta_ours']:10.4f} {r['delta_theirs']:12.4f}")
 
-    print("\nlaplace-torch by backend: total = fit + optimize_prior_precision (median s), and ours / total")
+    print("\nlaplace-torch by backend: total = fit + optimize_prior_precision (median s);"
+          " ratio = ours / total")
     for r in rows:
-        parts = ", ".join(
-            f"{lab}: {r['theirs'][lab]:.4f} = {r['theirs_fit'][lab]:.4f} + {r['theirs_opt'][lab]:.4f} "
-            f"(ratio {r['ours'] / r['theirs'][lab]:.3f})"
-            for lab in r["theirs"]
-        )
-        print(f"  {r['data']:9s} {r['structure']:5s} {parts}")
-        print(f"  {'':9s} {'':5s} their posterior factor at first prediction (not in 'theirs s'): "
-              f"{r['t_scale']:.4f} s")
+        print(f"  {r['data']} {r['structure']}:")
+        for lab in r["theirs"]:
+            print(f"    {lab:10s} {r['theirs'][lab]:.4f} = {r['theirs_fit'][lab]:.4f} + "
+                  f"{r['theirs_opt'][lab]:.4f}  (ratio {r['ours'] / r['theirs'][lab]:.3f})")
+        print(f"    their posterior factor, built lazily at first prediction "
+              f"(not in 'theirs s'): {r['t_scale']:.4f} s")
 
     print("\nOur time by stage (median s, stages run one by one):")
     for r in rows:
         b = r["breakdown"]
-        print(f"  {r['data']:9s} {r['structure']:5s} curvature {b['curvature']:.4f}  eigh {b['eigh']:.4f}  "
-              f"other init {b['init_other']:.4f}  evidence tuning {b['evidence']:.4f}  "
-              f"posterior Cholesky {b['posterior']:.4f}  (sum {sum(b.values()):.4f})")
+        print(f"  {r['data']:9s} {r['structure']:5s} curvature {b['curvature']:.4f}  "
+              f"eigh {b['eigh']:.4f}  other init {b['init_other']:.4f}  "
+              f"evidence tuning {b['evidence']:.4f}  posterior Cholesky {b['posterior']:.4f}  "
+              f"(sum {sum(b.values()):.4f})")
 
     print("\nEvidence (log marginal likelihood, standardised units) and convergence:")
     for r in rows:
         L = r["lml"]
-        print(f"  {r['data']:9s} {r['structure']:5s} curvature max rel. diff ours vs theirs {r['curv_rel']:.1e}")
-        print(f"    at delta_ours={r['delta_ours']:.5g}: ours {L['ours@ours']:.5f}  theirs {L['theirs@ours']:.5f}  "
-              f"d/dlog(delta) {r['grad_at_ours']:.2e}")
-        print(f"    at delta_theirs={r['delta_theirs']:.5g} (100 Adam steps): ours {L['ours@theirs']:.5f}  "
-              f"theirs {L['theirs@theirs']:.5f}  d/dlog(delta) {r['grad_at_theirs']:.2e}")
+        print(f"  {r['data']:9s} {r['structure']:5s} curvature max rel. diff ours vs theirs "
+              f"{r['curv_rel']:.1e}")
+        print(f"    at delta_ours={r['delta_ours']:.5g}: ours {L['ours@ours']:.5f}  "
+              f"theirs {L['theirs@ours']:.5f}  d/dlog(delta) {r['grad_at_ours']:.2e}")
+        print(f"    at delta_theirs={r['delta_theirs']:.5g} (100 Adam steps): "
+              f"ours {L['ours@theirs']:.5f}  theirs {L['theirs@theirs']:.5f}  "
+              f"d/dlog(delta) {r['grad_at_theirs']:.2e}")
         print(f"    laplace-torch with {args.long_steps} Adam steps: delta {r['delta_long']:.5g}, "
               f"evidence {L['ours@long']:.5f}, test LL {r['ll_long']:.4f}, {r['t_long']:.3f} s")
-
-    print(f"\nTotal wall time {time.perf_counter() - t0:.1f} s; load average at end {os.getloadavg()}")
-
 
 if __name__ == "__main__":
     main()
