@@ -17,9 +17,12 @@ from sklearn_quinn.metrics import gaussian_nll, interval_coverage
 X, y = load_diabetes(return_X_y=True)
 X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2, random_state=0)
 
+# Diabetes is small and noisy: a tighter prior on the weights (std 0.3 rather
+# than the default 1) keeps the MAP network from fitting the noise; the prior
+# precision and the noise level are then tuned by the Laplace evidence.
 model = make_pipeline(
     StandardScaler(),
-    LaplaceRegressor(hidden_layer_sizes=(50,), prior_precision="marglik", random_state=0),
+    LaplaceRegressor(hidden_layer_sizes=(50,), prior_std=0.3, prior_precision="marglik", random_state=0),
 )
 model.fit(X_train, y_train)
 y_pred, y_std = model.predict(X_test, return_std=True)

@@ -10,7 +10,7 @@ No validation split is held out.
 import numpy as np
 import torch
 from skorch import NeuralNet
-from skorch.callbacks import Callback
+from skorch.callbacks import Callback, LRScheduler
 from skorch.utils import to_tensor
 from torch import nn
 
@@ -105,7 +105,7 @@ class EpochProgress(Callback):
         self.bar_.close()
 
 
-def fit_map(module, X, Y, *, prior_std, noise_std, lr, max_epochs, batch_size,
+def fit_map(module, X, Y, *, prior_std, noise_std, lr, lr_schedule, max_epochs, batch_size,
             optimizer, callbacks, device, seed, verbose):
     """Train ``module`` to the MAP of a Gaussian likelihood and Gaussian prior.
 
@@ -116,6 +116,10 @@ def fit_map(module, X, Y, *, prior_std, noise_std, lr, max_epochs, batch_size,
     X, Y : ndarray of shape (N, D) and (N, O), in the working dtype.
     noise_std : ndarray of shape (O,) or None
         Fixed noise per output; None estimates one shared noise level.
+    lr_schedule : {'cosine', 'constant'}
+        'cosine' anneals the learning rate from ``lr`` to 0 over the epochs, so
+        the last epochs settle into the mode the Laplace approximation and the
+        chains start from.
     seed : int
         Seeds the weight initialisation's companions (shuffling); the caller's
         global torch state is left untouched.
@@ -134,6 +138,10 @@ def fit_map(module, X, Y, *, prior_std, noise_std, lr, max_epochs, batch_size,
         n_train, prior_std**-2, torch.as_tensor(start, dtype=module_dtype(module)), learn_noise
     )
     progress = [("progress", EpochProgress())] if verbose else []
+    schedule = []
+    if lr_schedule == "cosine":
+        annealing = LRScheduler(policy=torch.optim.lr_scheduler.CosineAnnealingLR, T_max=max_epochs)
+        schedule = [("lr_schedule", annealing)]
     net = MAPNet(
         module=module,
         criterion=criterion,
@@ -145,7 +153,7 @@ def fit_map(module, X, Y, *, prior_std, noise_std, lr, max_epochs, batch_size,
         iterator_train=TensorBatches,
         iterator_train__shuffle=True,
         iterator_train__generator=torch.Generator().manual_seed(seed),
-        callbacks=list(callbacks or []) + progress,
+        callbacks=list(callbacks or []) + schedule + progress,
         callbacks__print_log=None,
         device=device,
         verbose=0,

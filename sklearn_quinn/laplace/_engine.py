@@ -21,6 +21,7 @@ import warnings
 import numpy as np
 import torch
 from scipy.optimize import minimize
+from sklearn.exceptions import ConvergenceWarning
 
 from .._core.curvature import curvature
 from .._core.posterior import GaussianPosterior
@@ -150,6 +151,18 @@ class LaplaceApproximation:
 
         bounds = [_LOG_PRIOR_PRECISION_BOUNDS] + ([_LOG_NOISE_SCALE_BOUNDS] if tune_noise else [])
         result = minimize(objective, np.array(start), jac=True, method="L-BFGS-B", bounds=bounds)
+        at_bound = [
+            name
+            for name, value, (low, high) in zip(("prior precision", "noise scale"), result.x, bounds)
+            if np.isclose(value, low) or np.isclose(value, high)
+        ]
+        if not result.success or at_bound:
+            reason = f"stopped at a bound of the {' and '.join(at_bound)}" if at_bound else result.message
+            warnings.warn(
+                f"Maximising the Laplace evidence {reason} (prior precision "
+                f"{math.exp(result.x[0]):.3g}); the result may not be the maximum.",
+                ConvergenceWarning,
+            )
         return math.exp(result.x[0]), math.exp(result.x[1]) if tune_noise else 1.0
 
     def _precision_spectrum(self, prior_precision, noise_scale, cov_scale):

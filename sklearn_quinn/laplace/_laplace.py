@@ -1,5 +1,6 @@
 """LaplaceRegressor: a Gaussian at the MAP with the curvature as precision."""
 
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -13,6 +14,9 @@ from .._core.pushforward import linear_pushforward
 from ..base import BaseBayesianRegressor
 from ..calibration import OBJECTIVES, calibrate
 from ._engine import LaplaceApproximation
+
+# A diagonal evidence that multiplies the MAP noise by more than this gets a warning.
+_NOISE_INFLATION_WARNING = 3.0
 
 
 class LaplaceRegressor(BaseBayesianRegressor):
@@ -73,9 +77,12 @@ class LaplaceRegressor(BaseBayesianRegressor):
         Held-out fraction for ``prior_precision='gridsearch'``.
     n_samples : int, default=100
         Weight samples for ``pushforward='nonlinear'``.
-    lr : float, default=0.001
-        Learning rate of the MAP optimizer.
-    max_epochs : int, default=200
+    lr : float, default=0.01
+        (Initial) learning rate of the MAP optimizer.
+    lr_schedule : {'cosine', 'constant'}, default='cosine'
+        'cosine' anneals the learning rate to 0 over ``max_epochs``, so the
+        MAP settles into a mode (the Laplace approximation assumes one).
+    max_epochs : int, default=1000
         Epochs of MAP training.
     batch_size : int or 'auto', default='auto'
         Minibatch size of MAP training; 'auto' is ``min(200, n_samples)``.
@@ -173,8 +180,9 @@ class LaplaceRegressor(BaseBayesianRegressor):
         calibration_objective="nll",
         validation_fraction=0.1,
         n_samples=100,
-        lr=0.001,
-        max_epochs=200,
+        lr=0.01,
+        lr_schedule="cosine",
+        max_epochs=1000,
         batch_size="auto",
         optimizer=torch.optim.Adam,
         callbacks=None,
@@ -198,6 +206,7 @@ class LaplaceRegressor(BaseBayesianRegressor):
         self.validation_fraction = validation_fraction
         self.n_samples = n_samples
         self.lr = lr
+        self.lr_schedule = lr_schedule
         self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.optimizer = optimizer
@@ -246,6 +255,14 @@ class LaplaceRegressor(BaseBayesianRegressor):
             self.prior_precision_, self._noise_scale = self._laplace.maximise_evidence(
                 self.prior_std**-2, tune_noise=self.noise_std is None
             )
+            if self.hessian_structure == "diag" and self._noise_scale > _NOISE_INFLATION_WARNING:
+                warnings.warn(
+                    f"The diagonal Laplace evidence raised the noise std {self._noise_scale:.1f}-fold "
+                    "over the MAP's. The diagonal's log-determinant overstates the Occam factor "
+                    "(Hadamard's inequality), which favours large noise; consider "
+                    "hessian_structure='full' or a fixed noise_std.",
+                    UserWarning,
+                )
         self._set_noise(noise_std * self._noise_scale)
         self.cov_scale_ = float(self.cov_scale)
         self.posterior_ = self._laplace.posterior(self.prior_precision_, self._noise_scale, self.cov_scale_)

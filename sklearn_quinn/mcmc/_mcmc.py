@@ -60,8 +60,8 @@ class MCMCRegressor(BaseBayesianRegressor):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, module, prior_std, noise_std, lr, max_epochs, \\
-batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verbose
+    hidden_layer_sizes, activation, module, prior_std, noise_std, lr, lr_schedule, \\
+max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor` (the MAP settings
         apply to ``init='map'``). With ``noise_std=None`` the log noise std is
         sampled with the weights, under a ``N(0, 1)`` prior in the units of the
@@ -180,8 +180,9 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
         adapt_start=100,
         adapt_every=10,
         init="map",
-        lr=0.001,
-        max_epochs=200,
+        lr=0.01,
+        lr_schedule="cosine",
+        max_epochs=1000,
         batch_size="auto",
         optimizer=torch.optim.Adam,
         callbacks=None,
@@ -211,6 +212,7 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
         self.adapt_every = adapt_every
         self.init = init
         self.lr = lr
+        self.lr_schedule = lr_schedule
         self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.optimizer = optimizer
