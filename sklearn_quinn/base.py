@@ -229,16 +229,18 @@ class BaseBayesianRegressor(RegressorMixin, BaseEstimator):
                 return self._in_y_units(predictive.mean, predictive.variance)
             return self._in_y_units(predictive.mean)[0]
 
-    def _in_y_units(self, mean, output_variance=None):
+    def _in_y_units(self, mean, output_variance=None, noise_std=None):
         """Network-unit mean (and output variance) to the mean and total std of y.
 
-        The std adds the observation noise to the output variance; both come
-        back as float64 arrays in the units and shape of y.
+        The std adds the observation noise (``noise_std``, network units,
+        default the fitted one) to the output variance; both come back as
+        float64 arrays in the units and shape of y.
         """
         y_mean = self._squeeze(self._to_numpy(mean) * self._y_scale + self._y_mean)
         if output_variance is None:
             return y_mean, None
-        std = (output_variance + self._noise_std.square()).sqrt()
+        noise_std = self._noise_std if noise_std is None else noise_std
+        std = (output_variance + noise_std.square()).sqrt()
         return y_mean, self._squeeze(self._to_numpy(std) * self._y_scale)
 
     def sample_y(self, X, n_samples=1, random_state=0):

@@ -1,6 +1,6 @@
 """Calibration of a Gaussian posterior's scale without refitting the network.
 
-A grid search over the prior precision or ``cov_scale`` of a fitted estimator
+A grid search over the prior precision, ``cov_scale`` or noise scale of a fitted estimator
 with a Gaussian weight posterior, scored on held-out data (or, for the prior
 precision, by the training evidence). The estimator re-scales its posterior
 from what it already holds (for Laplace: the curvature's eigen decomposition),
@@ -10,7 +10,8 @@ An estimator takes part by implementing two methods:
 
 - ``_calibration_path(X, param)``: a function ``value -> (y_mean, y_std)`` over
   ``X`` (the predictive with ``param`` set to ``value``, in the units of y);
-- ``_set_posterior_scale(param, value)``: re-scale ``posterior_`` in place.
+- ``_set_posterior_scale(param, value)``: re-scale ``posterior_`` (and, for
+  ``'noise_scale'``, the noise) in place.
 """
 
 from dataclasses import dataclass
@@ -29,11 +30,12 @@ HELD_OUT_OBJECTIVES = {
     "ece": quantile_calibration_error,
 }
 OBJECTIVES = (*HELD_OUT_OBJECTIVES, "marginal_log_likelihood")
-PARAMS = ("prior_precision", "cov_scale")
+PARAMS = ("prior_precision", "cov_scale", "noise_scale")
 
 DEFAULT_GRIDS = {
     "prior_precision": np.logspace(-4, 4, 41),
     "cov_scale": np.logspace(-2, 2, 41),
+    "noise_scale": np.logspace(-1, 1, 41),
 }
 
 
@@ -72,10 +74,14 @@ def calibrate(estimator, X=None, y=None, *, param="prior_precision", grid=None, 
     X, y : array-like
         Held-out data to score the predictive on; not needed for
         ``objective='marginal_log_likelihood'``, which uses the training evidence.
-    param : {'prior_precision', 'cov_scale'}, default='prior_precision'
+    param : {'prior_precision', 'cov_scale', 'noise_scale'}, default='prior_precision'
+        What to choose: the prior precision, the ``cov_scale`` of the weight
+        covariance, or a factor on the observation noise std found at fit
+        (which also re-scales the likelihood's curvature).
     grid : array-like of positive floats, default=None
         Values to try; None uses 41 log-spaced values (1e-4 to 1e4 for the
-        prior precision, 1e-2 to 1e2 for ``cov_scale``).
+        prior precision, 1e-2 to 1e2 for ``cov_scale``, 0.1 to 10 for the
+        noise scale).
     objective : {'nll', 'chi_squared', 'crps', 'ece', 'marginal_log_likelihood'}, default='nll'
         Gaussian NLL, ``|chi^2 - 1|``, CRPS and quantile calibration error on
         ``(X, y)``, or the Laplace evidence of the training data.
@@ -119,7 +125,10 @@ def calibrate(estimator, X=None, y=None, *, param="prior_precision", grid=None, 
 
     if objective == "marginal_log_likelihood":
         if param != "prior_precision":
-            raise ValueError("The evidence does not depend on cov_scale; calibrate the prior_precision.")
+            raise ValueError(
+                f"objective='marginal_log_likelihood' calibrates the prior_precision only, not {param}; "
+                "for the noise use prior_precision='marglik', which tunes both."
+            )
         scores = np.array([-estimator.log_marginal_likelihood(value) for value in grid])
     else:
         if X is None or y is None:

@@ -108,7 +108,7 @@ def test_estimator_option_gridsearch(wave_data):
         (dict(objective="accuracy"), "objective must be one of"),
         (dict(grid=[1.0, -1.0]), "grid must be a non-empty 1-D array of positive floats"),
         (dict(grid=[]), "grid must be a non-empty"),
-        (dict(param="cov_scale", objective="marginal_log_likelihood"), "does not depend on cov_scale"),
+        (dict(param="cov_scale", objective="marginal_log_likelihood"), "prior_precision only, not cov_scale"),
     ],
 )
 def test_bad_calibration_requests(split, kwargs, message):
@@ -128,3 +128,25 @@ def test_estimator_without_gaussian_posterior(split):
     X, y, X_val, y_val = split
     with pytest.raises(ValueError, match="LinearRegression has no Gaussian weight posterior"):
         calibrate(LinearRegression().fit(X, y), X_val, y_val)
+
+
+@pytest.mark.filterwarnings("ignore:The best")
+@pytest.mark.parametrize("pushforward", ["linear", "nonlinear"])
+def test_noise_scale_path_is_the_rescaled_predictive(split, count_curvatures, pushforward):
+    """Each noise scale c gives the predictive of the posterior with curvature
+    C / c^2 and noise c * sigma_MAP, built here directly from the engine."""
+    X, y, X_val, y_val = split
+    reg = laplace(pushforward=pushforward, n_samples=50).fit(X, y)
+    map_noise = reg.noise_std_
+    path = reg._calibration_path(X_val, "noise_scale")
+    for c in (0.5, 2.0):
+        posterior = reg._laplace.posterior(reg.prior_precision_, c, reg.cov_scale_)
+        predictive = reg._predictive(reg._validated_inputs(X_val), posterior)
+        expected = reg._in_y_units(predictive.mean, predictive.variance, reg._map_noise_std * c)
+        np.testing.assert_allclose(path(c), expected, rtol=1e-8)
+    result = calibrate(reg, X_val, y_val, param="noise_scale", objective="nll")
+    assert reg.noise_std_ == pytest.approx(map_noise * result.best_value)
+    np.testing.assert_allclose(
+        reg.predict(X_val, return_std=True), path(result.best_value), rtol=1e-8
+    )
+    assert len(count_curvatures) == 1

@@ -263,6 +263,7 @@ class LaplaceRegressor(BaseBayesianRegressor):
                     "hessian_structure='full' or a fixed noise_std.",
                     UserWarning,
                 )
+        self._map_noise_std = noise_std
         self._set_noise(noise_std * self._noise_scale)
         self.cov_scale_ = float(self.cov_scale)
         self.posterior_ = self._laplace.posterior(self.prior_precision_, self._noise_scale, self.cov_scale_)
@@ -305,7 +306,7 @@ class LaplaceRegressor(BaseBayesianRegressor):
 
     # ------------------------------------------------------------ calibration
     def _scales(self, param, value):
-        """Prior precision, noise scale and cov_scale with ``param`` set to ``value``."""
+        """Prior precision, noise scale and cov_scale, with ``param`` set to ``value``."""
         scales = dict(
             prior_precision=self.prior_precision_, noise_scale=self._noise_scale, cov_scale=self.cov_scale_
         )
@@ -318,26 +319,33 @@ class LaplaceRegressor(BaseBayesianRegressor):
         The linear pushforward projects the Jacobian on the curvature's
         eigenvectors once, so each value costs ``O(N K)``; the nonlinear one
         re-factors the posterior from the same eigen decomposition and samples.
+        A noise scale ``c`` multiplies the MAP's noise std and divides the
+        curvature by ``c**p``.
         """
         X = self._validated_inputs(X)
         with torch.no_grad():
-            if self.pushforward == "nonlinear":
-                def path(value):
-                    predictive = self._predictive(X, self._laplace.posterior(**self._scales(param, value)))
-                    return self._in_y_units(predictive.mean, predictive.variance)
-
-                return path
             theta = self.posterior_.mean
             mean = self._model.single(theta, X)
-            variance = self._laplace.variance_along(self._model.jacobian(theta, X).flatten(0, 1))
+            if self.pushforward == "linear":
+                variance = self._laplace.variance_along(self._model.jacobian(theta, X).flatten(0, 1))
 
         def path(value):
+            scales = self._scales(param, value)
+            noise_std = self._map_noise_std * scales["noise_scale"]
             with torch.no_grad():
-                return self._in_y_units(mean, variance(**self._scales(param, value)).view_as(mean))
+                if self.pushforward == "linear":
+                    return self._in_y_units(mean, variance(**scales).view_as(mean), noise_std)
+                predictive = self._predictive(X, self._laplace.posterior(**scales))
+                return self._in_y_units(predictive.mean, predictive.variance, noise_std)
 
         return path
 
     def _set_posterior_scale(self, param, value):
-        """Re-scale the posterior in place: ``prior_precision_`` or ``cov_scale_`` becomes ``value``."""
-        setattr(self, f"{param}_", float(value))
+        """Re-scale the posterior in place: ``prior_precision_``, ``cov_scale_`` or
+        the noise scale (``noise_std_`` = MAP noise x value) becomes ``value``."""
+        if param == "noise_scale":
+            self._noise_scale = float(value)
+            self._set_noise(self._map_noise_std * self._noise_scale)
+        else:
+            setattr(self, f"{param}_", float(value))
         self.posterior_ = self._laplace.posterior(self.prior_precision_, self._noise_scale, self.cov_scale_)
