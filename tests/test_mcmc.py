@@ -127,3 +127,25 @@ def test_bad_parameters(wave_data, params, message):
     X, y = wave_data
     with pytest.raises(ValueError, match=message):
         small(**params).fit(X, y)
+
+
+@pytest.mark.parametrize("noise", [None, 0.3])
+@pytest.mark.parametrize("activation", ["tanh", "relu"])
+def test_hand_written_gradient_equals_autograd(noise, activation):
+    import torch
+
+    from sklearn_quinn._core.network import FunctionalModel, build_mlp
+    from sklearn_quinn.mcmc._mcmc import regression_log_posterior
+
+    torch.manual_seed(0)
+    model = FunctionalModel(build_mlp(3, 2, (6,), activation).double())
+    X, Y = torch.randn(20, 3, dtype=torch.float64), torch.randn(20, 2, dtype=torch.float64)
+    noise_std = None if noise is None else torch.tensor([noise, 2 * noise], dtype=torch.float64)
+    log_density = regression_log_posterior(model, X, Y, prior_std=0.7, noise_std=noise_std)
+    rows = 0.3 * torch.randn(4, model.n_params + (noise is None), dtype=torch.float64)
+    value, gradient = log_density.value_and_grad(rows)
+    leaf = rows.clone().requires_grad_(True)
+    expected_value = log_density(leaf)
+    (expected_gradient,) = torch.autograd.grad(expected_value.sum(), leaf)
+    torch.testing.assert_close(value, expected_value.detach())
+    torch.testing.assert_close(gradient, expected_gradient)

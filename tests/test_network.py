@@ -120,3 +120,20 @@ def test_empty_hidden_layers_build_a_linear_model():
     module = build_mlp(3, 2, (), "relu")
     assert isinstance(module, nn.Sequential) and len(module) == 1
     assert isinstance(module[0], nn.Linear)
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+@pytest.mark.parametrize("activation", ["identity", "logistic", "tanh", "relu"])
+def test_forward_and_vjp_matches_autograd(fast_path, activation):
+    torch.manual_seed(0)
+    model = FunctionalModel(build_mlp(3, 2, (5, 4), activation).double())
+    if not fast_path:
+        model._plan = None
+    theta = model.flatten() + 0.1 * torch.randn(3, model.n_params, dtype=torch.float64)
+    X = _inputs()
+    cotangent = torch.randn(3, 7, 2, dtype=torch.float64)
+    outputs, vjp = model.forward_and_vjp(theta, X)
+    rows = theta.clone().requires_grad_(True)
+    (expected,) = torch.autograd.grad((model(rows, X) * cotangent).sum(), rows)
+    torch.testing.assert_close(outputs, model(theta, X))
+    torch.testing.assert_close(vjp(cotangent), expected)

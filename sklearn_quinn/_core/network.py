@@ -20,35 +20,41 @@ ACTIVATIONS = {
 }
 
 class _Activation(NamedTuple):
-    """An element-wise activation and its derivative written in terms of its output."""
+    """An element-wise activation and its backward pass from its output:
+    ``backward(cotangent, output) = cotangent * f'(input)``."""
 
     function: Callable
-    derivative: Callable
+    backward: Callable
 
 
 def _identity(h):
     return h
 
 
-def _sigmoid_derivative(out):
-    return out * (1 - out)
+def _identity_backward(cotangent, output):
+    return cotangent
 
 
-def _tanh_derivative(out):
-    return 1 - out.square()
+def _relu_backward(cotangent, output):
+    return torch.ops.aten.threshold_backward(cotangent, output.expand_as(cotangent), 0)
 
 
-def _relu_derivative(out):
-    return (out > 0).to(out.dtype)
+def _tanh_backward(cotangent, output):
+    return torch.ops.aten.tanh_backward(cotangent, output.expand_as(cotangent))
+
+
+def _sigmoid_backward(cotangent, output):
+    return torch.ops.aten.sigmoid_backward(cotangent, output.expand_as(cotangent))
 
 
 # Element-wise activations the batched fast path knows, by module type (named
-# functions, not lambdas, so a fitted model pickles).
+# functions, not lambdas, so a fitted model pickles). The backward passes are
+# torch's own fused kernels, the ones autograd calls.
 _ELEMENTWISE = {
-    nn.Identity: _Activation(_identity, torch.ones_like),
-    nn.Sigmoid: _Activation(torch.sigmoid, _sigmoid_derivative),
-    nn.Tanh: _Activation(torch.tanh, _tanh_derivative),
-    nn.ReLU: _Activation(torch.relu, _relu_derivative),
+    nn.Identity: _Activation(_identity, _identity_backward),
+    nn.Sigmoid: _Activation(torch.sigmoid, _sigmoid_backward),
+    nn.Tanh: _Activation(torch.tanh, _tanh_backward),
+    nn.ReLU: _Activation(torch.relu, _relu_backward),
 }
 
 
@@ -180,7 +186,7 @@ class FunctionalModel:
             step, a = self._plan[index], inputs[index]
             if isinstance(step, _Activation):
                 output = inputs[index + 1] if index + 1 < len(inputs) else h
-                delta = delta * step.derivative(output).unsqueeze(1)
+                delta = step.backward(delta, output.unsqueeze(1))
                 continue
             (start, stop, shape), bias = step
             jac[:, :, start:stop] = (delta.unsqueeze(-1) * a[:, None, None, :]).flatten(2)
@@ -190,17 +196,50 @@ class FunctionalModel:
                 delta = delta @ theta[start:stop].view(shape)
         return jac
 
-    def _batched_mlp(self, theta, X):
+    def forward_and_vjp(self, theta, X):
+        """Outputs ``(S, N, O)`` and a function mapping an output cotangent
+        ``(S, N, O)`` to the gradient ``(S, K)`` of its inner product with the outputs.
+
+        The MLP fast path backpropagates by hand (one batched matrix product
+        per layer and direction, no autograd graph); other modules use
+        ``torch.func.vjp``.
+        """
+        if self._plan is None:
+            outputs, pullback = torch.func.vjp(lambda rows: self(rows, X), theta)
+            return outputs, lambda cotangent: pullback(cotangent)[0]
+        inputs, outputs = self._batched_mlp(theta, X, keep_inputs=True)
+
+        def vjp(cotangent):
+            gradient = torch.zeros_like(theta)
+            n_rows = theta.shape[0]
+            for index in reversed(range(len(self._plan))):
+                step = self._plan[index]
+                if isinstance(step, _Activation):
+                    output = inputs[index + 1] if index + 1 < len(inputs) else outputs
+                    cotangent = step.backward(cotangent, output)
+                    continue
+                (start, stop, shape), bias = step
+                gradient[:, start:stop] = (cotangent.transpose(1, 2) @ inputs[index]).flatten(1)
+                if bias is not None:
+                    gradient[:, bias[0] : bias[1]] = cotangent.sum(1)
+                if index:
+                    cotangent = cotangent @ theta[:, start:stop].view(n_rows, *shape)
+            return gradient
+
+        return outputs, vjp
+
+    def _batched_mlp(self, theta, X, keep_inputs=False):
+        """The fast forward; with ``keep_inputs`` also each step's input (the first is ``X``)."""
         n_rows = theta.shape[0]
-        h = X.expand(n_rows, *X.shape)
+        inputs, h = [], X
         for step in self._plan:
+            inputs.append(h)
             if isinstance(step, _Activation):
                 h = step.function(h)
                 continue
             (start, stop, shape), bias = step
             weight_t = theta[:, start:stop].view(n_rows, *shape).transpose(1, 2)
-            if bias is None:
-                h = torch.bmm(h, weight_t)
-            else:
-                h = torch.baddbmm(theta[:, bias[0] : bias[1]].unsqueeze(1), h, weight_t)
-        return h
+            h = torch.matmul(h, weight_t)
+            if bias is not None:
+                h = h + theta[:, bias[0] : bias[1]].unsqueeze(1)
+        return (inputs, h) if keep_inputs else h

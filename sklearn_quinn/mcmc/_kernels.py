@@ -9,7 +9,9 @@ that an adaptation loop can change them between steps; they have one row per
 chain. A proposal whose log density or energy is not finite is a divergence:
 it is rejected, counted in ``Info``, and never propagated.
 
-``log_density`` maps ``(C, K) -> (C,)`` and must treat rows independently.
+``log_density`` maps ``(C, K) -> (C,)`` and must treat rows independently; it
+may carry a ``value_and_grad`` attribute ``(C, K) -> ((C,), (C, K))`` that the
+gradient-based kernels then call instead of autograd.
 """
 
 import math
@@ -19,7 +21,14 @@ import torch
 
 
 def value_and_grad(log_density, position):
-    """Log density ``(C,)`` and its gradient ``(C, K)`` at each row of ``position``."""
+    """Log density ``(C,)`` and its gradient ``(C, K)`` at each row of ``position``.
+
+    Uses ``log_density.value_and_grad`` when the density provides one (a
+    hand-written gradient), autograd otherwise.
+    """
+    direct = getattr(log_density, "value_and_grad", None)
+    if direct is not None:
+        return direct(position)
     with torch.enable_grad():
         position = position.detach().requires_grad_(True)
         value = log_density(position)
@@ -64,12 +73,15 @@ class HMCState(NamedTuple):
     inverse_mass: torch.Tensor  # (C, K), the diagonal of M^-1
 
 
-def hmc(log_density, n_leapfrog):
+def hmc(log_density, n_leapfrog, step_jitter=0.2):
     """Hamiltonian Monte Carlo with a diagonal mass matrix and leapfrog integration.
 
     ``H(w, p) = -log p(w) + p^T M^-1 p / 2``; ``n_leapfrog`` leapfrog steps of
     size ``step_size`` propose ``(w', p')``, accepted with probability
-    ``min(1, exp(H(w, p) - H(w', p')))``.
+    ``min(1, exp(H(w, p) - H(w', p')))``. Each step draws its step size
+    uniformly within ``± step_jitter`` of ``step_size`` (Neal 2011, 5.4.2.2):
+    a fixed trajectory length near a period of the target would otherwise
+    return the chain to where it started.
 
     Returns
     -------
@@ -88,7 +100,8 @@ def hmc(log_density, n_leapfrog):
 
     def step(generator, state):
         position, value, gradient, step_size, inverse_mass = state
-        epsilon = step_size.unsqueeze(-1)
+        uniform = torch.rand(step_size.shape, generator=generator, dtype=step_size.dtype, device=step_size.device)
+        epsilon = (step_size * (1 + step_jitter * (2 * uniform - 1))).unsqueeze(-1)
         momentum = torch.randn(
             position.shape, generator=generator, dtype=position.dtype, device=position.device
         ) / inverse_mass.sqrt()
