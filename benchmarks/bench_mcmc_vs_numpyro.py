@@ -1,0 +1,484 @@
+"""HMC speed against NumPyro: seconds per gradient evaluation inside HMC.
+
+Same model, data, start, fixed step size, 10 leapfrog steps, float64, one
+thread each, one chain; no adaptation on either side:
+
+* data: UCI concrete, split 0, training rows; X and y standardised with their
+  own mean / std;
+* model: 8 -> 50 ReLU -> 1 MLP, every weight and bias ~ N(0, 1), Gaussian
+  likelihood with a fixed noise std of 0.3 (standardised units);
+* start: the MAP, found once (torch L-BFGS) and given to both samplers.
+
+Ours: ``sklearn_quinn.mcmc._sampling.run_chains(sampler="hmc")`` on
+``regression_log_posterior`` (``n_samples * 10 + 1`` gradients a run, one at
+init). NumPyro: its HMC kernel, ``hmc(potential_fn)`` with ``step_size=eps,
+num_steps=10, trajectory_length=None`` (else NumPyro replaces the step size by
+``trajectory_length / num_steps``; the step size used is read back from the
+state and checked), no step-size or mass adaptation, ``potential_fn`` the one
+``initialize_model`` builds from the NumPyro model; ``n_samples`` calls of
+``sample_kernel`` in one ``jax.jit(lax.scan)`` keeping ``z`` at every step,
+AOT-compiled once (``.lower().compile()``, the compile seconds reported
+apart), then called with fresh keys: what ``MCMC.run(progress_bar=False)``
+does (``fori_collect``: one jitted loop), compiled once (``n_samples * 10``
+gradients a run). The repeats of the two sides are interleaved, so a change
+of machine load hits both. ``MCMC(HMC(model, ...), num_warmup=0).run`` itself
+is timed twice as a cross-check: with NumPyro 0.22 / JAX 0.10 it retraces and
+recompiles its loop on every call, so the compile seconds JAX records inside a
+run (trace, lowering, XLA compile; these may overlap) are subtracted.
+
+Context: the bare gradient of each side (torch autograd of the log density;
+``jax.jit(jax.value_and_grad(potential_fn))`` called from Python, and inside a
+compiled ``fori_loop``), and a PROTOTYPE that is not in the package: our HMC
+with ``_kernels.value_and_grad`` swapped for a hand-written gradient of this
+MLP (a measured speed-up idea).
+
+One thread: ``torch.set_num_threads(1)``; for JAX, before it is imported,
+``XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"``
+and ``OMP_NUM_THREADS=1``. XLA's CPU runtime keeps a thread pool sized from the
+process's CPU affinity whatever the flags say (jax-ml/jax#743, #1539: the
+affinity mask is the one reliable limit), so by default the whole process is
+pinned to one core (``--cpu``; ``--cpu -1`` leaves it unpinned). Both wall and
+process-CPU seconds are reported; the CPU-time ratio is less sensitive to
+other processes sharing the machine.
+
+    .venv-bench/bin/python benchmarks/bench_mcmc_vs_numpyro.py [--data-dir /work/shared/data/uci]
+"""
+
+import argparse
+import math
+import os
+import statistics
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data-dir", default="/work/shared/data/uci")
+    parser.add_argument("--step-size", type=float, default=2e-3)
+    parser.add_argument("--n-leapfrog", type=int, default=10)
+    parser.add_argument("--seconds", type=float, default=10.0,
+                        help="target sampling seconds per timed run and side")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--cpu", type=int, default=0,
+                        help="pin the process to this core (-1: no pinning)")
+    return parser.parse_args()
+
+
+ARGS = parse_args()
+if ARGS.cpu >= 0:
+    os.sched_setaffinity(0, {ARGS.cpu})
+# Single-threaded XLA CPU: set before jax is imported.
+os.environ["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+os.environ["OMP_NUM_THREADS"] = "1"
+os.environ["MKL_NUM_THREADS"] = "1"
+os.environ["OPENBLAS_NUM_THREADS"] = "1"
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+torch.set_num_threads(1)
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+
+import numpyro  # noqa: E402
+import numpyro.distributions as dist  # noqa: E402
+from numpyro.infer import HMC, MCMC  # noqa: E402
+from numpyro.infer.hmc import hmc as numpyro_hmc  # noqa: E402
+from numpyro.infer.util import initialize_model  # noqa: E402
+
+sys.path.insert(0, ROOT)
+from sklearn_quinn._core.network import FunctionalModel, build_mlp  # noqa: E402
+from sklearn_quinn.datasets import load_uci_split  # noqa: E402
+from sklearn_quinn.mcmc import _kernels  # noqa: E402
+from sklearn_quinn.mcmc._kernels import value_and_grad  # noqa: E402
+from sklearn_quinn.mcmc._mcmc import regression_log_posterior  # noqa: E402
+from sklearn_quinn.mcmc._sampling import run_chains  # noqa: E402
+
+NOISE_STD = 0.3
+HIDDEN = 50
+
+# JAX's own records of tracing, lowering and XLA compilation.
+COMPILE_EVENTS = (
+    "/jax/core/compile/jaxpr_trace_duration",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration",
+    "/jax/core/compile/backend_compile_duration",
+)
+_compile_seconds = [0.0]
+
+
+def _on_duration(event, duration, **kwargs):
+    if event in COMPILE_EVENTS:
+        _compile_seconds[0] += duration
+
+
+jax.monitoring.register_event_duration_secs_listener(_on_duration)
+
+
+class Clock:
+    """Wall and process-CPU seconds of a block."""
+
+    def __enter__(self):
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall = time.perf_counter() - self.wall
+        self.cpu = time.process_time() - self.cpu
+
+
+# ------------------------------------------------------------------- data
+def load_data(data_dir):
+    X, _, y, _ = load_uci_split(data_dir, "concrete", 0)
+    X = (X - X.mean(0)) / X.std(0)
+    y = (y - y.mean()) / y.std()
+    return X, y
+
+
+# ------------------------------------------------------------------- ours
+def our_log_density(X, y):
+    torch.manual_seed(0)
+    model = FunctionalModel(build_mlp(X.shape[1], 1, (HIDDEN,), "relu").double())
+    noise = torch.tensor([NOISE_STD], dtype=torch.float64)
+    log_density = regression_log_posterior(
+        model, torch.tensor(X), torch.tensor(y[:, None]), prior_std=1.0, noise_std=noise)
+    return model, log_density
+
+
+def find_map(model, log_density):
+    """MAP by full-batch L-BFGS from torch's default init, shape ``(1, K)``."""
+    theta = model.flatten()[None].clone().requires_grad_(True)
+    optimizer = torch.optim.LBFGS([theta], lr=1.0, max_iter=2000, tolerance_grad=1e-9,
+                                  tolerance_change=1e-12, history_size=50,
+                                  line_search_fn="strong_wolfe")
+
+    def closure():
+        optimizer.zero_grad()
+        loss = -log_density(theta).sum()
+        loss.backward()
+        return loss
+
+    optimizer.step(closure)
+    return theta.detach()
+
+
+def run_ours(log_density, start, n_samples, step_size, n_leapfrog, seed):
+    generator = torch.Generator().manual_seed(seed)
+    with Clock() as clock:
+        result = run_chains(log_density, start, sampler="hmc", n_samples=n_samples, n_burnin=0,
+                            step_size=step_size, n_leapfrog=n_leapfrog, adapt_step_size=False,
+                            generator=generator)
+    return clock, float(result.acceptance.mean()), int(result.n_divergent.sum())
+
+
+def analytic_value_and_grad(X, y, prior_std=1.0, noise_std=NOISE_STD):
+    """PROTOTYPE, not in the package: ``log p`` and its gradient for this 1-hidden-layer ReLU
+    MLP with one output, written by hand (no autograd), for one row ``(1, K)``.
+
+    ``h = relu([X, 1] [W1, b1]^T)``, ``r = (y - h w2 - b2) / s^2``; ``dW2 = h^T r``,
+    ``db2 = sum r`` and, with one output, ``[dW1, db1] = w2 * (1[h > 0]^T (r * [X, 1]))``:
+    no ``N x H`` outer product and one mm for the weights and biases of the hidden layer.
+    """
+    X1 = torch.cat([torch.tensor(X), torch.ones(len(X), 1, dtype=torch.float64)], 1)
+    target = torch.tensor(y)
+    n, d = X.shape
+    n_hidden = HIDDEN
+    n_params = n_hidden * (d + 1) + n_hidden + 1
+    var = noise_std**2
+    const = (-n * math.log(noise_std) - 0.5 * n * math.log(2 * math.pi)
+             - n_params * math.log(prior_std) - 0.5 * n_params * math.log(2 * math.pi))
+    w1_end, b1_end, w2_end = n_hidden * d, n_hidden * (d + 1), n_hidden * (d + 2)
+
+    def value_and_grad_(log_density, position):  # signature of _kernels.value_and_grad
+        assert position.shape[0] == 1
+        theta = position[0]
+        w2, b2 = theta[b1_end:w2_end], theta[w2_end:]
+        weights = torch.cat([theta[:w1_end].view(n_hidden, d), theta[w1_end:b1_end, None]], 1)
+        h = torch.mm(X1, weights.T).clamp_(min=0)  # (N, H)
+        r = torch.addmv(b2, h, w2).sub_(target).mul_(-1 / var)  # (y - f) / s^2
+        value = -0.5 * var * r.dot(r) - 0.5 * theta.dot(theta) / prior_std**2 + const
+        gradient = torch.empty_like(theta)
+        torch.mv(h.T, r, out=gradient[b1_end:w2_end])
+        gradient[w2_end:] = r.sum()
+        hidden_grad = (X1 * r[:, None]).T @ torch.sign(h)  # (D + 1, H)
+        hidden_grad.mul_(w2)
+        gradient[:w1_end].view(n_hidden, d).copy_(hidden_grad[:d].T)
+        gradient[w1_end:b1_end].copy_(hidden_grad[d])
+        gradient.sub_(theta / prior_std**2)
+        return value.view(1), gradient.view(1, -1)
+
+    return value_and_grad_
+
+
+def run_ours_prototype(prototype, log_density, start, n_samples, step_size, n_leapfrog, seed):
+    """``run_chains`` with ``_kernels.value_and_grad`` swapped for ``prototype`` (restored after)."""
+    saved = _kernels.value_and_grad
+    _kernels.value_and_grad = prototype
+    try:
+        return run_ours(log_density, start, n_samples, step_size, n_leapfrog, seed)
+    finally:
+        _kernels.value_and_grad = saved
+
+
+# ---------------------------------------------------------------- NumPyro
+def numpyro_model(X, y):
+    n_features = X.shape[1]
+    W1 = numpyro.sample("W1", dist.Normal(0.0, 1.0).expand([HIDDEN, n_features]).to_event(2))
+    b1 = numpyro.sample("b1", dist.Normal(0.0, 1.0).expand([HIDDEN]).to_event(1))
+    W2 = numpyro.sample("W2", dist.Normal(0.0, 1.0).expand([1, HIDDEN]).to_event(2))
+    b2 = numpyro.sample("b2", dist.Normal(0.0, 1.0).expand([1]).to_event(1))
+    hidden = jax.nn.relu(X @ W1.T + b1)
+    mean = (hidden @ W2.T + b2)[:, 0]
+    numpyro.sample("y", dist.Normal(mean, NOISE_STD), obs=y)
+
+
+def to_sites(theta, n_features):
+    """Our flat ``(K,)`` vector (torch parameter order) as NumPyro's site dict."""
+    theta = np.asarray(theta, dtype=np.float64)
+    sizes = {"W1": (HIDDEN, n_features), "b1": (HIDDEN,), "W2": (1, HIDDEN), "b2": (1,)}
+    sites, offset = {}, 0
+    for name, shape in sizes.items():
+        size = int(np.prod(shape))
+        sites[name] = jnp.asarray(theta[offset:offset + size].reshape(shape))
+        offset += size
+    assert offset == theta.size
+    return sites
+
+
+def from_sites(sites):
+    return np.concatenate([np.asarray(sites[name]).ravel() for name in ("W1", "b1", "W2", "b2")])
+
+
+def make_numpyro(step_size, n_leapfrog, n_samples):
+    kernel = HMC(numpyro_model, step_size=step_size, num_steps=n_leapfrog, trajectory_length=None,
+                 adapt_step_size=False, adapt_mass_matrix=False, dense_mass=False)
+    return MCMC(kernel, num_warmup=0, num_samples=n_samples, num_chains=1, progress_bar=False)
+
+
+def run_numpyro_mcmc(mcmc, Xj, yj, init_sites, seed):
+    """One ``MCMC.run``: wall seconds, JAX compile seconds inside it, acceptance, step size used."""
+    _compile_seconds[0] = 0.0
+    with Clock() as clock:
+        mcmc.run(jax.random.key(seed), Xj, yj, init_params=init_sites,
+                 extra_fields=("accept_prob", "num_steps"))
+        jax.block_until_ready((mcmc.get_samples(), mcmc.last_state))
+    extra = mcmc.get_extra_fields()
+    return (clock, _compile_seconds[0], float(extra["accept_prob"].mean()),
+            float(mcmc.last_state.adapt_state.step_size), np.unique(np.asarray(extra["num_steps"])))
+
+
+def numpyro_compiled_chain(potential_fn, init_sites, step_size, n_leapfrog, n_samples):
+    """NumPyro's HMC kernel (functional API) in one AOT-compiled ``lax.scan`` of ``n_samples`` steps.
+
+    This is what ``MCMC.run`` does with ``progress_bar=False`` (``fori_collect``: one jitted
+    loop over ``sample_kernel`` keeping ``z`` at every step), compiled once. Returns the
+    compiled loop, the initial state and the compile seconds.
+    """
+    init_kernel, sample_kernel = numpyro_hmc(potential_fn=potential_fn, algo="HMC")
+    state = init_kernel(init_sites, num_warmup=0, step_size=step_size, adapt_step_size=False,
+                        adapt_mass_matrix=False, dense_mass=False, num_steps=n_leapfrog,
+                        trajectory_length=None, rng_key=jax.random.key(0))
+
+    def chain(state):
+        def body(state, _):
+            state = sample_kernel(state)
+            return state, (state.z, state.accept_prob, state.diverging, state.num_steps)
+        return jax.lax.scan(body, state, None, length=n_samples)
+
+    with Clock() as clock:
+        compiled = jax.jit(chain).lower(state).compile()
+    return compiled, state, clock.wall
+
+
+def run_numpyro_compiled(compiled, state, seed):
+    state = state._replace(rng_key=jax.random.key(seed))
+    with Clock() as clock:
+        last, (draws, accept, diverging, num_steps) = compiled(state)
+        jax.block_until_ready((last, draws))
+    return (clock, float(accept.mean()), int(diverging.sum()),
+            float(last.adapt_state.step_size), np.unique(np.asarray(num_steps)))
+
+
+# ------------------------------------------------------------ bare grads
+def median_per_call(function, n_calls, repeats=3):
+    walls, cpus = [], []
+    for _ in range(repeats):
+        with Clock() as clock:
+            function(n_calls)
+        walls.append(clock.wall / n_calls)
+        cpus.append(clock.cpu / n_calls)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def fmt_us(seconds):
+    return f"{seconds * 1e6:8.1f} us"
+
+
+def main():
+    args = ARGS
+    eps, n_leapfrog = args.step_size, args.n_leapfrog
+    print("== HMC per-gradient time: sklearn_quinn (torch) vs NumPyro (JAX) ==")
+    print(f"torch {torch.__version__} | jax {jax.__version__} | numpyro {numpyro.__version__} "
+          f"| python {sys.version.split()[0]}")
+    print(f"affinity: {sorted(os.sched_getaffinity(0))} (machine: {os.cpu_count()} cores) | "
+          f"torch threads {torch.get_num_threads()} | XLA_FLAGS={os.environ['XLA_FLAGS']!r} "
+          f"| OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}")
+    print(f"load average at start: {os.getloadavg()}")
+
+    X, y = load_data(args.data_dir)
+    n_features = X.shape[1]
+    model, log_density = our_log_density(X, y)
+    K = model.n_params
+    print(f"data: concrete split 0 train, N={X.shape[0]}, D={n_features}; MLP {n_features}-{HIDDEN}-1 "
+          f"ReLU, K={K}; prior N(0,1); noise std {NOISE_STD}; float64")
+
+    with Clock() as clock:
+        start = find_map(model, log_density)
+    print(f"start: MAP by torch L-BFGS ({clock.wall:.1f} s), log posterior {float(log_density(start)):.3f}")
+
+    # Both sides compute the same log density and gradient at the start.
+    Xj, yj = jnp.asarray(X), jnp.asarray(y)
+    init_sites = to_sites(start[0], n_features)
+    info = initialize_model(jax.random.key(0), numpyro_model, model_args=(Xj, yj))
+    potential_fn = info.potential_fn
+    jax_value_and_grad = jax.jit(jax.value_and_grad(potential_fn))
+    pe, pe_grad = jax_value_and_grad(init_sites)
+    value, gradient = value_and_grad(log_density, start)
+    print(f"check at start: ours log p {float(value[0]):.6f}, NumPyro -U {-float(pe):.6f}, "
+          f"max |grad diff| {np.abs(gradient[0].numpy() + from_sites(pe_grad)).max():.2e}")
+
+    prototype = analytic_value_and_grad(X, y)
+    value_p, gradient_p = prototype(log_density, start)
+    print(f"check prototype analytic gradient: |log p diff| {abs(float(value_p[0] - value[0])):.1e}, "
+          f"max |grad diff| {float((gradient_p - gradient).abs().max()):.1e}")
+
+    # ---------------------------------------------------- bare gradients
+    def ours_bare(n):
+        for _ in range(n):
+            value_and_grad(log_density, start)
+
+    def jax_bare(n):
+        out = None
+        for _ in range(n):
+            out = jax_value_and_grad(init_sites)
+        jax.block_until_ready(out)
+
+    @jax.jit
+    def jax_in_graph(z, n):
+        # n dependent gradient evaluations inside one compiled loop
+        def body(_, carry):
+            z, acc = carry
+            u, g = jax.value_and_grad(potential_fn)(z)
+            z = jax.tree.map(lambda a, b: a - 1e-30 * b, z, g)
+            return z, acc + u
+        return jax.lax.fori_loop(0, n, body, (z, 0.0))[1]
+
+    jax.block_until_ready(jax_in_graph(init_sites, 10))
+    ours_bare(20)
+    bare_ours = median_per_call(ours_bare, 500)
+    bare_proto = median_per_call(lambda n: [prototype(log_density, start) for _ in range(n)], 1000)
+    bare_jax = median_per_call(jax_bare, 2000)
+    bare_jax_graph = median_per_call(lambda n: jax.block_until_ready(jax_in_graph(init_sites, n)), 2000)
+
+    # ------------------------------------------------ size the runs
+    # ~args.seconds of sampling per run, from the bare gradient wall times.
+    n_ours = max(50, int(args.seconds / (n_leapfrog * bare_ours[0])))
+    n_numpyro = max(50, int(args.seconds / (n_leapfrog * bare_jax_graph[0])))
+    n_proto = max(50, int(args.seconds / 2 / (n_leapfrog * bare_proto[0])))
+
+    # ------------------------------------------------ NumPyro: compile
+    compiled, state0, compile_aot = numpyro_compiled_chain(potential_fn, init_sites, eps, n_leapfrog,
+                                                           n_numpyro)
+    run_numpyro_compiled(compiled, state0, seed=0)  # first call: allocations, caches
+
+    # ------------------------------------------------ timed, interleaved
+    ours_runs, numpyro_runs, proto_runs = [], [], []
+    for repeat in range(args.repeats):
+        ours_runs.append(run_ours(log_density, start, n_ours, eps, n_leapfrog, seed=repeat))
+        numpyro_runs.append(run_numpyro_compiled(compiled, state0, seed=repeat + 1))
+        proto_runs.append(run_ours_prototype(prototype, log_density, start, n_proto, eps, n_leapfrog,
+                                             seed=repeat))
+
+    # ------------------------------------------------ NumPyro's MCMC.run, as a cross-check
+    # Each MCMC.run traces and compiles its loop again (see the note printed below); the
+    # compile seconds JAX records inside the run are subtracted.
+    mcmc = make_numpyro(eps, n_leapfrog, n_numpyro)
+    mcmc_runs = [run_numpyro_mcmc(mcmc, Xj, yj, init_sites, seed=seed) for seed in (0, 1)]
+
+    grads_ours = n_ours * n_leapfrog + 1  # run_chains: one gradient at init
+    grads_numpyro = n_numpyro * n_leapfrog  # the compiled loop only (init is outside it)
+    grads_mcmc = n_numpyro * n_leapfrog + 1
+    per_grad = {
+        "ours": [(r[0].wall / grads_ours, r[0].cpu / grads_ours) for r in ours_runs],
+        "numpyro": [(r[0].wall / grads_numpyro, r[0].cpu / grads_numpyro) for r in numpyro_runs],
+        "proto": [(r[0].wall / (n_proto * n_leapfrog + 1), r[0].cpu / (n_proto * n_leapfrog + 1))
+                  for r in proto_runs],
+    }
+    med = {side: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
+           for side, v in per_grad.items()}
+    used_step = {numpyro_runs[0][3], *(r[3] for r in mcmc_runs)}
+    used_steps = sorted({int(n) for r in (*numpyro_runs, *mcmc_runs) for n in r[4]})
+    step_ok = all(math.isclose(value, eps) for value in used_step)
+
+    print()
+    print(f"step size {eps:g}, {n_leapfrog} leapfrog steps, identity mass, 1 chain, no warm-up/adaptation")
+    print(f"NumPyro step size actually used (state.adapt_state.step_size): {sorted(used_step)} -> "
+          f"{'OK, equals eps' if step_ok else 'MISMATCH'}; leapfrog steps per iteration {used_steps}")
+    print(f"runs: ours {n_ours} HMC steps ({grads_ours} gradients), NumPyro {n_numpyro} HMC steps "
+          f"({grads_numpyro} gradients); {args.repeats} interleaved repeats, median")
+    print()
+    print(f"{'':36s}{'wall':>11s}{'cpu':>11s}")
+    for side, name in (("ours", "ours: per gradient inside HMC"),
+                       ("numpyro", "NumPyro: per gradient inside HMC")):
+        print(f"{name:36s}{fmt_us(med[side][0]):>11s}{fmt_us(med[side][1]):>11s}   repeats (wall, us): "
+              + ", ".join(f"{w * 1e6:.1f}" for w, _ in per_grad[side]))
+    ratio_wall = med["ours"][0] / med["numpyro"][0]
+    ratio_cpu = med["ours"][1] / med["numpyro"][1]
+    print(f"{'RATIO ours / NumPyro':36s}{ratio_wall:>10.2f}x{ratio_cpu:>10.2f}x   target <= 1.5: "
+          f"{'MET' if ratio_wall <= 1.5 else 'NOT MET'}")
+    print()
+    print(f"{'bare gradient, ours (autograd)':36s}{fmt_us(bare_ours[0]):>11s}{fmt_us(bare_ours[1]):>11s}")
+    print(f"{'bare gradient, jax.jit, python loop':36s}{fmt_us(bare_jax[0]):>11s}{fmt_us(bare_jax[1]):>11s}"
+          "   (one dispatch per call)")
+    print(f"{'bare gradient, jax, in fori_loop':36s}{fmt_us(bare_jax_graph[0]):>11s}"
+          f"{fmt_us(bare_jax_graph[1]):>11s}   (no dispatch)")
+    print(f"{'HMC / bare: ours':36s}{med['ours'][0] / bare_ours[0]:>10.2f}x"
+          f"{med['ours'][1] / bare_ours[1]:>10.2f}x")
+    print(f"{'HMC / bare in-graph: NumPyro':36s}{med['numpyro'][0] / bare_jax_graph[0]:>10.2f}x"
+          f"{med['numpyro'][1] / bare_jax_graph[1]:>10.2f}x")
+    print(f"{'bare ours / bare jax in-graph':36s}{bare_ours[0] / bare_jax_graph[0]:>10.2f}x"
+          f"{bare_ours[1] / bare_jax_graph[1]:>10.2f}x")
+    print()
+    print("PROTOTYPE, not in the package (a speed-up idea): _kernels.value_and_grad swapped for a "
+          "hand-written gradient of this MLP")
+    print(f"{'bare gradient, prototype':36s}{fmt_us(bare_proto[0]):>11s}{fmt_us(bare_proto[1]):>11s}"
+          f"   ({bare_ours[0] / bare_proto[0]:.2f}x faster than autograd)")
+    print(f"{'prototype: per gradient inside HMC':36s}{fmt_us(med['proto'][0]):>11s}"
+          f"{fmt_us(med['proto'][1]):>11s}   repeats (wall, us): "
+          + ", ".join(f"{w * 1e6:.1f}" for w, _ in per_grad["proto"]) + f"; {n_proto} HMC steps")
+    print(f"{'RATIO prototype / NumPyro':36s}{med['proto'][0] / med['numpyro'][0]:>10.2f}x"
+          f"{med['proto'][1] / med['numpyro'][1]:>10.2f}x   acceptance "
+          f"{statistics.mean(r[1] for r in proto_runs):.3f}")
+    print()
+    print(f"NumPyro JIT compile (excluded above): {compile_aot:.2f} s, AOT jit(scan of sample_kernel)"
+          ".lower().compile()")
+    for label, (clock, compiled_s, accept, _, _) in zip(("1st", "2nd"), mcmc_runs):
+        print(f"NumPyro MCMC.run {label} call: {clock.wall:.2f} s wall, of which {compiled_s:.2f} s "
+              f"trace/lower/compile recorded by JAX -> {(clock.wall - compiled_s) / grads_mcmc * 1e6:.1f} us"
+              f" per gradient without it (acceptance {accept:.3f})")
+    print("  (MCMC.run recompiles its loop on every call here: fori_collect wraps its body in a new "
+          "jit each call, a new static argument of the jitted loop)")
+    print(f"acceptance: ours {statistics.mean(r[1] for r in ours_runs):.3f} "
+          f"(repeats {', '.join(f'{r[1]:.3f}' for r in ours_runs)}; divergent "
+          f"{sum(r[2] for r in ours_runs)}), NumPyro {statistics.mean(r[1] for r in numpyro_runs):.3f} "
+          f"(repeats {', '.join(f'{r[1]:.3f}' for r in numpyro_runs)}; divergent "
+          f"{sum(r[2] for r in numpyro_runs)})")
+    print(f"load average at end: {os.getloadavg()}")
+
+if __name__ == "__main__":
+    main()
