@@ -105,7 +105,7 @@ def calibrate(estimator, X=None, y=None, *, param="prior_precision", grid=None, 
     >>> y = np.sin(2 * X[:, 0]) + 0.1 * rng.randn(80)
     >>> reg = LaplaceRegressor(hidden_layer_sizes=(16,), max_epochs=100, random_state=0)
     >>> reg = reg.fit(X[:60], y[:60])
-    >>> result = calibrate(reg, X[60:], y[60:], param="cov_scale", grid=[0.5, 1.0, 2.0])
+    >>> result = calibrate(reg, X[60:], y[60:], param="cov_scale", grid=np.logspace(-3, 3, 13))
     >>> result.best_value == reg.cov_scale_
     True
     """
