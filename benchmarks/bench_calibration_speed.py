@@ -15,8 +15,6 @@ Prints both times and their ratio (target <= 1).
 """
 
 import argparse
-import statistics
-import time
 import warnings
 from pathlib import Path
 
@@ -30,16 +28,9 @@ from sklearn_quinn.calibration import calibrate
 from sklearn_quinn.datasets import load_uci_split
 from sklearn_quinn.laplace._engine import LaplaceApproximation
 
+from timing import median_seconds
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def median_time(function, repeats):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main():
@@ -50,7 +41,9 @@ def main():
     parser.add_argument("--grid-size", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--max-epochs", type=int, default=100)
+    parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
+    torch.set_num_threads(args.threads)
 
     X_train, _, y_train, _ = load_uci_split(args.data_dir, args.dataset, args.split)
     X_fit, X_val, y_fit, y_val = train_test_split(X_train, y_train, test_size=0.2, random_state=0)
@@ -72,8 +65,8 @@ def main():
             calibrate(reg, X_val, y_val, param="prior_precision", grid=grid, objective="nll")
 
     curvature_fit(), search()  # warm up
-    curvature_seconds = median_time(curvature_fit, args.repeats)
-    search_seconds = median_time(search, args.repeats)
+    curvature_seconds = median_seconds(curvature_fit, args.repeats)
+    search_seconds = median_seconds(search, args.repeats)
     print(f"{args.dataset} split {args.split}: {len(X_fit)} fit rows, {len(X_val)} validation rows, "
           f"K = {laplace.n_params} weights, torch threads = {torch.get_num_threads()}")
     print(f"one curvature fit (GGN + eigh)          {curvature_seconds * 1e3:9.2f} ms")

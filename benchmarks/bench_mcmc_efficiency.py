@@ -15,7 +15,6 @@
 """
 
 import argparse
-import statistics
 import time
 from pathlib import Path
 
@@ -29,6 +28,8 @@ from sklearn_quinn.datasets import load_uci_split
 from sklearn_quinn.mcmc._kernels import value_and_grad
 from sklearn_quinn.mcmc._mcmc import regression_log_posterior
 from sklearn_quinn.mcmc._sampling import acceptance_by_quarter, run_chains
+
+from timing import median_seconds
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,15 +46,6 @@ def log_posterior(X, Y, seed=0):
     model = FunctionalModel(build_mlp(X.shape[1], 1, (50,), "relu").double())
     noise = torch.tensor([0.3], dtype=torch.float64)
     return model, regression_log_posterior(model, X, Y, prior_std=1.0, noise_std=noise)
-
-
-def median_seconds(function, repeats=7):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def hmc_seconds(log_density, start, n_steps, n_leapfrog, step_size=1e-3):
