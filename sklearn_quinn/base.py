@@ -181,8 +181,9 @@ class BaseBayesianRegressor(RegressorMixin, BaseEstimator):
         return nonlinear_pushforward(self._model, theta, X)
 
     def _sample_outputs(self, X, n_samples, generator):
-        """Network outputs ``(n_samples, N, O)`` for fresh weight draws."""
-        return self._model(self.posterior_.sample(n_samples, generator), X)
+        """Network outputs ``(n_samples, N, O)`` for fresh weight draws, and the
+        observation noise std of each draw (broadcastable to the outputs)."""
+        return self._model(self.posterior_.sample(n_samples, generator), X), self._noise_std
 
     def _generator(self, seed):
         return torch.Generator(device=self._device).manual_seed(int(seed))
@@ -262,9 +263,9 @@ class BaseBayesianRegressor(RegressorMixin, BaseEstimator):
         seed = check_random_state(random_state).randint(_MAX_SEED)
         generator = self._generator(seed)
         with torch.no_grad():
-            outputs = self._sample_outputs(X, n_samples, generator)
+            outputs, noise_std = self._sample_outputs(X, n_samples, generator)
             noise = torch.randn(outputs.shape, generator=generator, dtype=outputs.dtype, device=outputs.device)
-            draws = self._to_numpy(outputs + noise * self._noise_std)
+            draws = self._to_numpy(outputs + noise * noise_std)
         draws = (draws * self._y_scale + self._y_mean).transpose(1, 2, 0)
         return draws[:, 0, :] if self._single_output else draws
 

@@ -149,3 +149,17 @@ def test_hand_written_gradient_equals_autograd(noise, activation):
     (expected_gradient,) = torch.autograd.grad(expected_value.sum(), leaf)
     torch.testing.assert_close(value, expected_value.detach())
     torch.testing.assert_close(gradient, expected_gradient)
+
+
+def test_sample_y_draws_each_draws_own_noise(wave_data):
+    """With the noise sampled, y draws mix the draws' noise levels: 20k of them
+    have the predictive std, within 5 standard errors of a std estimate plus
+    0.5% for predict's unbiased (S - 1) variance over the S = 400 kept draws."""
+    X, y = wave_data
+    reg = small(n_samples=100, n_burnin=100).fit(X, y)
+    _, std = reg.predict(X[:3], return_std=True)
+    draws = reg.sample_y(X[:3], n_samples=20_000, random_state=0)
+    centred = draws - draws.mean(1, keepdims=True)
+    kurtosis = (centred**4).mean(1) / (centred**2).mean(1) ** 2
+    std_error = std * np.sqrt((kurtosis - 1) / (4 * 20_000))
+    assert (np.abs(draws.std(1) - std) < 5 * std_error + 0.005 * std).all()

@@ -301,7 +301,7 @@ class LaplaceRegressor(BaseBayesianRegressor):
 
     def _sample_outputs(self, X, n_samples, generator):
         if self.pushforward == "linear":
-            return self._predictive(X).sample(n_samples, generator)
+            return self._predictive(X).sample(n_samples, generator), self._noise_std
         return super()._sample_outputs(X, n_samples, generator)
 
     # ------------------------------------------------------------ calibration

@@ -145,7 +145,9 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
     step_size_ : ndarray of shape (n_chains,) or None
         Step size used while sampling (None for AMCMC).
     noise_std_ : float or ndarray of shape (n_targets,)
-        Root mean square of the noise std over the draws, in the units of y.
+        Root mean square of the noise std over the draws, in the units of y
+        (the predictive variance adds its square; ``sample_y`` uses each
+        draw's own noise).
     net_ : skorch.NeuralNet or None
         The MAP net of ``init='map'``.
 
@@ -336,7 +338,8 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         draws = torch.cat([result.draws for result in results])
         n_params = self._model.n_params
         self.chains_ = self._to_numpy(draws)
-        self.posterior_ = SamplePosterior(draws[:, :, :n_params].reshape(-1, n_params))
+        self._draws = draws.flatten(0, 1)  # every kept row: weights (and log noise std)
+        self.posterior_ = SamplePosterior(self._draws[:, :n_params])
         self.acceptance_rate_ = self._to_numpy(torch.cat([r.acceptance.mean(1) for r in results]))
         self._acceptance = torch.cat([r.acceptance for r in results])
         self.n_divergent_ = int(sum(int(r.n_divergent.sum()) for r in results))
@@ -352,6 +355,15 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
             # The predictive variance of y adds E[noise^2] over the draws.
             noise_std = draws[:, :, n_params].exp().square().mean().sqrt().expand_as(noise_std)
         self._set_noise(noise_std)
+
+    def _sample_outputs(self, X, n_samples, generator):
+        """Kept draws picked uniformly, each with its own sampled noise std."""
+        index = torch.randint(len(self._draws), (n_samples,), generator=generator, device=self._draws.device)
+        rows = self._draws[index]
+        outputs = self._model(rows[:, : self._model.n_params], X)
+        if self._draws.shape[1] == self._model.n_params:
+            return outputs, self._noise_std
+        return outputs, rows[:, -1].exp()[:, None, None]
 
     def _predictive(self, X, posterior=None):
         """The network over every kept draw."""
