@@ -1,4 +1,4 @@
-"""MAP training of a backbone through skorch.
+"""Training through skorch: the generic loop, and the MAP of a backbone.
 
 The loss is the negative log posterior per training point,
 ``-log p(y_b | f, noise) averaged over the batch + ||theta||^2 / (2 prior_std^2 N)``,
@@ -46,19 +46,20 @@ class GaussianNegativeLogPosterior(nn.Module):
     def noise_std(self):
         return self.log_noise_std.detach().exp()
 
-    def forward(self, y_pred, y_true, parameters):
+    def forward(self, y_pred, y_true, module):
         y_pred = y_pred.reshape(y_true.shape)
         log_likelihood = gaussian_log_likelihood(y_pred, y_true, self.log_noise_std.exp())
-        penalty = sum(p.square().sum() for p in parameters)
+        penalty = sum(p.square().sum() for p in module.parameters())
         return -log_likelihood.mean() + 0.5 * self.prior_precision * penalty / self.n_train
 
 
-class MAPNet(NeuralNet):
-    """A skorch net whose loss sees the module's parameters (for the prior term)."""
+class PosteriorNet(NeuralNet):
+    """A skorch net whose loss sees the module (for prior and variational terms):
+    the criterion is called as ``criterion(y_pred, y_true, module)``."""
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
         y_true = to_tensor(y_true, device=self.device)
-        return self.criterion_(y_pred, y_true, self.module_.parameters())
+        return self.criterion_(y_pred, y_true, self.module_)
 
 
 class TensorBatches:
@@ -92,10 +93,13 @@ class TensorBatches:
 class EpochProgress(Callback):
     """A tqdm bar over epochs showing the training loss (``verbose=1``)."""
 
+    def __init__(self, desc="MAP"):
+        self.desc = desc
+
     def on_train_begin(self, net, **kwargs):
         from tqdm.auto import tqdm
 
-        self.bar_ = tqdm(total=net.max_epochs, desc="MAP", unit="epoch", leave=False)
+        self.bar_ = tqdm(total=net.max_epochs, desc=self.desc, unit="epoch", leave=False)
 
     def on_epoch_end(self, net, **kwargs):
         self.bar_.update(1)
@@ -103,6 +107,53 @@ class EpochProgress(Callback):
 
     def on_train_end(self, net, **kwargs):
         self.bar_.close()
+
+
+def train_net(module, criterion, X, Y, *, lr, lr_schedule, max_epochs, optimizer, callbacks,
+              device, verbose, iterator=TensorBatches, desc="MAP", **iterator_params):
+    """Minimise ``criterion(module(X_batch), Y_batch, module)`` through skorch.
+
+    Parameters
+    ----------
+    module, criterion : torch.nn.Module
+        Trained in place (the criterion may own parameters, e.g. a log noise).
+    X, Y : array-like
+        Training data, no validation split.
+    lr_schedule : {'cosine', 'constant'}
+        'cosine' anneals the learning rate from ``lr`` to 0 over the epochs, so
+        the last epochs settle into a mode.
+    iterator : type, default=TensorBatches
+        skorch's ``iterator_train``; ``iterator_params`` (``batch_size``
+        among them) are passed to it.
+    desc : str
+        Label of the progress bar (``verbose=1``).
+
+    Returns
+    -------
+    net : PosteriorNet
+        The fitted skorch net (``net.module_`` is ``module``).
+    """
+    progress = [("progress", EpochProgress(desc))] if verbose else []
+    schedule = []
+    if lr_schedule == "cosine":
+        annealing = LRScheduler(policy=torch.optim.lr_scheduler.CosineAnnealingLR, T_max=max_epochs)
+        schedule = [("lr_schedule", annealing)]
+    net = PosteriorNet(
+        module=module,
+        criterion=criterion,
+        optimizer=optimizer,
+        lr=lr,
+        max_epochs=max_epochs,
+        train_split=None,
+        iterator_train=iterator,
+        **{f"iterator_train__{name}": value for name, value in iterator_params.items() if name != "batch_size"},
+        batch_size=iterator_params.get("batch_size", 128),
+        callbacks=list(callbacks or []) + schedule + progress,
+        callbacks__print_log=None,
+        device=device,
+        verbose=0,
+    )
+    return net.fit(X, Y)
 
 
 def fit_map(module, X, Y, *, prior_std, noise_std, lr, lr_schedule, max_epochs, batch_size,
@@ -116,17 +167,15 @@ def fit_map(module, X, Y, *, prior_std, noise_std, lr, lr_schedule, max_epochs, 
     X, Y : ndarray of shape (N, D) and (N, O), in the working dtype.
     noise_std : ndarray of shape (O,) or None
         Fixed noise per output; None estimates one shared noise level.
-    lr_schedule : {'cosine', 'constant'}
-        'cosine' anneals the learning rate from ``lr`` to 0 over the epochs, so
-        the last epochs settle into the mode the Laplace approximation and the
-        chains start from.
     seed : int
-        Seeds the weight initialisation's companions (shuffling); the caller's
-        global torch state is left untouched.
+        Seeds the minibatch shuffling; the caller's global torch state is
+        left untouched.
+    lr, lr_schedule, max_epochs, optimizer, callbacks, device, verbose
+        As for :func:`train_net`.
 
     Returns
     -------
-    net : MAPNet
+    net : PosteriorNet
         The fitted skorch net (``net.module_`` is ``module``).
     noise_std : ndarray of shape (O,)
         The fixed or estimated noise.
@@ -137,28 +186,11 @@ def fit_map(module, X, Y, *, prior_std, noise_std, lr, lr_schedule, max_epochs, 
     criterion = GaussianNegativeLogPosterior(
         n_train, prior_std**-2, torch.as_tensor(start, dtype=module_dtype(module)), learn_noise
     )
-    progress = [("progress", EpochProgress())] if verbose else []
-    schedule = []
-    if lr_schedule == "cosine":
-        annealing = LRScheduler(policy=torch.optim.lr_scheduler.CosineAnnealingLR, T_max=max_epochs)
-        schedule = [("lr_schedule", annealing)]
-    net = MAPNet(
-        module=module,
-        criterion=criterion,
-        optimizer=optimizer,
-        lr=lr,
-        max_epochs=max_epochs,
-        batch_size=min(batch_size, n_train),
-        train_split=None,
-        iterator_train=TensorBatches,
-        iterator_train__shuffle=True,
-        iterator_train__generator=torch.Generator().manual_seed(seed),
-        callbacks=list(callbacks or []) + schedule + progress,
-        callbacks__print_log=None,
-        device=device,
-        verbose=0,
+    net = train_net(
+        module, criterion, X, Y, lr=lr, lr_schedule=lr_schedule, max_epochs=max_epochs,
+        optimizer=optimizer, callbacks=callbacks, device=device, verbose=verbose,
+        batch_size=min(batch_size, n_train), shuffle=True, generator=torch.Generator().manual_seed(seed),
     )
-    net.fit(X, Y)
     return net, net.criterion_.noise_std.expand(Y.shape[1]).cpu().numpy()
 
 

@@ -1,5 +1,6 @@
 """Shared estimator machinery: validation, backbone building, MAP, predict plumbing."""
 
+import contextlib
 import copy
 from numbers import Integral, Real
 
@@ -13,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from torch import nn
 
 from ._core.network import ACTIVATIONS, FunctionalModel, build_mlp
+from ._core.posterior import SamplePosterior
 from ._core.pushforward import nonlinear_pushforward
 from ._map import fit_map
 
@@ -134,11 +136,8 @@ class BaseBayesianRegressor(RegressorMixin, BaseEstimator):
         noise_std : tensor of shape (O,)
             Fixed or estimated observation noise, in the network's units.
         """
-        fixed_noise = None if self.noise_std is None else self.noise_std / self._y_scale
-        batch_size = min(200, len(X)) if self.batch_size == "auto" else self.batch_size
-        devices = [self._device] if self._device.type == "cuda" else []
-        with torch.random.fork_rng(devices=devices):
-            torch.manual_seed(self._map_seed)
+        fixed_noise = self._fixed_noise()
+        with self._seeded(self._map_seed):
             module = self._build_module(X.shape[1], Y.shape[1])
             if not train:
                 self.net_ = None
@@ -155,7 +154,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseEstimator):
                 lr=self.lr,
                 lr_schedule=self.lr_schedule,
                 max_epochs=self.max_epochs,
-                batch_size=batch_size,
+                batch_size=self._batch_size(len(X)),
                 optimizer=self.optimizer,
                 callbacks=self.callbacks,
                 device=self._device,
@@ -164,6 +163,21 @@ class BaseBayesianRegressor(RegressorMixin, BaseEstimator):
             )
         self._model = FunctionalModel(self.net_.module_)
         return self._model.flatten(), self._tensor(noise_std)
+
+    def _fixed_noise(self):
+        """The fixed ``noise_std`` in network units, or None when it is estimated."""
+        return None if self.noise_std is None else self.noise_std / self._y_scale
+
+    def _batch_size(self, n_rows):
+        return min(200, n_rows) if self.batch_size == "auto" else min(self.batch_size, n_rows)
+
+    @contextlib.contextmanager
+    def _seeded(self, seed):
+        """Run a block under a seeded torch RNG, leaving the global one untouched."""
+        devices = [self._device] if self._device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices):
+            torch.manual_seed(seed)
+            yield
 
     def _set_noise(self, noise_std):
         """Keep the network-unit noise and report ``noise_std_`` in units of y."""
@@ -274,3 +288,29 @@ class BaseBayesianRegressor(RegressorMixin, BaseEstimator):
         if not self._single_output:
             return array
         return array[..., 0] if array.ndim == 3 else array[:, 0]
+
+
+class WeightDrawsMixin:
+    """Predictions from a finite set of weight vectors, each with its own noise.
+
+    For families whose posterior is a set of rows (chain draws, ensemble
+    members): ``predict`` averages the network over every row, the predictive
+    variance adds the mean square noise, and ``sample_y`` picks rows uniformly,
+    each with its own noise std (the exact predictive mixture).
+    """
+
+    def _keep_draws(self, theta, noise_std):
+        """Keep weight rows ``(S, K)`` and their noise std ``(S, O)`` (network units)."""
+        self.posterior_ = SamplePosterior(theta)
+        self._draw_noise = noise_std
+        self._set_noise(noise_std.square().mean(0).sqrt())
+
+    def _predictive(self, X, posterior=None):
+        """The network over every kept row."""
+        posterior = self.posterior_ if posterior is None else posterior
+        return nonlinear_pushforward(self._model, posterior.samples, X)
+
+    def _sample_outputs(self, X, n_samples, generator):
+        rows = self.posterior_.samples
+        index = torch.randint(len(rows), (n_samples,), generator=generator, device=rows.device)
+        return self._model(rows[index], X), self._draw_noise[index].unsqueeze(1)

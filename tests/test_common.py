@@ -2,7 +2,7 @@
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_quinn import LaplaceRegressor, MCMCRegressor
+from sklearn_quinn import DeepEnsembleRegressor, LaplaceRegressor, MCMCRegressor, RMSRegressor
 
 FAST = dict(hidden_layer_sizes=(16,), lr=0.01, max_epochs=60, random_state=0)
 
@@ -11,6 +11,8 @@ ESTIMATORS = [
     LaplaceRegressor(**FAST, hessian_structure="diag", pushforward="nonlinear", n_samples=20),
     MCMCRegressor(**FAST, n_samples=20, n_burnin=20, n_leapfrog=3, n_chains=2),
     MCMCRegressor(**FAST, sampler="amcmc", n_samples=30, n_burnin=10, n_chains=2),
+    DeepEnsembleRegressor(**FAST, n_estimators=3),
+    RMSRegressor(**FAST, n_estimators=3, data_fraction=0.8),
 ]
 
 

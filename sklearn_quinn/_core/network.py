@@ -135,16 +135,17 @@ class FunctionalModel:
         }
 
     def __call__(self, theta, X):
-        """Outputs ``(S, N, O)`` for weight rows ``theta (S, K)`` and inputs ``X (N, D)``."""
+        """Outputs ``(S, N, O)`` for weight rows ``theta (S, K)`` and inputs
+        ``X``: ``(N, D)`` shared by every row, or ``(S, N, D)``, one set per row."""
         if self._plan is not None:
             out = self._batched_mlp(theta, X)
         else:
             buffers = dict(self.module.named_buffers())
 
-            def single(row):
-                return functional_call(self.module, {**self.unflatten(row), **buffers}, (X,))
+            def single(row, inputs):
+                return functional_call(self.module, {**self.unflatten(row), **buffers}, (inputs,))
 
-            out = vmap(single)(theta)
+            out = vmap(single, in_dims=(0, 0 if X.dim() == 3 else None))(theta, X)
         return out.unsqueeze(-1) if out.dim() == 2 else out
 
     def single(self, theta, X):

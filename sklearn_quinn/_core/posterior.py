@@ -43,17 +43,23 @@ class GaussianPosterior:
     ``Sigma`` is held through a factor, never as an explicit inverse:
 
     - full: the lower Cholesky factor ``L`` of the precision, ``Sigma^-1 = L L^T``;
-    - diagonal: the standard deviations, ``Sigma = diag(std**2)``.
+    - diagonal: the standard deviations, ``Sigma = diag(std**2)``;
+    - low rank plus diagonal: ``Sigma = diag(std**2) + U U^T`` with ``U`` of
+      shape ``(K, R)`` (SWAG).
 
-    Build one with :meth:`from_precision_cholesky` or :meth:`from_std`.
+    Build one with :meth:`from_precision_cholesky`, :meth:`from_std` or
+    :meth:`from_low_rank`.
     """
 
-    def __init__(self, mean, precision_cholesky=None, std=None):
+    def __init__(self, mean, precision_cholesky=None, std=None, low_rank=None):
         if (precision_cholesky is None) == (std is None):
             raise ValueError("Give exactly one of precision_cholesky and std.")
+        if low_rank is not None and std is None:
+            raise ValueError("A low-rank factor comes with a diagonal std.")
         self.mean = mean
         self.precision_cholesky = precision_cholesky
         self.std = std
+        self.low_rank = low_rank
 
     @classmethod
     def from_precision_cholesky(cls, mean, precision_cholesky):
@@ -63,22 +69,27 @@ class GaussianPosterior:
     def from_std(cls, mean, std):
         return cls(mean, std=std)
 
+    @classmethod
+    def from_low_rank(cls, mean, std, low_rank):
+        return cls(mean, std=std, low_rank=low_rank)
+
     @property
     def n_params(self):
         return self.mean.shape[0]
 
-    def _apply_scale(self, z):
-        """``A z`` for a square root ``A`` of ``Sigma`` (``A A^T = Sigma``); z is (K, n)."""
-        if self.std is not None:
-            return self.std.unsqueeze(-1) * z
-        return torch.linalg.solve_triangular(self.precision_cholesky.mT, z, upper=True)
+    def _randn(self, *shape, generator):
+        return torch.randn(*shape, generator=generator, dtype=self.mean.dtype, device=self.mean.device)
 
     def sample(self, n, generator=None):
         """Draw ``n`` weight vectors, shape ``(n, K)``."""
-        z = torch.randn(
-            self.n_params, n, generator=generator, dtype=self.mean.dtype, device=self.mean.device
-        )
-        return self.mean + self._apply_scale(z).T
+        z = self._randn(self.n_params, n, generator=generator)
+        if self.std is None:
+            deviation = torch.linalg.solve_triangular(self.precision_cholesky.mT, z, upper=True)
+        else:
+            deviation = self.std.unsqueeze(-1) * z
+            if self.low_rank is not None:
+                deviation = deviation + self.low_rank @ self._randn(self.low_rank.shape[1], n, generator=generator)
+        return self.mean + deviation.T
 
     def project(self, jacobian):
         """A factor ``B`` with ``J Sigma J^T = B B^T`` for ``J`` of shape ``(M, K)``.
@@ -87,20 +98,28 @@ class GaussianPosterior:
         factored form so variances, covariances and joint samples all follow
         from it without forming ``Sigma``.
         """
-        if self.std is not None:
-            return jacobian * self.std
-        return torch.linalg.solve_triangular(self.precision_cholesky, jacobian.T, upper=False).T
+        if self.std is None:
+            return torch.linalg.solve_triangular(self.precision_cholesky, jacobian.T, upper=False).T
+        factor = jacobian * self.std
+        if self.low_rank is not None:
+            factor = torch.cat([factor, jacobian @ self.low_rank], dim=1)
+        return factor
 
     @property
     def variance(self):
         """Marginal variances of the weights, shape ``(K,)``."""
-        if self.std is not None:
+        if self.std is None:
+            return self.covariance.diagonal()
+        if self.low_rank is None:
             return self.std.square()
-        return self.covariance.diagonal()
+        return self.std.square() + self.low_rank.square().sum(1)
 
     @property
     def covariance(self):
         """The ``(K, K)`` covariance (formed on request; the factor is what is stored)."""
-        if self.std is not None:
-            return torch.diag(self.std.square())
-        return torch.cholesky_inverse(self.precision_cholesky)
+        if self.std is None:
+            return torch.cholesky_inverse(self.precision_cholesky)
+        covariance = torch.diag(self.std.square())
+        if self.low_rank is not None:
+            covariance = covariance + self.low_rank @ self.low_rank.T
+        return covariance

@@ -9,9 +9,7 @@ from joblib import Parallel, delayed
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.distributions import GaussianPrior, gaussian_log_likelihood
-from .._core.posterior import SamplePosterior
-from .._core.pushforward import nonlinear_pushforward
-from ..base import BaseBayesianRegressor
+from ..base import BaseBayesianRegressor, WeightDrawsMixin
 from ._diagnostics import effective_sample_size, split_rhat
 from ._sampling import SAMPLERS, run_chains
 
@@ -76,7 +74,7 @@ def _log_noise_prior(log_noise):
     return 0.0 if log_noise is None else -0.5 * (log_noise / LOG_NOISE_PRIOR_STD).square()
 
 
-class MCMCRegressor(BaseBayesianRegressor):
+class MCMCRegressor(WeightDrawsMixin, BaseBayesianRegressor):
     """Neural-network regressor with weight-posterior draws from Markov chains.
 
     ``n_chains`` chains sample the posterior of the weights (and of the log
@@ -338,8 +336,12 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         draws = torch.cat([result.draws for result in results])
         n_params = self._model.n_params
         self.chains_ = self._to_numpy(draws)
-        self._draws = draws.flatten(0, 1)  # every kept row: weights (and log noise std)
-        self.posterior_ = SamplePosterior(self._draws[:, :n_params])
+        rows = draws.flatten(0, 1)  # every kept row: weights (and log noise std)
+        if learn_noise:
+            noise_std = rows[:, n_params:].exp().expand(-1, noise_std.shape[0])
+        else:
+            noise_std = noise_std.expand(rows.shape[0], -1)
+        self._keep_draws(rows[:, :n_params], noise_std)
         self.acceptance_rate_ = self._to_numpy(torch.cat([r.acceptance.mean(1) for r in results]))
         self._acceptance = torch.cat([r.acceptance for r in results])
         self.n_divergent_ = int(sum(int(r.n_divergent.sum()) for r in results))
@@ -351,21 +353,3 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
             self.ess_ = effective_sample_size(self.chains_)
         else:
             self.rhat_ = self.ess_ = np.full(self.chains_.shape[-1], np.nan)
-        if learn_noise:
-            # The predictive variance of y adds E[noise^2] over the draws.
-            noise_std = draws[:, :, n_params].exp().square().mean().sqrt().expand_as(noise_std)
-        self._set_noise(noise_std)
-
-    def _sample_outputs(self, X, n_samples, generator):
-        """Kept draws picked uniformly, each with its own sampled noise std."""
-        index = torch.randint(len(self._draws), (n_samples,), generator=generator, device=self._draws.device)
-        rows = self._draws[index]
-        outputs = self._model(rows[:, : self._model.n_params], X)
-        if self._draws.shape[1] == self._model.n_params:
-            return outputs, self._noise_std
-        return outputs, rows[:, -1].exp()[:, None, None]
-
-    def _predictive(self, X, posterior=None):
-        """The network over every kept draw."""
-        posterior = self.posterior_ if posterior is None else posterior
-        return nonlinear_pushforward(self._model, posterior.samples, X)

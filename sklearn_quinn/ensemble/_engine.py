@@ -1,0 +1,172 @@
+"""Train J ensemble members together: the members are the rows of one (J, K) weight matrix.
+
+One optimiser step updates every member. Member ``j`` sees only its own rows
+``subsets[j]``, in its own shuffled order, and minimises
+
+    mean over its batch of -log N(y_i + noise_j * eps_ij | f(w_j, x_i), noise_j^2)
+        + ||w_j - anchor_j||^2 / (2 prior_std^2 N)
+
+which is, per point of its subset, the anchored negative log posterior of
+randomized MAP sampling: the prior term is the notes' ``|D_j| / N`` times the
+anchored penalty, divided by ``|D_j|``. Anchors at zero and ``eps = 0`` give a
+deep ensemble with weight decay; random anchors ``w0 ~ N(0, prior_std^2 I)``
+give Pearce et al.'s anchored ensemble; adding the target perturbations
+``eps ~ N(0, 1)`` makes each member an exact posterior draw for a linear model
+(randomize-then-optimize).
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+import torch
+from torch import nn
+
+from .._map import train_net
+
+
+class MemberBatches:
+    """Minibatches for stacked members, as skorch's ``iterator_train``.
+
+    Yields ``X`` of shape ``(J, B, D)`` and targets ``(J, B, O, 2)`` (the
+    target, then the member's standard-normal perturbation of it): member ``j``
+    draws its rows from ``subsets[j]`` in an order from its own generator, so a
+    member's training does not depend on which other members share its batch.
+    """
+
+    def __init__(self, dataset, batch_size, subsets, perturbations, generators):
+        self.X = torch.as_tensor(dataset.X)
+        self.y = torch.as_tensor(dataset.y)
+        self.subsets = subsets
+        self.perturbations = perturbations
+        self.generators = generators
+        self.batch_size = batch_size
+
+    def __len__(self):
+        return -(-self.subsets.shape[1] // self.batch_size)
+
+    def __iter__(self):
+        n_rows = self.subsets.shape[1]
+        order = torch.stack(
+            [subset[torch.randperm(n_rows, generator=g)] for subset, g in zip(self.subsets, self.generators)]
+        )
+        members = torch.arange(len(self.subsets))[:, None]
+        for start in range(0, n_rows, self.batch_size):
+            rows = order[:, start : start + self.batch_size]
+            targets = torch.stack([self.y[rows], self.perturbations[members, rows]], dim=-1)
+            yield self.X[rows], targets
+
+
+class StackedMembers(nn.Module):
+    """The members' weights as one ``(J, K)`` parameter, forwarded as ``f(Theta, X)``."""
+
+    def __init__(self, model, theta):
+        super().__init__()
+        self.model = model
+        self.theta = nn.Parameter(theta)
+
+    def forward(self, X):
+        return self.model(self.theta, X)
+
+
+class AnchoredNegativeLogPosterior(nn.Module):
+    """Sum over members of each member's anchored negative log posterior per point.
+
+    Parameters
+    ----------
+    n_train : int
+        Number of training points ``N`` (of the whole data, not of a subset).
+    prior_precision : float
+        ``1 / prior_std**2``.
+    anchors : tensor of shape (J, K)
+    noise_std : tensor of shape (J, O)
+        Fixed noise, or the starting value when ``learn_noise`` (one log noise
+        per member, shared by its outputs, is then trained).
+    """
+
+    def __init__(self, n_train, prior_precision, anchors, noise_std, learn_noise):
+        super().__init__()
+        self.n_train = n_train
+        self.prior_precision = prior_precision
+        self.register_buffer("anchors", anchors)
+        log_noise = torch.log(noise_std)
+        if learn_noise:
+            self.log_noise_std = nn.Parameter(log_noise.mean(1, keepdim=True))
+        else:
+            self.register_buffer("log_noise_std", log_noise)
+
+    def forward(self, y_pred, y_true, module):
+        y, eps = y_true[..., 0], y_true[..., 1]
+        log_noise = self.log_noise_std.unsqueeze(1)  # (J, 1, O or 1)
+        # Whitened residual of the perturbed target: (y + noise * eps - f) / noise.
+        z = (y - y_pred) * torch.exp(-log_noise) + eps
+        negative_log_likelihood = (0.5 * z.square() + log_noise).sum(-1).mean(-1)
+        penalty = (module.theta - self.anchors).square().sum(-1)
+        return (negative_log_likelihood + 0.5 * self.prior_precision * penalty / self.n_train).sum()
+
+    @property
+    def noise_std(self):
+        return self.log_noise_std.detach().exp()
+
+
+class Members(NamedTuple):
+    """What one group of trained members gives back."""
+
+    theta: torch.Tensor  # (J, K)
+    noise_std: torch.Tensor  # (J, O)
+    net: object  # the skorch net that trained them
+
+
+def train_members(model, theta, X, Y, *, subsets, anchors, perturbations, noise_std, learn_noise,
+                  prior_std, seeds, batch_size, **train_params):
+    """Train the rows of ``theta`` as ensemble members, all in one batched model.
+
+    Parameters
+    ----------
+    model : FunctionalModel
+    theta : tensor of shape (J, K)
+        Initial weights, one row per member.
+    X, Y : tensor of shape (N, D) and (N, O)
+    subsets : tensor of shape (J, n)
+        The row indices each member trains on.
+    anchors : tensor of shape (J, K)
+    perturbations : tensor of shape (J, N, O)
+        Standard-normal target perturbations (zeros for none).
+    noise_std : tensor of shape (J, O)
+        Fixed noise, or the start of the estimated noise.
+    learn_noise : bool
+    prior_std : float
+    seeds : sequence of int, one per member
+        Seed each member's minibatch order.
+    batch_size : int
+        Rows per member per step.
+    **train_params
+        ``lr``, ``lr_schedule``, ``max_epochs``, ``optimizer``, ``callbacks``,
+        ``device``, ``verbose`` of :func:`~sklearn_quinn._map.train_net`.
+
+    Returns
+    -------
+    Members
+    """
+    criterion = AnchoredNegativeLogPosterior(len(X), prior_std**-2, anchors, noise_std, learn_noise)
+    net = train_net(
+        StackedMembers(model, theta),
+        criterion,
+        X,
+        Y,
+        iterator=MemberBatches,
+        desc="ensemble",
+        batch_size=min(batch_size, subsets.shape[1]),
+        subsets=subsets,
+        perturbations=perturbations,
+        generators=[torch.Generator().manual_seed(int(seed)) for seed in seeds],
+        **train_params,
+    )
+    noise = net.criterion_.noise_std.expand(len(theta), Y.shape[1])
+    return Members(net.module_.theta.detach(), noise, net)
+
+
+def member_subset(n_train, n_rows, seed):
+    """The sorted row indices one member trains on: ``n_rows`` of ``n_train`` without replacement."""
+    if n_rows == n_train:
+        return np.arange(n_train)
+    return np.sort(np.random.RandomState(seed).choice(n_train, n_rows, replace=False))

@@ -1,0 +1,171 @@
+"""DeepEnsembleRegressor and RMSRegressor: exactness of RMS for a linear model, batching, joblib."""
+
+import numpy as np
+import pytest
+import torch
+from joblib import parallel_backend
+from torch import nn
+
+from sklearn_quinn import DeepEnsembleRegressor, RMSRegressor
+from sklearn_quinn.ensemble._engine import member_subset
+
+from .exact import BayesianLinearRegression
+
+NOISE, PRIOR_STD = 0.3, 1.0
+
+
+def linear_rms(n_estimators, **params):
+    return RMSRegressor(
+        hidden_layer_sizes=(),
+        n_estimators=n_estimators,
+        noise_std=NOISE,
+        prior_std=PRIOR_STD,
+        normalize_y=False,
+        lr=0.1,
+        max_epochs=300,
+        batch_size=40,
+        random_state=0,
+        **params,
+    )
+
+
+def small(estimator=DeepEnsembleRegressor, **params):
+    return estimator(**{**dict(hidden_layer_sizes=(8,), max_epochs=40, random_state=0), **params})
+
+
+def test_rms_members_are_exact_posterior_draws(linear_data):
+    """J = 500 members of a linear model: mean within 4 Monte Carlo standard
+    errors of the exact posterior mean, every covariance entry within 4 standard
+    errors of a sample covariance, ``sqrt((S_ij^2 + S_ii S_jj) / J)``."""
+    X, y = linear_data
+    n_members = 500
+    draws = linear_rms(n_members).fit(X, y).posterior_.samples.numpy()
+    exact = BayesianLinearRegression(X, y, NOISE, PRIOR_STD)
+    cov = exact.covariance
+    assert (np.abs(draws.mean(0) - exact.mean) < 4 * np.sqrt(np.diag(cov) / n_members)).all()
+    cov_error = np.sqrt((cov**2 + np.outer(np.diag(cov), np.diag(cov))) / n_members)
+    assert (np.abs(np.cov(draws.T) - cov) < 4 * cov_error).all()
+
+
+def test_anchors_alone_underestimate_the_linear_posterior(linear_data):
+    """Without target perturbations (Pearce et al.'s anchored ensemble) the
+    members' spread is far below the posterior's when the data dominate."""
+    X, y = linear_data
+    draws = linear_rms(200, perturb_targets=False).fit(X, y).posterior_.samples.numpy()
+    exact_std = np.sqrt(np.diag(BayesianLinearRegression(X, y, NOISE, PRIOR_STD).covariance))
+    assert (draws.std(0) < 0.3 * exact_std).all()
+
+
+def test_member_subsets():
+    rows = member_subset(50, 20, seed=3)
+    assert len(np.unique(rows)) == 20 and rows.min() >= 0 and rows.max() < 50
+    np.testing.assert_array_equal(member_subset(50, 50, seed=3), np.arange(50))
+    assert not np.array_equal(rows, member_subset(50, 20, seed=4))
+
+
+def test_data_fraction_gives_members_different_rows(wave_data):
+    """A member trained on half the rows fits them better than the rest."""
+    X, y = wave_data
+    reg = small(n_estimators=3, data_fraction=0.5, max_epochs=300, hidden_layer_sizes=(32,)).fit(X, y)
+    subsets = reg.net_[0].get_params()["iterator_train__subsets"]
+    assert subsets.shape == (3, 40)
+    outputs = reg._model(reg.posterior_.samples, torch.as_tensor(X)).squeeze(-1).numpy()
+    y_scaled = (y - y.mean()) / y.std()
+    for member, rows in enumerate(subsets.numpy()):
+        held_out = np.setdiff1d(np.arange(len(X)), rows)
+        seen = np.mean((outputs[member, rows] - y_scaled[rows]) ** 2)
+        unseen = np.mean((outputs[member, held_out] - y_scaled[held_out]) ** 2)
+        assert seen < unseen
+
+
+@pytest.mark.parametrize("estimator", [DeepEnsembleRegressor, RMSRegressor])
+def test_joblib_groups_give_the_same_predictions(wave_data, estimator):
+    X, y = wave_data
+    one = small(estimator, n_estimators=4, data_fraction=0.8).fit(X, y)
+    two = small(estimator, n_estimators=4, data_fraction=0.8, n_jobs=2).fit(X, y)
+    assert len(two.net_) == 2
+    for a, b in zip(one.predict(X, return_std=True), two.predict(X, return_std=True)):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.slow
+def test_members_train_under_a_dask_cluster(wave_data):
+    distributed = pytest.importorskip("dask.distributed")
+    X, y = wave_data
+    expected = small(n_estimators=4).fit(X, y).predict(X)
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+    ) as cluster, distributed.Client(cluster):
+        with parallel_backend("dask"):
+            predicted = small(n_estimators=4, n_jobs=2).fit(X, y).predict(X)
+    np.testing.assert_allclose(predicted, expected, rtol=1e-10, atol=1e-12)
+
+
+def test_predictive_std_adds_spread_and_noise(wave_data):
+    X, y = wave_data
+    reg = small(n_estimators=5).fit(X, y)
+    outputs = reg._model(reg.posterior_.samples, torch.as_tensor(X)).squeeze(-1).numpy() * y.std()
+    mean, std = reg.predict(X, return_std=True)
+    np.testing.assert_allclose(mean, outputs.mean(0) + y.mean())
+    np.testing.assert_allclose(std**2, outputs.var(0, ddof=1) + reg.noise_std_**2)
+    member_noise = reg._draw_noise[:, 0].numpy() * y.std()
+    assert len(np.unique(member_noise)) == 5
+    np.testing.assert_allclose(reg.noise_std_, np.sqrt(np.mean(member_noise**2)))
+
+
+def test_fixed_noise_and_same_random_state(wave_data):
+    X, y = wave_data
+    reg = small(RMSRegressor, noise_std=0.2).fit(X, y)
+    assert reg.noise_std_ == pytest.approx(0.2)
+    again = small(RMSRegressor, noise_std=0.2).fit(X, y)
+    np.testing.assert_array_equal(reg.sample_y(X, 3), again.sample_y(X, 3))
+    other = small(RMSRegressor, noise_std=0.2, random_state=1).fit(X, y)
+    assert not np.allclose(reg.predict(X), other.predict(X))
+
+
+class TwoBranches(nn.Module):
+    """A module off the MLP fast path: its members run through torch.func."""
+
+    def __init__(self, n_features, n_outputs):
+        super().__init__()
+        self.linear = nn.Linear(n_features, n_outputs)
+        self.hidden = nn.Linear(n_features, 4)
+        self.out = nn.Linear(4, n_outputs)
+
+    def forward(self, X):
+        return self.linear(X) + self.out(torch.tanh(self.hidden(X)))
+
+
+def test_custom_module_members(wave_data):
+    X, y = wave_data
+    reg = small(RMSRegressor, module=TwoBranches, n_estimators=3, data_fraction=0.7).fit(X, y)
+    assert reg._model._plan is None
+    mean, std = reg.predict(X[:5], return_std=True)
+    assert mean.shape == std.shape == (5,) and np.isfinite(mean).all()
+
+
+def test_multi_output(wave_data):
+    X, y = wave_data
+    Y = np.column_stack([y, 2 * y])
+    reg = small(n_estimators=3).fit(X, Y)
+    mean, std = reg.predict(X[:4], return_std=True)
+    assert mean.shape == std.shape == (4, 2)
+    assert reg.sample_y(X[:4], 6).shape == (4, 2, 6)
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"n_estimators": 0}, "n_estimators"),
+        ({"data_fraction": 0.0}, "data_fraction"),
+        ({"data_fraction": 1.5}, "data_fraction"),
+        ({"data_fraction": 0.01}, "leaves no training row"),
+        ({"prior_std": 0.0}, "prior_std"),
+        ({"noise_std": -1.0}, "noise_std"),
+    ],
+)
+@pytest.mark.parametrize("estimator", [DeepEnsembleRegressor, RMSRegressor])
+def test_bad_parameters(wave_data, estimator, params, message):
+    X, y = wave_data
+    with pytest.raises(ValueError, match=message):
+        small(estimator, **params).fit(X, y)
