@@ -3,7 +3,8 @@
 from .ensemble import DeepEnsembleRegressor, RMSRegressor
 from .laplace import LaplaceRegressor
 from .mcmc import MCMCRegressor
+from .swag import SWAGRegressor
 
 __version__ = "0.1.0"
 
-__all__ = ["DeepEnsembleRegressor", "LaplaceRegressor", "MCMCRegressor", "RMSRegressor"]
+__all__ = ["DeepEnsembleRegressor", "LaplaceRegressor", "MCMCRegressor", "RMSRegressor", "SWAGRegressor"]
