@@ -4,7 +4,15 @@ from .ensemble import DeepEnsembleRegressor, RMSRegressor
 from .laplace import LaplaceRegressor
 from .mcmc import MCMCRegressor
 from .swag import SWAGRegressor
+from .variational import BBBRegressor
 
 __version__ = "0.1.0"
 
-__all__ = ["DeepEnsembleRegressor", "LaplaceRegressor", "MCMCRegressor", "RMSRegressor", "SWAGRegressor"]
+__all__ = [
+    "BBBRegressor",
+    "DeepEnsembleRegressor",
+    "LaplaceRegressor",
+    "MCMCRegressor",
+    "RMSRegressor",
+    "SWAGRegressor",
+]

@@ -2,7 +2,14 @@
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_quinn import DeepEnsembleRegressor, LaplaceRegressor, MCMCRegressor, RMSRegressor
+from sklearn_quinn import (
+    BBBRegressor,
+    DeepEnsembleRegressor,
+    LaplaceRegressor,
+    MCMCRegressor,
+    RMSRegressor,
+    SWAGRegressor,
+)
 
 FAST = dict(hidden_layer_sizes=(16,), lr=0.01, max_epochs=60, random_state=0)
 
@@ -13,6 +20,10 @@ ESTIMATORS = [
     MCMCRegressor(**FAST, sampler="amcmc", n_samples=30, n_burnin=10, n_chains=2),
     DeepEnsembleRegressor(**FAST, n_estimators=3),
     RMSRegressor(**FAST, n_estimators=3, data_fraction=0.8),
+    SWAGRegressor(**FAST, swag_epochs=10, max_rank=4, n_samples=20),
+    SWAGRegressor(**FAST, cov_type="diag", swag_epochs=4, n_samples=20),
+    BBBRegressor(**FAST, n_samples=20),
+    BBBRegressor(**FAST, prior_pi=1.0, kl_weighting="blundell", n_samples=20),
 ]
 
 

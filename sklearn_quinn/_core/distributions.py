@@ -56,3 +56,40 @@ class GaussianPrior:
         """Draw ``n`` weight vectors, shape ``(n, K)``."""
         z = torch.randn(n, n_params, generator=generator, dtype=dtype, device=device)
         return self.std * z
+
+
+class ScaleMixturePrior:
+    """Blundell et al.'s scale-mixture prior on every weight:
+    ``pi N(0, sigma1**2) + (1 - pi) N(0, sigma2**2)``.
+
+    Parameters
+    ----------
+    pi : float in [0, 1]
+    sigma1, sigma2 : float > 0
+    """
+
+    def __init__(self, pi, sigma1, sigma2):
+        self.pi, self.sigma1, self.sigma2 = float(pi), float(sigma1), float(sigma2)
+
+    @property
+    def gaussian_std(self):
+        """The std when the mixture is a single Gaussian, else None."""
+        if self.pi == 1.0 or self.sigma1 == self.sigma2:
+            return self.sigma1
+        if self.pi == 0.0:
+            return self.sigma2
+        return None
+
+    def log_prob(self, theta):
+        """Log density of each row of ``theta (S, K)``, shape ``(S,)``."""
+        std = self.gaussian_std
+        if std is not None:
+            return GaussianPrior(std).log_prob(theta)
+        components = torch.stack(
+            [
+                math.log(self.pi) - 0.5 * (theta / self.sigma1).square() - math.log(self.sigma1),
+                math.log1p(-self.pi) - 0.5 * (theta / self.sigma2).square() - math.log(self.sigma2),
+            ]
+        )
+        per_weight = torch.logsumexp(components, dim=0) - 0.5 * math.log(2 * math.pi)
+        return per_weight.sum(-1)

@@ -1,0 +1,99 @@
+"""SWAGRegressor: the notes' moment updates and sampling formulas, by hand, and the estimator."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from sklearn_quinn import SWAGRegressor
+from sklearn_quinn.swag._engine import SWAGMoments
+
+SNAPSHOTS = torch.tensor([[1.0, 2.0, 0.0], [3.0, 2.0, 1.0], [2.0, 5.0, -1.0], [0.0, 3.0, 2.0]], dtype=torch.float64)
+
+
+def small(**params):
+    return SWAGRegressor(**{**dict(hidden_layer_sizes=(8,), max_epochs=60, swag_epochs=10, max_rank=4,
+                                   random_state=0), **params})
+
+
+def moments_of(snapshots, max_rank):
+    moments = SWAGMoments(max_rank)
+    for theta in snapshots:
+        moments.update(theta)
+    return moments
+
+
+def test_running_moments_by_hand():
+    moments = moments_of(SNAPSHOTS, max_rank=3)
+    np.testing.assert_allclose(moments.mean, [1.5, 3.0, 0.5])
+    np.testing.assert_allclose(moments.sq_mean, [3.5, 10.5, 1.5])
+    assert moments.n_snapshots == 4
+    assert [s.tolist() for s in moments.snapshots] == SNAPSHOTS[1:].tolist()  # the last max_rank
+
+
+def test_lowrank_sample_by_hand():
+    """w = mean + sqrt(var) z1 / sqrt(2) + D z2 / sqrt(2 (k - 1)), same z from the same generator."""
+    moments = moments_of(SNAPSHOTS, max_rank=3)
+    posterior = moments.posterior("lowrank")
+    mean_before = posterior.mean.clone()
+    draws = posterior.sample(5, torch.Generator().manual_seed(0))
+    generator = torch.Generator().manual_seed(0)
+    z1 = torch.randn(3, 5, generator=generator, dtype=torch.float64)
+    z2 = torch.randn(3, 5, generator=generator, dtype=torch.float64)
+    mean = torch.tensor([1.5, 3.0, 0.5], dtype=torch.float64)
+    var = torch.tensor([3.5 - 1.5**2, 10.5 - 9.0, 1.5 - 0.25], dtype=torch.float64)
+    D = (SNAPSHOTS[1:] - mean).T  # last k = 3 deviations as columns
+    expected = mean[:, None] + var.sqrt()[:, None] * z1 / math.sqrt(2) + D @ z2 / math.sqrt(2 * 2)
+    torch.testing.assert_close(draws, expected.T)
+    torch.testing.assert_close(posterior.mean, mean_before)
+    torch.testing.assert_close(posterior.covariance, torch.diag(var) / 2 + D @ D.T / 4)
+
+
+def test_diag_sample_by_hand():
+    posterior = moments_of(SNAPSHOTS, max_rank=3).posterior("diag")
+    draws = posterior.sample(4, torch.Generator().manual_seed(1))
+    z1 = torch.randn(3, 4, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    var = torch.tensor([1.25, 1.5, 1.25], dtype=torch.float64)
+    expected = torch.tensor([1.5, 3.0, 0.5], dtype=torch.float64)[:, None] + var.sqrt()[:, None] * z1 / math.sqrt(2)
+    torch.testing.assert_close(draws, expected.T)
+    assert posterior.low_rank is None
+
+
+def test_fit_collects_snapshots_and_keeps_the_map(wave_data):
+    X, y = wave_data
+    reg = small(swag_epochs=12, collect_every=3).fit(X, y)
+    assert reg.n_snapshots_ == 4
+    assert reg.posterior_.low_rank.shape == (reg._model.n_params, 4)
+    map_theta = reg._model.flatten()
+    assert not torch.equal(map_theta, reg.posterior_.mean)  # SGD moved a copy, not net_
+    torch.testing.assert_close(map_theta, reg.posterior_.mean, atol=0.5, rtol=0)
+    mean, std = reg.predict(X, return_std=True)
+    assert (std > reg.noise_std_).all()
+    np.testing.assert_array_equal(reg.predict(X), small(swag_epochs=12, collect_every=3).fit(X, y).predict(X))
+
+
+def test_stiff_data_does_not_diverge():
+    """Nearly noiseless data make the negative log posterior stiff; lr_swag is
+    on the squared-error scale, so the default rate stays stable."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(200, 3)
+    y = X @ np.array([1.0, -2.0, 0.5]) + 0.001 * rng.randn(200)
+    reg = small(noise_std=0.001, swag_epochs=20).fit(X, y)
+    assert np.isfinite(reg.predict(X, return_std=True)).all()
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"cov_type": "full"}, "cov_type"),
+        ({"max_rank": 1}, "max_rank"),
+        ({"lr_swag": 0.0}, "lr_swag"),
+        ({"swag_epochs": 3, "collect_every": 2}, "fewer than the 2 snapshots"),
+        ({"n_samples": 0}, "n_samples"),
+    ],
+)
+def test_bad_parameters(wave_data, params, message):
+    X, y = wave_data
+    with pytest.raises(ValueError, match=message):
+        small(**params).fit(X, y)
