@@ -1,7 +1,7 @@
 """Training through skorch: the generic loop, and the MAP of a backbone.
 
-The loss is the negative log posterior per training point,
-``-log p(y_b | f, noise) averaged over the batch + ||theta||^2 / (2 prior_std^2 N)``,
+The MAP loss is the negative log posterior per training point,
+``-log p(y_b | f) averaged over the batch + ||theta||^2 / (2 prior_std^2 N)``,
 whose minimiser over full-batch or unbiased minibatches is the MAP. When the
 observation noise is estimated, its log is one more parameter of the loss.
 No validation split is held out.
@@ -14,11 +14,11 @@ from skorch.callbacks import Callback, LRScheduler
 from skorch.utils import to_tensor
 from torch import nn
 
-from ._core.distributions import gaussian_log_likelihood
+from ._core.likelihoods import GaussianLikelihood
 
 
-class GaussianNegativeLogPosterior(nn.Module):
-    """Negative log posterior per point for a Gaussian likelihood and prior.
+class NegativeLogPosterior(nn.Module):
+    """Negative log posterior per point for a likelihood and a Gaussian prior.
 
     Parameters
     ----------
@@ -26,30 +26,19 @@ class GaussianNegativeLogPosterior(nn.Module):
         Number of training points, to scale the prior term per point.
     prior_precision : float
         ``1 / prior_std**2``.
-    noise_std : tensor of shape (O,)
-        Fixed noise per output, or the starting value when ``learn_noise``.
-    learn_noise : bool
-        Whether the (log) noise, one value shared by all outputs, is trained.
+    likelihood : GaussianLikelihood or CategoricalLikelihood
+        Its parameters (a trained noise) are trained with the network.
     """
 
-    def __init__(self, n_train, prior_precision, noise_std, learn_noise):
+    def __init__(self, n_train, prior_precision, likelihood):
         super().__init__()
         self.n_train = n_train
         self.prior_precision = prior_precision
-        log_noise = torch.log(noise_std)
-        if learn_noise:
-            self.log_noise_std = nn.Parameter(log_noise.mean().reshape(1))
-        else:
-            self.register_buffer("log_noise_std", log_noise)
-
-    @property
-    def noise_std(self):
-        return self.log_noise_std.detach().exp()
+        self.likelihood = likelihood
 
     def forward(self, y_pred, y_true, module):
-        y_pred = y_pred.reshape(y_true.shape)
-        log_likelihood = gaussian_log_likelihood(y_pred, y_true, self.log_noise_std.exp())
         penalty = sum(p.square().sum() for p in module.parameters())
+        log_likelihood = self.likelihood.log_prob(y_pred, y_true)
         return -log_likelihood.mean() + 0.5 * self.prior_precision * penalty / self.n_train
 
 
@@ -156,17 +145,18 @@ def train_net(module, criterion, X, Y, *, lr, lr_schedule, max_epochs, optimizer
     return net.fit(X, Y)
 
 
-def fit_map(module, X, Y, *, prior_std, noise_std, lr, lr_schedule, max_epochs, batch_size,
+def fit_map(module, X, Y, *, prior_std, likelihood, lr, lr_schedule, max_epochs, batch_size,
             optimizer, callbacks, device, seed, verbose):
-    """Train ``module`` to the MAP of a Gaussian likelihood and Gaussian prior.
+    """Train ``module`` to the MAP of ``likelihood`` under a Gaussian prior.
 
     Parameters
     ----------
     module : torch.nn.Module
         Already on ``device`` in the working dtype; trained in place.
     X, Y : ndarray of shape (N, D) and (N, O), in the working dtype.
-    noise_std : ndarray of shape (O,) or None
-        Fixed noise per output; None estimates one shared noise level.
+        ``Y`` holds one column of class indices for a categorical likelihood.
+    likelihood : GaussianLikelihood or CategoricalLikelihood
+        Trained with the network when it has parameters (an estimated noise).
     seed : int
         Seeds the minibatch shuffling; the caller's global torch state is
         left untouched.
@@ -176,23 +166,21 @@ def fit_map(module, X, Y, *, prior_std, noise_std, lr, lr_schedule, max_epochs, 
     Returns
     -------
     net : PosteriorNet
-        The fitted skorch net (``net.module_`` is ``module``).
-    noise_std : ndarray of shape (O,)
-        The fixed or estimated noise.
+        The fitted skorch net (``net.module_`` is ``module``,
+        ``net.criterion_.likelihood`` the trained likelihood).
     """
-    n_train = X.shape[0]
-    learn_noise = noise_std is None
-    start = np.full(Y.shape[1], max(float(Y.std()), 1e-3)) if learn_noise else noise_std
-    criterion = GaussianNegativeLogPosterior(
-        n_train, prior_std**-2, torch.as_tensor(start, dtype=module_dtype(module)), learn_noise
+    return train_net(
+        module, NegativeLogPosterior(X.shape[0], prior_std**-2, likelihood), X, Y, lr=lr,
+        lr_schedule=lr_schedule, max_epochs=max_epochs, optimizer=optimizer, callbacks=callbacks,
+        device=device, verbose=verbose, batch_size=min(batch_size, X.shape[0]), shuffle=True,
+        generator=torch.Generator().manual_seed(seed),
     )
-    net = train_net(
-        module, criterion, X, Y, lr=lr, lr_schedule=lr_schedule, max_epochs=max_epochs,
-        optimizer=optimizer, callbacks=callbacks, device=device, verbose=verbose,
-        batch_size=min(batch_size, n_train), shuffle=True, generator=torch.Generator().manual_seed(seed),
-    )
-    return net, net.criterion_.noise_std.expand(Y.shape[1]).cpu().numpy()
 
 
-def module_dtype(module):
-    return next(module.parameters()).dtype
+def gaussian_likelihood(Y, noise_std, dtype, device, leading_shape=()):
+    """The Gaussian likelihood of a fit: fixed ``noise_std`` (per output), or
+    None for a trained noise starting at the target's std. Its noise has shape
+    ``leading_shape + (O,)`` (e.g. ``(J, 1)`` for one per ensemble member)."""
+    start = max(float(Y.std()), 1e-3) if noise_std is None else noise_std
+    noise = torch.as_tensor(np.broadcast_to(start, (*leading_shape, Y.shape[1])).copy(), dtype=dtype, device=device)
+    return GaussianLikelihood(noise, learn_noise=noise_std is None)

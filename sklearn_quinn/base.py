@@ -1,4 +1,4 @@
-"""Shared estimator machinery: validation, backbone building, MAP, predict plumbing."""
+"""Shared estimator machinery: validation, backbone building, MAP, the regressors' predict plumbing."""
 
 import contextlib
 import copy
@@ -16,20 +16,17 @@ from torch import nn
 from ._core.network import ACTIVATIONS, FunctionalModel, build_mlp
 from ._core.posterior import SamplePosterior
 from ._core.pushforward import nonlinear_pushforward
-from ._map import fit_map
+from ._map import fit_map, gaussian_likelihood
 
 _DTYPES = {"float64": torch.float64, "float32": torch.float32}
 _MAX_SEED = np.iinfo(np.int32).max
 
 
-class BaseBayesianRegressor(RegressorMixin, BaseEstimator):
-    """Base class of the regressors: a torch backbone with a weight posterior.
+class BaseBayesianNetwork(BaseEstimator):
+    """What every estimator shares: a torch backbone, its seeds, device and MAP.
 
-    A subclass fits ``posterior_`` in :meth:`fit` and may override
-    :meth:`_predictive` (the distribution of the network outputs at ``X``) and
-    :meth:`_sample_outputs`; this class turns them into ``predict`` and
-    ``sample_y`` with the observation noise added and the target's units
-    restored.
+    Subclasses (the regressor and classifier bases) set the likelihood and
+    turn a weight posterior into predictions.
     """
 
     _parameter_constraints: dict = {
@@ -37,30 +34,23 @@ class BaseBayesianRegressor(RegressorMixin, BaseEstimator):
         "activation": [StrOptions(set(ACTIVATIONS))],
         "module": [None, nn.Module, callable],
         "prior_std": [Interval(Real, 0, None, closed="neither")],
-        "noise_std": [None, Interval(Real, 0, None, closed="neither")],
         "lr": [Interval(Real, 0, None, closed="neither")],
         "lr_schedule": [StrOptions({"cosine", "constant"})],
         "max_epochs": [Interval(Integral, 1, None, closed="left")],
         "batch_size": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         "optimizer": [callable],
         "callbacks": [None, list],
-        "normalize_y": ["boolean"],
         "dtype": [StrOptions(set(_DTYPES))],
         "device": [str, torch.device],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        return tags
-
     # ------------------------------------------------------------------ fit
     def _begin_fit(self, X, y):
         """Check the parameters and the data, set up torch and draw the seeds.
 
-        Returns validated ``X`` and 2-D ``Y`` in the network's (standardised) units.
+        Returns validated ``X`` and 2-D ``Y`` in the network's units.
         """
         self._validate_params()
         X, Y = self._validate_training_data(X, y)
@@ -71,19 +61,6 @@ class BaseBayesianRegressor(RegressorMixin, BaseEstimator):
             int(seed) for seed in rng.randint(_MAX_SEED, size=3)
         )
         return X, Y
-
-    def _validate_training_data(self, X, y):
-        """Validated ``X`` and 2-D ``Y`` in the network's (standardised) units."""
-        X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
-        Y = y.reshape(len(y), -1)
-        self._single_output = y.ndim == 1 or Y.shape[1] == 1
-        if self.normalize_y:
-            self._y_mean = Y.mean(axis=0)
-            self._y_scale = _handle_zeros_in_scale(Y.std(axis=0), copy=False)
-        else:
-            self._y_mean = np.zeros(Y.shape[1])
-            self._y_scale = np.ones(Y.shape[1])
-        return X, (Y - self._y_mean) / self._y_scale
 
     def _torch_setup(self):
         """Check ``device`` and ``dtype``; keep them as torch objects."""
@@ -122,35 +99,32 @@ class BaseBayesianRegressor(RegressorMixin, BaseEstimator):
             raise ValueError("module has no parameters to put a posterior on.")
         return module.to(device=self._device, dtype=self._dtype)
 
-    def _fit_map(self, X, Y, train=True):
-        """Build the backbone and train it to the MAP through skorch.
+    def _fit_map(self, X, Y, likelihood, train=True):
+        """Build the backbone and train it to the MAP of ``likelihood`` through skorch.
 
         Sets ``net_`` and the private ``_model`` (the backbone as ``f(Theta, X)``).
-        With ``train=False`` the backbone keeps its initial weights, ``net_``
-        is None and an estimated noise starts at the target's std.
+        With ``train=False`` the backbone keeps its initial weights and
+        ``net_`` is None.
 
         Returns
         -------
         theta : tensor of shape (K,)
             The MAP (or initial) weights.
-        noise_std : tensor of shape (O,)
-            Fixed or estimated observation noise, in the network's units.
+        likelihood : GaussianLikelihood or CategoricalLikelihood
+            ``likelihood``, trained with the network when it has parameters.
         """
-        fixed_noise = self._fixed_noise()
         with self._seeded(self._map_seed):
-            module = self._build_module(X.shape[1], Y.shape[1])
+            module = self._build_module(X.shape[1], self._n_outputs(Y))
             if not train:
                 self.net_ = None
-                noise_std = np.full(Y.shape[1], float(Y.std())) if fixed_noise is None else fixed_noise
-                noise_std = np.broadcast_to(noise_std, (Y.shape[1],))
                 self._model = FunctionalModel(module)
-                return self._model.flatten(), self._tensor(noise_std)
-            self.net_, noise_std = fit_map(
+                return self._model.flatten(), likelihood
+            self.net_ = fit_map(
                 module,
                 X.astype(self.dtype),
                 Y.astype(self.dtype),
                 prior_std=self.prior_std,
-                noise_std=fixed_noise,
+                likelihood=likelihood,
                 lr=self.lr,
                 lr_schedule=self.lr_schedule,
                 max_epochs=self.max_epochs,
@@ -162,11 +136,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseEstimator):
                 verbose=self.verbose,
             )
         self._model = FunctionalModel(self.net_.module_)
-        return self._model.flatten(), self._tensor(noise_std)
-
-    def _fixed_noise(self):
-        """The fixed ``noise_std`` in network units, or None when it is estimated."""
-        return None if self.noise_std is None else self.noise_std / self._y_scale
+        return self._model.flatten(), self.net_.criterion_.likelihood
 
     def _batch_size(self, n_rows):
         return min(200, n_rows) if self.batch_size == "auto" else min(self.batch_size, n_rows)
@@ -178,6 +148,71 @@ class BaseBayesianRegressor(RegressorMixin, BaseEstimator):
         with torch.random.fork_rng(devices=devices):
             torch.manual_seed(seed)
             yield
+
+    def _generator(self, seed):
+        return torch.Generator(device=self._device).manual_seed(int(seed))
+
+    def _validated_inputs(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self._tensor(X)
+
+    def _to_numpy(self, tensor):
+        return tensor.detach().cpu().numpy().astype(np.float64)
+
+
+class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
+    """Base class of the regressors: a torch backbone with a weight posterior.
+
+    A subclass fits ``posterior_`` in :meth:`fit` and may override
+    :meth:`_predictive` (the distribution of the network outputs at ``X``) and
+    :meth:`_sample_outputs`; this class turns them into ``predict`` and
+    ``sample_y`` with the observation noise added and the target's units
+    restored.
+    """
+
+    _parameter_constraints: dict = {
+        **BaseBayesianNetwork._parameter_constraints,
+        "noise_std": [None, Interval(Real, 0, None, closed="neither")],
+        "normalize_y": ["boolean"],
+    }
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+    def _validate_training_data(self, X, y):
+        """Validated ``X`` and 2-D ``Y`` in the network's (standardised) units."""
+        X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
+        Y = y.reshape(len(y), -1)
+        self._single_output = y.ndim == 1 or Y.shape[1] == 1
+        if self.normalize_y:
+            self._y_mean = Y.mean(axis=0)
+            self._y_scale = _handle_zeros_in_scale(Y.std(axis=0), copy=False)
+        else:
+            self._y_mean = np.zeros(Y.shape[1])
+            self._y_scale = np.ones(Y.shape[1])
+        return X, (Y - self._y_mean) / self._y_scale
+
+    def _n_outputs(self, Y):
+        return Y.shape[1]
+
+    def _likelihood(self, Y, leading_shape=()):
+        """The Gaussian likelihood: fixed ``noise_std`` or a trained noise of
+        shape ``leading_shape + (O,)`` (one shared by the outputs)."""
+        return gaussian_likelihood(Y, self._fixed_noise(), self._dtype, self._device, leading_shape)
+
+    def _fit_map(self, X, Y, train=True):
+        """The MAP (or initial) weights ``(K,)`` and the fixed or estimated noise
+        ``(O,)`` in the network's units (see :meth:`BaseBayesianNetwork._fit_map`).
+        Untrained, an estimated noise is the target's std."""
+        theta, likelihood = super()._fit_map(X, Y, self._likelihood(Y), train)
+        return theta, likelihood.noise_std.reshape(-1).expand(Y.shape[1])
+
+    def _fixed_noise(self):
+        """The fixed ``noise_std`` in network units, or None when it is estimated."""
+        return None if self.noise_std is None else self.noise_std / self._y_scale
 
     def _set_noise(self, noise_std):
         """Keep the network-unit noise and report ``noise_std_`` in units of y."""
@@ -198,17 +233,6 @@ class BaseBayesianRegressor(RegressorMixin, BaseEstimator):
         """Network outputs ``(n_samples, N, O)`` for fresh weight draws, and the
         observation noise std of each draw (broadcastable to the outputs)."""
         return self._model(self.posterior_.sample(n_samples, generator), X), self._noise_std
-
-    def _generator(self, seed):
-        return torch.Generator(device=self._device).manual_seed(int(seed))
-
-    def _validated_inputs(self, X):
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        return self._tensor(X)
-
-    def _to_numpy(self, tensor):
-        return tensor.detach().cpu().numpy().astype(np.float64)
 
     def predict(self, X, return_std=False, return_cov=False):
         """Predictive mean, with the total predictive std or covariance on request.
@@ -288,6 +312,8 @@ class BaseBayesianRegressor(RegressorMixin, BaseEstimator):
         if not self._single_output:
             return array
         return array[..., 0] if array.ndim == 3 else array[:, 0]
+
+
 
 
 class WeightDrawsMixin:

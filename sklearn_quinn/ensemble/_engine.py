@@ -78,46 +78,38 @@ class AnchoredNegativeLogPosterior(nn.Module):
     prior_precision : float
         ``1 / prior_std**2``.
     anchors : tensor of shape (J, K)
-    noise_std : tensor of shape (J, O)
-        Fixed noise, or the starting value when ``learn_noise`` (one log noise
-        per member, shared by its outputs, is then trained).
+    likelihood : GaussianLikelihood or CategoricalLikelihood
+        Over outputs ``(J, B, O)``: a Gaussian noise of shape ``(J, 1, O)``
+        gives each member its own (fixed or trained) noise.
+    perturb : bool
+        Perturb the targets by the members' noise draws (Gaussian only).
     """
 
-    def __init__(self, n_train, prior_precision, anchors, noise_std, learn_noise):
+    def __init__(self, n_train, prior_precision, anchors, likelihood, perturb):
         super().__init__()
         self.n_train = n_train
         self.prior_precision = prior_precision
         self.register_buffer("anchors", anchors)
-        log_noise = torch.log(noise_std)
-        if learn_noise:
-            self.log_noise_std = nn.Parameter(log_noise.mean(1, keepdim=True))
-        else:
-            self.register_buffer("log_noise_std", log_noise)
+        self.likelihood = likelihood
+        self.perturb = perturb
 
     def forward(self, y_pred, y_true, module):
         y, eps = y_true[..., 0], y_true[..., 1]
-        log_noise = self.log_noise_std.unsqueeze(1)  # (J, 1, O or 1)
-        # Whitened residual of the perturbed target: (y + noise * eps - f) / noise.
-        z = (y - y_pred) * torch.exp(-log_noise) + eps
-        negative_log_likelihood = (0.5 * z.square() + log_noise).sum(-1).mean(-1)
+        log_likelihood = self.likelihood.log_prob(y_pred, y, eps if self.perturb else None)
         penalty = (module.theta - self.anchors).square().sum(-1)
-        return (negative_log_likelihood + 0.5 * self.prior_precision * penalty / self.n_train).sum()
-
-    @property
-    def noise_std(self):
-        return self.log_noise_std.detach().exp()
+        return (-log_likelihood.mean(-1) + 0.5 * self.prior_precision * penalty / self.n_train).sum()
 
 
 class Members(NamedTuple):
     """What one group of trained members gives back."""
 
     theta: torch.Tensor  # (J, K)
-    noise_std: torch.Tensor  # (J, O)
+    likelihood: nn.Module  # trained with them
     net: object  # the skorch net that trained them
 
 
-def train_members(model, theta, X, Y, *, subsets, anchors, perturbations, noise_std, learn_noise,
-                  prior_std, seeds, batch_size, **train_params):
+def train_members(model, theta, X, Y, *, subsets, anchors, perturbations, likelihood, prior_std, seeds,
+                  batch_size, **train_params):
     """Train the rows of ``theta`` as ensemble members, all in one batched model.
 
     Parameters
@@ -125,15 +117,15 @@ def train_members(model, theta, X, Y, *, subsets, anchors, perturbations, noise_
     model : FunctionalModel
     theta : tensor of shape (J, K)
         Initial weights, one row per member.
-    X, Y : tensor of shape (N, D) and (N, O)
+    X, Y : ndarray of shape (N, D) and (N, O)
+        ``Y`` holds one column of class indices for a categorical likelihood.
     subsets : tensor of shape (J, n)
         The row indices each member trains on.
     anchors : tensor of shape (J, K)
-    perturbations : tensor of shape (J, N, O)
-        Standard-normal target perturbations (zeros for none).
-    noise_std : tensor of shape (J, O)
-        Fixed noise, or the start of the estimated noise.
-    learn_noise : bool
+    perturbations : tensor of shape (J, N, O) or None
+        Standard-normal target perturbations of a Gaussian likelihood.
+    likelihood : GaussianLikelihood or CategoricalLikelihood
+        See :class:`AnchoredNegativeLogPosterior`.
     prior_std : float
     seeds : sequence of int, one per member
         Seed each member's minibatch order.
@@ -147,7 +139,10 @@ def train_members(model, theta, X, Y, *, subsets, anchors, perturbations, noise_
     -------
     Members
     """
-    criterion = AnchoredNegativeLogPosterior(len(X), prior_std**-2, anchors, noise_std, learn_noise)
+    perturb = perturbations is not None
+    if not perturb:
+        perturbations = torch.zeros(len(theta), *Y.shape, dtype=theta.dtype)
+    criterion = AnchoredNegativeLogPosterior(len(X), prior_std**-2, anchors, likelihood, perturb)
     net = train_net(
         StackedMembers(model, theta),
         criterion,
@@ -161,8 +156,7 @@ def train_members(model, theta, X, Y, *, subsets, anchors, perturbations, noise_
         generators=[torch.Generator().manual_seed(int(seed)) for seed in seeds],
         **train_params,
     )
-    noise = net.criterion_.noise_std.expand(len(theta), Y.shape[1])
-    return Members(net.module_.theta.detach(), noise, net)
+    return Members(net.module_.theta.detach(), net.criterion_.likelihood, net)
 
 
 def member_subset(n_train, n_rows, seed):

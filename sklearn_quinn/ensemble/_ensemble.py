@@ -13,29 +13,21 @@ from ..base import _MAX_SEED, BaseBayesianRegressor, WeightDrawsMixin
 from ._engine import member_subset, train_members
 
 
-class BaseEnsembleRegressor(WeightDrawsMixin, BaseBayesianRegressor):
-    """Shared fit of the ensemble regressors; subclasses choose anchors and perturbations."""
+class EnsembleMixin:
+    """Training of ``n_estimators`` members as rows of one weight matrix, grouped over joblib workers.
 
-    _parameter_constraints: dict = {
-        **BaseBayesianRegressor._parameter_constraints,
+    The estimator provides ``_member_likelihood(Y, n_members)`` and
+    ``_randomization(n_params, target_shape, generator)``.
+    """
+
+    _ensemble_constraints: dict = {
         "n_estimators": [Interval(Integral, 1, None, closed="left")],
         "data_fraction": [Interval(Real, 0, 1, closed="right")],
         "n_jobs": [None, Integral],
     }
 
-    def fit(self, X, y):
-        """Train the members.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-
-        Returns
-        -------
-        self : object
-        """
-        X, Y = self._begin_fit(X, y)
+    def _fit_members(self, X, Y):
+        """Train the members; returns their weights ``(J, K)`` and the likelihood of each group."""
         n_rows = math.floor(self.data_fraction * len(X))
         if n_rows < 1:
             raise ValueError(
@@ -53,29 +45,20 @@ class BaseEnsembleRegressor(WeightDrawsMixin, BaseBayesianRegressor):
         )
         self.net_ = [result.net for result in results]
         self._model = FunctionalModel(self.net_[0].module_.model.module)
-        self._keep_draws(
-            torch.cat([result.theta for result in results]),
-            torch.cat([result.noise_std for result in results]),
-        )
-        return self
+        return torch.cat([result.theta for result in results]), [result.likelihood for result in results]
 
     def _train_group(self, X, Y, seeds, n_rows, verbose):
-        n_train, n_outputs = Y.shape
+        n_outputs = self._n_outputs(Y)
         theta = []
         for init_seed in seeds[:, 0]:
             with self._seeded(int(init_seed)):
                 module = self._build_module(X.shape[1], n_outputs)
             theta.append(FunctionalModel(module).flatten())
         theta = torch.stack(theta)
-        subsets = torch.as_tensor(np.stack([member_subset(n_train, n_rows, seed) for seed in seeds[:, 1]]))
-        anchors, perturbations = [], []
-        for seed in seeds[:, 2]:
-            anchor, perturbation = self._randomization(theta.shape[1], Y.shape, self._generator(seed))
-            anchors.append(anchor)
-            perturbations.append(perturbation)
-        fixed_noise = self._fixed_noise()
-        start = max(float(Y.std()), 1e-3) if fixed_noise is None else fixed_noise
-        noise_std = self._tensor(np.broadcast_to(start, (len(seeds), n_outputs)))
+        subsets = torch.as_tensor(np.stack([member_subset(len(X), n_rows, seed) for seed in seeds[:, 1]]))
+        anchors, perturbations = zip(
+            *(self._randomization(theta.shape[1], Y.shape, self._generator(seed)) for seed in seeds[:, 2])
+        )
         return train_members(
             FunctionalModel(module),
             theta,
@@ -83,9 +66,8 @@ class BaseEnsembleRegressor(WeightDrawsMixin, BaseBayesianRegressor):
             Y.astype(self.dtype),
             subsets=subsets,
             anchors=torch.stack(anchors),
-            perturbations=torch.stack(perturbations).cpu(),
-            noise_std=noise_std,
-            learn_noise=fixed_noise is None,
+            perturbations=None if perturbations[0] is None else torch.stack(perturbations).cpu(),
+            likelihood=self._member_likelihood(Y, len(seeds)),
             prior_std=self.prior_std,
             seeds=seeds[:, 3],
             batch_size=self._batch_size(n_rows),
@@ -98,8 +80,40 @@ class BaseEnsembleRegressor(WeightDrawsMixin, BaseBayesianRegressor):
             verbose=verbose,
         )
 
+
+class BaseEnsembleRegressor(EnsembleMixin, WeightDrawsMixin, BaseBayesianRegressor):
+    """Shared fit of the ensemble regressors; subclasses choose anchors and perturbations."""
+
+    _parameter_constraints: dict = {
+        **BaseBayesianRegressor._parameter_constraints,
+        **EnsembleMixin._ensemble_constraints,
+    }
+
+    def fit(self, X, y):
+        """Train the members.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+
+        Returns
+        -------
+        self : object
+        """
+        X, Y = self._begin_fit(X, y)
+        theta, likelihoods = self._fit_members(X, Y)
+        noise_std = torch.cat([likelihood.noise_std[:, 0, :] for likelihood in likelihoods])
+        self._keep_draws(theta, noise_std.expand(-1, Y.shape[1]))
+        return self
+
+    def _member_likelihood(self, Y, n_members):
+        """One Gaussian noise per member: ``(J, 1, O)``, fixed or trained."""
+        return self._likelihood(Y, leading_shape=(n_members, 1))
+
     def _randomization(self, n_params, target_shape, generator):
-        """One member's anchor ``(K,)`` and standard-normal target perturbations ``(N, O)``."""
+        """One member's anchor ``(K,)`` and standard-normal target perturbations
+        ``(N, O)`` (None for none)."""
         raise NotImplementedError
 
 
@@ -242,8 +256,7 @@ class DeepEnsembleRegressor(BaseEnsembleRegressor):
         self.verbose = verbose
 
     def _randomization(self, n_params, target_shape, generator):
-        zeros = torch.zeros(n_params, dtype=self._dtype, device=self._device)
-        return zeros, torch.zeros(target_shape, dtype=self._dtype, device=self._device)
+        return torch.zeros(n_params, dtype=self._dtype, device=self._device), None
 
 
 class RMSRegressor(BaseEnsembleRegressor):
@@ -347,4 +360,4 @@ class RMSRegressor(BaseEnsembleRegressor):
         options = dict(generator=generator, dtype=self._dtype, device=self._device)
         anchor = self.prior_std * torch.randn(n_params, **options)
         perturbation = torch.randn(target_shape, **options)
-        return anchor, perturbation if self.perturb_targets else torch.zeros_like(perturbation)
+        return anchor, perturbation if self.perturb_targets else None

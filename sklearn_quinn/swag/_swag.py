@@ -6,6 +6,7 @@ from numbers import Integral, Real
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._core.likelihoods import GaussianLikelihood
 from .._core.network import FunctionalModel
 from .._map import fit_map
 from ..base import BaseBayesianRegressor
@@ -169,7 +170,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
                 X.astype(self.dtype),
                 Y.astype(self.dtype),
                 prior_std=self.prior_std,
-                noise_std=noise_std.cpu().numpy(),
+                likelihood=GaussianLikelihood(noise_std),
                 lr=self.lr_swag * float(noise_std.square().mean()),
                 lr_schedule="constant",
                 max_epochs=self.swag_epochs,

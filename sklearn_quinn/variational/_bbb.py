@@ -2,7 +2,6 @@
 
 from numbers import Integral, Real
 
-import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -144,33 +143,20 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
         self.random_state = random_state
         self.verbose = verbose
 
-    def fit(self, X, y):
-        """Maximise the ELBO.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-
-        Returns
-        -------
-        self : BBBRegressor
-        """
-        X, Y = self._begin_fit(X, y)
-        fixed_noise = self._fixed_noise()
-        start = max(float(Y.std()), 1e-3) if fixed_noise is None else fixed_noise
-        noise_std = self._tensor(np.broadcast_to(start, (Y.shape[1],)))
+    def _fit_variational(self, X, Y, likelihood):
+        """Train ``q`` on the ELBO of ``likelihood``; sets ``posterior_``,
+        ``net_`` and ``_model``, and returns the trained likelihood."""
         prior = ScaleMixturePrior(self.prior_pi, self.prior_sigma1, self.prior_sigma2)
         batch_size = self._batch_size(len(X))
         with self._seeded(self._map_seed):
-            self._model = FunctionalModel(self._build_module(X.shape[1], Y.shape[1]))
+            self._model = FunctionalModel(self._build_module(X.shape[1], self._n_outputs(Y)))
             mean = self._model.flatten()
             variational = MeanFieldNetwork(self._model, mean, torch.full_like(mean, INITIAL_STD), self.n_mc_samples)
             n_batches = -(-len(X) // batch_size)
             weighting = ("kl_weighting", KLWeighting(self.kl_weighting, n_batches))
             self.net_ = train_net(
                 variational,
-                NegativeELBO(len(X), prior, noise_std, learn_noise=fixed_noise is None),
+                NegativeELBO(len(X), prior, likelihood),
                 X.astype(self.dtype),
                 Y.astype(self.dtype),
                 lr=self.lr,
@@ -188,5 +174,21 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
             )
         module = self.net_.module_
         self.posterior_ = GaussianPosterior.from_std(module.mean.detach(), module.std.detach())
-        self._set_noise(self.net_.criterion_.noise_std.expand(Y.shape[1]))
+        return self.net_.criterion_.likelihood
+
+    def fit(self, X, y):
+        """Maximise the ELBO.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+
+        Returns
+        -------
+        self : BBBRegressor
+        """
+        X, Y = self._begin_fit(X, y)
+        likelihood = self._fit_variational(X, Y, self._likelihood(Y))
+        self._set_noise(likelihood.noise_std.reshape(-1).expand(Y.shape[1]))
         return self

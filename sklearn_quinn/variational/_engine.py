@@ -21,7 +21,6 @@ from skorch.callbacks import Callback
 from torch import nn
 from torch.nn.functional import softplus
 
-from .._core.distributions import gaussian_log_likelihood
 
 
 def inverse_softplus(std):
@@ -68,29 +67,20 @@ class NegativeELBO(nn.Module):
     ----------
     n_train : int
     prior : ScaleMixturePrior
-    noise_std : tensor of shape (O,)
-        Fixed noise, or the start of the estimated noise (a point estimate of
-        one log noise shared by the outputs, trained with the ELBO).
+    likelihood : GaussianLikelihood or CategoricalLikelihood
+        A trained Gaussian noise is a point estimate, trained with the ELBO.
     """
 
-    def __init__(self, n_train, prior, noise_std, learn_noise):
+    def __init__(self, n_train, prior, likelihood):
         super().__init__()
         self.n_train = n_train
         self.prior = prior
+        self.likelihood = likelihood
         self.kl_weight = 1.0
-        log_noise = torch.log(noise_std)
-        if learn_noise:
-            self.log_noise_std = nn.Parameter(log_noise.mean().reshape(1))
-        else:
-            self.register_buffer("log_noise_std", log_noise)
-
-    @property
-    def noise_std(self):
-        return self.log_noise_std.detach().exp()
 
     def forward(self, y_pred, y_true, module):
         outputs, theta = y_pred
-        log_likelihood = gaussian_log_likelihood(outputs, y_true, self.log_noise_std.exp()).mean()
+        log_likelihood = self.likelihood.log_prob(outputs, y_true).mean()
         return self.kl_weight * module.kl_divergence(theta, self.prior) / self.n_train - log_likelihood
 
 
