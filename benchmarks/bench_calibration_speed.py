@@ -26,6 +26,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn_quinn import LaplaceRegressor
 from sklearn_quinn.calibration import calibrate
 from sklearn_quinn.datasets import load_uci_split
+from sklearn_quinn._core.likelihoods import GaussianLikelihood
 from sklearn_quinn.laplace._engine import LaplaceApproximation
 
 from timing import median_seconds
@@ -57,7 +58,7 @@ def main():
     grid = np.logspace(-3, 3, args.grid_size)
 
     def curvature_fit():
-        LaplaceApproximation(reg._model, laplace.theta, X_t, Y_t, reg._noise_std, "ggn", "full")
+        LaplaceApproximation(reg._model, laplace.theta, X_t, Y_t, GaussianLikelihood(reg._noise_std), "ggn", "full")
 
     def search():
         with warnings.catch_warnings():

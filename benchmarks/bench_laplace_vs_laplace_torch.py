@@ -40,6 +40,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from sklearn_quinn import LaplaceRegressor
 from sklearn_quinn._core.curvature import curvature
+from sklearn_quinn._core.likelihoods import GaussianLikelihood
 from sklearn_quinn._core.network import FunctionalModel
 from sklearn_quinn._core.pushforward import linear_pushforward
 from sklearn_quinn.datasets import load_uci_split
@@ -81,7 +82,7 @@ def gaussian_ll(y, mean, var, y_scale):
 def ours_fit(module, X, Y, noise, structure):
     model = FunctionalModel(module)
     theta = model.flatten()
-    la = LaplaceApproximation(model, theta, X, Y, noise, kind="ggn", structure=structure)
+    la = LaplaceApproximation(model, theta, X, Y, GaussianLikelihood(noise), kind="ggn", structure=structure)
     delta, _ = la.maximise_evidence(1.0, tune_noise=False)
     posterior = la.posterior(delta)
     return model, la, delta, posterior
@@ -91,10 +92,10 @@ def ours_breakdown(module, X, Y, noise, structure):
     """Seconds of each stage of ``ours_fit``, run stage by stage."""
     model = FunctionalModel(module)
     theta = model.flatten()
-    t_curv, matrix = timed(lambda: curvature(model, theta, X, Y, noise, "ggn", structure))
+    t_curv, matrix = timed(lambda: curvature(model, theta, X, Y, GaussianLikelihood(noise), "ggn", structure))
     t_eig = timed(lambda: torch.linalg.eigh(matrix))[0] if structure == "full" else 0.0
     t_init, la = timed(
-        lambda: LaplaceApproximation(model, theta, X, Y, noise, kind="ggn", structure=structure)
+        lambda: LaplaceApproximation(model, theta, X, Y, GaussianLikelihood(noise), kind="ggn", structure=structure)
     )
     t_tune, (delta, _) = timed(lambda: la.maximise_evidence(1.0, tune_noise=False))
     t_post = timed(lambda: la.posterior(delta))[0]

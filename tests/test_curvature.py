@@ -6,6 +6,7 @@ from torch.func import grad, hessian
 
 from sklearn_quinn._core import curvature as curvature_module
 from sklearn_quinn._core.curvature import check_full_fits, curvature
+from sklearn_quinn._core.likelihoods import GaussianLikelihood
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 
 
@@ -19,6 +20,10 @@ def problem():
     return model, model.flatten(), X, Y, noise
 
 
+def gaussian(noise):
+    return GaussianLikelihood(noise)
+
+
 def _loss(model, X, Y, noise):
     return lambda theta: 0.5 * ((model.single(theta, X) - Y) / noise).square().sum()
 
@@ -26,14 +31,14 @@ def _loss(model, X, Y, noise):
 def test_hessian_is_autograd_hessian(problem):
     model, theta, X, Y, noise = problem
     expected = hessian(_loss(model, X, Y, noise))(theta)
-    torch.testing.assert_close(curvature(model, theta, X, Y, noise, "hessian", "full"), expected)
+    torch.testing.assert_close(curvature(model, theta, X, Y, gaussian(noise), "hessian", "full"), expected)
 
 
 def test_ggn_is_weighted_jacobian_product(problem):
     model, theta, X, Y, noise = problem
     jac = model.jacobian(theta, X)
     expected = torch.einsum("nok,o,nol->kl", jac, noise**-2, jac)
-    torch.testing.assert_close(curvature(model, theta, X, Y, noise, "ggn", "full"), expected)
+    torch.testing.assert_close(curvature(model, theta, X, Y, gaussian(noise), "ggn", "full"), expected)
 
 
 def test_empirical_fisher_is_sum_of_gradient_outer_products(problem):
@@ -41,22 +46,22 @@ def test_empirical_fisher_is_sum_of_gradient_outer_products(problem):
     gradients = torch.stack(
         [grad(_loss(model, X[i : i + 1], Y[i : i + 1], noise))(theta) for i in range(len(X))]
     )
-    torch.testing.assert_close(curvature(model, theta, X, Y, noise, "ef", "full"), gradients.T @ gradients)
+    torch.testing.assert_close(curvature(model, theta, X, Y, gaussian(noise), "ef", "full"), gradients.T @ gradients)
 
 
 @pytest.mark.parametrize("kind", ["ggn", "hessian", "ef"])
 def test_diagonal_is_diagonal_of_full(problem, kind):
     model, theta, X, Y, noise = problem
-    full = curvature(model, theta, X, Y, noise, kind, "full")
-    torch.testing.assert_close(curvature(model, theta, X, Y, noise, kind, "diag"), full.diagonal())
+    full = curvature(model, theta, X, Y, gaussian(noise), kind, "full")
+    torch.testing.assert_close(curvature(model, theta, X, Y, gaussian(noise), kind, "diag"), full.diagonal())
 
 
 @pytest.mark.parametrize("kind", ["ggn", "hessian", "ef"])
 def test_chunking_does_not_change_the_result(problem, monkeypatch, kind):
     model, theta, X, Y, noise = problem
-    whole = curvature(model, theta, X, Y, noise, kind, "full")
+    whole = curvature(model, theta, X, Y, gaussian(noise), kind, "full")
     monkeypatch.setattr(curvature_module, "_CHUNK_BYTES", 1)  # one row (or column) at a time
-    torch.testing.assert_close(curvature(model, theta, X, Y, noise, kind, "full"), whole)
+    torch.testing.assert_close(curvature(model, theta, X, Y, gaussian(noise), kind, "full"), whole)
 
 
 def test_full_structure_over_budget_is_refused_before_allocation(monkeypatch):
@@ -69,6 +74,6 @@ def test_full_structure_over_budget_is_refused_before_allocation(monkeypatch):
 def test_unknown_kind_or_structure(problem):
     model, theta, X, Y, noise = problem
     with pytest.raises(ValueError, match="kind"):
-        curvature(model, theta, X, Y, noise, "fisher", "full")
+        curvature(model, theta, X, Y, gaussian(noise), "fisher", "full")
     with pytest.raises(ValueError, match="structure"):
-        curvature(model, theta, X, Y, noise, "ggn", "kron")
+        curvature(model, theta, X, Y, gaussian(noise), "ggn", "kron")

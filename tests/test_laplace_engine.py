@@ -8,6 +8,7 @@ import torch
 from scipy.optimize import minimize_scalar
 from torch import nn
 
+from sklearn_quinn._core.likelihoods import GaussianLikelihood
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 from sklearn_quinn.laplace._engine import LaplaceApproximation
 
@@ -27,7 +28,7 @@ def _linear_laplace(X, y, structure="full", kind="ggn", noise=NOISE, prior_std=P
         theta,
         torch.tensor(X),
         torch.tensor(y)[:, None],
-        torch.tensor([noise], dtype=torch.float64),
+        GaussianLikelihood(torch.tensor([noise], dtype=torch.float64)),
         kind=kind,
         structure=structure,
     )
@@ -107,7 +108,7 @@ def test_indefinite_hessian_is_clipped_with_a_warning():
     Y = 3 * torch.randn(20, 1, dtype=torch.float64)
     noise = torch.tensor([0.1], dtype=torch.float64)
     with pytest.warns(UserWarning, match=r"negative eigenvalues .*set to zero"):
-        laplace = LaplaceApproximation(model, model.flatten(), X, Y, noise, "hessian", "full")
+        laplace = LaplaceApproximation(model, model.flatten(), X, Y, GaussianLikelihood(noise), "hessian", "full")
     assert laplace.n_negative > 0 and (laplace.eigenvalues >= 0).all()
     posterior = laplace.posterior(1.0)
     assert (torch.linalg.eigvalsh(posterior.covariance) > 0).all()

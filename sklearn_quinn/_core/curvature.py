@@ -1,8 +1,11 @@
-"""Curvature of the Gaussian negative log-likelihood at one weight vector.
+"""Curvature of the negative log-likelihood at one weight vector.
 
-For the loss ``L(theta) = 1/2 sum_{i,o} (f_o(x_i; theta) - y_io)**2 / noise_o**2``:
+For the loss ``L(theta) = -sum_i log p(y_i | f(x_i; theta))`` (Gaussian, or
+categorical over logits):
 
-- ``'ggn'``: generalised Gauss-Newton ``sum_i J_i^T diag(noise**-2) J_i``;
+- ``'ggn'``: generalised Gauss-Newton ``sum_i J_i^T Lambda_i J_i`` with
+  ``Lambda_i`` the Hessian of the loss in the outputs (``diag(noise**-2)``;
+  ``diag(p) - p p^T`` for the softmax);
 - ``'hessian'``: the exact Hessian of ``L`` (the GGN plus the residual term);
 - ``'ef'``: empirical Fisher ``sum_i g_i g_i^T`` with ``g_i`` the gradient of
   point ``i``'s loss.
@@ -15,6 +18,8 @@ blocks of basis vectors (its diagonal never forms the full matrix).
 
 import torch
 from torch.func import grad, jvp, vmap
+
+from .likelihoods import output_gradient, whitened_jacobian
 
 
 CURVATURES = ("ggn", "hessian", "ef")
@@ -47,8 +52,8 @@ def _row_chunks(n_rows, row_bytes):
     return [slice(start, start + size) for start in range(0, n_rows, size)]
 
 
-def curvature(model, theta, X, Y, noise_std, kind="ggn", structure="full"):
-    """Curvature of the Gaussian negative log-likelihood at ``theta``.
+def curvature(model, theta, X, Y, likelihood, kind="ggn", structure="full"):
+    """Curvature of the negative log-likelihood at ``theta``.
 
     Parameters
     ----------
@@ -56,8 +61,9 @@ def curvature(model, theta, X, Y, noise_std, kind="ggn", structure="full"):
     theta : tensor of shape (K,)
     X : tensor of shape (N, D)
     Y : tensor of shape (N, O)
-    noise_std : tensor of shape (O,)
-        Observation noise per output.
+        Targets; one column of class indices for a categorical likelihood.
+    likelihood : GaussianLikelihood or CategoricalLikelihood
+        A Gaussian one holds the (fixed) observation noise per output.
     kind : {'ggn', 'hessian', 'ef'}
     structure : {'full', 'diag'}
 
@@ -73,28 +79,28 @@ def curvature(model, theta, X, Y, noise_std, kind="ggn", structure="full"):
     if structure == "full":
         check_full_fits(n_params, theta.dtype)
     if kind == "hessian":
-        return _hessian(model, theta, X, Y, noise_std, structure)
+        return _hessian(model, theta, X, Y, likelihood, structure)
 
     shape = (n_params, n_params) if structure == "full" else (n_params,)
     total = theta.new_zeros(shape)
-    row_bytes = Y.shape[1] * n_params * theta.element_size()
+    n_outputs = model.single(theta, X[:1]).shape[-1]
+    row_bytes = 2 * n_outputs * n_params * theta.element_size()
     for rows in _row_chunks(X.shape[0], row_bytes):
-        jac = model.jacobian(theta, X[rows]) / noise_std[:, None]
+        jac = model.jacobian(theta, X[rows])
+        outputs = model.single(theta, X[rows])
         if kind == "ggn":
-            factor = jac.reshape(-1, n_params)
+            factor = whitened_jacobian(likelihood, jac, outputs).reshape(-1, n_params)
         else:
-            residual = (model.single(theta, X[rows]) - Y[rows]) / noise_std
-            factor = torch.einsum("no,nok->nk", residual, jac)
+            factor = torch.einsum("no,nok->nk", output_gradient(likelihood, outputs, Y[rows]), jac)
         total += factor.T @ factor if structure == "full" else factor.square().sum(0)
     return total
 
 
-def _hessian(model, theta, X, Y, noise_std, structure):
+def _hessian(model, theta, X, Y, likelihood, structure):
     """Exact Hessian (or its diagonal) by forward-over-reverse products in blocks."""
 
     def loss(weights):
-        residual = (model.single(weights, X) - Y) / noise_std
-        return 0.5 * residual.square().sum()
+        return -likelihood.log_prob(model.single(weights, X), Y).sum()
 
     def hessian_vector_product(vector):
         return jvp(grad(loss), (theta,), (vector,))[1]

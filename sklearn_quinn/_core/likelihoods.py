@@ -60,3 +60,30 @@ class CategoricalLikelihood(nn.Module):
     def log_prob(self, logits, y, perturbation=None):
         index = y[..., :1].long().expand(*logits.shape[:-1], 1)
         return torch.log_softmax(logits, dim=-1).gather(-1, index)[..., 0]
+
+
+# Curvature pieces: the loss of point n is -log p(y_n | f_n); its gradient in
+# the outputs, and a factor S_n of its output Hessian Lambda_n = S_n^T S_n (the
+# generalised Gauss-Newton is sum_n J_n^T Lambda_n J_n = sum_n (S_n J_n)^T (S_n J_n)).
+
+
+def output_gradient(likelihood, outputs, y):
+    """``d(-log p(y | f)) / df`` per point, shape ``(N, O)``."""
+    if isinstance(likelihood, GaussianLikelihood):
+        return (outputs - y) / likelihood.noise_std.square()
+    probabilities = torch.softmax(outputs, dim=-1)
+    return probabilities - torch.nn.functional.one_hot(y[:, 0].long(), outputs.shape[-1]).to(outputs.dtype)
+
+
+def whitened_jacobian(likelihood, jacobian, outputs):
+    """``S_n J_n`` for per-point Jacobians ``(N, O, K)``: rows whose Gram matrix is the GGN.
+
+    Gaussian: ``S = diag(1 / noise_std)``. Categorical with probabilities
+    ``p``: ``S = diag(sqrt(p)) - sqrt(p) p^T``, for which ``S^T S = diag(p) - p p^T``.
+    """
+    if isinstance(likelihood, GaussianLikelihood):
+        return jacobian / likelihood.noise_std.reshape(-1)[:, None]
+    probabilities = torch.softmax(outputs, dim=-1)
+    root = probabilities.sqrt()
+    factor = torch.diag_embed(root) - root.unsqueeze(-1) * probabilities.unsqueeze(-2)
+    return factor @ jacobian

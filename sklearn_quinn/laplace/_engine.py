@@ -1,9 +1,9 @@
 """The Laplace approximation at a MAP, pure torch.
 
-The curvature ``C`` of the Gaussian negative log-likelihood is computed once,
-at a reference noise level ``noise_std``, and decomposed once (an eigen
-decomposition for the full structure; the diagonal is its own spectrum). For
-the Gaussian likelihood the curvature at noise ``c * noise_std`` is
+The curvature ``C`` of the negative log-likelihood (Gaussian at a reference
+noise level ``noise_std``, or categorical) is computed once and decomposed
+once (an eigen decomposition for the full structure; the diagonal is its own
+spectrum). For the Gaussian likelihood the curvature at noise ``c * noise_std`` is
 ``C / c**p`` with ``p = 2`` for the GGN and the Hessian and ``p = 4`` for the
 empirical Fisher, so the posterior precision for any prior precision
 ``delta``, noise scale ``c`` and ``cov_scale`` ``s``,
@@ -24,6 +24,7 @@ from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 
 from .._core.curvature import curvature
+from .._core.likelihoods import GaussianLikelihood
 from .._core.posterior import GaussianPosterior
 
 # Bounds of the evidence search, on log prior precision and log noise scale.
@@ -41,8 +42,9 @@ class LaplaceApproximation:
         The MAP weights.
     X : tensor of shape (N, D)
     Y : tensor of shape (N, O)
-    noise_std : tensor of shape (O,)
-        Reference observation noise per output, the one the curvature uses.
+    likelihood : GaussianLikelihood or CategoricalLikelihood
+        A Gaussian one holds the reference observation noise per output, the
+        one the curvature uses; the noise scale ``c`` applies to it only.
     kind : {'ggn', 'hessian', 'ef'}
     structure : {'full', 'diag'}
 
@@ -58,11 +60,11 @@ class LaplaceApproximation:
         empirical Fisher, which are positive semi-definite).
     """
 
-    def __init__(self, model, theta, X, Y, noise_std, kind="ggn", structure="full"):
+    def __init__(self, model, theta, X, Y, likelihood, kind="ggn", structure="full"):
         self.theta = theta
         self.structure = structure
         self.noise_power = 4 if kind == "ef" else 2
-        matrix = curvature(model, theta, X, Y, noise_std, kind, structure)
+        matrix = curvature(model, theta, X, Y, likelihood, kind, structure)
         if structure == "full":
             eigenvalues, self.eigenvectors = torch.linalg.eigh(matrix)
         else:
@@ -93,10 +95,15 @@ class LaplaceApproximation:
             self._matrix = (vectors * self.eigenvalues) @ vectors.T if self.n_negative else matrix
 
         self._spectrum_numpy = self.eigenvalues.detach().cpu().numpy().astype(np.float64)
-        residual = (model.single(theta, X) - Y) / noise_std
-        self._weighted_sse = float(residual.square().sum())
-        self._n_observations = Y.numel()
-        self._log_noise_total = float(torch.log(noise_std).sum()) * Y.shape[0]
+        outputs = model.single(theta, X)
+        self.gaussian = isinstance(likelihood, GaussianLikelihood)
+        if self.gaussian:
+            noise_std = likelihood.noise_std.reshape(-1)
+            self._weighted_sse = float(((outputs - Y) / noise_std).square().sum())
+            self._n_observations = Y.numel()
+            self._log_noise_total = float(torch.log(noise_std).sum()) * Y.shape[0]
+        else:
+            self._log_likelihood = float(likelihood.log_prob(outputs, Y).sum())
         self._theta_sq_norm = float(theta.square().sum())
 
     @property
@@ -112,19 +119,30 @@ class LaplaceApproximation:
         delta, scale = math.exp(log_prior_precision), math.exp(log_noise_scale)
         data = self._spectrum_numpy * scale**-self.noise_power
         precision = data + delta
-        n_obs, n_params = self._n_observations, self.n_params
+        n_params = self.n_params
+        fit, d_fit = self._data_fit(log_noise_scale)
         value = (
-            -0.5 * self._weighted_sse / scale**2
-            - n_obs * log_noise_scale
-            - self._log_noise_total
-            - 0.5 * n_obs * math.log(2 * math.pi)
+            fit
             - 0.5 * delta * self._theta_sq_norm
             + 0.5 * n_params * log_prior_precision
             - 0.5 * np.log(precision).sum()
         )
         d_log_delta = -0.5 * delta * self._theta_sq_norm + 0.5 * n_params - 0.5 * delta * np.sum(1 / precision)
-        d_log_scale = self._weighted_sse / scale**2 - n_obs + 0.5 * self.noise_power * np.sum(data / precision)
+        d_log_scale = d_fit + 0.5 * self.noise_power * np.sum(data / precision)
         return float(value), np.array([d_log_delta, d_log_scale])
+
+    def _data_fit(self, log_noise_scale):
+        """``log p(D | theta*)`` at noise scale ``c`` and its derivative in ``log c``."""
+        if not self.gaussian:
+            return self._log_likelihood, 0.0
+        scale, n_obs = math.exp(log_noise_scale), self._n_observations
+        value = (
+            -0.5 * self._weighted_sse / scale**2
+            - n_obs * log_noise_scale
+            - self._log_noise_total
+            - 0.5 * n_obs * math.log(2 * math.pi)
+        )
+        return value, self._weighted_sse / scale**2 - n_obs
 
     def log_marginal_likelihood(self, prior_precision, noise_scale=1.0):
         """Laplace log evidence ``log p(D | delta, c)`` at prior precision ``delta``

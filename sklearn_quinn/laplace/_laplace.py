@@ -10,6 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._core.curvature import CURVATURES, STRUCTURES
+from .._core.likelihoods import GaussianLikelihood
 from .._core.pushforward import linear_pushforward
 from ..base import BaseBayesianRegressor
 from ..calibration import OBJECTIVES, calibrate
@@ -243,7 +244,7 @@ class LaplaceRegressor(BaseBayesianRegressor):
             theta,
             self._tensor(X),
             self._tensor(Y),
-            noise_std,
+            GaussianLikelihood(noise_std),
             kind=self.curvature,
             structure=self.hessian_structure,
         )
