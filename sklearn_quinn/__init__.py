@@ -1,18 +1,24 @@
 """Calibrated uncertainty for neural-network predictions, with the scikit-learn API."""
 
-from .ensemble import DeepEnsembleRegressor, RMSRegressor
-from .laplace import LaplaceRegressor
-from .mcmc import MCMCRegressor
-from .swag import SWAGRegressor
-from .variational import BBBRegressor
+from .ensemble import DeepEnsembleClassifier, DeepEnsembleRegressor, RMSClassifier, RMSRegressor
+from .laplace import LaplaceClassifier, LaplaceRegressor
+from .mcmc import MCMCClassifier, MCMCRegressor
+from .swag import SWAGClassifier, SWAGRegressor
+from .variational import BBBClassifier, BBBRegressor
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BBBClassifier",
     "BBBRegressor",
+    "DeepEnsembleClassifier",
     "DeepEnsembleRegressor",
+    "LaplaceClassifier",
     "LaplaceRegressor",
+    "MCMCClassifier",
     "MCMCRegressor",
+    "RMSClassifier",
     "RMSRegressor",
+    "SWAGClassifier",
     "SWAGRegressor",
 ]

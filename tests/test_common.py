@@ -3,11 +3,17 @@
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_quinn import (
+    BBBClassifier,
     BBBRegressor,
+    DeepEnsembleClassifier,
     DeepEnsembleRegressor,
+    LaplaceClassifier,
     LaplaceRegressor,
+    MCMCClassifier,
     MCMCRegressor,
+    RMSClassifier,
     RMSRegressor,
+    SWAGClassifier,
     SWAGRegressor,
 )
 
@@ -24,6 +30,13 @@ ESTIMATORS = [
     SWAGRegressor(**FAST, cov_type="diag", swag_epochs=4, n_samples=20),
     BBBRegressor(**FAST, n_samples=20),
     BBBRegressor(**FAST, prior_pi=1.0, kl_weighting="blundell", n_samples=20),
+    LaplaceClassifier(**FAST, prior_precision="marglik"),
+    LaplaceClassifier(**FAST, hessian_structure="diag", predictive="laplace_bridge"),
+    DeepEnsembleClassifier(**FAST, n_estimators=3),
+    RMSClassifier(**FAST, n_estimators=3, predictive="mean_field_2", moment_match=True),
+    SWAGClassifier(**FAST, swag_epochs=10, max_rank=4, n_samples=20),
+    BBBClassifier(**FAST, n_samples=20),
+    MCMCClassifier(**FAST, n_samples=20, n_burnin=20, n_leapfrog=3, n_chains=2),
 ]
 
 

@@ -74,7 +74,97 @@ def _log_noise_prior(log_noise):
     return 0.0 if log_noise is None else -0.5 * (log_noise / LOG_NOISE_PRIOR_STD).square()
 
 
-class MCMCRegressor(WeightDrawsMixin, BaseBayesianRegressor):
+class MCMCMixin:
+    """Batched chains from a log density: starts, joblib groups, diagnostics."""
+
+    _mcmc_constraints: dict = {
+        "sampler": [StrOptions(set(SAMPLERS))],
+        "n_samples": [Interval(Integral, 1, None, closed="left")],
+        "n_burnin": [Interval(Integral, 0, None, closed="left")],
+        "thin": [Interval(Integral, 1, None, closed="left")],
+        "n_chains": [Interval(Integral, 1, None, closed="left")],
+        "step_size": [Interval(Real, 0, None, closed="neither")],
+        "n_leapfrog": [Interval(Integral, 1, None, closed="left")],
+        "target_acceptance": [None, Interval(Real, 0, 1, closed="neither")],
+        "adapt_step_size": ["boolean"],
+        "gamma": [Interval(Real, 0, None, closed="neither")],
+        "adapt_start": [Interval(Integral, 0, None, closed="left")],
+        "adapt_every": [Interval(Integral, 1, None, closed="left")],
+        "init": [StrOptions({"map", "prior"})],
+        "n_jobs": [None, Integral],
+    }
+
+    def _starting_points(self, theta):
+        """Chain starts ``(n_chains, K)``: the MAP with a small jitter, or prior draws."""
+        generator = self._generator(self._map_seed)
+        n_params = theta.shape[0]
+        if self.init == "map":
+            jitter = torch.randn(self.n_chains, n_params, generator=generator, dtype=theta.dtype, device=theta.device)
+            return theta + 1e-3 * self.prior_std * jitter
+        return GaussianPrior(self.prior_std).sample(self.n_chains, n_params, generator, theta.dtype, theta.device)
+
+    def _sample_chains(self, log_density, start):
+        """Run the chains from ``start`` in joblib groups; set ``chains_`` and the
+        diagnostics, and return every kept row ``(n_chains * n_samples, P)``."""
+        groups = np.array_split(np.arange(self.n_chains), min(self.n_jobs or 1, self.n_chains))
+        seeds = np.random.RandomState(self._split_seed).randint(np.iinfo(np.int32).max, size=len(groups))
+        results = Parallel(n_jobs=len(groups) if len(groups) > 1 else None)(
+            delayed(self._run_group)(log_density, start[group], seed, show=index == 0)
+            for index, (group, seed) in enumerate(zip(groups, seeds))
+        )
+        return self._record(results)
+
+    def _run_group(self, log_density, start, seed, show):
+        bar = None
+        if self.verbose and show:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=self.n_burnin + self.n_samples * self.thin, desc=f"MCMC {self.sampler}", leave=False)
+
+        def progress(done, acceptance):
+            bar.update(1)
+            if done % 10 == 0:
+                bar.set_postfix(acceptance=f"{acceptance:.2f}")
+
+        result = run_chains(
+            log_density,
+            start,
+            sampler=self.sampler,
+            n_samples=self.n_samples,
+            n_burnin=self.n_burnin,
+            thin=self.thin,
+            step_size=self.step_size,
+            n_leapfrog=self.n_leapfrog,
+            target_acceptance=self.target_acceptance,
+            adapt_step_size=self.adapt_step_size,
+            gamma=self.gamma,
+            adapt_start=self.adapt_start,
+            adapt_every=self.adapt_every,
+            generator=self._generator(seed),
+            progress=progress if bar is not None else None,
+        )
+        if bar is not None:
+            bar.close()
+        return result
+
+    def _record(self, results):
+        draws = torch.cat([result.draws for result in results])
+        self.chains_ = self._to_numpy(draws)
+        self.acceptance_rate_ = self._to_numpy(torch.cat([r.acceptance.mean(1) for r in results]))
+        self._acceptance = torch.cat([r.acceptance for r in results])
+        self.n_divergent_ = int(sum(int(r.n_divergent.sum()) for r in results))
+        self.step_size_ = (
+            None if self.sampler == "amcmc" else self._to_numpy(torch.cat([r.step_size for r in results]))
+        )
+        if self.n_samples >= 4:
+            self.rhat_ = split_rhat(self.chains_)
+            self.ess_ = effective_sample_size(self.chains_)
+        else:
+            self.rhat_ = self.ess_ = np.full(self.chains_.shape[-1], np.nan)
+        return draws.flatten(0, 1)
+
+
+class MCMCRegressor(MCMCMixin, WeightDrawsMixin, BaseBayesianRegressor):
     """Neural-network regressor with weight-posterior draws from Markov chains.
 
     ``n_chains`` chains sample the posterior of the weights (and of the log
@@ -176,20 +266,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
 
     _parameter_constraints: dict = {
         **BaseBayesianRegressor._parameter_constraints,
-        "sampler": [StrOptions(set(SAMPLERS))],
-        "n_samples": [Interval(Integral, 1, None, closed="left")],
-        "n_burnin": [Interval(Integral, 0, None, closed="left")],
-        "thin": [Interval(Integral, 1, None, closed="left")],
-        "n_chains": [Interval(Integral, 1, None, closed="left")],
-        "step_size": [Interval(Real, 0, None, closed="neither")],
-        "n_leapfrog": [Interval(Integral, 1, None, closed="left")],
-        "target_acceptance": [None, Interval(Real, 0, 1, closed="neither")],
-        "adapt_step_size": ["boolean"],
-        "gamma": [Interval(Real, 0, None, closed="neither")],
-        "adapt_start": [Interval(Integral, 0, None, closed="left")],
-        "adapt_every": [Interval(Integral, 1, None, closed="left")],
-        "init": [StrOptions({"map", "prior"})],
-        "n_jobs": [None, Integral],
+        **MCMCMixin._mcmc_constraints,
     }
 
     def __init__(
@@ -272,84 +349,17 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         X, Y = self._begin_fit(X, y)
         theta, noise_std = self._fit_map(X, Y, train=self.init == "map")
         learn_noise = self.noise_std is None
-        start = self._starting_points(theta, noise_std, learn_noise)
+        start = self._starting_points(theta)
+        if learn_noise:
+            start = torch.cat([start, torch.log(noise_std.mean()).expand(self.n_chains, 1)], dim=1)
         log_density = regression_log_posterior(
             self._model, self._tensor(X), self._tensor(Y), self.prior_std, None if learn_noise else noise_std
         )
-        groups = np.array_split(np.arange(self.n_chains), min(self.n_jobs or 1, self.n_chains))
-        seeds = np.random.RandomState(self._split_seed).randint(np.iinfo(np.int32).max, size=len(groups))
-        results = Parallel(n_jobs=len(groups) if len(groups) > 1 else None)(
-            delayed(self._run_group)(log_density, start[group], seed, show=index == 0)
-            for index, (group, seed) in enumerate(zip(groups, seeds))
-        )
-        self._collect(results, learn_noise, noise_std)
-        return self
-
-    def _starting_points(self, theta, noise_std, learn_noise):
-        """Chain starts: the MAP with a small jitter, or prior draws; plus log noise."""
-        generator = self._generator(self._map_seed)
-        n_params = theta.shape[0]
-        if self.init == "map":
-            jitter = torch.randn(self.n_chains, n_params, generator=generator, dtype=theta.dtype, device=theta.device)
-            start = theta + 1e-3 * self.prior_std * jitter
-        else:
-            start = GaussianPrior(self.prior_std).sample(self.n_chains, n_params, generator, theta.dtype, theta.device)
-        if learn_noise:
-            log_noise = torch.log(noise_std.mean()).expand(self.n_chains, 1)
-            start = torch.cat([start, log_noise], dim=1)
-        return start
-
-    def _run_group(self, log_density, start, seed, show):
-        bar = None
-        if self.verbose and show:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=self.n_burnin + self.n_samples * self.thin, desc=f"MCMC {self.sampler}", leave=False)
-
-        def progress(done, acceptance):
-            bar.update(1)
-            if done % 10 == 0:
-                bar.set_postfix(acceptance=f"{acceptance:.2f}")
-
-        result = run_chains(
-            log_density,
-            start,
-            sampler=self.sampler,
-            n_samples=self.n_samples,
-            n_burnin=self.n_burnin,
-            thin=self.thin,
-            step_size=self.step_size,
-            n_leapfrog=self.n_leapfrog,
-            target_acceptance=self.target_acceptance,
-            adapt_step_size=self.adapt_step_size,
-            gamma=self.gamma,
-            adapt_start=self.adapt_start,
-            adapt_every=self.adapt_every,
-            generator=self._generator(seed),
-            progress=progress if bar is not None else None,
-        )
-        if bar is not None:
-            bar.close()
-        return result
-
-    def _collect(self, results, learn_noise, noise_std):
-        draws = torch.cat([result.draws for result in results])
+        rows = self._sample_chains(log_density, start)
         n_params = self._model.n_params
-        self.chains_ = self._to_numpy(draws)
-        rows = draws.flatten(0, 1)  # every kept row: weights (and log noise std)
         if learn_noise:
             noise_std = rows[:, n_params:].exp().expand(-1, noise_std.shape[0])
         else:
             noise_std = noise_std.expand(rows.shape[0], -1)
         self._keep_draws(rows[:, :n_params], noise_std)
-        self.acceptance_rate_ = self._to_numpy(torch.cat([r.acceptance.mean(1) for r in results]))
-        self._acceptance = torch.cat([r.acceptance for r in results])
-        self.n_divergent_ = int(sum(int(r.n_divergent.sum()) for r in results))
-        self.step_size_ = (
-            None if self.sampler == "amcmc" else self._to_numpy(torch.cat([r.step_size for r in results]))
-        )
-        if self.n_samples >= 4:
-            self.rhat_ = split_rhat(self.chains_)
-            self.ess_ = effective_sample_size(self.chains_)
-        else:
-            self.rhat_ = self.ess_ = np.full(self.chains_.shape[-1], np.nan)
+        return self

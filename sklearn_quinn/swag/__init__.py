@@ -1,5 +1,5 @@
 """SWAG: a Gaussian posterior from the moments of the SGD trajectory."""
 
-from ._swag import SWAGRegressor
+from ._swag import SWAGClassifier, SWAGRegressor
 
-__all__ = ["SWAGRegressor"]
+__all__ = ["SWAGClassifier", "SWAGRegressor"]

@@ -1,4 +1,4 @@
-"""SWAGRegressor: a Gaussian from the moments of the SGD trajectory after the MAP."""
+"""SWAGRegressor and SWAGClassifier: a Gaussian from the moments of the SGD trajectory after the MAP."""
 
 import copy
 from numbers import Integral, Real
@@ -9,11 +9,59 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._core.likelihoods import GaussianLikelihood
 from .._core.network import FunctionalModel
 from .._map import fit_map
+from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from ..base import BaseBayesianRegressor
 from ._engine import CollectSnapshots, SWAGMoments
 
 
-class SWAGRegressor(BaseBayesianRegressor):
+class SWAGMixin:
+    """The SGD phase after the MAP, and the SWAG Gaussian of its snapshots."""
+
+    _swag_constraints: dict = {
+        "cov_type": [StrOptions({"lowrank", "diag"})],
+        "max_rank": [Interval(Integral, 2, None, closed="left")],
+        "swag_epochs": [Interval(Integral, 1, None, closed="left")],
+        "collect_every": [Interval(Integral, 1, None, closed="left")],
+        "lr_swag": [Interval(Real, 0, None, closed="neither")],
+        "batch_size_swag": [Interval(Integral, 1, None, closed="left")],
+        "n_samples": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    def _check_snapshots(self):
+        if self.swag_epochs // self.collect_every < 2:
+            raise ValueError(
+                f"swag_epochs={self.swag_epochs} with collect_every={self.collect_every} "
+                "collects fewer than the 2 snapshots SWAG needs."
+            )
+
+    def _collect_trajectory(self, X, Y, likelihood, lr):
+        """Run SGD at rate ``lr`` from a copy of the MAP net; set ``posterior_``
+        and ``n_snapshots_`` from the snapshots (``net_`` stays the MAP)."""
+        module = copy.deepcopy(self.net_.module_)
+        moments = SWAGMoments(self.max_rank)
+        collect = CollectSnapshots(moments, FunctionalModel(module).flatten, self.collect_every)
+        with self._seeded(self._split_seed):
+            fit_map(
+                module,
+                X.astype(self.dtype),
+                Y.astype(self.dtype),
+                prior_std=self.prior_std,
+                likelihood=likelihood,
+                lr=lr,
+                lr_schedule="constant",
+                max_epochs=self.swag_epochs,
+                batch_size=min(self.batch_size_swag, len(X)),
+                optimizer=torch.optim.SGD,
+                callbacks=[("swag", collect)],
+                device=self._device,
+                seed=self._split_seed,
+                verbose=self.verbose,
+            )
+        self.posterior_ = moments.posterior(self.cov_type)
+        self.n_snapshots_ = moments.n_snapshots
+
+
+class SWAGRegressor(SWAGMixin, BaseBayesianRegressor):
     """Neural-network regressor with a SWAG posterior (stochastic weight averaging Gaussian).
 
     The network is first trained to the MAP (negative log posterior, through
@@ -35,7 +83,7 @@ class SWAGRegressor(BaseBayesianRegressor):
     hidden_layer_sizes, activation, module, prior_std, noise_std, lr, lr_schedule, \\
 max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor` (they set the MAP
-        training; ``batch_size`` also sets the SGD phase's minibatches).
+        training).
     cov_type : {'lowrank', 'diag'}, default='lowrank'
     max_rank : int, default=20
         Number ``k`` of last deviations kept for the low-rank term.
@@ -48,6 +96,10 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         half the mean squared error (the per-point negative log posterior
         times ``noise_std**2``, in the units of the standardised target), so
         that a value suits any noise level.
+    batch_size_swag : int, default=32
+        Minibatch rows of the SGD phase: the gradient noise of small batches
+        is what spreads the snapshots (full-batch descent would settle on the
+        MAP and collapse the posterior to a point).
     n_samples : int, default=100
         Weight draws averaged by ``predict`` (the same draws at every call).
 
@@ -85,12 +137,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
 
     _parameter_constraints: dict = {
         **BaseBayesianRegressor._parameter_constraints,
-        "cov_type": [StrOptions({"lowrank", "diag"})],
-        "max_rank": [Interval(Integral, 2, None, closed="left")],
-        "swag_epochs": [Interval(Integral, 1, None, closed="left")],
-        "collect_every": [Interval(Integral, 1, None, closed="left")],
-        "lr_swag": [Interval(Real, 0, None, closed="neither")],
-        "n_samples": [Interval(Integral, 1, None, closed="left")],
+        **SWAGMixin._swag_constraints,
     }
 
     def __init__(
@@ -106,6 +153,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         swag_epochs=100,
         collect_every=1,
         lr_swag=0.05,
+        batch_size_swag=32,
         n_samples=100,
         lr=0.01,
         lr_schedule="cosine",
@@ -129,6 +177,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         self.swag_epochs = swag_epochs
         self.collect_every = collect_every
         self.lr_swag = lr_swag
+        self.batch_size_swag = batch_size_swag
         self.n_samples = n_samples
         self.lr = lr
         self.lr_schedule = lr_schedule
@@ -155,33 +204,126 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         self : SWAGRegressor
         """
         X, Y = self._begin_fit(X, y)
-        if self.swag_epochs // self.collect_every < 2:
-            raise ValueError(
-                f"swag_epochs={self.swag_epochs} with collect_every={self.collect_every} "
-                "collects fewer than the 2 snapshots SWAG needs."
-            )
+        self._check_snapshots()
         _, noise_std = self._fit_map(X, Y)
-        module = copy.deepcopy(self.net_.module_)
-        moments = SWAGMoments(self.max_rank)
-        collect = CollectSnapshots(moments, FunctionalModel(module).flatten, self.collect_every)
-        with self._seeded(self._split_seed):
-            fit_map(
-                module,
-                X.astype(self.dtype),
-                Y.astype(self.dtype),
-                prior_std=self.prior_std,
-                likelihood=GaussianLikelihood(noise_std),
-                lr=self.lr_swag * float(noise_std.square().mean()),
-                lr_schedule="constant",
-                max_epochs=self.swag_epochs,
-                batch_size=self._batch_size(len(X)),
-                optimizer=torch.optim.SGD,
-                callbacks=[("swag", collect)],
-                device=self._device,
-                seed=self._split_seed,
-                verbose=self.verbose,
-            )
-        self.posterior_ = moments.posterior(self.cov_type)
-        self.n_snapshots_ = moments.n_snapshots
+        self._collect_trajectory(X, Y, GaussianLikelihood(noise_std), self.lr_swag * float(noise_std.square().mean()))
         self._set_noise(noise_std)
+        return self
+
+
+class SWAGClassifier(SWAGMixin, BaseBayesianClassifier):
+    """Neural-network classifier with a SWAG posterior.
+
+    :class:`SWAGRegressor`'s MAP, SGD phase and Gaussian with a categorical
+    (softmax) likelihood; ``lr_swag`` is the SGD rate on the mean
+    cross-entropy. Predictions average the softmax over ``n_samples`` weight
+    draws, or apply an analytic predictive to the Gaussian fitted to their
+    logits (``moment_match=True``).
+
+    Parameters
+    ----------
+    hidden_layer_sizes, activation, module, prior_std, cov_type, max_rank, swag_epochs, \
+collect_every, lr_swag, batch_size_swag, n_samples, lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, \
+dtype, device, random_state, verbose
+        As for :class:`SWAGRegressor`.
+    predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \
+'mean_field_2'}, default=None
+        None averages the softmax over the draws; the others need ``moment_match=True``.
+    moment_match : bool, default=False
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    posterior_ : GaussianPosterior
+    n_snapshots_ : int
+    net_ : skorch.NeuralNet
+        The MAP net.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn_quinn import SWAGClassifier
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = SWAGClassifier(hidden_layer_sizes=(16,), max_epochs=100, swag_epochs=10,
+    ...                      random_state=0).fit(X, y)
+    >>> clf.predict_proba(X[:2]).shape
+    (2, 3)
+    """
+
+    _parameter_constraints: dict = {
+        **BaseBayesianClassifier._parameter_constraints,
+        **SWAGMixin._swag_constraints,
+        "predictive": SAMPLE_PREDICTIVES,
+        "moment_match": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        hidden_layer_sizes=(50,),
+        activation="relu",
+        *,
+        module=None,
+        prior_std=1.0,
+        cov_type="lowrank",
+        max_rank=20,
+        swag_epochs=100,
+        collect_every=1,
+        lr_swag=0.05,
+        batch_size_swag=32,
+        n_samples=100,
+        predictive=None,
+        moment_match=False,
+        lr=0.01,
+        lr_schedule="cosine",
+        max_epochs=1000,
+        batch_size="auto",
+        optimizer=torch.optim.Adam,
+        callbacks=None,
+        dtype="float64",
+        device="cpu",
+        random_state=None,
+        verbose=0,
+    ):
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.activation = activation
+        self.module = module
+        self.prior_std = prior_std
+        self.cov_type = cov_type
+        self.max_rank = max_rank
+        self.swag_epochs = swag_epochs
+        self.collect_every = collect_every
+        self.lr_swag = lr_swag
+        self.batch_size_swag = batch_size_swag
+        self.n_samples = n_samples
+        self.predictive = predictive
+        self.moment_match = moment_match
+        self.lr = lr
+        self.lr_schedule = lr_schedule
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.callbacks = callbacks
+        self.dtype = dtype
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def fit(self, X, y):
+        """Train to the MAP, then collect the SGD trajectory's moments.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self : SWAGClassifier
+        """
+        X, Y = self._begin_fit(X, y)
+        self._check_snapshots()
+        self._check_predictive(gaussian=False)
+        self._fit_map(X, Y)
+        self._collect_trajectory(X, Y, self._likelihood(Y), self.lr_swag)
         return self

@@ -1,5 +1,5 @@
 """Mean-field variational inference: Bayes by backprop."""
 
-from ._bbb import BBBRegressor
+from ._bbb import BBBClassifier, BBBRegressor
 
-__all__ = ["BBBRegressor"]
+__all__ = ["BBBClassifier", "BBBRegressor"]

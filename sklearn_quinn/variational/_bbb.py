@@ -1,4 +1,4 @@
-"""BBBRegressor: mean-field Gaussian variational inference by Bayes by backprop."""
+"""BBBRegressor and BBBClassifier: mean-field Gaussian variational inference by Bayes by backprop."""
 
 from numbers import Integral, Real
 
@@ -9,6 +9,7 @@ from .._core.distributions import ScaleMixturePrior
 from .._core.network import FunctionalModel
 from .._core.posterior import GaussianPosterior
 from .._map import TensorBatches, train_net
+from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from ..base import BaseBayesianRegressor
 from ._engine import KLWeighting, MeanFieldNetwork, NegativeELBO
 
@@ -17,7 +18,53 @@ from ._engine import KLWeighting, MeanFieldNetwork, NegativeELBO
 INITIAL_STD = 1e-3
 
 
-class BBBRegressor(BaseBayesianRegressor):
+class VariationalMixin:
+    """Training of the factored Gaussian ``q`` on the ELBO of the estimator's likelihood."""
+
+    _variational_constraints: dict = {
+        "prior_pi": [Interval(Real, 0, 1, closed="both")],
+        "prior_sigma1": [Interval(Real, 0, None, closed="neither")],
+        "prior_sigma2": [Interval(Real, 0, None, closed="neither")],
+        "n_mc_samples": [Interval(Integral, 1, None, closed="left")],
+        "kl_weighting": [StrOptions({"uniform", "blundell"})],
+        "n_samples": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    def _fit_variational(self, X, Y, likelihood):
+        """Train ``q`` on the ELBO of ``likelihood``; sets ``posterior_``,
+        ``net_`` and ``_model``, and returns the trained likelihood."""
+        prior = ScaleMixturePrior(self.prior_pi, self.prior_sigma1, self.prior_sigma2)
+        batch_size = self._batch_size(len(X))
+        with self._seeded(self._map_seed):
+            self._model = FunctionalModel(self._build_module(X.shape[1], self._n_outputs(Y)))
+            mean = self._model.flatten()
+            variational = MeanFieldNetwork(self._model, mean, torch.full_like(mean, INITIAL_STD), self.n_mc_samples)
+            n_batches = -(-len(X) // batch_size)
+            weighting = ("kl_weighting", KLWeighting(self.kl_weighting, n_batches))
+            self.net_ = train_net(
+                variational,
+                NegativeELBO(len(X), prior, likelihood),
+                X.astype(self.dtype),
+                Y.astype(self.dtype),
+                lr=self.lr,
+                lr_schedule=self.lr_schedule,
+                max_epochs=self.max_epochs,
+                optimizer=self.optimizer,
+                callbacks=list(self.callbacks or []) + [weighting],
+                device=self._device,
+                verbose=self.verbose,
+                iterator=TensorBatches,
+                desc="ELBO",
+                batch_size=batch_size,
+                shuffle=True,
+                generator=torch.Generator().manual_seed(self._split_seed),
+            )
+        module = self.net_.module_
+        self.posterior_ = GaussianPosterior.from_std(module.mean.detach(), module.std.detach())
+        return self.net_.criterion_.likelihood
+
+
+class BBBRegressor(VariationalMixin, BaseBayesianRegressor):
     """Neural-network regressor with a factored Gaussian posterior by Bayes by backprop.
 
     The posterior over the weights is approximated by
@@ -88,12 +135,7 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
 
     _parameter_constraints: dict = {
         **BaseBayesianRegressor._parameter_constraints,
-        "prior_pi": [Interval(Real, 0, 1, closed="both")],
-        "prior_sigma1": [Interval(Real, 0, None, closed="neither")],
-        "prior_sigma2": [Interval(Real, 0, None, closed="neither")],
-        "n_mc_samples": [Interval(Integral, 1, None, closed="left")],
-        "kl_weighting": [StrOptions({"uniform", "blundell"})],
-        "n_samples": [Interval(Integral, 1, None, closed="left")],
+        **VariationalMixin._variational_constraints,
     }
 
     def __init__(
@@ -143,39 +185,6 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
         self.random_state = random_state
         self.verbose = verbose
 
-    def _fit_variational(self, X, Y, likelihood):
-        """Train ``q`` on the ELBO of ``likelihood``; sets ``posterior_``,
-        ``net_`` and ``_model``, and returns the trained likelihood."""
-        prior = ScaleMixturePrior(self.prior_pi, self.prior_sigma1, self.prior_sigma2)
-        batch_size = self._batch_size(len(X))
-        with self._seeded(self._map_seed):
-            self._model = FunctionalModel(self._build_module(X.shape[1], self._n_outputs(Y)))
-            mean = self._model.flatten()
-            variational = MeanFieldNetwork(self._model, mean, torch.full_like(mean, INITIAL_STD), self.n_mc_samples)
-            n_batches = -(-len(X) // batch_size)
-            weighting = ("kl_weighting", KLWeighting(self.kl_weighting, n_batches))
-            self.net_ = train_net(
-                variational,
-                NegativeELBO(len(X), prior, likelihood),
-                X.astype(self.dtype),
-                Y.astype(self.dtype),
-                lr=self.lr,
-                lr_schedule=self.lr_schedule,
-                max_epochs=self.max_epochs,
-                optimizer=self.optimizer,
-                callbacks=list(self.callbacks or []) + [weighting],
-                device=self._device,
-                verbose=self.verbose,
-                iterator=TensorBatches,
-                desc="ELBO",
-                batch_size=batch_size,
-                shuffle=True,
-                generator=torch.Generator().manual_seed(self._split_seed),
-            )
-        module = self.net_.module_
-        self.posterior_ = GaussianPosterior.from_std(module.mean.detach(), module.std.detach())
-        return self.net_.criterion_.likelihood
-
     def fit(self, X, y):
         """Maximise the ELBO.
 
@@ -191,4 +200,113 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
         X, Y = self._begin_fit(X, y)
         likelihood = self._fit_variational(X, Y, self._likelihood(Y))
         self._set_noise(likelihood.noise_std.reshape(-1).expand(Y.shape[1]))
+        return self
+
+
+class BBBClassifier(VariationalMixin, BaseBayesianClassifier):
+    """Neural-network classifier with a factored Gaussian posterior by Bayes by backprop.
+
+    :class:`BBBRegressor`'s variational family, prior and minibatch ELBO, with
+    a categorical (softmax) likelihood. Predictions average the softmax over
+    ``n_samples`` weight draws from ``q``, or apply an analytic predictive to
+    the Gaussian fitted to their logits (``moment_match=True``).
+
+    Parameters
+    ----------
+    hidden_layer_sizes, activation, module, prior_pi, prior_sigma1, prior_sigma2, n_mc_samples, \
+kl_weighting, n_samples, lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, \
+device, random_state, verbose
+        As for :class:`BBBRegressor`.
+    predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \
+'mean_field_2'}, default=None
+        None averages the softmax over the draws; the others need ``moment_match=True``.
+    moment_match : bool, default=False
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    posterior_ : GaussianPosterior
+        ``q``: its mean and diagonal std.
+    net_ : skorch.NeuralNet
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn_quinn import BBBClassifier
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = BBBClassifier(hidden_layer_sizes=(16,), max_epochs=100, random_state=0).fit(X, y)
+    >>> clf.predict_proba(X[:2]).shape
+    (2, 3)
+    """
+
+    _parameter_constraints: dict = {
+        **BaseBayesianClassifier._parameter_constraints,
+        **VariationalMixin._variational_constraints,
+        "predictive": SAMPLE_PREDICTIVES,
+        "moment_match": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        hidden_layer_sizes=(50,),
+        activation="relu",
+        *,
+        module=None,
+        prior_pi=0.5,
+        prior_sigma1=1.0,
+        prior_sigma2=0.1,
+        n_mc_samples=4,
+        kl_weighting="uniform",
+        n_samples=100,
+        predictive=None,
+        moment_match=False,
+        lr=0.01,
+        lr_schedule="cosine",
+        max_epochs=1000,
+        batch_size="auto",
+        optimizer=torch.optim.Adam,
+        callbacks=None,
+        dtype="float64",
+        device="cpu",
+        random_state=None,
+        verbose=0,
+    ):
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.activation = activation
+        self.module = module
+        self.prior_pi = prior_pi
+        self.prior_sigma1 = prior_sigma1
+        self.prior_sigma2 = prior_sigma2
+        self.n_mc_samples = n_mc_samples
+        self.kl_weighting = kl_weighting
+        self.n_samples = n_samples
+        self.predictive = predictive
+        self.moment_match = moment_match
+        self.lr = lr
+        self.lr_schedule = lr_schedule
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.callbacks = callbacks
+        self.dtype = dtype
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def fit(self, X, y):
+        """Maximise the ELBO.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self : BBBClassifier
+        """
+        X, Y = self._begin_fit(X, y)
+        self._check_predictive(gaussian=False)
+        self._fit_variational(X, Y, self._likelihood(Y))
         return self

@@ -1,0 +1,136 @@
+"""Shared machinery of the classifiers: labels, the categorical likelihood, predict_proba."""
+
+import numpy as np
+import torch
+from sklearn.base import ClassifierMixin
+from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import validate_data
+
+from ._core.likelihoods import CategoricalLikelihood
+from ._core.predictives import PREDICTIVES, predictive_probabilities
+from ._core.pushforward import GaussianPredictive, nonlinear_pushforward
+from .base import BaseBayesianNetwork
+
+#: Logit draws of the 'mc_bridge' predictive.
+MC_BRIDGE_SAMPLES = 1000
+
+
+class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
+    """Base class of the classifiers: softmax over the network's logits.
+
+    A subclass fits ``posterior_`` and may override :meth:`_logits` (the
+    distribution of the logits at ``X``: a Gaussian from a linear pushforward,
+    or draws). :meth:`predict_proba` turns it into class probabilities with
+    ``predictive``: for a Gaussian, one of the analytic predictives or
+    ``'mc_bridge'``; for draws, the softmax averaged over them (``predictive=
+    None``) or, with ``moment_match=True``, a predictive applied to the
+    Gaussian fitted to the draws' logits.
+    """
+
+    def _validate_training_data(self, X, y):
+        """Validated ``X`` and the class indices as one float column ``(N, 1)``; sets ``classes_``."""
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        check_classification_targets(y)
+        self.classes_, index = np.unique(y, return_inverse=True)
+        if len(self.classes_) < 2:
+            raise ValueError(
+                f"{type(self).__name__} needs samples of at least 2 classes in the data, "
+                f"but the data contain only one class: {self.classes_[0]!r}."
+            )
+        return X, index.reshape(-1, 1).astype(np.float64)
+
+    def _n_outputs(self, Y):
+        return len(self.classes_)
+
+    def _likelihood(self, Y):
+        return CategoricalLikelihood()
+
+    def _fit_map(self, X, Y, train=True):
+        """The MAP (or initial) weights ``(K,)`` of the categorical likelihood."""
+        return super()._fit_map(X, Y, self._likelihood(Y), train)[0]
+
+    def _check_predictive(self, gaussian):
+        """Fail at fit when ``predictive`` needs a Gaussian over the logits that the family lacks."""
+        if gaussian or self.predictive is None or getattr(self, "moment_match", False):
+            return
+        raise ValueError(
+            f"predictive={self.predictive!r} needs a Gaussian over the logits, and "
+            f"{type(self).__name__} predicts from weight draws. Set moment_match=True to fit a "
+            "Gaussian to the draws' logits, or predictive=None to average the softmax over the draws."
+        )
+
+    # -------------------------------------------------------------- predict
+    def _logits(self, X):
+        """Distribution of the logits at ``X``: the network over ``n_samples``
+        weight draws (the same draws at every call)."""
+        theta = self.posterior_.sample(self.n_samples, self._generator(self._sample_seed))
+        return nonlinear_pushforward(self._model, theta, X)
+
+    def _class_probabilities(self, X):
+        logits = self._logits(X)
+        generator = self._generator(self._sample_seed)
+        if isinstance(logits, GaussianPredictive):
+            factor = logits.factor
+            return predictive_probabilities(
+                self.predictive, logits.mean, factor @ factor.mT, generator=generator, n_samples=MC_BRIDGE_SAMPLES
+            )
+        if self.predictive is None:
+            return torch.softmax(logits.samples, dim=-1).mean(0)
+        centred = logits.samples - logits.mean
+        covariance = torch.einsum("snc,snd->ncd", centred, centred) / max(len(centred) - 1, 1)
+        return predictive_probabilities(
+            self.predictive, logits.mean, covariance, generator=generator, n_samples=MC_BRIDGE_SAMPLES
+        )
+
+    def predict_proba(self, X):
+        """Predictive class probabilities.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+            Columns in the order of ``classes_``; rows sum to one.
+        """
+        X = self._validated_inputs(X)
+        with torch.no_grad():
+            probabilities = self._class_probabilities(X)
+        probabilities = self._to_numpy(probabilities)
+        return probabilities / probabilities.sum(axis=1, keepdims=True)
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+        """
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+    def predict(self, X):
+        """The most probable class under the predictive.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,)
+        """
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
+
+
+#: Constraint of ``predictive`` for families with a Gaussian over the logits.
+GAUSSIAN_PREDICTIVES = [StrOptions(set(PREDICTIVES))]
+#: Constraint of ``predictive`` for families with weight draws (None: average the softmax).
+SAMPLE_PREDICTIVES = [None, StrOptions(set(PREDICTIVES))]

@@ -1,0 +1,180 @@
+"""MCMCClassifier: posterior draws of a softmax network's weights from batched chains."""
+
+import torch
+
+from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
+from .._core.distributions import GaussianPrior
+from .._core.posterior import SamplePosterior
+from .._core.pushforward import nonlinear_pushforward
+from ._mcmc import MCMCMixin
+
+
+def classification_log_posterior(model, X, y, prior_std):
+    """``log p(theta | D)`` up to a constant, batched over rows, for a categorical likelihood.
+
+    ``y`` holds the class indices ``(N,)``. The returned function carries
+    ``value_and_grad``: the density and its gradient ``J^T (onehot(y) -
+    softmax(f)) - theta / prior_std**2`` from the model's vector-Jacobian
+    product, without an autograd graph.
+    """
+    prior = GaussianPrior(prior_std)
+    index = y.long()[:, None]
+
+    def log_density(rows):
+        log_probabilities = torch.log_softmax(model(rows, X), dim=-1)
+        return log_probabilities.gather(-1, index.expand(len(rows), -1, 1)).sum((-1, -2)) + prior.log_prob(rows)
+
+    def value_and_grad(rows):
+        with torch.no_grad():
+            logits, vjp = model.forward_and_vjp(rows, X)
+            log_probabilities = torch.log_softmax(logits, dim=-1)
+            one_hot = torch.zeros_like(logits).scatter_(-1, index.expand(len(rows), -1, 1), 1.0)
+            value = (log_probabilities * one_hot).sum((-1, -2)) + prior.log_prob(rows)
+            gradient = vjp(one_hot - log_probabilities.exp()) - rows / prior_std**2
+            return value, gradient
+
+    log_density.value_and_grad = value_and_grad
+    return log_density
+
+
+class MCMCClassifier(MCMCMixin, BaseBayesianClassifier):
+    """Neural-network classifier with weight-posterior draws from Markov chains.
+
+    :class:`MCMCRegressor`'s samplers, adaptation and diagnostics with a
+    categorical (softmax) likelihood. Predictions average the softmax over
+    every kept draw, or apply an analytic predictive to the Gaussian fitted to
+    the draws' logits (``moment_match=True``).
+
+    Parameters
+    ----------
+    hidden_layer_sizes, activation, module, prior_std, sampler, n_samples, n_burnin, thin, \\
+n_chains, step_size, n_leapfrog, target_acceptance, adapt_step_size, gamma, adapt_start, \\
+adapt_every, init, lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, \\
+n_jobs, random_state, verbose
+        As for :class:`MCMCRegressor`.
+    predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \\
+'mean_field_2'}, default=None
+        None averages the softmax over the draws; the others need ``moment_match=True``.
+    moment_match : bool, default=False
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    posterior_ : SamplePosterior
+        The kept draws, ``(n_chains * n_samples, K)``.
+    chains_ : ndarray of shape (n_chains, n_samples, K)
+    acceptance_rate_, rhat_, ess_, n_divergent_, step_size_
+        As for :class:`MCMCRegressor`.
+    net_ : skorch.NeuralNet or None
+        The MAP net of ``init='map'``.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn_quinn import MCMCClassifier
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = MCMCClassifier(hidden_layer_sizes=(8,), n_samples=50, n_burnin=50, n_leapfrog=5,
+    ...                      max_epochs=100, random_state=0).fit(X, y)
+    >>> clf.chains_.shape
+    (4, 50, 67)
+    >>> clf.predict_proba(X[:2]).shape
+    (2, 3)
+    """
+
+    _parameter_constraints: dict = {
+        **BaseBayesianClassifier._parameter_constraints,
+        **MCMCMixin._mcmc_constraints,
+        "predictive": SAMPLE_PREDICTIVES,
+        "moment_match": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        hidden_layer_sizes=(50,),
+        activation="relu",
+        *,
+        module=None,
+        prior_std=1.0,
+        sampler="hmc",
+        n_samples=500,
+        n_burnin=500,
+        thin=1,
+        n_chains=4,
+        step_size=0.01,
+        n_leapfrog=10,
+        target_acceptance=None,
+        adapt_step_size=True,
+        gamma=1.0,
+        adapt_start=100,
+        adapt_every=10,
+        init="map",
+        predictive=None,
+        moment_match=False,
+        lr=0.01,
+        lr_schedule="cosine",
+        max_epochs=1000,
+        batch_size="auto",
+        optimizer=torch.optim.Adam,
+        callbacks=None,
+        dtype="float64",
+        device="cpu",
+        n_jobs=None,
+        random_state=None,
+        verbose=0,
+    ):
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.activation = activation
+        self.module = module
+        self.prior_std = prior_std
+        self.sampler = sampler
+        self.n_samples = n_samples
+        self.n_burnin = n_burnin
+        self.thin = thin
+        self.n_chains = n_chains
+        self.step_size = step_size
+        self.n_leapfrog = n_leapfrog
+        self.target_acceptance = target_acceptance
+        self.adapt_step_size = adapt_step_size
+        self.gamma = gamma
+        self.adapt_start = adapt_start
+        self.adapt_every = adapt_every
+        self.init = init
+        self.predictive = predictive
+        self.moment_match = moment_match
+        self.lr = lr
+        self.lr_schedule = lr_schedule
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.callbacks = callbacks
+        self.dtype = dtype
+        self.device = device
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def fit(self, X, y):
+        """Run the chains.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self : MCMCClassifier
+        """
+        X, Y = self._begin_fit(X, y)
+        self._check_predictive(gaussian=False)
+        theta = self._fit_map(X, Y, train=self.init == "map")
+        log_density = classification_log_posterior(
+            self._model, self._tensor(X), self._tensor(Y[:, 0]), self.prior_std
+        )
+        self.posterior_ = SamplePosterior(self._sample_chains(log_density, self._starting_points(theta)))
+        return self
+
+    def _logits(self, X):
+        """The network over every kept draw."""
+        return nonlinear_pushforward(self._model, self.posterior_.samples, X)

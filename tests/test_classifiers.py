@@ -1,0 +1,176 @@
+"""The classifiers: categorical curvature and gradients against autograd, accuracy and NLL
+against the MAP network on bundled data, predictive options and bad input."""
+
+import numpy as np
+import pytest
+import torch
+from sklearn.datasets import load_breast_cancer, load_iris
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+from torch.func import grad, hessian
+
+from sklearn_quinn import (
+    BBBClassifier,
+    DeepEnsembleClassifier,
+    LaplaceClassifier,
+    MCMCClassifier,
+    RMSClassifier,
+    SWAGClassifier,
+)
+from sklearn_quinn._core.curvature import curvature
+from sklearn_quinn._core.likelihoods import CategoricalLikelihood
+from sklearn_quinn._core.network import FunctionalModel, build_mlp
+from sklearn_quinn.metrics import categorical_nll
+from sklearn_quinn.mcmc._classifier import classification_log_posterior
+
+CLASSIFIERS = {
+    "laplace": lambda **p: LaplaceClassifier(prior_precision="marglik", **p),
+    "deep_ensemble": DeepEnsembleClassifier,
+    "rms": RMSClassifier,
+    "swag": SWAGClassifier,
+    "bbb": BBBClassifier,
+    "mcmc": lambda **p: MCMCClassifier(n_samples=200, n_burnin=200, n_leapfrog=10, **p),
+}
+
+
+@pytest.fixture
+def softmax_problem():
+    torch.manual_seed(0)
+    model = FunctionalModel(build_mlp(3, 4, (5,), "tanh").double())
+    X = torch.randn(12, 3, dtype=torch.float64)
+    Y = torch.randint(0, 4, (12, 1)).double()
+    return model, model.flatten(), X, Y
+
+
+def _cross_entropy(model, X, Y):
+    return lambda theta: torch.nn.functional.cross_entropy(model.single(theta, X), Y[:, 0].long(), reduction="sum")
+
+
+def test_categorical_hessian_and_ggn(softmax_problem):
+    """The Hessian is autograd's; the GGN is sum_n J_n^T (diag p - p p^T) J_n."""
+    model, theta, X, Y = softmax_problem
+    likelihood = CategoricalLikelihood()
+    expected = hessian(_cross_entropy(model, X, Y))(theta)
+    torch.testing.assert_close(curvature(model, theta, X, Y, likelihood, "hessian", "full"), expected)
+    jac = model.jacobian(theta, X)
+    p = torch.softmax(model.single(theta, X), dim=-1)
+    output_hessian = torch.diag_embed(p) - p.unsqueeze(-1) * p.unsqueeze(-2)
+    expected = torch.einsum("nck,ncd,ndl->kl", jac, output_hessian, jac)
+    torch.testing.assert_close(curvature(model, theta, X, Y, likelihood, "ggn", "full"), expected)
+
+
+def test_categorical_empirical_fisher(softmax_problem):
+    model, theta, X, Y = softmax_problem
+    gradients = torch.stack([grad(_cross_entropy(model, X[i : i + 1], Y[i : i + 1]))(theta) for i in range(len(X))])
+    ef = curvature(model, theta, X, Y, CategoricalLikelihood(), "ef", "full")
+    torch.testing.assert_close(ef, gradients.T @ gradients)
+
+
+def test_linear_softmax_ggn_is_the_hessian():
+    """For a linear model the logits are linear in the weights: GGN = Hessian."""
+    torch.manual_seed(1)
+    model = FunctionalModel(build_mlp(3, 3, ()).double())
+    X, Y = torch.randn(30, 3, dtype=torch.float64), torch.randint(0, 3, (30, 1)).double()
+    theta = model.flatten()
+    ggn = curvature(model, theta, X, Y, CategoricalLikelihood(), "ggn", "full")
+    torch.testing.assert_close(ggn, curvature(model, theta, X, Y, CategoricalLikelihood(), "hessian", "full"))
+
+
+def test_hand_written_classification_gradient(softmax_problem):
+    model, _, X, Y = softmax_problem
+    log_density = classification_log_posterior(model, X, Y[:, 0], prior_std=0.7)
+    rows = 0.3 * torch.randn(3, model.n_params, dtype=torch.float64)
+    value, gradient = log_density.value_and_grad(rows)
+    leaf = rows.clone().requires_grad_(True)
+    expected = log_density(leaf)
+    (expected_gradient,) = torch.autograd.grad(expected.sum(), leaf)
+    torch.testing.assert_close(value, expected.detach())
+    torch.testing.assert_close(gradient, expected_gradient)
+
+
+def _split(loader):
+    X, y = loader(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+    scaler = StandardScaler().fit(X_train)
+    return scaler.transform(X_train), scaler.transform(X_test), y_train, y_test
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("loader", [load_iris, load_breast_cancer], ids=["iris", "breast_cancer"])
+@pytest.mark.parametrize("name", sorted(CLASSIFIERS))
+def test_beats_the_map_network(loader, name):
+    """Accuracy above 0.9, and a test NLL below the MAP network's (the same
+    backbone, prior and training, softmax of the MAP weights)."""
+    X_train, X_test, y_train, y_test = _split(loader)
+    settings = dict(hidden_layer_sizes=(50,), max_epochs=500, random_state=0)
+    clf = CLASSIFIERS[name](**settings).fit(X_train, y_train)
+    map_net = LaplaceClassifier(**settings).fit(X_train, y_train)
+    with torch.no_grad():
+        logits = map_net._model.single(map_net.posterior_.mean, torch.as_tensor(X_test))
+    map_nll = categorical_nll(y_test, torch.softmax(logits, -1).numpy(), labels=map_net.classes_)
+    proba = clf.predict_proba(X_test)
+    assert np.mean(clf.classes_[proba.argmax(1)] == y_test) > 0.9
+    assert categorical_nll(y_test, proba, labels=clf.classes_) < map_nll
+
+
+# Largest |p - p_mc_bridge| allowed on iris's test points, where this network's
+# logit variances are large (median 6, up to 18); the Laplace bridge is known to
+# be less confident than the Gaussian integral there. Moderate variances are
+# tested against 100k-draw integrals in test_predictives.py.
+PREDICTIVE_BANDS = {"mc_bridge": 0.0, "laplace_bridge": 0.3, "mean_field_0": 0.2, "mean_field_1": 0.2,
+                    "mean_field_2": 0.2}
+
+
+@pytest.mark.parametrize("predictive", sorted(PREDICTIVE_BANDS))
+def test_laplace_predictives(predictive):
+    X_train, X_test, y_train, _ = _split(load_iris)
+    clf = LaplaceClassifier(hidden_layer_sizes=(16,), max_epochs=200, predictive=predictive, random_state=0)
+    proba = clf.fit(X_train, y_train).predict_proba(X_test)
+    np.testing.assert_allclose(proba.sum(1), 1.0)
+    reference = clf.set_params(predictive="mc_bridge").predict_proba(X_test)  # same posterior
+    assert np.abs(proba - reference).max() <= PREDICTIVE_BANDS[predictive]
+
+
+def test_moment_matching_on_draws():
+    X_train, X_test, y_train, _ = _split(load_iris)
+    clf = DeepEnsembleClassifier(hidden_layer_sizes=(16,), max_epochs=100, random_state=0)
+    averaged = clf.fit(X_train, y_train).predict_proba(X_test)
+    matched = clf.set_params(predictive="mean_field_1", moment_match=True).predict_proba(X_test)
+    np.testing.assert_allclose(matched.sum(1), 1.0)
+    assert np.abs(matched - averaged).max() < 0.2
+
+
+def test_string_labels_and_log_proba():
+    X_train, X_test, y_train, _ = _split(load_iris)
+    names = np.array(["setosa", "versicolor", "virginica"])
+    clf = DeepEnsembleClassifier(hidden_layer_sizes=(8,), max_epochs=50, n_estimators=2, random_state=0)
+    clf.fit(X_train, names[y_train])
+    assert set(clf.predict(X_test)) <= set(names)
+    np.testing.assert_allclose(np.exp(clf.predict_log_proba(X_test)), clf.predict_proba(X_test))
+
+
+def test_marglik_maximises_the_evidence():
+    X_train, _, y_train, _ = _split(load_iris)
+    clf = LaplaceClassifier(hidden_layer_sizes=(8,), max_epochs=100, prior_precision="marglik", random_state=0)
+    clf.fit(X_train, y_train)
+    best = clf.log_marginal_likelihood()
+    for factor in (0.8, 1.25):
+        assert clf.log_marginal_likelihood(clf.prior_precision_ * factor) < best
+
+
+@pytest.mark.parametrize(
+    "estimator, y, message",
+    [
+        (DeepEnsembleClassifier(), np.zeros(20), "at least 2 classes"),
+        (LaplaceClassifier(), np.r_[np.zeros(10), np.ones(9), np.nan], "NaN"),
+        (LaplaceClassifier(predictive="probit"), np.arange(20) % 2, "predictive"),
+        (RMSClassifier(predictive="laplace_bridge"), np.arange(20) % 2, "moment_match=True"),
+        (MCMCClassifier(predictive="mean_field_0"), np.arange(20) % 2, "needs a Gaussian over the logits"),
+        (LaplaceClassifier(pushforward="nonlinear", predictive="laplace_bridge"), np.arange(20) % 2,
+         "pushforward='linear'"),
+    ],
+)
+def test_bad_input(estimator, y, message):
+    X = np.random.RandomState(0).randn(20, 3)
+    with pytest.raises(ValueError, match=message):
+        estimator.set_params(max_epochs=5).fit(X, y)
