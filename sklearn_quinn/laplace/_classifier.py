@@ -71,7 +71,7 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
     >>> from sklearn.datasets import load_iris
     >>> from sklearn_quinn import LaplaceClassifier
     >>> X, y = load_iris(return_X_y=True)
-    >>> clf = LaplaceClassifier(hidden_layer_sizes=(16,), max_epochs=100, predictive="laplace_bridge",
+    >>> clf = LaplaceClassifier(hidden_layer_sizes=(16,), max_epochs=100, predictive="mean_field_2",
     ...                         prior_precision="marglik", random_state=0).fit(X, y)
     >>> clf.predict_proba(X[:2]).shape
     (2, 3)
