@@ -76,11 +76,9 @@ class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
                 self.predictive, logits.mean, factor @ factor.mT, generator=generator, n_samples=MC_BRIDGE_SAMPLES
             )
         if self.predictive is None:
-            return torch.softmax(logits.samples, dim=-1).mean(0)
-        centred = logits.samples - logits.mean
-        covariance = torch.einsum("snc,snd->ncd", centred, centred) / max(len(centred) - 1, 1)
+            return logits.average(torch.softmax(logits.samples, dim=-1))
         return predictive_probabilities(
-            self.predictive, logits.mean, covariance, generator=generator, n_samples=MC_BRIDGE_SAMPLES
+            self.predictive, logits.mean, logits.output_covariance(), generator=generator, n_samples=MC_BRIDGE_SAMPLES
         )
 
     def predict_proba(self, X):

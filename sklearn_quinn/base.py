@@ -210,6 +210,11 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         theta, likelihood = super()._fit_map(X, Y, self._likelihood(Y), train)
         return theta, likelihood.noise_std.reshape(-1).expand(Y.shape[1])
 
+    def _log_y_scale_total(self, n_rows):
+        """``n_rows * sum(log scale)``: a density of ``y`` is that of the
+        standardised target divided by the scale of each of its values."""
+        return n_rows * float(np.log(self._y_scale).sum())
+
     def _fixed_noise(self):
         """The fixed ``noise_std`` in network units, or None when it is estimated."""
         return None if self.noise_std is None else self.noise_std / self._y_scale
@@ -314,8 +319,6 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         return array[..., 0] if array.ndim == 3 else array[:, 0]
 
 
-
-
 class WeightDrawsMixin:
     """Predictions from a finite set of weight vectors, each with its own noise.
 
@@ -325,18 +328,19 @@ class WeightDrawsMixin:
     each with its own noise std (the exact predictive mixture).
     """
 
-    def _keep_draws(self, theta, noise_std):
-        """Keep weight rows ``(S, K)`` and their noise std ``(S, O)`` (network units)."""
-        self.posterior_ = SamplePosterior(theta)
+    def _keep_draws(self, theta, noise_std, weights=None):
+        """Keep weight rows ``(S, K)``, their noise std ``(S, O)`` (network
+        units) and their weights ``(S,)`` (None: equal)."""
+        self.posterior_ = SamplePosterior(theta, weights)
         self._draw_noise = noise_std
-        self._set_noise(noise_std.square().mean(0).sqrt())
+        self._set_noise((self.posterior_.weights @ noise_std.square()).sqrt())
 
     def _predictive(self, X, posterior=None):
-        """The network over every kept row."""
+        """The network over every kept row, weighted."""
         posterior = self.posterior_ if posterior is None else posterior
-        return nonlinear_pushforward(self._model, posterior.samples, X)
+        return nonlinear_pushforward(self._model, posterior.samples, X, posterior.weights)
 
     def _sample_outputs(self, X, n_samples, generator):
-        rows = self.posterior_.samples
-        index = torch.randint(len(rows), (n_samples,), generator=generator, device=rows.device)
-        return self._model(rows[index], X), self._draw_noise[index].unsqueeze(1)
+        weights = self.posterior_.weights
+        index = torch.multinomial(weights, n_samples, replacement=True, generator=generator)
+        return self._model(self.posterior_.samples[index], X), self._draw_noise[index].unsqueeze(1)

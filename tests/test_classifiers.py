@@ -21,7 +21,7 @@ from sklearn_quinn._core.curvature import curvature
 from sklearn_quinn._core.likelihoods import CategoricalLikelihood
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 from sklearn_quinn.metrics import accuracy, categorical_nll
-from sklearn_quinn.mcmc._classifier import classification_log_posterior
+from sklearn_quinn._core.log_densities import classification_log_posterior
 
 CLASSIFIERS = {
     "laplace": lambda **p: LaplaceClassifier(prior_precision="marglik", **p),

@@ -135,7 +135,7 @@ def test_hand_written_gradient_equals_autograd(noise, activation):
     import torch
 
     from sklearn_quinn._core.network import FunctionalModel, build_mlp
-    from sklearn_quinn.mcmc._mcmc import regression_log_posterior
+    from sklearn_quinn._core.log_densities import regression_log_posterior
 
     torch.manual_seed(0)
     model = FunctionalModel(build_mlp(3, 2, (6,), activation).double())

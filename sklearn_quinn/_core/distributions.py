@@ -52,6 +52,10 @@ class GaussianPrior:
             - 0.5 * n_params * math.log(2 * math.pi)
         )
 
+    def value_and_grad(self, theta):
+        """:meth:`log_prob` and its gradient ``-theta / std**2``."""
+        return self.log_prob(theta), -theta / self.std**2
+
     def sample(self, n, n_params, generator=None, dtype=torch.float64, device="cpu"):
         """Draw ``n`` weight vectors, shape ``(n, K)``."""
         z = torch.randn(n, n_params, generator=generator, dtype=dtype, device=device)

@@ -46,28 +46,45 @@ class GaussianPredictive:
 
 
 class SampledPredictive:
-    """The empirical distribution of output draws ``samples`` of shape ``(S, N, O)``."""
+    """The empirical distribution of output draws ``samples`` of shape ``(S, N, O)``,
+    equally weighted or with normalised ``weights`` ``(S,)`` (SMC particles).
 
-    def __init__(self, samples):
+    Variances and covariances are the unbiased weighted estimates, divided by
+    ``1 - sum(w**2)`` (``(S - 1) / S`` for equal weights); zero when one draw
+    carries all the weight.
+    """
+
+    def __init__(self, samples, weights=None):
         self.samples = samples
+        if weights is None:
+            weights = torch.full(samples.shape[:1], 1.0 / samples.shape[0], dtype=samples.dtype, device=samples.device)
+        self.weights = weights
+
+    def average(self, values):
+        """The weighted average of ``values (S, ...)`` over the draws."""
+        return torch.tensordot(self.weights, values, dims=1)
 
     @property
     def mean(self):
-        return self.samples.mean(0)
+        return self.average(self.samples)
+
+    def _unbiased(self, scatter):
+        effective = 1.0 - self.weights.square().sum()
+        return torch.zeros_like(scatter) if effective <= 1e-12 else scatter / effective
 
     @property
     def variance(self):
-        if self.samples.shape[0] < 2:
-            return torch.zeros_like(self.samples[0])
-        return self.samples.var(0, correction=1)
+        return self._unbiased(self.average((self.samples - self.mean).square()))
 
     def covariance(self):
-        """Sample covariance across points for each output, shape ``(O, N, N)``."""
-        if self.samples.shape[0] < 2:
-            n_points, n_outputs = self.samples.shape[1:]
-            return self.samples.new_zeros(n_outputs, n_points, n_points)
+        """Covariance across points for each output, shape ``(O, N, N)``."""
         centred = (self.samples - self.mean).permute(2, 1, 0)
-        return centred @ centred.mT / (self.samples.shape[0] - 1)
+        return self._unbiased((centred * self.weights) @ centred.mT)
+
+    def output_covariance(self):
+        """Covariance across outputs at each point, shape ``(N, O, O)``."""
+        centred = self.samples - self.mean
+        return self._unbiased(torch.einsum("s,snc,snd->ncd", self.weights, centred, centred))
 
 
 def linear_pushforward(model, posterior, X):
@@ -82,6 +99,6 @@ def linear_pushforward(model, posterior, X):
     return GaussianPredictive(mean, factor)
 
 
-def nonlinear_pushforward(model, theta, X):
-    """The network's outputs for weight draws ``theta (S, K)``."""
-    return SampledPredictive(model(theta, X))
+def nonlinear_pushforward(model, theta, X, weights=None):
+    """The network's outputs for weight draws ``theta (S, K)``, optionally weighted."""
+    return SampledPredictive(model(theta, X), weights)

@@ -3,7 +3,6 @@
 import warnings
 from numbers import Integral, Real
 
-import numpy as np
 import torch
 from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -237,7 +236,7 @@ class LaplaceRegressor(BaseBayesianRegressor):
                 X, Y, test_size=self.validation_fraction, random_state=self._split_seed
             )
             held_out = X_val, Y_val * self._y_scale + self._y_mean
-        self._log_y_scale_total = len(X) * float(np.log(self._y_scale).sum())
+        self._log_y_scale = self._log_y_scale_total(len(X))
         theta, noise_std = self._fit_map(X, Y)
         self._laplace = LaplaceApproximation(
             self._model,
@@ -293,7 +292,7 @@ class LaplaceRegressor(BaseBayesianRegressor):
         delta = self.prior_precision_ if prior_precision is None else prior_precision
         value = self._laplace.log_marginal_likelihood(delta, self._noise_scale)
         # y = mean + scale * y_standardised: the density of y carries 1 / scale per value.
-        return float(value) - self._log_y_scale_total
+        return float(value) - self._log_y_scale
 
     def _predictive(self, X, posterior=None):
         if self.pushforward == "linear":

@@ -3,38 +3,10 @@
 import torch
 
 from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
-from .._core.distributions import GaussianPrior
+from .._core.log_densities import classification_log_posterior
 from .._core.posterior import SamplePosterior
 from .._core.pushforward import nonlinear_pushforward
 from ._mcmc import MCMCMixin
-
-
-def classification_log_posterior(model, X, y, prior_std):
-    """``log p(theta | D)`` up to a constant, batched over rows, for a categorical likelihood.
-
-    ``y`` holds the class indices ``(N,)``. The returned function carries
-    ``value_and_grad``: the density and its gradient ``J^T (onehot(y) -
-    softmax(f)) - theta / prior_std**2`` from the model's vector-Jacobian
-    product, without an autograd graph.
-    """
-    prior = GaussianPrior(prior_std)
-    index = y.long()[:, None]
-
-    def log_density(rows):
-        log_probabilities = torch.log_softmax(model(rows, X), dim=-1)
-        return log_probabilities.gather(-1, index.expand(len(rows), -1, 1)).sum((-1, -2)) + prior.log_prob(rows)
-
-    def value_and_grad(rows):
-        with torch.no_grad():
-            logits, vjp = model.forward_and_vjp(rows, X)
-            log_probabilities = torch.log_softmax(logits, dim=-1)
-            one_hot = torch.zeros_like(logits).scatter_(-1, index.expand(len(rows), -1, 1), 1.0)
-            value = (log_probabilities * one_hot).sum((-1, -2)) + prior.log_prob(rows)
-            gradient = vjp(one_hot - log_probabilities.exp()) - rows / prior_std**2
-            return value, gradient
-
-    log_density.value_and_grad = value_and_grad
-    return log_density
 
 
 class MCMCClassifier(MCMCMixin, BaseBayesianClassifier):

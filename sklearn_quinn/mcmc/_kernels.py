@@ -44,7 +44,7 @@ class Info(NamedTuple):
     is_divergent: torch.Tensor
 
 
-def _metropolis(generator, log_ratio, proposal, state):
+def metropolis_accept(generator, log_ratio, proposal, state):
     """Accept each chain's proposal with probability ``min(1, exp(log_ratio))``.
 
     ``proposal`` is ``state`` with some fields replaced; those fields take the
@@ -99,25 +99,66 @@ def hmc(log_density, n_leapfrog, step_jitter=0.2):
         return HMCState(position, value, gradient, step_size, inverse_mass.expand_as(position).clone())
 
     def step(generator, state):
-        position, value, gradient, step_size, inverse_mass = state
-        uniform = torch.rand(step_size.shape, generator=generator, dtype=step_size.dtype, device=step_size.device)
-        epsilon = (step_size * (1 + step_jitter * (2 * uniform - 1))).unsqueeze(-1)
-        momentum = torch.randn(
-            position.shape, generator=generator, dtype=position.dtype, device=position.device
-        ) / inverse_mass.sqrt()
-        energy = -value + 0.5 * (momentum.square() * inverse_mass).sum(-1)
-
-        momentum = momentum + 0.5 * epsilon * gradient
-        for leapfrog in range(n_leapfrog):
-            position = position + epsilon * inverse_mass * momentum
-            value, gradient = value_and_grad(log_density, position)
-            momentum = momentum + (0.5 if leapfrog == n_leapfrog - 1 else 1.0) * epsilon * gradient
-        new_energy = -value + 0.5 * (momentum.square() * inverse_mass).sum(-1)
-
-        proposal = state._replace(position=position, log_density=value, gradient=gradient)
-        return _metropolis(generator, energy - new_energy, proposal, state)
+        uniform = torch.rand(
+            state.step_size.shape, generator=generator, dtype=state.step_size.dtype, device=state.step_size.device
+        )
+        epsilon = state.step_size * (1 + step_jitter * (2 * uniform - 1))
+        proposal, log_ratio = hmc_proposal(log_density, generator, state, epsilon, n_leapfrog)
+        return metropolis_accept(generator, log_ratio, proposal, state)
 
     return init, step
+
+
+def hmc_proposal(log_density, generator, state, epsilon, n_leapfrog):
+    """One leapfrog trajectory from each row of an :class:`HMCState`.
+
+    Draws momenta ``p ~ N(0, M)`` and integrates with step sizes ``epsilon``
+    ``(C,)`` for ``n_leapfrog`` steps: an int, or a ``(C,)`` integer tensor of
+    per-row trajectory lengths.
+
+    Returns
+    -------
+    proposal : HMCState
+        The trajectories' end points.
+    log_ratio : tensor of shape (C,)
+        ``H(w, p) - H(w', p')``, the log acceptance ratio.
+    """
+    position, value, gradient, _, inverse_mass = state
+    momentum = torch.randn(
+        position.shape, generator=generator, dtype=position.dtype, device=position.device
+    ) / inverse_mass.sqrt()
+    energy = -value + 0.5 * (momentum.square() * inverse_mass).sum(-1)
+    position, momentum, value, gradient = leapfrog(
+        log_density, position, momentum, gradient, epsilon.unsqueeze(-1), inverse_mass, n_leapfrog
+    )
+    new_energy = -value + 0.5 * (momentum.square() * inverse_mass).sum(-1)
+    return state._replace(position=position, log_density=value, gradient=gradient), energy - new_energy
+
+
+def leapfrog(log_density, position, momentum, gradient, epsilon, inverse_mass, n_steps):
+    """``n_steps`` leapfrog steps of size ``epsilon`` from ``(position, momentum)``.
+
+    ``n_steps`` is an int, or a ``(C,)`` integer tensor: each row then stops
+    after its own number of steps (the batch runs to the longest; a stopped
+    row's position no longer moves, so its density is simply re-evaluated).
+
+    Returns
+    -------
+    position, momentum, log_density, gradient : tensors at the end points
+    """
+    per_row = torch.is_tensor(n_steps)
+    momentum = momentum + 0.5 * epsilon * gradient
+    for step in range(int(n_steps.max()) if per_row else n_steps):
+        # The step size of the drift and of the kick: the last kick is a half step.
+        if per_row:
+            drift = epsilon * (step < n_steps).unsqueeze(-1)
+            kick = drift * torch.where(step == n_steps - 1, 0.5, 1.0).unsqueeze(-1)
+        else:
+            drift, kick = epsilon, (0.5 if step == n_steps - 1 else 1.0) * epsilon
+        position = position + drift * inverse_mass * momentum
+        value, gradient = value_and_grad(log_density, position)
+        momentum = momentum + kick * gradient
+    return position, momentum, value, gradient
 
 
 # ---------------------------------------------------------------------- MALA
@@ -163,7 +204,7 @@ def mala(log_density):
             - log_proposal(proposed, position, gradient, epsilon)
         )
         proposal = state._replace(position=proposed, log_density=new_value, gradient=new_gradient)
-        return _metropolis(generator, log_ratio, proposal, state)
+        return metropolis_accept(generator, log_ratio, proposal, state)
 
     return init, step
 
@@ -211,7 +252,7 @@ def adaptive_metropolis(log_density, gamma=1.0, adapt_start=100, adapt_every=10,
         with torch.no_grad():
             new_value = log_density(proposed)
         proposal = state._replace(position=proposed, log_density=new_value)
-        state, info = _metropolis(generator, new_value - value, proposal, state)
+        state, info = metropolis_accept(generator, new_value - value, proposal, state)
 
         # Welford update of the history's mean and scatter with the new draw.
         count = count + 1

@@ -1,6 +1,5 @@
 """MCMCRegressor: posterior draws of the weights from batched chains."""
 
-import math
 from numbers import Integral, Real
 
 import numpy as np
@@ -8,70 +7,11 @@ import torch
 from joblib import Parallel, delayed
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._core.distributions import GaussianPrior, gaussian_log_likelihood
+from .._core.distributions import GaussianPrior
+from .._core.log_densities import regression_log_posterior
 from ..base import BaseBayesianRegressor, WeightDrawsMixin
 from ._diagnostics import effective_sample_size, split_rhat
 from ._sampling import SAMPLERS, run_chains
-
-#: Prior of the log noise std when it is sampled (network units, where the
-#: standardised target has std 1): N(0, 1).
-LOG_NOISE_PRIOR_STD = 1.0
-
-
-def regression_log_posterior(model, X, Y, prior_std, noise_std=None):
-    """``log p(theta | D)`` up to a constant, batched over rows, for a Gaussian likelihood.
-
-    With ``noise_std=None`` the last column of each row is ``log noise_std``,
-    with a ``N(0, LOG_NOISE_PRIOR_STD**2)`` prior; otherwise the noise is fixed.
-    The returned function carries ``value_and_grad``: the density and its
-    gradient from the model's vector-Jacobian product (hand-written for the
-    default MLP), without an autograd graph.
-    """
-    prior = GaussianPrior(prior_std)
-    n_params = model.n_params
-
-    def split(rows):
-        theta = rows[:, :n_params]
-        if noise_std is None:
-            log_noise = rows[:, n_params]
-            return theta, log_noise.exp()[:, None, None], log_noise
-        return theta, noise_std, None
-
-    def log_density(rows):
-        theta, noise, log_noise = split(rows)
-        log_likelihood = gaussian_log_likelihood(model(theta, X), Y, noise).sum(-1)
-        return log_likelihood + prior.log_prob(theta) + _log_noise_prior(log_noise)
-
-    n_points = Y.shape[0]
-    # Terms of the log density that do not depend on the row, precomputed.
-    constant = float(prior.log_prob(Y.new_zeros(1, n_params))) - Y.numel() * _HALF_LOG_2PI
-    if noise_std is not None:
-        constant -= n_points * float(torch.log(torch.as_tensor(noise_std, dtype=Y.dtype)).sum())
-
-    def value_and_grad(rows):
-        with torch.no_grad():
-            theta, noise, log_noise = split(rows)
-            outputs, vjp = model.forward_and_vjp(theta, X)
-            scaled = (Y - outputs) / noise
-            squares = scaled.square()
-            value = constant - 0.5 * squares.sum((-1, -2)) - 0.5 * theta.square().sum(-1) / prior_std**2
-            gradient = vjp(scaled / noise) - theta / prior_std**2
-            if log_noise is None:
-                return value, gradient
-            value = value - Y.numel() * log_noise + _log_noise_prior(log_noise)
-            # d/d log(noise) of the likelihood: sum(z^2 - 1); of the prior: -log_noise / s^2.
-            d_log_noise = squares.sum((-1, -2)) - Y.numel() - log_noise / LOG_NOISE_PRIOR_STD**2
-            return value, torch.cat([gradient, d_log_noise[:, None]], dim=1)
-
-    log_density.value_and_grad = value_and_grad
-    return log_density
-
-
-_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
-
-
-def _log_noise_prior(log_noise):
-    return 0.0 if log_noise is None else -0.5 * (log_noise / LOG_NOISE_PRIOR_STD).square()
 
 
 class MCMCMixin:
