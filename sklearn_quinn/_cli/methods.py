@@ -1,0 +1,71 @@
+"""The registry of methods the command line knows: one line per family.
+
+Each entry names the family's regressor and classifier and the settings
+``compare`` uses by default: the package's defaults with a smaller budget
+(fewer epochs, chains and draws), so that comparing every method on a table of
+a few hundred rows takes a minute or two on a laptop. The UCI benchmark uses
+the package's defaults unchanged.
+"""
+
+from typing import NamedTuple
+
+from ..ensemble import DeepEnsembleClassifier, DeepEnsembleRegressor, RMSClassifier, RMSRegressor
+from ..laplace import LaplaceClassifier, LaplaceRegressor
+from ..mcmc import MCMCClassifier, MCMCRegressor
+from ..swag import SWAGClassifier, SWAGRegressor
+from ..variational import BBBClassifier, BBBRegressor
+
+
+class Method(NamedTuple):
+    """A family as the command line sees it."""
+
+    label: str
+    regressor: type
+    classifier: type
+    quick: dict  # compare's default settings (a smaller budget than the package's defaults)
+
+
+METHODS = {
+    "laplace": Method("Laplace", LaplaceRegressor, LaplaceClassifier, {"max_epochs": 300}),
+    "mcmc": Method("MCMC (HMC)", MCMCRegressor, MCMCClassifier,
+                   {"max_epochs": 300, "n_burnin": 200, "n_samples": 200}),
+    "de": Method("Deep ensemble", DeepEnsembleRegressor, DeepEnsembleClassifier, {"max_epochs": 300}),
+    "rms": Method("RMS", RMSRegressor, RMSClassifier, {"max_epochs": 300}),
+    "swag": Method("SWAG", SWAGRegressor, SWAGClassifier, {"max_epochs": 300, "swag_epochs": 50}),
+    "bbb": Method("BBB", BBBRegressor, BBBClassifier, {"max_epochs": 300}),
+}
+
+
+def check_methods(names):
+    """``names``, or a ValueError naming the unknown ones and the known ones."""
+    unknown = [name for name in names if name not in METHODS]
+    if unknown:
+        raise ValueError(f"unknown method {', '.join(map(repr, unknown))}; expected some of {', '.join(METHODS)}")
+    return list(names)
+
+
+def make_estimator(name, classification, *, quick, max_epochs=None, random_state=0, **params):
+    """A fresh estimator of method ``name``.
+
+    Parameters
+    ----------
+    name : str
+        Key of ``METHODS``.
+    classification : bool
+        The classifier of the family, else its regressor.
+    quick : bool
+        Start from the method's quick settings (``compare``), else from the
+        package's defaults (the benchmark).
+    max_epochs : int, default=None
+        Overrides the training epochs (the MAP, the members, BBB's ELBO), for
+        smoke runs; None keeps the settings.
+    random_state : int, default=0
+    **params
+        Further estimator parameters (``hidden_layer_sizes``, ...).
+    """
+    method = METHODS[name]
+    settings = dict(method.quick) if quick else {}
+    if max_epochs is not None:
+        settings["max_epochs"] = max_epochs
+    estimator = method.classifier() if classification else method.regressor()
+    return estimator.set_params(**settings, random_state=random_state, **params)

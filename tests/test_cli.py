@@ -1,0 +1,115 @@
+"""The ``sklearn-quinn`` command line, run in-process through ``main(argv)``.
+
+Fits use ``--max-epochs 5``: these tests check the plumbing (tables, files,
+errors, resuming), not the quality of the fits.
+"""
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sklearn_quinn._cli.main import main
+
+SHARED_UCI = Path(__file__).resolve().parents[2] / "shared" / "data" / "uci"
+TINY = ["--methods", "laplace", "de", "--max-epochs", "5", "--threads", "1"]
+
+
+def read_csv(path):
+    with open(path, newline="") as file:
+        return list(csv.DictReader(file))
+
+
+def test_compare_bundled_regression(tmp_path, capsys):
+    assert main(["compare", "diabetes", *TINY, "--out", str(tmp_path)]) == 0
+    rows = read_csv(tmp_path / "results.csv")
+    assert [row["method"] for row in rows] == ["laplace", "de"]
+    assert list(rows[0]) == ["method", "RMSE", "NLL", "CRPS", "95% coverage", "fit s"]
+    assert all(np.isfinite(float(value)) for row in rows for key, value in row.items() if key != "method")
+    assert (tmp_path / "results.md").read_text().startswith("| method | RMSE |")
+    assert (tmp_path / "laplace.png").stat().st_size > 0 and (tmp_path / "de.png").stat().st_size > 0
+    assert "| laplace |" in capsys.readouterr().out
+
+
+def test_compare_bundled_classification(tmp_path):
+    assert main(["compare", "iris", *TINY, "--out", str(tmp_path)]) == 0
+    rows = read_csv(tmp_path / "results.csv")
+    assert list(rows[0]) == ["method", "accuracy", "NLL", "ECE", "fit s"]
+    assert all(0 <= float(row["accuracy"]) <= 1 for row in rows)
+    assert (tmp_path / "laplace.png").is_file()
+
+
+@pytest.mark.parametrize("target, column", [("price", "RMSE"), ("colour", "accuracy")])
+def test_compare_csv(tmp_path, target, column):
+    rng = np.random.RandomState(0)
+    X = rng.randn(60, 2)
+    y = 2 * X[:, 0] - X[:, 1] + 0.1 * rng.randn(60) if target == "price" else np.where(X[:, 0] > 0, "red", "blue")
+    path = tmp_path / "table.csv"
+    with open(path, "w", newline="") as file:
+        csv.writer(file).writerows([["a", "b", target], *([a, b, t] for (a, b), t in zip(X, y))])
+    out = tmp_path / "report"
+    assert main(["compare", str(path), "--target", target, *TINY, "--out", str(out)]) == 0
+    assert column in read_csv(out / "results.csv")[0]
+
+
+def _write(tmp_path, text):
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    return str(path)
+
+
+BAD_INPUT = {
+    "missing file": (lambda tmp: ["compare", str(tmp / "absent.csv"), "--target", "y"],
+                     "neither a file nor a bundled data set"),
+    "no target": (lambda tmp: ["compare", _write(tmp, "a,y\n1,2\n")], "--target COLUMN is required"),
+    "unknown column": (lambda tmp: ["compare", _write(tmp, "a,y\n1,2\n"), "--target", "z"], "no column 'z'"),
+    "text feature": (lambda tmp: ["compare", _write(tmp, "a,y\nx,2\n"), "--target", "y"],
+                     "non-numeric feature column(s) 'a'"),
+    "NaN target": (lambda tmp: ["compare", _write(tmp, "a,y\n1,2\n2,nan\n"), "--target", "y"], "missing values"),
+    "empty target": (lambda tmp: ["compare", _write(tmp, "a,y\n1,2\n2,\n"), "--target", "y"], "missing values"),
+    "unknown method": (lambda tmp: ["compare", "--methods", "laplace", "gp"], "unknown method 'gp'"),
+    "bad test size": (lambda tmp: ["compare", "--test-size", "1.5"], "--test-size must be in (0, 1)"),
+    "no data dir": (lambda tmp: ["benchmark", "uci"], "pass --data-dir DIR or set SKLEARN_QUINN_UCI_DIR"),
+    "unknown data set": (lambda tmp: ["benchmark", "uci", "--data-dir", str(tmp), "--datasets", "titanic"],
+                         "unknown UCI data set 'titanic'"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_INPUT)
+def test_bad_input_is_one_line(case, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("SKLEARN_QUINN_UCI_DIR", raising=False)
+    argv, message = BAD_INPUT[case]
+    assert main(argv(tmp_path) + ["--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("sklearn-quinn: error: ")
+    assert message in err and "Traceback" not in err
+    assert not (tmp_path / "out" / "results.csv").exists()
+
+
+@pytest.mark.skipif(not (SHARED_UCI / "yacht" / "data.txt").is_file(), reason="UCI data not present")
+def test_benchmark_uci_resumes(tmp_path, capsys):
+    argv = ["benchmark", "uci", "--data-dir", str(SHARED_UCI), "--datasets", "yacht", "--methods", "laplace",
+            "--splits", "2", "--max-epochs", "5", "--threads", "1", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    first = capsys.readouterr()
+    files = sorted(tmp_path.glob("yacht/laplace/split_*.json"))
+    assert [path.name for path in files] == ["split_00.json", "split_01.json"]
+    result = json.loads(files[0].read_text())
+    assert result["dataset"] == "yacht" and result["split"] == 0 and np.isfinite(result["ll"])
+    assert "2 split(s) fitted, 0 skipped" in first.out
+    assert "| yacht | Laplace | 2 |" in (tmp_path / "results.md").read_text()
+
+    stamps = [path.stat().st_mtime_ns for path in files]
+    assert main(argv) == 0
+    assert "0 split(s) fitted, 2 skipped" in capsys.readouterr().out
+    assert [path.stat().st_mtime_ns for path in files] == stamps
+
+
+def test_python_m_help():
+    result = subprocess.run([sys.executable, "-m", "sklearn_quinn", "--help"], capture_output=True, text=True,
+                            check=False)
+    assert result.returncode == 0 and "compare" in result.stdout and "benchmark" in result.stdout
