@@ -116,6 +116,7 @@ def main(argv=None):
         print("sklearn-quinn: interrupted", file=sys.stderr)
         return 130
     except (ValueError, OSError) as error:
-        print(f"sklearn-quinn: error: {error}", file=sys.stderr)
+        message = " ".join(str(error).splitlines())  # one line, whatever raised it
+        print(f"sklearn-quinn: error: {message}", file=sys.stderr)
         return 1
     return 0
