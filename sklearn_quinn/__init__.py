@@ -3,6 +3,7 @@
 from .ensemble import DeepEnsembleClassifier, DeepEnsembleRegressor, RMSClassifier, RMSRegressor
 from .laplace import LaplaceClassifier, LaplaceRegressor
 from .mcmc import MCMCClassifier, MCMCRegressor
+from .smc import SMCClassifier, SMCRegressor
 from .swag import SWAGClassifier, SWAGRegressor
 from .variational import BBBClassifier, BBBRegressor
 
@@ -19,6 +20,8 @@ __all__ = [
     "MCMCRegressor",
     "RMSClassifier",
     "RMSRegressor",
+    "SMCClassifier",
+    "SMCRegressor",
     "SWAGClassifier",
     "SWAGRegressor",
 ]

@@ -128,6 +128,14 @@ class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
         return self.classes_[np.argmax(proba, axis=1)]
 
 
+class DrawsClassifierMixin:
+    """For families whose posterior is a set of rows (chain draws, members,
+    particles): the logits are the network over every row, with its weight."""
+
+    def _logits(self, X):
+        return nonlinear_pushforward(self._model, self.posterior_.samples, X, self.posterior_.weights)
+
+
 #: Constraint of ``predictive`` for families with a Gaussian over the logits.
 GAUSSIAN_PREDICTIVES = [StrOptions(set(PREDICTIVES))]
 #: Constraint of ``predictive`` for families with weight draws (None: average the softmax).

@@ -13,11 +13,16 @@ from sklearn_quinn import (
     MCMCRegressor,
     RMSClassifier,
     RMSRegressor,
+    SMCClassifier,
+    SMCRegressor,
     SWAGClassifier,
     SWAGRegressor,
 )
 
+from sklearn_quinn.model_selection import EvidenceSearch
+
 FAST = dict(hidden_layer_sizes=(16,), lr=0.01, max_epochs=60, random_state=0)
+SMC_FAST = dict(hidden_layer_sizes=(8,), n_particles=20, n_mcmc_steps=1, n_leapfrog=5, random_state=0)
 
 ESTIMATORS = [
     LaplaceRegressor(**FAST),
@@ -37,6 +42,12 @@ ESTIMATORS = [
     SWAGClassifier(**FAST, swag_epochs=10, max_rank=4, n_samples=20),
     BBBClassifier(**FAST, n_samples=20),
     MCMCClassifier(**FAST, n_samples=20, n_burnin=20, n_leapfrog=3, n_chains=2),
+    SMCRegressor(**SMC_FAST),
+    SMCRegressor(**SMC_FAST, prior="logistic", noise_std=0.5),
+    SMCClassifier(**SMC_FAST),
+    SMCClassifier(**SMC_FAST, prior="logistic", predictive="mean_field_1", moment_match=True),
+    EvidenceSearch(LaplaceRegressor(**FAST), {"prior_std": [0.5, 1.0]}),
+    EvidenceSearch(SMCClassifier(**SMC_FAST), {"hidden_layer_sizes": [(2,), (4,)]}),
 ]
 
 

@@ -2,10 +2,9 @@
 
 import torch
 
-from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
+from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier, DrawsClassifierMixin
 from .._core.likelihoods import CategoricalLikelihood
 from .._core.posterior import SamplePosterior
-from .._core.pushforward import nonlinear_pushforward
 from ._ensemble import EnsembleMixin
 
 _PARAMETERS_DOC = """
@@ -34,7 +33,7 @@ lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, n_jobs
 """
 
 
-class BaseEnsembleClassifier(EnsembleMixin, BaseBayesianClassifier):
+class BaseEnsembleClassifier(EnsembleMixin, DrawsClassifierMixin, BaseBayesianClassifier):
     """Shared fit of the ensemble classifiers."""
 
     _parameter_constraints: dict = {
@@ -109,8 +108,6 @@ class BaseEnsembleClassifier(EnsembleMixin, BaseBayesianClassifier):
     def _member_likelihood(self, Y, n_members):
         return CategoricalLikelihood()
 
-    def _logits(self, X):
-        return nonlinear_pushforward(self._model, self.posterior_.samples, X)
 
 
 class DeepEnsembleClassifier(BaseEnsembleClassifier):

@@ -2,14 +2,13 @@
 
 import torch
 
-from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
+from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier, DrawsClassifierMixin
 from .._core.log_densities import classification_log_posterior
 from .._core.posterior import SamplePosterior
-from .._core.pushforward import nonlinear_pushforward
 from ._mcmc import MCMCMixin
 
 
-class MCMCClassifier(MCMCMixin, BaseBayesianClassifier):
+class MCMCClassifier(MCMCMixin, DrawsClassifierMixin, BaseBayesianClassifier):
     """Neural-network classifier with weight-posterior draws from Markov chains.
 
     :class:`MCMCRegressor`'s samplers, adaptation and diagnostics with a
@@ -146,7 +145,3 @@ n_jobs, random_state, verbose
         )
         self.posterior_ = SamplePosterior(self._sample_chains(log_density, self._starting_points(theta)))
         return self
-
-    def _logits(self, X):
-        """The network over every kept draw."""
-        return nonlinear_pushforward(self._model, self.posterior_.samples, X)

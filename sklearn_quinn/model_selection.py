@@ -1,0 +1,225 @@
+"""Model selection and averaging by the model evidence."""
+
+from numbers import Integral
+
+import numpy as np
+from joblib import Parallel, delayed
+from scipy.special import logsumexp
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
+from sklearn.metrics import accuracy_score, r2_score
+from sklearn.model_selection import ParameterGrid
+from sklearn.pipeline import Pipeline
+from sklearn.utils import get_tags
+from sklearn.utils._available_if import available_if
+from sklearn.utils._param_validation import HasMethods
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+
+def log_evidence(estimator):
+    """The log evidence ``log p(y | X)`` of a fitted estimator (or of a
+    pipeline's final step): ``log_evidence_`` (SMC) or
+    ``log_marginal_likelihood()`` (Laplace)."""
+    final = estimator[-1] if isinstance(estimator, Pipeline) else estimator
+    if hasattr(final, "log_evidence_"):
+        return float(final.log_evidence_)
+    if hasattr(final, "log_marginal_likelihood"):
+        return float(final.log_marginal_likelihood())
+    raise ValueError(
+        "EvidenceSearch needs an estimator with a model evidence: log_evidence_ (SMCRegressor, "
+        f"SMCClassifier) or log_marginal_likelihood() (LaplaceRegressor, LaplaceClassifier); got {type(final).__name__}."
+    )
+
+
+class EvidenceSearch(MetaEstimatorMixin, BaseEstimator):
+    """Rank candidate models by their evidence and average them by it.
+
+    Each candidate of ``param_grid`` is fitted on all the data (no
+    cross-validation split: the evidence ``p(y | X, M)`` already penalises
+    complexity) and scored by its log evidence. With equal prior
+    probabilities the posterior probability of candidate ``m`` is
+    ``p(M_m | y) = p(y | M_m) / sum_k p(y | M_k)``. Predictions are the
+    Bayesian model average: the mixture of the candidates' predictive
+    distributions with those probabilities.
+
+    Parameters
+    ----------
+    estimator : estimator or Pipeline
+        Fits a model evidence: an SMC or Laplace estimator, or a pipeline
+        ending in one.
+    param_grid : dict or list of dicts
+        Candidates, as for :class:`~sklearn.model_selection.GridSearchCV`.
+    n_jobs : int, default=None
+        Candidates fitted in parallel through joblib.
+    verbose : int, default=0
+        joblib's verbosity while fitting the candidates.
+
+    Attributes
+    ----------
+    results_ : dict of ndarrays
+        Per candidate: ``'params'``, ``'param_<name>'``, ``'log_evidence'``,
+        ``'probability'`` (posterior model probability) and ``'rank'`` (1 =
+        highest evidence); ``pandas.DataFrame(results_)`` tabulates it.
+    estimators_ : list of estimators
+        Every fitted candidate, in the order of ``results_``.
+    best_index_ : int
+    best_params_ : dict
+    best_estimator_ : estimator
+        The candidate with the highest evidence.
+    classes_ : ndarray of shape (n_classes,)
+        Classifiers only.
+
+    See Also
+    --------
+    sklearn_quinn.SMCClassifier, sklearn_quinn.SMCRegressor, sklearn_quinn.LaplaceRegressor
+
+    References
+    ----------
+    D. J. C. MacKay, "Bayesian interpolation", Neural Computation 4(3), 1992.
+    J. A. Hoeting, D. Madigan, A. E. Raftery and C. T. Volinsky, "Bayesian
+    model averaging: a tutorial", Statistical Science 14(4), 1999.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_quinn import LaplaceRegressor
+    >>> from sklearn_quinn.model_selection import EvidenceSearch
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-2, 2, size=(60, 1))
+    >>> y = np.sin(2 * X[:, 0]) + 0.1 * rng.randn(60)
+    >>> search = EvidenceSearch(LaplaceRegressor(max_epochs=200, random_state=0),
+    ...                         {"hidden_layer_sizes": [(1,), (20,)]}).fit(X, y)
+    >>> search.best_params_
+    {'hidden_layer_sizes': (20,)}
+    >>> mean, std = search.predict(X[:2], return_std=True)
+    >>> mean.shape
+    (2,)
+    """
+
+    _parameter_constraints: dict = {
+        "estimator": [HasMethods(["fit"])],
+        "param_grid": [dict, list],
+        "n_jobs": [None, Integral],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(self, estimator, param_grid, *, n_jobs=None, verbose=0):
+        self.estimator = estimator
+        self.param_grid = param_grid
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        inner = get_tags(self.estimator)
+        tags.estimator_type = inner.estimator_type
+        tags.classifier_tags = inner.classifier_tags
+        tags.regressor_tags = inner.regressor_tags
+        tags.target_tags.multi_output = inner.target_tags.multi_output
+        tags.input_tags.pairwise = inner.input_tags.pairwise
+        return tags
+
+    def fit(self, X, y):
+        """Fit every candidate on ``(X, y)`` and weigh it by its evidence.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+
+        Returns
+        -------
+        self : EvidenceSearch
+        """
+        self._validate_params()
+        candidates = list(ParameterGrid(self.param_grid))
+        self.estimators_ = Parallel(n_jobs=self.n_jobs, verbose=self.verbose)(
+            delayed(_fit_candidate)(clone(self.estimator), params, X, y) for params in candidates
+        )
+        evidence = np.array([log_evidence(estimator) for estimator in self.estimators_])
+        probability = np.exp(evidence - logsumexp(evidence))
+        order = np.argsort(-evidence, kind="stable")
+        rank = np.empty(len(order), dtype=int)
+        rank[order] = np.arange(1, len(order) + 1)
+        self.results_ = {"params": candidates}
+        for name in sorted({name for params in candidates for name in params}):
+            self.results_[f"param_{name}"] = np.array([params.get(name) for params in candidates], dtype=object)
+        self.results_.update(log_evidence=evidence, probability=probability, rank=rank)
+        self.best_index_ = int(order[0])
+        self.best_params_ = candidates[self.best_index_]
+        self.best_estimator_ = self.estimators_[self.best_index_]
+        if is_classifier(self.best_estimator_):
+            self.classes_ = self.best_estimator_.classes_
+        self.n_features_in_ = self.best_estimator_.n_features_in_
+        if hasattr(self.best_estimator_, "feature_names_in_"):
+            self.feature_names_in_ = self.best_estimator_.feature_names_in_
+        return self
+
+    @available_if(lambda self: hasattr(self.estimator, "predict_proba"))
+    def predict_proba(self, X):
+        """Model-averaged class probabilities, ``sum_m p(M_m | y) p(y | x, M_m)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+        """
+        X = self._checked_inputs(X)
+        return sum(p * estimator.predict_proba(X) for p, estimator in self._weighted())
+
+    @available_if(lambda self: hasattr(self.estimator, "predict_proba"))
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+    def predict(self, X, return_std=False):
+        """Model-averaged prediction.
+
+        Classifiers: the most probable class under :meth:`predict_proba`.
+        Regressors: the mean of the mixture of the candidates' predictive
+        distributions and, on request, its total standard deviation
+        ``sqrt(sum_m p_m (std_m**2 + mean_m**2) - mean**2)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        return_std : bool, default=False
+            Regressors only.
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,) or (n_samples, n_targets)
+        y_std : ndarray of the same shape, only when ``return_std``
+        """
+        X = self._checked_inputs(X)
+        if is_classifier(self):
+            if return_std:
+                raise ValueError("return_std applies to regressors; use predict_proba for a classifier.")
+            return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        if not return_std:
+            return sum(p * estimator.predict(X) for p, estimator in self._weighted())
+        moments = [(p, *estimator.predict(X, return_std=True)) for p, estimator in self._weighted()]
+        mean = sum(p * m for p, m, _ in moments)
+        second = sum(p * (s**2 + m**2) for p, m, s in moments)
+        return mean, np.sqrt(np.clip(second - mean**2, 0, None))
+
+    def score(self, X, y):
+        """Accuracy (classifiers) or R² (regressors) of :meth:`predict`."""
+        metric = accuracy_score if is_classifier(self) else r2_score
+        return metric(y, self.predict(X))
+
+    def _checked_inputs(self, X):
+        """``X`` as given, after checking its width (and feature names) against the fit."""
+        check_is_fitted(self)
+        validate_data(self, X, reset=False, dtype=None, ensure_all_finite=False)
+        return X
+
+    def _weighted(self):
+        return zip(self.results_["probability"], self.estimators_)
+
+
+def _fit_candidate(estimator, params, X, y):
+    return estimator.set_params(**params).fit(X, y)

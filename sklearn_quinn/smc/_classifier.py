@@ -1,0 +1,118 @@
+"""SMCClassifier: weighted particles of a softmax network from adaptive annealed SMC."""
+
+from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier, DrawsClassifierMixin
+from .._core.log_densities import ClassificationLogLikelihood
+from .._core.posterior import SamplePosterior
+from ._smc import SMCMixin
+
+
+class SMCClassifier(SMCMixin, DrawsClassifierMixin, BaseBayesianClassifier):
+    """Neural-network classifier from adaptive annealed SMC, with the model evidence.
+
+    :class:`SMCRegressor`'s sampler with a categorical (softmax) likelihood.
+    Predictions average the softmax over the weighted particles, or apply an
+    analytic predictive to the Gaussian fitted to their logits
+    (``moment_match=True``). ``log_evidence_`` estimates ``log p(y | X)``.
+
+    Parameters
+    ----------
+    hidden_layer_sizes, activation, module, prior_std, prior, n_particles, target_ess, \\
+resample_threshold, n_mcmc_steps, step_size, n_leapfrog, dtype, device, random_state, verbose
+        As for :class:`SMCRegressor`.
+    predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \\
+'mean_field_2'}, default=None
+        None averages the softmax over the particles; the others need ``moment_match=True``.
+    moment_match : bool, default=False
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    posterior_ : SamplePosterior
+        The weighted particles.
+    particles_, weights_, log_evidence_, lambdas_, ess_history_, acceptance_history_, n_stages_, \\
+step_size_, n_leapfrog_
+        As for :class:`SMCRegressor`.
+
+    See Also
+    --------
+    SMCRegressor, sklearn_quinn.model_selection.EvidenceSearch
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn_quinn import SMCClassifier
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = SMCClassifier(hidden_layer_sizes=(3,), n_particles=50, n_leapfrog=10,
+    ...                     random_state=0).fit(X, y)
+    >>> clf.predict_proba(X[:2]).shape
+    (2, 3)
+    >>> bool(clf.log_evidence_ < 0)
+    True
+    """
+
+    _parameter_constraints: dict = {
+        **BaseBayesianClassifier._parameter_constraints,
+        **SMCMixin._smc_constraints,
+        "predictive": SAMPLE_PREDICTIVES,
+        "moment_match": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        hidden_layer_sizes=(50,),
+        activation="relu",
+        *,
+        module=None,
+        prior_std=1.0,
+        prior="gaussian",
+        n_particles=200,
+        target_ess=0.5,
+        resample_threshold=0.5,
+        n_mcmc_steps=5,
+        step_size=0.1,
+        n_leapfrog=50,
+        predictive=None,
+        moment_match=False,
+        dtype="float64",
+        device="cpu",
+        random_state=None,
+        verbose=0,
+    ):
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.activation = activation
+        self.module = module
+        self.prior_std = prior_std
+        self.prior = prior
+        self.n_particles = n_particles
+        self.target_ess = target_ess
+        self.resample_threshold = resample_threshold
+        self.n_mcmc_steps = n_mcmc_steps
+        self.step_size = step_size
+        self.n_leapfrog = n_leapfrog
+        self.predictive = predictive
+        self.moment_match = moment_match
+        self.dtype = dtype
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def fit(self, X, y):
+        """Anneal the particles from the prior to the posterior.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self : SMCClassifier
+        """
+        X, Y = self._begin_fit(X, y)
+        self._check_predictive(gaussian=False)
+        self._fit_map(X, Y, train=False)
+        log_likelihood = ClassificationLogLikelihood(self._model, self._tensor(X), self._tensor(Y[:, 0]))
+        particles, weights, self.log_evidence_ = self._anneal(log_likelihood, self._row_prior())
+        self.posterior_ = SamplePosterior(particles, weights)
+        return self
