@@ -263,7 +263,7 @@ class RMSRegressor(BaseEnsembleRegressor):
     __doc__ = (
         """Randomized MAP sampling: each member is the MAP of a randomly perturbed posterior.
 
-    Member ``j`` minimises the anchored negative log posterior of the notes,
+    Member ``j`` minimises the anchored negative log posterior of the notes::
 
         sum over its rows of ||y_i + noise * eps_ij - f(w_j, x_i)||^2 / (2 noise^2)
             + |D_j| / N * ||w_j - w0_j||^2 / (2 prior_std^2),

@@ -116,7 +116,7 @@ class LaplaceRegressor(BaseBayesianRegressor):
         :func:`~sklearn_quinn.calibration.calibrate`).
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit, when X has string column names.
 
     See Also
