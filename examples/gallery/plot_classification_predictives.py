@@ -88,7 +88,9 @@ print(
 # -----------------------
 # Far from the data the weight uncertainty pulls every predictive towards 1/2;
 # how far, and how smoothly, is where they differ.
-fig, axes = plt.subplots(2, 3, figsize=(13, 7), sharex=True, sharey=True)
+fig, axes = plt.subplots(
+    2, 3, figsize=(13, 7), sharex=True, sharey=True, layout="constrained"
+)
 for ax, (name, p) in zip(axes.ravel(), probabilities.items()):
     contour = ax.contourf(xx, yy, p.reshape(xx.shape), levels=np.linspace(0, 1, 11), cmap="RdBu_r")
     ax.scatter(*X_train.T, c=y_train, cmap="RdBu_r", edgecolors="k", s=15)
