@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_quinn import SWAGRegressor
 from sklearn_quinn.swag._engine import SWAGMoments
@@ -81,6 +82,22 @@ def test_stiff_data_does_not_diverge():
     y = X @ np.array([1.0, -2.0, 0.5]) + 0.001 * rng.randn(200)
     reg = small(noise_std=0.001, swag_epochs=20).fit(X, y)
     assert np.isfinite(reg.predict(X, return_std=True)).all()
+
+
+def test_diverged_sgd_phase_is_rerun_at_a_tenth_of_the_rate(wave_data):
+    """On this data SGD diverges above lr_swag ~ 1 (measured: 10, 100 and 1000 all end at 1.0)."""
+    X, y = wave_data
+    with pytest.warns(ConvergenceWarning, match="diverged at lr_swag=100.0"):
+        reg = small(lr_swag=100.0).fit(X, y)
+    assert reg.lr_swag_ == pytest.approx(1.0)
+    assert np.isfinite(reg.predict(X, return_std=True)).all()
+    assert small().fit(X, y).lr_swag_ == 0.05  # the default rate needs no cut
+
+
+def test_sgd_phase_diverging_at_every_rate_raises(wave_data):
+    X, y = wave_data
+    with pytest.raises(FloatingPointError, match="diverged at every rate"):
+        small(lr_swag=1e6).fit(X, y)
 
 
 @pytest.mark.parametrize(

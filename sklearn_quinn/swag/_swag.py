@@ -1,9 +1,11 @@
 """SWAGRegressor and SWAGClassifier: a Gaussian from the moments of the SGD trajectory after the MAP."""
 
 import copy
+import warnings
 from numbers import Integral, Real
 
 import torch
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.likelihoods import GaussianLikelihood
@@ -12,6 +14,8 @@ from .._map import fit_map
 from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from ..base import BaseBayesianRegressor
 from ._engine import CollectSnapshots, SWAGMoments
+
+_MAX_RATE_CUTS = 3  # tenfold cuts of lr_swag after a diverged SGD phase
 
 
 class SWAGMixin:
@@ -34,9 +38,30 @@ class SWAGMixin:
                 "collects fewer than the 2 snapshots SWAG needs."
             )
 
-    def _collect_trajectory(self, X, Y, likelihood, lr):
-        """Run SGD at rate ``lr`` from a copy of the MAP net; set ``posterior_``
-        and ``n_snapshots_`` from the snapshots (``net_`` stays the MAP)."""
+    def _collect_trajectory(self, X, Y, likelihood, rate_unit=1.0):
+        """Run SGD at rate ``lr_swag * rate_unit`` from a copy of the MAP net; set ``posterior_``,
+        ``n_snapshots_`` and ``lr_swag_`` from the snapshots (``net_`` stays the MAP).
+
+        A trajectory that leaves the finite numbers is run again at a tenth
+        of the rate, up to ``_MAX_RATE_CUTS`` times, with a ConvergenceWarning.
+        """
+        for cut in range(_MAX_RATE_CUTS + 1):
+            lr_swag = self.lr_swag / 10**cut
+            moments = self._run_sgd(X, Y, likelihood, lr_swag * rate_unit)
+            if torch.isfinite(moments.mean).all() and torch.isfinite(moments.sq_mean).all():
+                break
+        else:
+            raise FloatingPointError(f"the SGD phase diverged at every rate from lr_swag={self.lr_swag} "
+                                     f"down to {lr_swag:g}; check the data's scale")
+        if cut:
+            warnings.warn(f"the SGD phase diverged at lr_swag={self.lr_swag}; the snapshots were collected at "
+                          f"lr_swag={lr_swag:g} (lr_swag_)", ConvergenceWarning, stacklevel=3)
+        self.lr_swag_ = lr_swag
+        self.posterior_ = moments.posterior(self.cov_type)
+        self.n_snapshots_ = moments.n_snapshots
+
+    def _run_sgd(self, X, Y, likelihood, lr):
+        """The moments of ``swag_epochs`` of constant-rate SGD from a copy of the MAP module."""
         module = copy.deepcopy(self.net_.module_)
         moments = SWAGMoments(self.max_rank)
         collect = CollectSnapshots(moments, FunctionalModel(module).flatten, self.collect_every)
@@ -57,8 +82,7 @@ class SWAGMixin:
                 seed=self._split_seed,
                 verbose=self.verbose,
             )
-        self.posterior_ = moments.posterior(self.cov_type)
-        self.n_snapshots_ = moments.n_snapshots
+        return moments
 
 
 class SWAGRegressor(SWAGMixin, BaseBayesianRegressor):
@@ -109,6 +133,10 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         Mean, diagonal std and (low rank) factor of the SWAG Gaussian.
     n_snapshots_ : int
         Snapshots collected.
+    lr_swag_ : float
+        The rate the snapshots were collected at: ``lr_swag``, or a tenth of
+        it (up to three times) when SGD diverged at the higher rate, with a
+        ConvergenceWarning.
     noise_std_ : float or ndarray of shape (n_targets,)
         Observation noise std (the MAP's estimate or the fixed value), units of y.
     net_ : skorch.NeuralNet
@@ -206,7 +234,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         X, Y = self._begin_fit(X, y)
         self._check_snapshots()
         _, noise_std = self._fit_map(X, Y)
-        self._collect_trajectory(X, Y, GaussianLikelihood(noise_std), self.lr_swag * float(noise_std.square().mean()))
+        self._collect_trajectory(X, Y, GaussianLikelihood(noise_std), float(noise_std.square().mean()))
         self._set_noise(noise_std)
         return self
 
@@ -236,6 +264,7 @@ dtype, device, random_state, verbose
     classes_ : ndarray of shape (n_classes,)
     posterior_ : GaussianPosterior
     n_snapshots_ : int
+    lr_swag_ : float
     net_ : skorch.NeuralNet
         The MAP net.
 
@@ -325,5 +354,5 @@ dtype, device, random_state, verbose
         self._check_snapshots()
         self._check_predictive(gaussian=False)
         self._fit_map(X, Y)
-        self._collect_trajectory(X, Y, self._likelihood(Y), self.lr_swag)
+        self._collect_trajectory(X, Y, self._likelihood(Y))
         return self
