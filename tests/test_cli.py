@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from sklearn_quinn._cli.main import main
+from sklearn_quinn._cli.methods import METHODS, make_estimator
 
 SHARED_UCI = Path(__file__).resolve().parents[2] / "shared" / "data" / "uci"
 TINY = ["--methods", "laplace", "de", "--max-epochs", "5", "--threads", "1"]
@@ -56,6 +57,14 @@ def test_compare_csv(tmp_path, target, column):
     assert column in read_csv(out / "results.csv")[0]
 
 
+@pytest.mark.parametrize("name", list(METHODS))
+def test_every_method_builds_with_the_overrides(name):
+    for classification in (False, True):
+        params = make_estimator(name, classification, quick=True, max_epochs=5, device="cuda", random_state=3).get_params()
+        assert params["device"] == "cuda" and params["random_state"] == 3
+        assert params.get("max_epochs", 5) == 5  # SMC trains no network and has no epochs
+
+
 def _write(tmp_path, text):
     path = tmp_path / "bad.csv"
     path.write_text(text)
@@ -93,7 +102,7 @@ def test_bad_input_is_one_line(case, tmp_path, capsys, monkeypatch):
 @pytest.mark.skipif(not (SHARED_UCI / "yacht" / "data.txt").is_file(), reason="UCI data not present")
 def test_benchmark_uci_resumes(tmp_path, capsys):
     argv = ["benchmark", "uci", "--data-dir", str(SHARED_UCI), "--datasets", "yacht", "--methods", "laplace",
-            "--splits", "2", "--max-epochs", "5", "--threads", "1", "--out", str(tmp_path)]
+            "--splits", "2", "--max-epochs", "5", "--threads", "1", "--n-jobs", "2", "--out", str(tmp_path)]
     assert main(argv) == 0
     first = capsys.readouterr()
     files = sorted(tmp_path.glob("yacht/laplace/split_*.json"))

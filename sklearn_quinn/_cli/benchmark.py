@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from joblib import Parallel, delayed
 
 from ..datasets import UCI_DATASETS, load_uci_reference, uci_n_splits
 from .methods import METHODS, check_methods, make_estimator
@@ -44,8 +45,13 @@ def split_path(out, name, method, split):
     return Path(out) / name / method / f"split_{split:02d}.json"
 
 
-def run_benchmark(data_dir, datasets, methods, n_splits, out, *, max_epochs=None, log=sys.stderr):
+def run_benchmark(data_dir, datasets, methods, n_splits, out, *, max_epochs=None, device="cpu", n_jobs=1,
+                  log=sys.stderr):
     """Fit every unfinished (data set, method, split), write its JSON, then ``out/results.md``.
+
+    Every estimator fits on the torch ``device``. ``n_jobs`` splits run at
+    once in separate processes (joblib), each with the calling process's
+    number of torch threads; a line per finished split goes to ``log`` as it ends.
 
     Returns
     -------
@@ -60,32 +66,38 @@ def run_benchmark(data_dir, datasets, methods, n_splits, out, *, max_epochs=None
         raise ValueError(f"unknown UCI data set {', '.join(map(repr, unknown))}; "
                          f"expected some of {', '.join(UCI_DATASETS)}")
     check_methods(methods)
-    fitted = skipped = 0
+    tasks, skipped = [], 0
     for name in datasets:
         splits = range(min(n_splits, uci_n_splits(data_dir, name)))
         for method in methods:
-            estimator = make_estimator(method, False, quick=False, max_epochs=max_epochs,
+            estimator = make_estimator(method, False, quick=False, max_epochs=max_epochs, device=device,
                                        hidden_layer_sizes=(n_hidden(data_dir, name),))
             for split in splits:
-                path = split_path(out, name, method, split)
-                if path.is_file():
+                if split_path(out, name, method, split).is_file():
                     skipped += 1
-                    continue
-                result = run_split(estimator, data_dir, name, split)
-                del result["estimator"]
-                result.update(dataset=name, method=method, split=split, max_epochs=estimator.max_epochs,
-                              threads=torch.get_num_threads(),
-                              finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-                path.parent.mkdir(parents=True, exist_ok=True)
-                partial = path.with_suffix(".tmp")
-                partial.write_text(json.dumps(result, indent=1))
-                partial.replace(path)  # atomic: a split file is complete or absent
-                fitted += 1
-                print(f"{name} {method} split {split}: RMSE {result['rmse']:.3f}  LL {result['ll']:.3f}  "
-                      f"{result['seconds']:.1f} s", file=log, flush=True)
+                else:
+                    tasks.append(delayed(_fit_split)(estimator, data_dir, name, method, split, out,
+                                                     torch.get_num_threads()))
+    for line in Parallel(n_jobs=n_jobs, return_as="generator_unordered")(tasks):
+        print(line, file=log, flush=True)
     table = markdown_table(read_results(out), data_dir)
     (Path(out) / "results.md").write_text(table)
-    return table, fitted, skipped
+    return table, len(tasks), skipped
+
+
+def _fit_split(estimator, data_dir, name, method, split, out, threads):
+    """Fit one split, write its JSON atomically (complete or absent) and return a line saying how it went."""
+    torch.set_num_threads(threads)
+    result = run_split(estimator, data_dir, name, split)
+    del result["estimator"]
+    result.update(dataset=name, method=method, split=split, max_epochs=estimator.get_params().get("max_epochs"),
+                  threads=threads, finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    path = split_path(out, name, method, split)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".tmp")
+    partial.write_text(json.dumps(result, indent=1))
+    partial.replace(path)
+    return f"{name} {method} split {split}: RMSE {result['rmse']:.3f}  LL {result['ll']:.3f}  {result['seconds']:.1f} s"
 
 
 def read_results(out):
@@ -101,6 +113,12 @@ def _label(method):
     return METHODS[method].label if method in METHODS else method
 
 
+def _digits(values):
+    """Decimals that show two significant digits of the mean, at least 2 (naval's RMSE is about 0.0006)."""
+    magnitude = np.abs(np.mean(values))
+    return 2 if not np.isfinite(magnitude) or magnitude >= 0.1 else 1 - int(np.floor(np.log10(max(magnitude, 1e-12))))
+
+
 def markdown_table(results, data_dir):
     """Mean ± s.e. test RMSE and log-likelihood per (data set, method), beside the published ones."""
     reference = load_uci_reference(data_dir)
@@ -109,7 +127,7 @@ def markdown_table(results, data_dir):
     methods = {name: i for i, name in enumerate(METHODS)}
     keys = sorted(results, key=lambda key: (order.get(key[0], len(order)), methods.get(key[1], len(methods)), key))
 
-    def published_cells(metric, name):
+    def published_cells(metric, name):  # as the data README prints them, two decimals
         row = reference[metric].get(name, {})
         return " | ".join(f"{row[column][0]:.2f} ± {row[column][1]:.2f}" if column in row else "n/a"
                           for column in published)
@@ -122,9 +140,9 @@ def markdown_table(results, data_dir):
                   f"| data set | method | splits | ours | {' | '.join(published)} |",
                   "|---" * (4 + len(published)) + "|"]
         for name, method in keys:
-            runs = results[(name, method)]
-            lines.append(f"| {name} | {_label(method)} | {len(runs)} | "
-                         f"{fmt([run[key] for run in runs], 2)} | {published_cells(metric, name)} |")
+            values = [run[key] for run in results[(name, method)]]
+            lines.append(f"| {name} | {_label(method)} | {len(values)} | "
+                         f"{fmt(values, _digits(values))} | {published_cells(metric, name)} |")
         lines.append("")
     note = ("Seconds of fit and predict per split: wall, and CPU time of the process (the cost when other "
             "work shares the cores); wall seconds of all the splits.")

@@ -22,7 +22,7 @@ from .methods import METHODS, check_methods, make_estimator
 
 
 def run_compare(data, target, methods, *, task="auto", test_size=0.2, out="sklearn-quinn-report",
-                random_state=0, max_epochs=None, log=None):
+                random_state=0, max_epochs=None, device="cpu", log=None):
     """Fit and score every method; write the report to ``out``; return the table rows.
 
     Parameters
@@ -41,6 +41,8 @@ def run_compare(data, target, methods, *, task="auto", test_size=0.2, out="sklea
         Seeds the split and every estimator.
     max_epochs : int, default=None
         Overrides every method's training epochs.
+    device : str, default='cpu'
+        Torch device of every fit ('cuda', ...).
     log : file, default=None
         Where the progress bar goes (None: stderr).
 
@@ -65,7 +67,8 @@ def run_compare(data, target, methods, *, task="auto", test_size=0.2, out="sklea
     bar = tqdm(methods, desc="fitting", unit="method", file=log)
     for name in bar:
         bar.set_postfix_str(name)
-        estimator = make_estimator(name, classification, quick=True, max_epochs=max_epochs, random_state=random_state)
+        estimator = make_estimator(name, classification, quick=True, max_epochs=max_epochs, random_state=random_state,
+                                   device=device)
         model = Pipeline([("scale", StandardScaler()), ("model", estimator)])
         start = time.perf_counter()
         model.fit(X_train, y_train)

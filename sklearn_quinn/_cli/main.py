@@ -83,6 +83,8 @@ def build_parser():
                      help=f"default: all of {' '.join(METHODS)}")
     uci.add_argument("--splits", type=int, default=20, help="the first N splits of each data set (default: 20)")
     uci.add_argument("--out", default="sklearn-quinn-uci", help="results folder (default: sklearn-quinn-uci)")
+    uci.add_argument("--n-jobs", type=int, default=1, metavar="N",
+                     help="splits fitted at once, in separate processes (default: 1; -1: one per core)")
     _common(uci)
     return parser
 
@@ -92,6 +94,8 @@ def _common(parser):
                         help="override every method's training epochs (for a quick smoke run)")
     parser.add_argument("--threads", type=int, metavar="N",
                         help="torch CPU threads (default: torch's; 1 is fastest for these small networks)")
+    parser.add_argument("--device", default="cpu",
+                        help="torch device of the fits: cpu, cuda, cuda:1, ... (default: cpu)")
 
 
 def main(argv=None):
@@ -106,11 +110,13 @@ def main(argv=None):
             torch.set_num_threads(args.threads)
         if args.command == "compare":
             rows = run_compare(args.data, args.target, args.methods, task=args.task, test_size=args.test_size,
-                               out=args.out, random_state=args.random_state, max_epochs=args.max_epochs)
+                               out=args.out, random_state=args.random_state, max_epochs=args.max_epochs,
+                               device=args.device)
             print(markdown(rows) + f"\nreport written to {args.out}/ (results.csv, results.md, one PNG per method)")
         else:
             table, fitted, skipped = run_benchmark(args.data_dir, args.datasets, args.methods, args.splits,
-                                                   args.out, max_epochs=args.max_epochs)
+                                                   args.out, max_epochs=args.max_epochs, device=args.device,
+                                                   n_jobs=args.n_jobs)
             print(table + f"\n{fitted} split(s) fitted, {skipped} skipped (already in {args.out}/)")
     except KeyboardInterrupt:
         print("sklearn-quinn: interrupted", file=sys.stderr)

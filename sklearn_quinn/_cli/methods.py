@@ -12,6 +12,7 @@ from typing import NamedTuple
 from ..ensemble import DeepEnsembleClassifier, DeepEnsembleRegressor, RMSClassifier, RMSRegressor
 from ..laplace import LaplaceClassifier, LaplaceRegressor
 from ..mcmc import MCMCClassifier, MCMCRegressor
+from ..smc import SMCClassifier, SMCRegressor
 from ..swag import SWAGClassifier, SWAGRegressor
 from ..variational import BBBClassifier, BBBRegressor
 
@@ -33,6 +34,7 @@ METHODS = {
     "rms": Method("RMS", RMSRegressor, RMSClassifier, {"max_epochs": 300}),
     "swag": Method("SWAG", SWAGRegressor, SWAGClassifier, {"max_epochs": 300, "swag_epochs": 50}),
     "bbb": Method("BBB", BBBRegressor, BBBClassifier, {"max_epochs": 300}),
+    "smc": Method("SMC", SMCRegressor, SMCClassifier, {"n_particles": 100, "n_leapfrog": 10}),
 }
 
 
@@ -58,14 +60,15 @@ def make_estimator(name, classification, *, quick, max_epochs=None, random_state
         package's defaults (the benchmark).
     max_epochs : int, default=None
         Overrides the training epochs (the MAP, the members, BBB's ELBO), for
-        smoke runs; None keeps the settings.
+        smoke runs; None keeps the settings. SMC trains no network and
+        ignores it.
     random_state : int, default=0
     **params
         Further estimator parameters (``hidden_layer_sizes``, ...).
     """
     method = METHODS[name]
     settings = dict(method.quick) if quick else {}
-    if max_epochs is not None:
-        settings["max_epochs"] = max_epochs
     estimator = method.classifier() if classification else method.regressor()
+    if max_epochs is not None and "max_epochs" in estimator.get_params():
+        settings["max_epochs"] = max_epochs
     return estimator.set_params(**settings, random_state=random_state, **params)
