@@ -220,7 +220,13 @@ class FunctionalModel:
                     cotangent = step.backward(cotangent, output)
                     continue
                 (start, stop, shape), bias = step
-                gradient[:, start:stop] = (cotangent.transpose(1, 2) @ inputs[index]).flatten(1)
+                layer_input = inputs[index]
+                if layer_input.dim() == 2:
+                    # The inputs X, shared by the rows: X^T @ cotangent is 2-3x faster than the
+                    # transposed product below (a long inner dimension and a small output).
+                    gradient[:, start:stop].view(n_rows, *shape).copy_((layer_input.T @ cotangent).transpose(1, 2))
+                else:
+                    gradient[:, start:stop] = (cotangent.transpose(1, 2) @ layer_input).flatten(1)
                 if bias is not None:
                     gradient[:, bias[0] : bias[1]] = cotangent.sum(1)
                 if index:
