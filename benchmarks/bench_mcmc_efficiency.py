@@ -15,6 +15,7 @@
 """
 
 import argparse
+import statistics
 import time
 from pathlib import Path
 
@@ -48,30 +49,41 @@ def log_posterior(X, Y, seed=0):
     return model, regression_log_posterior(model, X, Y, prior_std=1.0, noise_std=noise)
 
 
-def hmc_seconds(log_density, start, n_steps, n_leapfrog, step_size=1e-3):
-    """Wall seconds of ``n_steps`` HMC steps with a fixed step size (no adaptation)."""
+def hmc_run(log_density, start, n_steps, n_leapfrog, step_size=1e-3):
+    """A function running ``n_steps`` HMC steps with a fixed step size (no adaptation)."""
     generator = torch.Generator().manual_seed(0)
-    return median_seconds(
-        lambda: run_chains(log_density, start, sampler="hmc", n_samples=n_steps, n_burnin=0,
-                           step_size=step_size, n_leapfrog=n_leapfrog, adapt_step_size=False,
-                           generator=generator),
-        repeats=3,
-    )
+    return lambda: run_chains(log_density, start, sampler="hmc", n_samples=n_steps, n_burnin=0,
+                              step_size=step_size, n_leapfrog=n_leapfrog, adapt_step_size=False,
+                              generator=generator)
 
 
-def overhead(data_dir, n_steps=50, n_leapfrog=10):
+def hmc_seconds(log_density, start, n_steps, n_leapfrog):
+    """Median wall seconds of ``n_steps`` HMC steps."""
+    return median_seconds(hmc_run(log_density, start, n_steps, n_leapfrog), repeats=3)
+
+
+def overhead(data_dir, n_steps=50, n_leapfrog=10, repeats=11):
+    """Bare gradients and HMC timed alternately, ``repeats`` times each, so that a change of
+    machine load hits both sides; the ratio is the median of the per-repeat ratios."""
     X, Y = standardised(data_dir, "concrete")
     model, log_density = log_posterior(X, Y)
     print(f"## 1. Overhead: concrete ({len(X)} rows), K = {model.n_params}, {n_steps} HMC steps "
-          f"x {n_leapfrog} leapfrog\n")
+          f"x {n_leapfrog} leapfrog; {repeats} alternating repeats, medians\n")
     print("| chains | bare gradient (ms) | per gradient inside HMC (ms) | ratio (target <= 1.2) |")
     print("|---|---|---|---|")
+    n_bare, n_inside = 200, n_steps * n_leapfrog + 1
     for n_chains in (1, 4):
         start = model.flatten().repeat(n_chains, 1)
         value_and_grad(log_density, start)
-        bare = median_seconds(lambda: [value_and_grad(log_density, start) for _ in range(50)]) / 50
-        inside = hmc_seconds(log_density, start, n_steps, n_leapfrog) / (n_steps * n_leapfrog + 1)
-        print(f"| {n_chains} | {bare * 1e3:.3f} | {inside * 1e3:.3f} | {inside / bare:.2f} |")
+        run = hmc_run(log_density, start, n_steps, n_leapfrog)
+        bare, inside = [], []
+        for _ in range(repeats):
+            bare.append(median_seconds(lambda: [value_and_grad(log_density, start) for _ in range(n_bare)],
+                                       repeats=1) / n_bare)
+            inside.append(median_seconds(run, repeats=1) / n_inside)
+        ratio = statistics.median(i / b for i, b in zip(inside, bare))
+        print(f"| {n_chains} | {statistics.median(bare) * 1e3:.3f} | {statistics.median(inside) * 1e3:.3f} | "
+              f"{ratio:.2f} |")
 
 
 def batching(data_dir, n_steps=50, n_leapfrog=10):
