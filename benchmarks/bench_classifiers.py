@@ -38,6 +38,7 @@ from uci_protocol import fmt
 LOADERS = {"iris": load_iris, "wine": load_wine, "breast_cancer": load_breast_cancer, "digits": load_digits}
 CLASSIFIERS = {
     "Laplace (full GGN, marglik)": (LaplaceClassifier(prior_precision="marglik"), "mc_bridge"),
+    "Laplace (full GGN, held-out NLL grid)": (LaplaceClassifier(prior_precision="gridsearch"), "mc_bridge"),
     "DeepEnsemble (5)": (DeepEnsembleClassifier(), None),
     "RMS (5)": (RMSClassifier(), None),
     "SWAG": (SWAGClassifier(), None),

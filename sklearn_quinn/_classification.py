@@ -61,24 +61,27 @@ class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
         )
 
     # -------------------------------------------------------------- predict
-    def _logits(self, X):
+    def _logits(self, X, posterior=None):
         """Distribution of the logits at ``X``: the network over ``n_samples``
-        weight draws (the same draws at every call)."""
-        theta = self.posterior_.sample(self.n_samples, self._generator(self._sample_seed))
+        weight draws of ``posterior`` (default ``posterior_``; the same draws at every call)."""
+        posterior = self.posterior_ if posterior is None else posterior
+        theta = posterior.sample(self.n_samples, self._generator(self._sample_seed))
         return nonlinear_pushforward(self._model, theta, X)
 
-    def _class_probabilities(self, X):
-        logits = self._logits(X)
-        generator = self._generator(self._sample_seed)
+    def _class_probabilities(self, X, posterior=None):
+        logits = self._logits(X, posterior)
         if isinstance(logits, GaussianPredictive):
-            factor = logits.factor
-            return predictive_probabilities(
-                self.predictive, logits.mean, factor @ factor.mT, generator=generator, n_samples=MC_BRIDGE_SAMPLES
-            )
+            return self._gaussian_probabilities(logits.mean, logits.factor @ logits.factor.mT)
         if self.predictive is None:
             return logits.average(torch.softmax(logits.samples, dim=-1))
+        return self._gaussian_probabilities(logits.mean, logits.output_covariance())
+
+    def _gaussian_probabilities(self, mean, covariance):
+        """``predictive`` applied to the Gaussian ``N(mean, covariance)`` over the logits
+        (``mc_bridge`` with the same draws at every call)."""
         return predictive_probabilities(
-            self.predictive, logits.mean, logits.output_covariance(), generator=generator, n_samples=MC_BRIDGE_SAMPLES
+            self.predictive, mean, covariance, generator=self._generator(self._sample_seed),
+            n_samples=MC_BRIDGE_SAMPLES,
         )
 
     def predict_proba(self, X):
@@ -95,7 +98,10 @@ class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
         """
         X = self._validated_inputs(X)
         with torch.no_grad():
-            probabilities = self._class_probabilities(X)
+            return self._proba_array(self._class_probabilities(X))
+
+    def _proba_array(self, probabilities):
+        """The float64 array ``predict_proba`` returns: rows renormalised to sum to one."""
         probabilities = self._to_numpy(probabilities)
         return probabilities / probabilities.sum(axis=1, keepdims=True)
 
@@ -132,8 +138,9 @@ class DrawsClassifierMixin:
     """For families whose posterior is a set of rows (chain draws, members,
     particles): the logits are the network over every row, with its weight."""
 
-    def _logits(self, X):
-        return nonlinear_pushforward(self._model, self.posterior_.samples, X, self.posterior_.weights)
+    def _logits(self, X, posterior=None):
+        posterior = self.posterior_ if posterior is None else posterior
+        return nonlinear_pushforward(self._model, posterior.samples, X, posterior.weights)
 
 
 #: Constraint of ``predictive`` for families with a Gaussian over the logits.

@@ -9,7 +9,8 @@ so no grid point computes a new curvature.
 An estimator takes part by implementing two methods:
 
 - ``_calibration_path(X, param)``: a function ``value -> (y_mean, y_std)`` over
-  ``X`` (the predictive with ``param`` set to ``value``, in the units of y);
+  ``X`` (the predictive with ``param`` set to ``value``, in the units of y), or,
+  for a classifier, ``value -> class probabilities``;
 - ``_set_posterior_scale(param, value)``: re-scale ``posterior_`` (and, for
   ``'noise_scale'``, the noise) in place.
 """
@@ -18,9 +19,18 @@ from dataclasses import dataclass
 import warnings
 
 import numpy as np
+from sklearn.base import is_classifier
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
-from .metrics import chi_squared_error, crps_gaussian, gaussian_nll, quantile_calibration_error
+from .metrics import (
+    brier_score,
+    categorical_nll,
+    chi_squared_error,
+    crps_gaussian,
+    expected_calibration_error,
+    gaussian_nll,
+    quantile_calibration_error,
+)
 
 #: Held-out objectives, each ``(y_true, y_mean, y_std) -> float``, lower is better.
 HELD_OUT_OBJECTIVES = {
@@ -30,6 +40,13 @@ HELD_OUT_OBJECTIVES = {
     "ece": quantile_calibration_error,
 }
 OBJECTIVES = (*HELD_OUT_OBJECTIVES, "marginal_log_likelihood")
+#: Held-out objectives of a classifier, each ``(y_true, y_proba, labels=...) -> float``, lower is better.
+CLASSIFICATION_HELD_OUT_OBJECTIVES = {
+    "nll": categorical_nll,
+    "ece": expected_calibration_error,
+    "brier": brier_score,
+}
+CLASSIFICATION_OBJECTIVES = (*CLASSIFICATION_HELD_OUT_OBJECTIVES, "marginal_log_likelihood")
 PARAMS = ("prior_precision", "cov_scale", "noise_scale")
 
 DEFAULT_GRIDS = {
@@ -70,21 +87,24 @@ def calibrate(estimator, X=None, y=None, *, param="prior_precision", grid=None, 
     Parameters
     ----------
     estimator : fitted estimator with a Gaussian weight posterior
-        For example a :class:`~sklearn_quinn.LaplaceRegressor`.
+        A :class:`~sklearn_quinn.LaplaceRegressor`, :class:`~sklearn_quinn.SWAGRegressor`,
+        :class:`~sklearn_quinn.BBBRegressor` or :class:`~sklearn_quinn.LaplaceClassifier`.
     X, y : array-like
         Held-out data to score the predictive on; not needed for
         ``objective='marginal_log_likelihood'``, which uses the training evidence.
     param : {'prior_precision', 'cov_scale', 'noise_scale'}, default='prior_precision'
         What to choose: the prior precision, the ``cov_scale`` of the weight
         covariance, or a factor on the observation noise std found at fit
-        (which also re-scales the likelihood's curvature).
+        (which also re-scales the likelihood's curvature; regressors only).
     grid : array-like of positive floats, default=None
         Values to try; None uses 41 log-spaced values (1e-4 to 1e4 for the
         prior precision, 1e-2 to 1e2 for ``cov_scale``, 0.1 to 10 for the
         noise scale).
-    objective : {'nll', 'chi_squared', 'crps', 'ece', 'marginal_log_likelihood'}, default='nll'
-        Gaussian NLL, ``|chi^2 - 1|``, CRPS and quantile calibration error on
-        ``(X, y)``, or the Laplace evidence of the training data.
+    objective : {'nll', 'chi_squared', 'crps', 'ece', 'brier', 'marginal_log_likelihood'}, default='nll'
+        For a regressor: Gaussian NLL, ``|chi^2 - 1|``, CRPS and quantile
+        calibration error on ``(X, y)``; for a classifier: categorical NLL,
+        expected calibration error (15 bins) and Brier score of
+        ``predict_proba``; or the Laplace evidence of the training data.
 
     Returns
     -------
@@ -117,8 +137,11 @@ def calibrate(estimator, X=None, y=None, *, param="prior_precision", grid=None, 
         )
     if param not in PARAMS:
         raise ValueError(f"param must be one of {PARAMS}, got {param!r}.")
-    if objective not in OBJECTIVES:
-        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}.")
+    classifier = is_classifier(estimator)
+    objectives = CLASSIFICATION_OBJECTIVES if classifier else OBJECTIVES
+    if objective not in objectives:
+        raise ValueError(f"objective must be one of {objectives} for a "
+                         f"{'classifier' if classifier else 'regressor'}, got {objective!r}.")
     grid = DEFAULT_GRIDS[param] if grid is None else np.asarray(grid, dtype=np.float64)
     if grid.ndim != 1 or grid.size == 0 or not np.all(np.isfinite(grid) & (grid > 0)):
         raise ValueError(f"grid must be a non-empty 1-D array of positive floats, got {grid!r}.")
@@ -134,10 +157,14 @@ def calibrate(estimator, X=None, y=None, *, param="prior_precision", grid=None, 
         if X is None or y is None:
             raise ValueError(f"objective={objective!r} needs held-out X and y.")
         path = estimator._calibration_path(X, param)
-        y = np.asarray(y, dtype=np.float64)
-        y = column_or_1d(y) if y.ndim == 2 and y.shape[1] == 1 else y
-        metric = HELD_OUT_OBJECTIVES[objective]
-        scores = np.array([metric(y, *path(value)) for value in grid])
+        if classifier:
+            metric = CLASSIFICATION_HELD_OUT_OBJECTIVES[objective]
+            scores = np.array([metric(y, path(value), labels=estimator.classes_) for value in grid])
+        else:
+            y = np.asarray(y, dtype=np.float64)
+            y = column_or_1d(y) if y.ndim == 2 and y.shape[1] == 1 else y
+            metric = HELD_OUT_OBJECTIVES[objective]
+            scores = np.array([metric(y, *path(value)) for value in grid])
 
     if not np.isfinite(scores).any():
         raise ValueError(f"The {objective} objective is not finite anywhere on the grid.")

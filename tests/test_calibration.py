@@ -2,10 +2,12 @@
 
 import numpy as np
 import pytest
+from sklearn.datasets import load_iris
 from sklearn.linear_model import LinearRegression
+from sklearn.model_selection import train_test_split
 
-from sklearn_quinn import LaplaceRegressor
-from sklearn_quinn.calibration import HELD_OUT_OBJECTIVES, calibrate
+from sklearn_quinn import LaplaceClassifier, LaplaceRegressor
+from sklearn_quinn.calibration import CLASSIFICATION_HELD_OUT_OBJECTIVES, HELD_OUT_OBJECTIVES, calibrate
 from sklearn_quinn.laplace import _engine
 
 GRID = np.array([0.03, 0.3, 3.0, 30.0])
@@ -150,3 +152,67 @@ def test_noise_scale_path_is_the_rescaled_predictive(split, count_curvatures, pu
         reg.predict(X_val, return_std=True), path(result.best_value), rtol=1e-8
     )
     assert len(count_curvatures) == 1
+
+
+# ------------------------------------------------------------ classifiers
+def laplace_classifier(**params):
+    defaults = dict(hidden_layer_sizes=(8,), lr=0.01, max_epochs=60, random_state=0)
+    return LaplaceClassifier(**{**defaults, **params})
+
+
+@pytest.fixture
+def class_split():
+    X, y = load_iris(return_X_y=True)
+    X = (X - X.mean(0)) / X.std(0)
+    labels = np.array(["setosa", "versicolor", "virginica"])[y]  # string labels through classes_
+    return train_test_split(X, labels, test_size=0.3, random_state=0, stratify=y)
+
+
+@pytest.mark.filterwarnings("ignore:The best")
+@pytest.mark.parametrize(
+    "pushforward, predictive", [("linear", "mc_bridge"), ("linear", "mean_field_1"), ("nonlinear", "mc_bridge")]
+)
+@pytest.mark.parametrize("param", ["prior_precision", "cov_scale"])
+@pytest.mark.parametrize("objective", ["nll", "ece", "brier"])
+def test_classifier_grid_search_equals_refitting(class_split, count_curvatures, pushforward, predictive, param,
+                                                 objective):
+    X, X_val, y, y_val = class_split
+    params = dict(pushforward=pushforward, predictive=predictive, n_samples=30)
+    clf = laplace_classifier(**params).fit(X, y)
+    result = calibrate(clf, X_val, y_val, param=param, grid=GRID, objective=objective)
+    assert len(count_curvatures) == 1  # the search computed no new curvature
+
+    metric = CLASSIFICATION_HELD_OUT_OBJECTIVES[objective]
+    refitted = [metric(y_val, laplace_classifier(**params, **{param: value}).fit(X, y).predict_proba(X_val),
+                       labels=clf.classes_) for value in GRID]
+    np.testing.assert_allclose(result.scores, refitted, rtol=1e-6)
+    assert result.best_value == GRID[np.argmin(refitted)] and getattr(clf, f"{param}_") == result.best_value
+    best = laplace_classifier(**params, **{param: result.best_value}).fit(X, y)
+    np.testing.assert_allclose(clf.predict_proba(X_val), best.predict_proba(X_val), rtol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore:The best")  # on iris the narrowest posterior wins: the grid's edge
+def test_classifier_option_gridsearch(class_split):
+    """prior_precision='gridsearch' holds out a stratified validation_fraction and calibrates on it."""
+    X, _, y, _ = class_split
+    clf = laplace_classifier(prior_precision="gridsearch", validation_fraction=0.2).fit(X, y)
+    assert clf.prior_precision_ in np.logspace(-4, 4, 41)
+    assert clf.net_.history[-1, "batches"][-1]["train_batch_size"] == 84  # 105 rows minus 20%
+    evidence = laplace_classifier(prior_precision="gridsearch", calibration_objective="marginal_log_likelihood")
+    evidence.fit(X, y)
+    by_function = laplace_classifier().fit(X, y)
+    calibrate(by_function, param="prior_precision", objective="marginal_log_likelihood")
+    assert evidence.prior_precision_ == by_function.prior_precision_
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(param="noise_scale"), "a classifier calibrates 'prior_precision' or 'cov_scale', not 'noise_scale'"),
+        (dict(objective="crps"), "objective must be one of .* for a classifier"),
+    ],
+)
+def test_bad_classifier_calibration_requests(class_split, kwargs, message):
+    X, X_val, y, y_val = class_split
+    with pytest.raises(ValueError, match=message):
+        calibrate(laplace_classifier(max_epochs=5).fit(X, y), X_val, y_val, **kwargs)

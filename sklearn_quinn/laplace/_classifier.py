@@ -2,7 +2,9 @@
 
 from numbers import Integral, Real
 
+import numpy as np
 import torch
+from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -10,6 +12,7 @@ from .._classification import GAUSSIAN_PREDICTIVES, BaseBayesianClassifier
 from .._core.curvature import CURVATURES, STRUCTURES
 from .._core.likelihoods import CategoricalLikelihood
 from .._core.pushforward import linear_pushforward
+from ..calibration import CLASSIFICATION_OBJECTIVES, calibrate
 from ._engine import LaplaceApproximation
 
 
@@ -41,9 +44,18 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         :mod:`sklearn_quinn.predictives`); 'mc_bridge' averages the softmax
         over 1000 logit draws. With ``pushforward='nonlinear'`` only
         'mc_bridge' applies (the draws are of the weights).
-    prior_precision : float, 'marglik' or None, default=None
-        None for ``1 / prior_std**2``, a float, or 'marglik' to maximise the
-        Laplace evidence (one eigen decomposition, no new curvature).
+    prior_precision : float, 'marglik', 'gridsearch' or None, default=None
+        None for ``1 / prior_std**2``, a float, 'marglik' to maximise the
+        Laplace evidence (one eigen decomposition, no new curvature), or
+        'gridsearch' to choose it on a grid by ``calibration_objective`` (see
+        :func:`sklearn_quinn.calibration.calibrate`).
+    calibration_objective : {'nll', 'ece', 'brier', 'marginal_log_likelihood'}, default='nll'
+        Objective of ``prior_precision='gridsearch'``. The held-out objectives
+        are scored on ``validation_fraction`` of the training rows (stratified
+        by class when every class has two rows), which the network is then not
+        trained on; 'marginal_log_likelihood' uses all rows and the evidence.
+    validation_fraction : float in (0, 1), default=0.1
+        Held-out fraction for ``prior_precision='gridsearch'``.
     n_samples : int, default=100
         Weight draws for ``pushforward='nonlinear'``.
 
@@ -86,7 +98,9 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         "cov_scale": [Interval(Real, 0, None, closed="neither")],
         "pushforward": [StrOptions({"linear", "nonlinear"})],
         "predictive": GAUSSIAN_PREDICTIVES,
-        "prior_precision": [None, StrOptions({"marglik"}), Interval(Real, 0, None, closed="neither")],
+        "prior_precision": [None, StrOptions({"marglik", "gridsearch"}), Interval(Real, 0, None, closed="neither")],
+        "calibration_objective": [StrOptions(set(CLASSIFICATION_OBJECTIVES))],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "n_samples": [Interval(Integral, 1, None, closed="left")],
     }
 
@@ -103,6 +117,8 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         pushforward="linear",
         predictive="mc_bridge",
         prior_precision=None,
+        calibration_objective="nll",
+        validation_fraction=0.1,
         n_samples=100,
         lr=0.01,
         lr_schedule="cosine",
@@ -125,6 +141,8 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         self.pushforward = pushforward
         self.predictive = predictive
         self.prior_precision = prior_precision
+        self.calibration_objective = calibration_objective
+        self.validation_fraction = validation_fraction
         self.n_samples = n_samples
         self.lr = lr
         self.lr_schedule = lr_schedule
@@ -157,6 +175,14 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
                 "pushforward='linear'; pushforward='nonlinear' averages the softmax over weight "
                 "draws (predictive='mc_bridge')."
             )
+        held_out = None
+        if self.prior_precision == "gridsearch" and self.calibration_objective != "marginal_log_likelihood":
+            codes = Y.ravel().astype(np.intp)  # the class indices (Y is 2-D)
+            stratify = codes if np.bincount(codes).min() >= 2 else None
+            X, X_val, Y, _, _, codes_val = train_test_split(
+                X, Y, codes, test_size=self.validation_fraction, random_state=self._split_seed, stratify=stratify
+            )
+            held_out = X_val, self.classes_[codes_val]
         theta = self._fit_map(X, Y)
         self._laplace = LaplaceApproximation(
             self._model, theta, self._tensor(X), self._tensor(Y), CategoricalLikelihood(),
@@ -169,6 +195,9 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
             self.prior_precision_ = self._laplace.maximise_evidence(self.prior_precision_)[0]
         self.cov_scale_ = float(self.cov_scale)
         self.posterior_ = self._laplace.posterior(self.prior_precision_, cov_scale=self.cov_scale_)
+        if self.prior_precision == "gridsearch":
+            X_val, y_val = held_out if held_out is not None else (None, None)
+            calibrate(self, X_val, y_val, param="prior_precision", objective=self.calibration_objective)
         return self
 
     def log_marginal_likelihood(self, prior_precision=None):
@@ -187,7 +216,41 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         delta = self.prior_precision_ if prior_precision is None else prior_precision
         return float(self._laplace.log_marginal_likelihood(delta))
 
-    def _logits(self, X):
+    # ------------------------------------------------------------ calibration
+    def _calibration_path(self, X, param):
+        """``value -> class probabilities`` over ``X`` with ``param`` set to ``value``.
+
+        The linear pushforward projects the Jacobian on the curvature's
+        eigenvectors once, so each value costs ``O(N C^2 K)`` and the predictive;
+        the nonlinear one re-factors the posterior from the same decomposition.
+        """
+        if param not in ("prior_precision", "cov_scale"):
+            raise ValueError(f"a classifier calibrates 'prior_precision' or 'cov_scale', not {param!r}.")
+        X = self._validated_inputs(X)
         if self.pushforward == "linear":
-            return linear_pushforward(self._model, self.posterior_, X)
-        return super()._logits(X)
+            with torch.no_grad():
+                theta = self.posterior_.mean
+                mean = self._model.single(theta, X)
+                covariance = self._laplace.covariance_along(self._model.jacobian(theta, X))
+
+        def path(value):
+            scales = {"prior_precision": self.prior_precision_, "cov_scale": self.cov_scale_, param: value}
+            with torch.no_grad():
+                if self.pushforward == "linear":
+                    proba = self._gaussian_probabilities(mean, covariance(**scales))
+                else:
+                    proba = self._class_probabilities(X, self._laplace.posterior(**scales))
+            return self._proba_array(proba)
+
+        return path
+
+    def _set_posterior_scale(self, param, value):
+        """Re-scale the posterior in place: ``prior_precision_`` or ``cov_scale_`` becomes ``value``."""
+        setattr(self, f"{param}_", float(value))
+        self.posterior_ = self._laplace.posterior(self.prior_precision_, cov_scale=self.cov_scale_)
+
+    def _logits(self, X, posterior=None):
+        posterior = self.posterior_ if posterior is None else posterior
+        if self.pushforward == "linear":
+            return linear_pushforward(self._model, posterior, X)
+        return super()._logits(X, posterior)

@@ -186,24 +186,24 @@ class LaplaceApproximation:
     def _precision_spectrum(self, prior_precision, noise_scale, cov_scale):
         return cov_scale * (self.eigenvalues / noise_scale**self.noise_power + prior_precision)
 
-    def variance_along(self, jacobian):
-        """``J Sigma J^T``'s diagonal as a function of the prior and scales, for one ``J``.
+    def covariance_along(self, jacobian):
+        """``J Sigma J^T`` per point as a function of the prior and scales.
 
-        The rows of ``J`` (shape ``(M, K)``) are projected on the eigenvectors
-        once; each evaluation is then ``O(M K)``: a grid search over the prior
+        ``J`` (shape ``(N, O, K)``) is projected on the eigenvectors once; each
+        evaluation is then ``O(N O^2 K)``: a grid search over the prior
         precision or ``cov_scale`` costs no new curvature and no factorisation.
 
         Returns
         -------
-        callable ``(prior_precision, noise_scale=1.0, cov_scale=1.0) -> tensor (M,)``
+        callable ``(prior_precision, noise_scale=1.0, cov_scale=1.0) -> tensor (N, O, O)``
         """
         projected = jacobian if self.eigenvectors is None else jacobian @ self.eigenvectors
-        squared = projected.square()
 
-        def variance(prior_precision, noise_scale=1.0, cov_scale=1.0):
-            return squared @ self._precision_spectrum(prior_precision, noise_scale, cov_scale).reciprocal()
+        def covariance(prior_precision, noise_scale=1.0, cov_scale=1.0):
+            inverse = self._precision_spectrum(prior_precision, noise_scale, cov_scale).reciprocal()
+            return (projected * inverse) @ projected.mT
 
-        return variance
+        return covariance
 
     def posterior(self, prior_precision, noise_scale=1.0, cov_scale=1.0):
         """``N(theta*, (cov_scale * (C / c**p + delta I))^-1)``."""

@@ -327,14 +327,15 @@ class LaplaceRegressor(BaseBayesianRegressor):
             theta = self.posterior_.mean
             mean = self._model.single(theta, X)
             if self.pushforward == "linear":
-                variance = self._laplace.variance_along(self._model.jacobian(theta, X).flatten(0, 1))
+                covariance = self._laplace.covariance_along(self._model.jacobian(theta, X))
 
         def path(value):
             scales = self._scales(param, value)
             noise_std = self._map_noise_std * scales["noise_scale"]
             with torch.no_grad():
                 if self.pushforward == "linear":
-                    return self._in_y_units(mean, variance(**scales).view_as(mean), noise_std)
+                    variance = covariance(**scales).diagonal(dim1=-2, dim2=-1)
+                    return self._in_y_units(mean, variance, noise_std)
                 predictive = self._predictive(X, self._laplace.posterior(**scales))
                 return self._in_y_units(predictive.mean, predictive.variance, noise_std)
 
