@@ -19,7 +19,8 @@ from dataclasses import dataclass
 import warnings
 
 import numpy as np
-from sklearn.base import is_classifier
+from sklearn.base import clone, is_classifier
+from sklearn.model_selection import check_cv
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from .metrics import (
@@ -129,6 +130,72 @@ def calibrate(estimator, X=None, y=None, *, param="prior_precision", grid=None, 
     >>> result.best_value == reg.cov_scale_
     True
     """
+    grid, scores = _grid_scores(estimator, X, y, param, grid, objective)
+    best = _best_value(grid, scores, param)
+    estimator._set_posterior_scale(param, best)
+    return CalibrationResult(param, best, grid, scores, objective)
+
+
+def calibrate_cv(estimator, X, y, *, param="prior_precision", grid=None, objective="nll", cv=5):
+    """Fit ``estimator`` on all rows with ``param`` chosen by K-fold cross-validation.
+
+    Each fold fits a clone on the other folds and scores the whole grid on its
+    own rows as :func:`calibrate` does (one curvature per fold, none per grid
+    value); the value with the best mean score over the folds is then set on
+    a clone fitted on all of ``(X, y)``. Every row serves once for validation
+    and the final network is trained on all of them, where :func:`calibrate`
+    spends a held-out part on both counts.
+
+    Parameters
+    ----------
+    estimator : unfitted estimator with a Gaussian weight posterior
+        As for :func:`calibrate`.
+    X, y : array-like
+        The training rows.
+    param, grid : as for :func:`calibrate`
+    objective : {'nll', 'chi_squared', 'crps', 'ece', 'brier'}, default='nll'
+        A held-out objective of :func:`calibrate`.
+    cv : int or cross-validation generator, default=5
+        As for scikit-learn's ``cross_validate`` (stratified folds for a classifier).
+
+    Returns
+    -------
+    fitted : estimator
+        A clone fitted on all rows, its posterior re-scaled to the best value.
+    result : CalibrationResult
+        With the fold-mean scores.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_quinn import LaplaceRegressor
+    >>> from sklearn_quinn.calibration import calibrate_cv
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-2, 2, size=(80, 1))
+    >>> y = np.sin(2 * X[:, 0]) + 0.1 * rng.randn(80)
+    >>> reg = LaplaceRegressor(hidden_layer_sizes=(16,), max_epochs=100, random_state=0)
+    >>> fitted, result = calibrate_cv(reg, X, y, param="cov_scale", grid=np.logspace(-3, 3, 13), cv=3)
+    >>> result.best_value == fitted.cov_scale_
+    True
+    """
+    if objective == "marginal_log_likelihood":
+        raise ValueError("calibrate_cv needs a held-out objective; the evidence needs no folds: use calibrate.")
+    X, y = np.asarray(X), np.asarray(y)
+    folds = check_cv(cv, y, classifier=is_classifier(estimator)).split(X, y)
+    fold_scores = []
+    for train, test in folds:
+        fold = clone(estimator).fit(X[train], y[train])
+        grid_values, scores = _grid_scores(fold, X[test], y[test], param, grid, objective)
+        fold_scores.append(scores)
+    scores = np.mean(fold_scores, axis=0)
+    best = _best_value(grid_values, scores, param)
+    fitted = clone(estimator).fit(X, y)
+    fitted._set_posterior_scale(param, best)
+    return fitted, CalibrationResult(param, best, grid_values, scores, objective)
+
+
+def _grid_scores(estimator, X, y, param, grid, objective):
+    """The validated grid and the objective at each value (lower is better)."""
     check_is_fitted(estimator)
     if not hasattr(estimator, "_calibration_path"):
         raise ValueError(
@@ -165,15 +232,19 @@ def calibrate(estimator, X=None, y=None, *, param="prior_precision", grid=None, 
             y = column_or_1d(y) if y.ndim == 2 and y.shape[1] == 1 else y
             metric = HELD_OUT_OBJECTIVES[objective]
             scores = np.array([metric(y, *path(value)) for value in grid])
-
     if not np.isfinite(scores).any():
         raise ValueError(f"The {objective} objective is not finite anywhere on the grid.")
+    return grid, scores
+
+
+def _best_value(grid, scores, param):
+    """The grid value of the lowest finite score, with a warning when it is at an edge."""
     best = int(np.nanargmin(np.where(np.isfinite(scores), scores, np.nan)))
     if grid.size > 1 and grid[best] in (grid.min(), grid.max()):
         warnings.warn(
             f"The best {param} ({grid[best]:.4g}) is at the edge of the grid "
             f"[{grid.min():.4g}, {grid.max():.4g}]; the optimum may lie beyond it.",
             UserWarning,
+            stacklevel=3,
         )
-    estimator._set_posterior_scale(param, float(grid[best]))
-    return CalibrationResult(param, float(grid[best]), grid, scores, objective)
+    return float(grid[best])

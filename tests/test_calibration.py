@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_iris
 from sklearn.linear_model import LinearRegression
-from sklearn.model_selection import train_test_split
+from sklearn.model_selection import KFold, train_test_split
 
 from sklearn_quinn import LaplaceClassifier, LaplaceRegressor
-from sklearn_quinn.calibration import CLASSIFICATION_HELD_OUT_OBJECTIVES, HELD_OUT_OBJECTIVES, calibrate
+from sklearn_quinn.calibration import CLASSIFICATION_HELD_OUT_OBJECTIVES, HELD_OUT_OBJECTIVES, calibrate, calibrate_cv
 from sklearn_quinn.laplace import _engine
 
 GRID = np.array([0.03, 0.3, 3.0, 30.0])
@@ -216,3 +216,32 @@ def test_bad_classifier_calibration_requests(class_split, kwargs, message):
     X, X_val, y, y_val = class_split
     with pytest.raises(ValueError, match=message):
         calibrate(laplace_classifier(max_epochs=5).fit(X, y), X_val, y_val, **kwargs)
+
+
+@pytest.mark.filterwarnings("ignore:The best")
+def test_calibrate_cv_averages_the_folds_and_refits_on_all_rows(wave_data, count_curvatures):
+    X, y = wave_data
+    folds = list(KFold(3).split(X))
+    fitted, result = calibrate_cv(laplace(), X, y, param="cov_scale", grid=GRID, cv=KFold(3))
+    assert len(count_curvatures) == 4  # one per fold, one on all rows; none per grid value
+
+    by_hand = [calibrate(laplace().fit(X[train], y[train]), X[test], y[test], param="cov_scale", grid=GRID).scores
+               for train, test in folds]
+    np.testing.assert_allclose(result.scores, np.mean(by_hand, axis=0), rtol=1e-10)
+    assert result.best_value == GRID[np.argmin(result.scores)] == fitted.cov_scale_
+    on_all_rows = laplace(cov_scale=result.best_value).fit(X, y)
+    np.testing.assert_allclose(fitted.predict(X, return_std=True), on_all_rows.predict(X, return_std=True), rtol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore:The best")
+def test_calibrate_cv_classifier_folds_are_stratified(class_split):
+    X, _, y, _ = class_split
+    fitted, result = calibrate_cv(laplace_classifier(max_epochs=20), X, y, param="cov_scale", grid=GRID, cv=3)
+    assert result.scores.shape == GRID.shape and fitted.cov_scale_ == result.best_value
+    assert fitted.n_features_in_ == 4 and list(fitted.classes_) == ["setosa", "versicolor", "virginica"]
+
+
+def test_calibrate_cv_refuses_the_evidence(wave_data):
+    X, y = wave_data
+    with pytest.raises(ValueError, match="needs a held-out objective"):
+        calibrate_cv(laplace(), X, y, objective="marginal_log_likelihood")
