@@ -130,7 +130,9 @@ def calibrate(estimator, X=None, y=None, *, param="prior_precision", grid=None, 
     >>> result.best_value == reg.cov_scale_
     True
     """
-    grid, scores = _grid_scores(estimator, X, y, param, grid, objective)
+    check_is_fitted(estimator)
+    grid = _checked_grid(estimator, param, grid, objective)
+    scores = _grid_scores(estimator, X, y, param, grid, objective)
     best = _best_value(grid, scores, param)
     estimator._set_posterior_scale(param, best)
     return CalibrationResult(param, best, grid, scores, objective)
@@ -180,23 +182,19 @@ def calibrate_cv(estimator, X, y, *, param="prior_precision", grid=None, objecti
     """
     if objective == "marginal_log_likelihood":
         raise ValueError("calibrate_cv needs a held-out objective; the evidence needs no folds: use calibrate.")
+    grid = _checked_grid(estimator, param, grid, objective)  # before any fit
     X, y = np.asarray(X), np.asarray(y)
     folds = check_cv(cv, y, classifier=is_classifier(estimator)).split(X, y)
-    fold_scores = []
-    for train, test in folds:
-        fold = clone(estimator).fit(X[train], y[train])
-        grid_values, scores = _grid_scores(fold, X[test], y[test], param, grid, objective)
-        fold_scores.append(scores)
-    scores = np.mean(fold_scores, axis=0)
-    best = _best_value(grid_values, scores, param)
+    scores = np.mean([_grid_scores(clone(estimator).fit(X[train], y[train]), X[test], y[test], param, grid, objective)
+                      for train, test in folds], axis=0)
+    best = _best_value(grid, scores, param)
     fitted = clone(estimator).fit(X, y)
     fitted._set_posterior_scale(param, best)
-    return fitted, CalibrationResult(param, best, grid_values, scores, objective)
+    return fitted, CalibrationResult(param, best, grid, scores, objective)
 
 
-def _grid_scores(estimator, X, y, param, grid, objective):
-    """The validated grid and the objective at each value (lower is better)."""
-    check_is_fitted(estimator)
+def _checked_grid(estimator, param, grid, objective):
+    """The grid of a calibration request, or a ValueError naming what is wrong with it (no fit needed)."""
     if not hasattr(estimator, "_calibration_path"):
         raise ValueError(
             f"{type(estimator).__name__} has no Gaussian weight posterior to re-scale; "
@@ -209,22 +207,26 @@ def _grid_scores(estimator, X, y, param, grid, objective):
     if objective not in objectives:
         raise ValueError(f"objective must be one of {objectives} for a "
                          f"{'classifier' if classifier else 'regressor'}, got {objective!r}.")
+    if objective == "marginal_log_likelihood" and param != "prior_precision":
+        raise ValueError(
+            f"objective='marginal_log_likelihood' calibrates the prior_precision only, not {param}; "
+            "for the noise use prior_precision='marglik', which tunes both."
+        )
     grid = DEFAULT_GRIDS[param] if grid is None else np.asarray(grid, dtype=np.float64)
     if grid.ndim != 1 or grid.size == 0 or not np.all(np.isfinite(grid) & (grid > 0)):
         raise ValueError(f"grid must be a non-empty 1-D array of positive floats, got {grid!r}.")
+    return grid
 
+
+def _grid_scores(estimator, X, y, param, grid, objective):
+    """The objective of a fitted estimator at each value of a checked grid (lower is better)."""
     if objective == "marginal_log_likelihood":
-        if param != "prior_precision":
-            raise ValueError(
-                f"objective='marginal_log_likelihood' calibrates the prior_precision only, not {param}; "
-                "for the noise use prior_precision='marglik', which tunes both."
-            )
         scores = np.array([-estimator.log_marginal_likelihood(value) for value in grid])
     else:
         if X is None or y is None:
             raise ValueError(f"objective={objective!r} needs held-out X and y.")
         path = estimator._calibration_path(X, param)
-        if classifier:
+        if is_classifier(estimator):
             metric = CLASSIFICATION_HELD_OUT_OBJECTIVES[objective]
             scores = np.array([metric(y, path(value), labels=estimator.classes_) for value in grid])
         else:
@@ -234,7 +236,7 @@ def _grid_scores(estimator, X, y, param, grid, objective):
             scores = np.array([metric(y, *path(value)) for value in grid])
     if not np.isfinite(scores).any():
         raise ValueError(f"The {objective} objective is not finite anywhere on the grid.")
-    return grid, scores
+    return scores
 
 
 def _best_value(grid, scores, param):

@@ -245,3 +245,10 @@ def test_calibrate_cv_refuses_the_evidence(wave_data):
     X, y = wave_data
     with pytest.raises(ValueError, match="needs a held-out objective"):
         calibrate_cv(laplace(), X, y, objective="marginal_log_likelihood")
+
+
+def test_calibrate_cv_checks_the_request_before_fitting(wave_data, count_curvatures):
+    X, y = wave_data
+    with pytest.raises(ValueError, match="grid must be a non-empty 1-D array of positive floats"):
+        calibrate_cv(laplace(), X, y, grid=[1.0, -1.0])
+    assert not count_curvatures  # no fold was fitted

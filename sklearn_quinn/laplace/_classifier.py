@@ -193,8 +193,7 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
             self.prior_precision_ = float(self.prior_precision)
         elif self.prior_precision == "marglik":
             self.prior_precision_ = self._laplace.maximise_evidence(self.prior_precision_)[0]
-        self.cov_scale_ = float(self.cov_scale)
-        self.posterior_ = self._laplace.posterior(self.prior_precision_, cov_scale=self.cov_scale_)
+        self._set_posterior_scale("cov_scale", self.cov_scale)
         if self.prior_precision == "gridsearch":
             X_val, y_val = held_out if held_out is not None else (None, None)
             calibrate(self, X_val, y_val, param="prior_precision", objective=self.calibration_objective)
@@ -228,10 +227,7 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
             raise ValueError(f"a classifier calibrates 'prior_precision' or 'cov_scale', not {param!r}.")
         X = self._validated_inputs(X)
         if self.pushforward == "linear":
-            with torch.no_grad():
-                theta = self.posterior_.mean
-                mean = self._model.single(theta, X)
-                covariance = self._laplace.covariance_along(self._model.jacobian(theta, X))
+            mean, covariance = self._laplace.linearised(self._model, X)
 
         def path(value):
             scales = {"prior_precision": self.prior_precision_, "cov_scale": self.cov_scale_, param: value}

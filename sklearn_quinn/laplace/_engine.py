@@ -186,24 +186,30 @@ class LaplaceApproximation:
     def _precision_spectrum(self, prior_precision, noise_scale, cov_scale):
         return cov_scale * (self.eigenvalues / noise_scale**self.noise_power + prior_precision)
 
-    def covariance_along(self, jacobian):
-        """``J Sigma J^T`` per point as a function of the prior and scales.
+    def linearised(self, model, X):
+        """The network's outputs at the MAP over ``X`` and, as a function of the
+        prior and scales, their covariance ``J Sigma J^T`` per point under the
+        linearised posterior.
 
-        ``J`` (shape ``(N, O, K)``) is projected on the eigenvectors once; each
-        evaluation is then ``O(N O^2 K)``: a grid search over the prior
-        precision or ``cov_scale`` costs no new curvature and no factorisation.
+        The Jacobian ``J`` (shape ``(N, O, K)``) is projected on the
+        eigenvectors once; each evaluation is then ``O(N O^2 K)``: a grid search
+        over the prior precision or ``cov_scale`` costs no new curvature and no
+        factorisation.
 
         Returns
         -------
-        callable ``(prior_precision, noise_scale=1.0, cov_scale=1.0) -> tensor (N, O, O)``
+        mean : tensor of shape (N, O)
+        covariance : callable ``(prior_precision, noise_scale=1.0, cov_scale=1.0) -> tensor (N, O, O)``
         """
-        projected = jacobian if self.eigenvectors is None else jacobian @ self.eigenvectors
+        with torch.no_grad():
+            mean, jacobian = model.single(self.theta, X), model.jacobian(self.theta, X)
+            projected = jacobian if self.eigenvectors is None else jacobian @ self.eigenvectors
 
         def covariance(prior_precision, noise_scale=1.0, cov_scale=1.0):
             inverse = self._precision_spectrum(prior_precision, noise_scale, cov_scale).reciprocal()
             return (projected * inverse) @ projected.mT
 
-        return covariance
+        return mean, covariance
 
     def posterior(self, prior_precision, noise_scale=1.0, cov_scale=1.0):
         """``N(theta*, (cov_scale * (C / c**p + delta I))^-1)``."""

@@ -323,11 +323,8 @@ class LaplaceRegressor(BaseBayesianRegressor):
         curvature by ``c**p``.
         """
         X = self._validated_inputs(X)
-        with torch.no_grad():
-            theta = self.posterior_.mean
-            mean = self._model.single(theta, X)
-            if self.pushforward == "linear":
-                covariance = self._laplace.covariance_along(self._model.jacobian(theta, X))
+        if self.pushforward == "linear":
+            mean, covariance = self._laplace.linearised(self._model, X)
 
         def path(value):
             scales = self._scales(param, value)
