@@ -30,6 +30,7 @@ from .metrics import (
     crps_gaussian,
     expected_calibration_error,
     gaussian_nll,
+    interval_coverage_error,
     quantile_calibration_error,
 )
 
@@ -39,6 +40,7 @@ HELD_OUT_OBJECTIVES = {
     "chi_squared": chi_squared_error,
     "crps": crps_gaussian,
     "ece": quantile_calibration_error,
+    "coverage": interval_coverage_error,
 }
 OBJECTIVES = (*HELD_OUT_OBJECTIVES, "marginal_log_likelihood")
 #: Held-out objectives of a classifier, each ``(y_true, y_proba, labels=...) -> float``, lower is better.
@@ -50,10 +52,12 @@ CLASSIFICATION_HELD_OUT_OBJECTIVES = {
 CLASSIFICATION_OBJECTIVES = (*CLASSIFICATION_HELD_OUT_OBJECTIVES, "marginal_log_likelihood")
 PARAMS = ("prior_precision", "cov_scale", "noise_scale")
 
+#: Default grids; the scale grids step the predictive std by about 2%, fine
+#: enough to place a 95% interval's coverage within 0.01.
 DEFAULT_GRIDS = {
     "prior_precision": np.logspace(-4, 4, 41),
-    "cov_scale": np.logspace(-2, 2, 41),
-    "noise_scale": np.logspace(-1, 1, 41),
+    "cov_scale": np.logspace(-2, 2, 201),
+    "noise_scale": np.logspace(-1, 1, 201),
 }
 
 
@@ -69,7 +73,7 @@ class CalibrationResult:
     scores : ndarray of shape (n_values,)
         The objective at each grid value, lower is better (the negative
         evidence for 'marginal_log_likelihood').
-    objective : str
+    objective : str or callable
     """
 
     param: str
@@ -98,14 +102,20 @@ def calibrate(estimator, X=None, y=None, *, param="prior_precision", grid=None, 
         covariance, or a factor on the observation noise std found at fit
         (which also re-scales the likelihood's curvature; regressors only).
     grid : array-like of positive floats, default=None
-        Values to try; None uses 41 log-spaced values (1e-4 to 1e4 for the
-        prior precision, 1e-2 to 1e2 for ``cov_scale``, 0.1 to 10 for the
-        noise scale).
-    objective : {'nll', 'chi_squared', 'crps', 'ece', 'brier', 'marginal_log_likelihood'}, default='nll'
-        For a regressor: Gaussian NLL, ``|chi^2 - 1|``, CRPS and quantile
-        calibration error on ``(X, y)``; for a classifier: categorical NLL,
+        Values to try; None uses log-spaced values: 41 from 1e-4 to 1e4 for
+        the prior precision, 201 from 1e-2 to 1e2 for ``cov_scale`` and 201
+        from 0.1 to 10 for the noise scale (steps of about 2% in the predictive std).
+    objective : {'nll', 'chi_squared', 'crps', 'ece', 'coverage', 'brier', \
+            'marginal_log_likelihood'} or callable, default='nll'
+        For a regressor: Gaussian NLL, ``|chi^2 - 1|``, CRPS, quantile
+        calibration error and the 95% interval's coverage error
+        ``|coverage - 0.95|`` on ``(X, y)``; for a classifier: categorical NLL,
         expected calibration error (15 bins) and Brier score of
-        ``predict_proba``; or the Laplace evidence of the training data.
+        ``predict_proba``; or the Laplace evidence of the training data. A
+        callable ``(y_true, y_mean, y_std) -> float`` (a classifier's:
+        ``(y_true, y_proba, labels=...) -> float``), lower is better, is a
+        held-out objective of your own, e.g.
+        ``functools.partial(interval_coverage_error, level=0.9)``.
 
     Returns
     -------
@@ -155,7 +165,7 @@ def calibrate_cv(estimator, X, y, *, param="prior_precision", grid=None, objecti
     X, y : array-like
         The training rows.
     param, grid : as for :func:`calibrate`
-    objective : {'nll', 'chi_squared', 'crps', 'ece', 'brier'}, default='nll'
+    objective : {'nll', 'chi_squared', 'crps', 'ece', 'coverage', 'brier'} or callable, default='nll'
         A held-out objective of :func:`calibrate`.
     cv : int or cross-validation generator, default=5
         As for scikit-learn's ``cross_validate`` (stratified folds for a classifier).
@@ -204,7 +214,7 @@ def _checked_grid(estimator, param, grid, objective):
         raise ValueError(f"param must be one of {PARAMS}, got {param!r}.")
     classifier = is_classifier(estimator)
     objectives = CLASSIFICATION_OBJECTIVES if classifier else OBJECTIVES
-    if objective not in objectives:
+    if not callable(objective) and objective not in objectives:
         raise ValueError(f"objective must be one of {objectives} for a "
                          f"{'classifier' if classifier else 'regressor'}, got {objective!r}.")
     if objective == "marginal_log_likelihood" and param != "prior_precision":
@@ -227,12 +237,12 @@ def _grid_scores(estimator, X, y, param, grid, objective):
             raise ValueError(f"objective={objective!r} needs held-out X and y.")
         path = estimator._calibration_path(X, param)
         if is_classifier(estimator):
-            metric = CLASSIFICATION_HELD_OUT_OBJECTIVES[objective]
+            metric = objective if callable(objective) else CLASSIFICATION_HELD_OUT_OBJECTIVES[objective]
             scores = np.array([metric(y, path(value), labels=estimator.classes_) for value in grid])
         else:
             y = np.asarray(y, dtype=np.float64)
             y = column_or_1d(y) if y.ndim == 2 and y.shape[1] == 1 else y
-            metric = HELD_OUT_OBJECTIVES[objective]
+            metric = objective if callable(objective) else HELD_OUT_OBJECTIVES[objective]
             scores = np.array([metric(y, *path(value)) for value in grid])
     if not np.isfinite(scores).any():
         raise ValueError(f"The {objective} objective is not finite anywhere on the grid.")
@@ -240,9 +250,14 @@ def _grid_scores(estimator, X, y, param, grid, objective):
 
 
 def _best_value(grid, scores, param):
-    """The grid value of the lowest finite score, with a warning when it is at an edge."""
-    best = int(np.nanargmin(np.where(np.isfinite(scores), scores, np.nan)))
-    if grid.size > 1 and grid[best] in (grid.min(), grid.max()):
+    """The grid value of the lowest finite score (the first of ties), with a
+    warning when it is at an edge and better than its neighbour there."""
+    scores = np.where(np.isfinite(scores), scores, np.nan)
+    best = int(np.nanargmin(scores))
+    order = np.argsort(grid, kind="stable")
+    rank = int(np.flatnonzero(order == best)[0])
+    at_edge = grid.size > 1 and rank in (0, grid.size - 1)
+    if at_edge and not scores[order[1] if rank == 0 else order[-2]] <= scores[best]:
         warnings.warn(
             f"The best {param} ({grid[best]:.4g}) is at the edge of the grid "
             f"[{grid.min():.4g}, {grid.max():.4g}]; the optimum may lie beyond it.",

@@ -162,6 +162,18 @@ def interval_coverage(y_true, y_pred, y_std, level=0.95):
     return float(np.mean(np.abs(y_true - y_pred) <= half_width))
 
 
+def interval_coverage_error(y_true, y_pred, y_std, level=0.95):
+    """``|coverage - level|`` of the central ``level`` intervals: 0 when they cover as stated.
+
+    Examples
+    --------
+    >>> from sklearn_quinn.metrics import interval_coverage_error
+    >>> round(interval_coverage_error([0.0, 3.0], [0.0, 0.0], [1.0, 1.0], level=0.95), 2)
+    0.45
+    """
+    return abs(interval_coverage(y_true, y_pred, y_std, level) - level)
+
+
 def interval_width(y_true, y_pred, y_std, level=0.95):
     """Mean width of the central ``level`` intervals, in the units of y.
 
@@ -403,11 +415,7 @@ def coverage_scorer(level=0.95):
     not better), its distance to the level is.
     """
     _check_level(level)
-
-    def coverage_gap(y_true, y_pred, y_std):
-        return abs(interval_coverage(y_true, y_pred, y_std, level) - level)
-
-    return _PredictiveScorer(coverage_gap, "std", -1, f"coverage_scorer(level={level})")
+    return _PredictiveScorer(interval_coverage_error, "std", -1, f"coverage_scorer(level={level})", level=level)
 
 
 def neg_interval_width_scorer(level=0.95):

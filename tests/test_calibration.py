@@ -1,5 +1,8 @@
 """Calibration of the posterior scale by grid search, without refitting."""
 
+import functools
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.datasets import load_iris
@@ -7,8 +10,15 @@ from sklearn.linear_model import LinearRegression
 from sklearn.model_selection import KFold, train_test_split
 
 from sklearn_quinn import LaplaceClassifier, LaplaceRegressor
-from sklearn_quinn.calibration import CLASSIFICATION_HELD_OUT_OBJECTIVES, HELD_OUT_OBJECTIVES, calibrate, calibrate_cv
+from sklearn_quinn.calibration import (
+    CLASSIFICATION_HELD_OUT_OBJECTIVES,
+    HELD_OUT_OBJECTIVES,
+    _best_value,
+    calibrate,
+    calibrate_cv,
+)
 from sklearn_quinn.laplace import _engine
+from sklearn_quinn.metrics import interval_coverage, interval_coverage_error
 
 GRID = np.array([0.03, 0.3, 3.0, 30.0])
 
@@ -62,7 +72,7 @@ def test_grid_search_equals_refitting_at_each_value(split, count_curvatures, pus
 
 
 @pytest.mark.filterwarnings("ignore:The best")
-@pytest.mark.parametrize("objective", ["chi_squared", "crps", "ece"])
+@pytest.mark.parametrize("objective", ["chi_squared", "crps", "ece", "coverage"])
 def test_other_held_out_objectives_pick_their_minimum(split, objective):
     X, y, X_val, y_val = split
     reg = laplace().fit(X, y)
@@ -70,6 +80,26 @@ def test_other_held_out_objectives_pick_their_minimum(split, objective):
     result = calibrate(reg, X_val, y_val, param="cov_scale", grid=grid, objective=objective)
     assert result.scores.shape == (9,)
     assert result.best_value == grid[np.argmin(result.scores)]
+
+
+def test_coverage_objective_reaches_the_level_on_the_held_out_rows(split):
+    """The 95% coverage objective on the default (2%-step) grid: the chosen
+    cov_scale covers the validation rows at 0.95, up to one row."""
+    X, y, X_val, y_val = split
+    reg = laplace().fit(X, y)
+    calibrate(reg, X_val, y_val, param="cov_scale", objective="coverage")
+    assert abs(interval_coverage(y_val, *reg.predict(X_val, return_std=True)) - 0.95) <= 1 / len(y_val) + 1e-12
+
+
+def test_callable_objective(split):
+    """A callable is a held-out objective: the 90% coverage error by partial."""
+    X, y, X_val, y_val = split
+    reg = laplace().fit(X, y)
+    objective = functools.partial(interval_coverage_error, level=0.9)
+    result = calibrate(reg, X_val, y_val, param="noise_scale", objective=objective)
+    mean, std = reg.predict(X_val, return_std=True)
+    assert result.objective is objective
+    assert result.scores.min() == objective(y_val, mean, std) <= 1 / len(y_val) + 1e-12
 
 
 def test_marginal_likelihood_objective_maximises_the_evidence(split):
@@ -80,6 +110,18 @@ def test_marginal_likelihood_objective_maximises_the_evidence(split):
     result = calibrate(reg, param="prior_precision", grid=grid, objective="marginal_log_likelihood")
     assert result.best_value == grid[np.argmax(evidence)]
     np.testing.assert_allclose(result.scores, -np.array(evidence))
+
+
+def test_a_plateau_reaching_the_edge_does_not_warn():
+    """A step objective (coverage) ties over a plateau: its first value is
+    chosen, and an edge of the plateau at the grid's edge is no sign of an
+    optimum beyond it; an edge value better than its neighbour is."""
+    grid = np.array([3.0, 1.0, 2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _best_value(grid, np.array([1.0, 0.0, 0.0]), "cov_scale") == 1.0
+    with pytest.warns(UserWarning, match="at the edge"):
+        assert _best_value(grid, np.array([1.0, 0.0, 0.5]), "cov_scale") == 1.0
 
 
 def test_best_value_at_the_edge_warns(split):

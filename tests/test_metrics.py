@@ -68,6 +68,7 @@ def test_interval_coverage_and_width_by_hand():
     # The 95% half-width is 1.96 std: 1.9 is inside, 2.0 outside.
     y = np.array([0.0, 1.9, -1.9, 2.0, -2.0])
     assert M.interval_coverage(y, np.zeros(5), np.ones(5), level=0.95) == pytest.approx(0.6)
+    assert M.interval_coverage_error(y, np.zeros(5), np.ones(5), level=0.95) == pytest.approx(0.35)
     assert M.interval_width(y, np.zeros(5), np.full(5, 2.0), level=0.95) == pytest.approx(4 * norm.ppf(0.975))
 
 

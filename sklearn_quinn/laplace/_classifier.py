@@ -49,7 +49,7 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         Laplace evidence (one eigen decomposition, no new curvature), or
         'gridsearch' to choose it on a grid by ``calibration_objective`` (see
         :func:`sklearn_quinn.calibration.calibrate`).
-    calibration_objective : {'nll', 'ece', 'brier', 'marginal_log_likelihood'}, default='nll'
+    calibration_objective : {'nll', 'ece', 'brier', 'marginal_log_likelihood'} or callable, default='nll'
         Objective of ``prior_precision='gridsearch'``. The held-out objectives
         are scored on ``validation_fraction`` of the training rows (stratified
         by class when every class has two rows), which the network is then not
@@ -99,7 +99,7 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         "pushforward": [StrOptions({"linear", "nonlinear"})],
         "predictive": GAUSSIAN_PREDICTIVES,
         "prior_precision": [None, StrOptions({"marglik", "gridsearch"}), Interval(Real, 0, None, closed="neither")],
-        "calibration_objective": [StrOptions(set(CLASSIFICATION_OBJECTIVES))],
+        "calibration_objective": [StrOptions(set(CLASSIFICATION_OBJECTIVES)), callable],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "n_samples": [Interval(Integral, 1, None, closed="left")],
     }

@@ -68,9 +68,10 @@ class LaplaceRegressor(BaseBayesianRegressor):
         of the MAP), a float, 'marglik' to maximise the Laplace evidence, or
         'gridsearch' to choose it on a grid by ``calibration_objective`` (see
         :func:`sklearn_quinn.calibration.calibrate`).
-    calibration_objective : {'nll', 'chi_squared', 'crps', 'ece', \
-            'marginal_log_likelihood'}, default='nll'
-        Objective of ``prior_precision='gridsearch'``. The held-out objectives
+    calibration_objective : {'nll', 'chi_squared', 'crps', 'ece', 'coverage', \
+            'marginal_log_likelihood'} or callable, default='nll'
+        Objective of ``prior_precision='gridsearch'`` (see
+        :func:`~sklearn_quinn.calibration.calibrate`). The held-out objectives
         are scored on ``validation_fraction`` of the training rows, which the
         MAP and the curvature then do not see.
     validation_fraction : float in (0, 1), default=0.1
@@ -159,7 +160,7 @@ class LaplaceRegressor(BaseBayesianRegressor):
             StrOptions({"marglik", "gridsearch"}),
             Interval(Real, 0, None, closed="neither"),
         ],
-        "calibration_objective": [StrOptions(set(OBJECTIVES))],
+        "calibration_objective": [StrOptions(set(OBJECTIVES)), callable],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "n_samples": [Interval(Integral, 1, None, closed="left")],
     }
