@@ -26,11 +26,13 @@ is timed twice as a cross-check: with NumPyro 0.22 / JAX 0.10 it retraces and
 recompiles its loop on every call, so the compile seconds JAX records inside a
 run (trace, lowering, XLA compile; these may overlap) are subtracted.
 
-Context: the bare gradient of each side (torch autograd of the log density;
-``jax.jit(jax.value_and_grad(potential_fn))`` called from Python, and inside a
-compiled ``fori_loop``), and a PROTOTYPE that is not in the package: our HMC
-with ``_kernels.value_and_grad`` swapped for a hand-written gradient of this
-MLP (a measured speed-up idea).
+Ours twice: eager (``compile=False``, the default) and with ``compile=True``
+(the leapfrog trajectory through ``torch.compile``; its compile seconds, from
+the first run, reported apart as NumPyro's are).
+
+Context: the bare gradient of each side (our hand-written batched gradient,
+eager; ``jax.jit(jax.value_and_grad(potential_fn))`` called from Python, and
+inside a compiled ``fori_loop``).
 
 One thread: ``torch.set_num_threads(1)``; for JAX, before it is imported,
 ``XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"``
@@ -95,7 +97,6 @@ from numpyro.infer.util import initialize_model  # noqa: E402
 sys.path.insert(0, ROOT)
 from sklearn_quinn._core.network import FunctionalModel, build_mlp  # noqa: E402
 from sklearn_quinn.datasets import load_uci_split  # noqa: E402
-from sklearn_quinn.mcmc import _kernels  # noqa: E402
 from sklearn_quinn.mcmc._kernels import value_and_grad  # noqa: E402
 from sklearn_quinn._core.log_densities import regression_log_posterior  # noqa: E402
 from sklearn_quinn.mcmc._sampling import run_chains  # noqa: E402
@@ -167,62 +168,13 @@ def find_map(model, log_density):
     return theta.detach()
 
 
-def run_ours(log_density, start, n_samples, step_size, n_leapfrog, seed):
+def run_ours(log_density, start, n_samples, step_size, n_leapfrog, seed, compile=False):
     generator = torch.Generator().manual_seed(seed)
     with Clock() as clock:
         result = run_chains(log_density, start, sampler="hmc", n_samples=n_samples, n_burnin=0,
                             step_size=step_size, n_leapfrog=n_leapfrog, adapt_step_size=False,
-                            generator=generator)
+                            compile=compile, generator=generator)
     return clock, float(result.acceptance.mean()), int(result.n_divergent.sum())
-
-
-def analytic_value_and_grad(X, y, prior_std=1.0, noise_std=NOISE_STD):
-    """PROTOTYPE, not in the package: ``log p`` and its gradient for this 1-hidden-layer ReLU
-    MLP with one output, written by hand (no autograd), for one row ``(1, K)``.
-
-    ``h = relu([X, 1] [W1, b1]^T)``, ``r = (y - h w2 - b2) / s^2``; ``dW2 = h^T r``,
-    ``db2 = sum r`` and, with one output, ``[dW1, db1] = w2 * (1[h > 0]^T (r * [X, 1]))``:
-    no ``N x H`` outer product and one mm for the weights and biases of the hidden layer.
-    """
-    X1 = torch.cat([torch.tensor(X), torch.ones(len(X), 1, dtype=torch.float64)], 1)
-    target = torch.tensor(y)
-    n, d = X.shape
-    n_hidden = HIDDEN
-    n_params = n_hidden * (d + 1) + n_hidden + 1
-    var = noise_std**2
-    const = (-n * math.log(noise_std) - 0.5 * n * math.log(2 * math.pi)
-             - n_params * math.log(prior_std) - 0.5 * n_params * math.log(2 * math.pi))
-    w1_end, b1_end, w2_end = n_hidden * d, n_hidden * (d + 1), n_hidden * (d + 2)
-
-    def value_and_grad_(log_density, position):  # signature of _kernels.value_and_grad
-        assert position.shape[0] == 1
-        theta = position[0]
-        w2, b2 = theta[b1_end:w2_end], theta[w2_end:]
-        weights = torch.cat([theta[:w1_end].view(n_hidden, d), theta[w1_end:b1_end, None]], 1)
-        h = torch.mm(X1, weights.T).clamp_(min=0)  # (N, H)
-        r = torch.addmv(b2, h, w2).sub_(target).mul_(-1 / var)  # (y - f) / s^2
-        value = -0.5 * var * r.dot(r) - 0.5 * theta.dot(theta) / prior_std**2 + const
-        gradient = torch.empty_like(theta)
-        torch.mv(h.T, r, out=gradient[b1_end:w2_end])
-        gradient[w2_end:] = r.sum()
-        hidden_grad = (X1 * r[:, None]).T @ torch.sign(h)  # (D + 1, H)
-        hidden_grad.mul_(w2)
-        gradient[:w1_end].view(n_hidden, d).copy_(hidden_grad[:d].T)
-        gradient[w1_end:b1_end].copy_(hidden_grad[d])
-        gradient.sub_(theta / prior_std**2)
-        return value.view(1), gradient.view(1, -1)
-
-    return value_and_grad_
-
-
-def run_ours_prototype(prototype, log_density, start, n_samples, step_size, n_leapfrog, seed):
-    """``run_chains`` with ``_kernels.value_and_grad`` swapped for ``prototype`` (restored after)."""
-    saved = _kernels.value_and_grad
-    _kernels.value_and_grad = prototype
-    try:
-        return run_ours(log_density, start, n_samples, step_size, n_leapfrog, seed)
-    finally:
-        _kernels.value_and_grad = saved
 
 
 # ---------------------------------------------------------------- NumPyro
@@ -352,10 +304,6 @@ def main():
     print(f"check at start: ours log p {float(value[0]):.6f}, NumPyro -U {-float(pe):.6f}, "
           f"max |grad diff| {np.abs(gradient[0].numpy() + from_sites(pe_grad)).max():.2e}")
 
-    prototype = analytic_value_and_grad(X, y)
-    value_p, gradient_p = prototype(log_density, start)
-    print(f"check prototype analytic gradient: |log p diff| {abs(float(value_p[0] - value[0])):.1e}, "
-          f"max |grad diff| {float((gradient_p - gradient).abs().max()):.1e}")
 
     # ---------------------------------------------------- bare gradients
     def ours_bare(n):
@@ -381,7 +329,6 @@ def main():
     jax.block_until_ready(jax_in_graph(init_sites, 10))
     ours_bare(20)
     bare_ours = median_per_call(ours_bare, 500)
-    bare_proto = median_per_call(lambda n: [prototype(log_density, start) for _ in range(n)], 1000)
     bare_jax = median_per_call(jax_bare, 2000)
     bare_jax_graph = median_per_call(lambda n: jax.block_until_ready(jax_in_graph(init_sites, n)), 2000)
 
@@ -389,20 +336,26 @@ def main():
     # ~args.seconds of sampling per run, from the bare gradient wall times.
     n_ours = max(50, int(args.seconds / (n_leapfrog * bare_ours[0])))
     n_numpyro = max(50, int(args.seconds / (n_leapfrog * bare_jax_graph[0])))
-    n_proto = max(50, int(args.seconds / 2 / (n_leapfrog * bare_proto[0])))
 
     # ------------------------------------------------ NumPyro: compile
     compiled, state0, compile_aot = numpyro_compiled_chain(potential_fn, init_sites, eps, n_leapfrog,
                                                            n_numpyro)
     run_numpyro_compiled(compiled, state0, seed=0)  # first call: allocations, caches
 
+    # ------------------------------------------------ ours, compile=True: compile
+    # The first run compiles the trajectory (torch.compile's cache then serves later runs).
+    compile_ours, *_ = run_ours(log_density, start, 2, eps, n_leapfrog, seed=0, compile=True)
+    with Clock() as clock:
+        run_ours(log_density, start, 2, eps, n_leapfrog, seed=0, compile=True)
+    n_compiled = max(50, int(args.seconds / (n_leapfrog * 3 * max(clock.wall / (2 * n_leapfrog + 1), 1e-6))))
+
     # ------------------------------------------------ timed, interleaved
-    ours_runs, numpyro_runs, proto_runs = [], [], []
+    ours_runs, numpyro_runs, compiled_runs = [], [], []
     for repeat in range(args.repeats):
         ours_runs.append(run_ours(log_density, start, n_ours, eps, n_leapfrog, seed=repeat))
         numpyro_runs.append(run_numpyro_compiled(compiled, state0, seed=repeat + 1))
-        proto_runs.append(run_ours_prototype(prototype, log_density, start, n_proto, eps, n_leapfrog,
-                                             seed=repeat))
+        compiled_runs.append(run_ours(log_density, start, n_compiled, eps, n_leapfrog, seed=repeat,
+                                      compile=True))
 
     # ------------------------------------------------ NumPyro's MCMC.run, as a cross-check
     # Each MCMC.run traces and compiles its loop again (see the note printed below); the
@@ -416,8 +369,8 @@ def main():
     per_grad = {
         "ours": [(r[0].wall / grads_ours, r[0].cpu / grads_ours) for r in ours_runs],
         "numpyro": [(r[0].wall / grads_numpyro, r[0].cpu / grads_numpyro) for r in numpyro_runs],
-        "proto": [(r[0].wall / (n_proto * n_leapfrog + 1), r[0].cpu / (n_proto * n_leapfrog + 1))
-                  for r in proto_runs],
+        "compiled": [(r[0].wall / (n_compiled * n_leapfrog + 1), r[0].cpu / (n_compiled * n_leapfrog + 1))
+                     for r in compiled_runs],
     }
     med = {side: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
            for side, v in per_grad.items()}
@@ -429,20 +382,22 @@ def main():
     print(f"step size {eps:g}, {n_leapfrog} leapfrog steps, identity mass, 1 chain, no warm-up/adaptation")
     print(f"NumPyro step size actually used (state.adapt_state.step_size): {sorted(used_step)} -> "
           f"{'OK, equals eps' if step_ok else 'MISMATCH'}; leapfrog steps per iteration {used_steps}")
-    print(f"runs: ours {n_ours} HMC steps ({grads_ours} gradients), NumPyro {n_numpyro} HMC steps "
-          f"({grads_numpyro} gradients); {args.repeats} interleaved repeats, median")
+    print(f"runs: ours {n_ours} HMC steps ({grads_ours} gradients), ours compiled {n_compiled}, NumPyro "
+          f"{n_numpyro} HMC steps ({grads_numpyro} gradients); {args.repeats} interleaved repeats, median")
     print()
     print(f"{'':36s}{'wall':>11s}{'cpu':>11s}")
-    for side, name in (("ours", "ours: per gradient inside HMC"),
+    for side, name in (("ours", "ours (eager): per gradient in HMC"),
+                       ("compiled", "ours (compile=True): per gradient"),
                        ("numpyro", "NumPyro: per gradient inside HMC")):
         print(f"{name:36s}{fmt_us(med[side][0]):>11s}{fmt_us(med[side][1]):>11s}   repeats (wall, us): "
               + ", ".join(f"{w * 1e6:.1f}" for w, _ in per_grad[side]))
-    ratio_wall = med["ours"][0] / med["numpyro"][0]
-    ratio_cpu = med["ours"][1] / med["numpyro"][1]
-    print(f"{'RATIO ours / NumPyro':36s}{ratio_wall:>10.2f}x{ratio_cpu:>10.2f}x   target <= 1.5: "
-          f"{'MET' if ratio_wall <= 1.5 else 'NOT MET'}")
+    for side, name in (("ours", "RATIO ours (eager) / NumPyro"), ("compiled", "RATIO ours (compile=True) / NumPyro")):
+        ratio_wall = med[side][0] / med["numpyro"][0]
+        ratio_cpu = med[side][1] / med["numpyro"][1]
+        print(f"{name:36s}{ratio_wall:>10.2f}x{ratio_cpu:>10.2f}x   target <= 1.5: "
+              f"{'MET' if ratio_wall <= 1.5 else 'NOT MET'}")
     print()
-    print(f"{'bare gradient, ours (autograd)':36s}{fmt_us(bare_ours[0]):>11s}{fmt_us(bare_ours[1]):>11s}")
+    print(f"{'bare gradient, ours (eager)':36s}{fmt_us(bare_ours[0]):>11s}{fmt_us(bare_ours[1]):>11s}")
     print(f"{'bare gradient, jax.jit, python loop':36s}{fmt_us(bare_jax[0]):>11s}{fmt_us(bare_jax[1]):>11s}"
           "   (one dispatch per call)")
     print(f"{'bare gradient, jax, in fori_loop':36s}{fmt_us(bare_jax_graph[0]):>11s}"
@@ -454,19 +409,10 @@ def main():
     print(f"{'bare ours / bare jax in-graph':36s}{bare_ours[0] / bare_jax_graph[0]:>10.2f}x"
           f"{bare_ours[1] / bare_jax_graph[1]:>10.2f}x")
     print()
-    print("PROTOTYPE, not in the package (a speed-up idea): _kernels.value_and_grad swapped for a "
-          "hand-written gradient of this MLP")
-    print(f"{'bare gradient, prototype':36s}{fmt_us(bare_proto[0]):>11s}{fmt_us(bare_proto[1]):>11s}"
-          f"   ({bare_ours[0] / bare_proto[0]:.2f}x faster than autograd)")
-    print(f"{'prototype: per gradient inside HMC':36s}{fmt_us(med['proto'][0]):>11s}"
-          f"{fmt_us(med['proto'][1]):>11s}   repeats (wall, us): "
-          + ", ".join(f"{w * 1e6:.1f}" for w, _ in per_grad["proto"]) + f"; {n_proto} HMC steps")
-    print(f"{'RATIO prototype / NumPyro':36s}{med['proto'][0] / med['numpyro'][0]:>10.2f}x"
-          f"{med['proto'][1] / med['numpyro'][1]:>10.2f}x   acceptance "
-          f"{statistics.mean(r[1] for r in proto_runs):.3f}")
-    print()
     print(f"NumPyro JIT compile (excluded above): {compile_aot:.2f} s, AOT jit(scan of sample_kernel)"
           ".lower().compile()")
+    print(f"ours torch.compile (excluded above): {compile_ours.wall:.2f} s, the first compile=True run "
+          "(2 HMC steps; includes them)")
     for label, (clock, compiled_s, accept, _, _) in zip(("1st", "2nd"), mcmc_runs):
         print(f"NumPyro MCMC.run {label} call: {clock.wall:.2f} s wall, of which {compiled_s:.2f} s "
               f"trace/lower/compile recorded by JAX -> {(clock.wall - compiled_s) / grads_mcmc * 1e6:.1f} us"
@@ -477,7 +423,8 @@ def main():
           f"(repeats {', '.join(f'{r[1]:.3f}' for r in ours_runs)}; divergent "
           f"{sum(r[2] for r in ours_runs)}), NumPyro {statistics.mean(r[1] for r in numpyro_runs):.3f} "
           f"(repeats {', '.join(f'{r[1]:.3f}' for r in numpyro_runs)}; divergent "
-          f"{sum(r[2] for r in numpyro_runs)})")
+          f"{sum(r[2] for r in numpyro_runs)}), ours compiled "
+          f"{statistics.mean(r[1] for r in compiled_runs):.3f}")
     print(f"load average at end: {os.getloadavg()}")
 
 if __name__ == "__main__":

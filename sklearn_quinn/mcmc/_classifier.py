@@ -21,7 +21,7 @@ class MCMCClassifier(MCMCMixin, DrawsClassifierMixin, BaseBayesianClassifier):
     hidden_layer_sizes, activation, module, prior_std, sampler, n_samples, n_burnin, thin, \\
 n_chains, step_size, n_leapfrog, target_acceptance, adapt_step_size, gamma, adapt_start, \\
 adapt_every, init, lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, \\
-n_jobs, random_state, verbose
+compile, n_jobs, random_state, verbose
         As for :class:`MCMCRegressor`.
     predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \\
 'mean_field_2'}, default=None
@@ -89,6 +89,7 @@ n_jobs, random_state, verbose
         callbacks=None,
         dtype="float64",
         device="cpu",
+        compile=False,
         n_jobs=None,
         random_state=None,
         verbose=0,
@@ -120,6 +121,7 @@ n_jobs, random_state, verbose
         self.callbacks = callbacks
         self.dtype = dtype
         self.device = device
+        self.compile = compile
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose

@@ -19,6 +19,8 @@ from typing import NamedTuple
 
 import torch
 
+from .._core.compiling import compiled_or_eager
+
 
 def value_and_grad(log_density, position):
     """Log density ``(C,)`` and its gradient ``(C, K)`` at each row of ``position``.
@@ -50,10 +52,15 @@ def metropolis_accept(generator, log_ratio, proposal, state):
     ``proposal`` is ``state`` with some fields replaced; those fields take the
     proposal's rows where accepted. A non-finite ratio is a divergence, rejected.
     """
+    uniform = torch.rand(log_ratio.shape, generator=generator, dtype=log_ratio.dtype, device=log_ratio.device)
+    return metropolis_select(uniform, log_ratio, proposal, state)
+
+
+def metropolis_select(uniform, log_ratio, proposal, state):
+    """:func:`metropolis_accept` given its uniform draws ``(C,)``: no generator, so it compiles."""
     divergent = ~torch.isfinite(log_ratio)
     log_ratio = torch.where(divergent, torch.full_like(log_ratio, -math.inf), log_ratio)
     probability = log_ratio.clamp(max=0.0).exp()
-    uniform = torch.rand(log_ratio.shape, generator=generator, dtype=log_ratio.dtype, device=log_ratio.device)
     accepted = uniform < probability
 
     def pick(new, old):
@@ -73,7 +80,7 @@ class HMCState(NamedTuple):
     inverse_mass: torch.Tensor  # (C, K), the diagonal of M^-1
 
 
-def hmc(log_density, n_leapfrog, step_jitter=0.2):
+def hmc(log_density, n_leapfrog, step_jitter=0.2, compile=False):
     """Hamiltonian Monte Carlo with a diagonal mass matrix and leapfrog integration.
 
     ``H(w, p) = -log p(w) + p^T M^-1 p / 2``; ``n_leapfrog`` leapfrog steps of
@@ -81,7 +88,11 @@ def hmc(log_density, n_leapfrog, step_jitter=0.2):
     ``min(1, exp(H(w, p) - H(w', p')))``. Each step draws its step size
     uniformly within ``± step_jitter`` of ``step_size`` (Neal 2011, 5.4.2.2):
     a fixed trajectory length near a period of the target would otherwise
-    return the chain to where it started.
+    return the chain to where it started. With ``compile=True`` everything
+    but the random draws runs through ``torch.compile`` (see
+    :func:`~sklearn_quinn._core.compiling.compiled_or_eager`): the batched
+    gradients and updates of all ``n_leapfrog`` steps, the energies and the
+    accept step become one compiled graph.
 
     Returns
     -------
@@ -98,23 +109,35 @@ def hmc(log_density, n_leapfrog, step_jitter=0.2):
             inverse_mass = torch.ones_like(position)
         return HMCState(position, value, gradient, step_size, inverse_mass.expand_as(position).clone())
 
+    def hmc_transition(state, jitter, momentum_noise, uniform):
+        epsilon = state.step_size * (1 + step_jitter * (2 * jitter - 1))
+        proposal, log_ratio = hmc_proposal(log_density, momentum_noise, state, epsilon, n_leapfrog)
+        return metropolis_select(uniform, log_ratio, proposal, state)
+
+    transition = compiled_or_eager(hmc_transition) if compile else hmc_transition
+
     def step(generator, state):
-        uniform = torch.rand(
-            state.step_size.shape, generator=generator, dtype=state.step_size.dtype, device=state.step_size.device
-        )
-        epsilon = state.step_size * (1 + step_jitter * (2 * uniform - 1))
-        proposal, log_ratio = hmc_proposal(log_density, generator, state, epsilon, n_leapfrog)
-        return metropolis_accept(generator, log_ratio, proposal, state)
+        position = state.position
+        jitter = torch.rand(state.step_size.shape, generator=generator, dtype=position.dtype, device=position.device)
+        momentum_noise = standard_normal(generator, position)
+        uniform = torch.rand(position.shape[:1], generator=generator, dtype=position.dtype, device=position.device)
+        return transition(state, jitter, momentum_noise, uniform)
 
     return init, step
 
 
-def hmc_proposal(log_density, generator, state, epsilon, n_leapfrog):
+def standard_normal(generator, like):
+    """Standard normal draws of the shape, dtype and device of ``like``."""
+    return torch.randn(like.shape, generator=generator, dtype=like.dtype, device=like.device)
+
+
+def hmc_proposal(log_density, momentum_noise, state, epsilon, n_leapfrog):
     """One leapfrog trajectory from each row of an :class:`HMCState`.
 
-    Draws momenta ``p ~ N(0, M)`` and integrates with step sizes ``epsilon``
-    ``(C,)`` for ``n_leapfrog`` steps: an int, or a ``(C,)`` integer tensor of
-    per-row trajectory lengths.
+    Takes momenta ``p ~ N(0, M)`` from standard normal draws ``momentum_noise``
+    ``(C, K)`` and integrates with step sizes ``epsilon`` ``(C,)`` for
+    ``n_leapfrog`` steps: an int, or a ``(C,)`` integer tensor of per-row
+    trajectory lengths.
 
     Returns
     -------
@@ -124,9 +147,7 @@ def hmc_proposal(log_density, generator, state, epsilon, n_leapfrog):
         ``H(w, p) - H(w', p')``, the log acceptance ratio.
     """
     position, value, gradient, _, inverse_mass = state
-    momentum = torch.randn(
-        position.shape, generator=generator, dtype=position.dtype, device=position.device
-    ) / inverse_mass.sqrt()
+    momentum = momentum_noise / inverse_mass.sqrt()
     energy = -value + 0.5 * (momentum.square() * inverse_mass).sum(-1)
     position, momentum, value, gradient = leapfrog(
         log_density, position, momentum, gradient, epsilon.unsqueeze(-1), inverse_mass, n_leapfrog
@@ -194,7 +215,7 @@ def mala(log_density):
     def step(generator, state):
         position, value, gradient, step_size = state
         epsilon = step_size.unsqueeze(-1)
-        noise = torch.randn(position.shape, generator=generator, dtype=position.dtype, device=position.device)
+        noise = standard_normal(generator, position)
         proposed = position + 0.5 * epsilon.square() * gradient + epsilon * noise
         new_value, new_gradient = value_and_grad(log_density, proposed)
         log_ratio = (
@@ -247,7 +268,7 @@ def adaptive_metropolis(log_density, gamma=1.0, adapt_start=100, adapt_every=10,
 
     def step(generator, state):
         position, value, cholesky, count, mean, scatter = state
-        noise = torch.randn(position.shape, generator=generator, dtype=position.dtype, device=position.device)
+        noise = standard_normal(generator, position)
         proposed = position + (cholesky @ noise.unsqueeze(-1)).squeeze(-1)
         with torch.no_grad():
             new_value = log_density(proposed)

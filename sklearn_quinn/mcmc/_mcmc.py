@@ -31,6 +31,7 @@ class MCMCMixin:
         "adapt_start": [Interval(Integral, 0, None, closed="left")],
         "adapt_every": [Interval(Integral, 1, None, closed="left")],
         "init": [StrOptions({"map", "prior"})],
+        "compile": ["boolean"],
         "n_jobs": [None, Integral],
     }
 
@@ -80,6 +81,7 @@ class MCMCMixin:
             gamma=self.gamma,
             adapt_start=self.adapt_start,
             adapt_every=self.adapt_every,
+            compile=self.compile,
             generator=self._generator(seed),
             progress=progress if bar is not None else None,
         )
@@ -152,6 +154,13 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
     init : {'map', 'prior'}, default='map'
         Start the chains at the MAP (trained through skorch, with a small
         per-chain jitter) or at prior draws.
+    compile : bool, default=False
+        Run HMC's leapfrog trajectories through ``torch.compile``: the
+        gradients and updates of a trajectory become one compiled graph
+        (2-3x less time per gradient for a small MLP on a CPU, after a
+        one-off compilation of 15-45 s, which needs a C++ compiler; each
+        joblib worker compiles its own). Falls back to eager execution,
+        with a warning, when compiling fails. No effect on MALA and AMCMC.
     n_jobs : int, default=None
         Split the chains into this many groups run by joblib workers (each
         group batched); None or 1 runs all chains in one batch.
@@ -239,6 +248,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         normalize_y=True,
         dtype="float64",
         device="cpu",
+        compile=False,
         n_jobs=None,
         random_state=None,
         verbose=0,
@@ -270,6 +280,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         self.normalize_y = normalize_y
         self.dtype = dtype
         self.device = device
+        self.compile = compile
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose

@@ -24,7 +24,7 @@ class ChainResult(NamedTuple):
 
 def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin=1000, thin=1,
                step_size=0.01, n_leapfrog=10, target_acceptance=None, adapt_step_size=True,
-               gamma=1.0, adapt_start=100, adapt_every=10, generator=None, progress=None):
+               gamma=1.0, adapt_start=100, adapt_every=10, compile=False, generator=None, progress=None):
     """Run ``C`` chains from ``position (C, K)`` and keep ``n_samples`` thinned draws each.
 
     HMC and MALA adapt their step size by dual averaging during burn-in (and
@@ -35,6 +35,8 @@ def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin
     Parameters
     ----------
     log_density : callable ``(C, K) -> (C,)``
+    compile : bool, default=False
+        HMC's trajectories through ``torch.compile`` (see :func:`~sklearn_quinn.mcmc._kernels.hmc`).
     progress : callable ``(n_steps_done, acceptance_rate) -> None``, optional
         Called once per step, for a progress bar.
 
@@ -43,7 +45,7 @@ def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin
     ChainResult
     """
     if sampler == "hmc":
-        init, step = hmc(log_density, n_leapfrog)
+        init, step = hmc(log_density, n_leapfrog, compile=compile)
     elif sampler == "mala":
         init, step = mala(log_density)
     elif sampler == "amcmc":

@@ -25,7 +25,7 @@ from typing import NamedTuple
 import torch
 
 from .._core.log_densities import LogPosterior
-from ..mcmc._kernels import hmc, hmc_proposal, metropolis_accept
+from ..mcmc._kernels import hmc, hmc_proposal, metropolis_accept, standard_normal
 from ._resampling import systematic_resample
 from ._tempering import effective_sample_size, next_increment, reweight, uniform_log_weights
 from ._tuning import initial_parameters, perturb_parameters, squared_jumping_distance
@@ -125,7 +125,7 @@ def hmc_move(target, particles, log_weights, epsilon, length, n_steps, generator
     state = init(particles, epsilon, inverse_mass)
     acceptance, jumps = 0.0, torch.zeros_like(epsilon)
     for _ in range(n_steps):
-        proposal, log_ratio = hmc_proposal(target, generator, state, epsilon, length)
+        proposal, log_ratio = hmc_proposal(target, standard_normal(generator, state.position), state, epsilon, length)
         start = state.position
         state, info = metropolis_accept(generator, log_ratio, proposal, state)
         jumps += squared_jumping_distance(start, proposal.position, inverse_mass, length, info.acceptance_probability)
