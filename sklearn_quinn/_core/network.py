@@ -77,8 +77,9 @@ class FunctionalModel:
     A module made only of ``nn.Linear`` layers and element-wise activations
     (the default MLP, or a user's ``nn.Sequential`` of the same parts) runs a
     hand-batched forward (one ``baddbmm`` per layer over the leading ``S``
-    axis, points along the last axis) and a hand-written per-example Jacobian; any other module runs
-    through ``torch.func`` (``vmap`` over ``functional_call``, ``jacrev``).
+    axis, the points along the last axis) and a hand-written per-example
+    Jacobian; any other module runs through ``torch.func`` (``vmap`` over
+    ``functional_call``, ``jacrev``).
 
     Parameters
     ----------
