@@ -137,3 +137,23 @@ def test_forward_and_vjp_matches_autograd(fast_path, activation):
     (expected,) = torch.autograd.grad((model(rows, X) * cotangent).sum(), rows)
     torch.testing.assert_close(outputs, model(theta, X))
     torch.testing.assert_close(vjp(cotangent), expected)
+
+
+@pytest.mark.parametrize("per_row_inputs", [False, True], ids=["shared X", "X per row"])
+def test_forward_and_vjp_with_per_row_inputs_and_bias_free_layers(per_row_inputs):
+    """The fast path's other layouts: inputs (S, N, D), one set per weight row,
+    and layers without bias (their gradient blocks are the only ones written)."""
+    torch.manual_seed(1)
+    module = nn.Sequential(nn.Linear(3, 5, bias=False), nn.Tanh(), nn.Linear(5, 2)).double()
+    model = FunctionalModel(module)
+    assert model._plan is not None
+    theta = model.flatten() + 0.1 * torch.randn(4, model.n_params, dtype=torch.float64)
+    X = torch.randn(4, 7, 3, dtype=torch.float64) if per_row_inputs else _inputs()
+    cotangent = torch.randn(4, 7, 2, dtype=torch.float64)
+    generic = FunctionalModel(module)
+    generic._plan = None
+    outputs, vjp = model.forward_and_vjp(theta, X)
+    rows = theta.clone().requires_grad_(True)
+    (expected,) = torch.autograd.grad((generic(rows, X) * cotangent).sum(), rows)
+    torch.testing.assert_close(outputs, generic(theta, X))
+    torch.testing.assert_close(vjp(cotangent), expected)
