@@ -4,7 +4,6 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
-from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -12,11 +11,12 @@ from .._classification import GAUSSIAN_PREDICTIVES, BaseBayesianClassifier
 from .._core.curvature import CURVATURES, STRUCTURES
 from .._core.likelihoods import CategoricalLikelihood
 from .._core.pushforward import linear_pushforward
-from ..calibration import CLASSIFICATION_OBJECTIVES, calibrate
+from ..calibration import CLASSIFICATION_OBJECTIVES
 from ._engine import LaplaceApproximation
+from ._gridsearch import GridsearchPriorMixin
 
 
-class LaplaceClassifier(BaseBayesianClassifier):
+class LaplaceClassifier(GridsearchPriorMixin, BaseBayesianClassifier):
     """Neural-network classifier with a Laplace approximation of the weight posterior.
 
     The network is trained to the MAP weights ``theta*`` of a categorical
@@ -175,14 +175,8 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
                 "pushforward='linear'; pushforward='nonlinear' averages the softmax over weight "
                 "draws (predictive='mc_bridge')."
             )
-        held_out = None
-        if self.prior_precision == "gridsearch" and self.calibration_objective != "marginal_log_likelihood":
-            codes = Y.ravel().astype(np.intp)  # the class indices (Y is 2-D)
-            stratify = codes if np.bincount(codes).min() >= 2 else None
-            X, X_val, Y, _, _, codes_val = train_test_split(
-                X, Y, codes, test_size=self.validation_fraction, random_state=self._split_seed, stratify=stratify
-            )
-            held_out = X_val, self.classes_[codes_val]
+        codes = Y.ravel().astype(np.intp)  # the class indices (Y is 2-D)
+        X, Y, held_out = self._hold_out(X, Y, stratify=codes if np.bincount(codes).min() >= 2 else None)
         theta = self._fit_map(X, Y)
         self._laplace = LaplaceApproximation(
             self._model, theta, self._tensor(X), self._tensor(Y), CategoricalLikelihood(),
@@ -195,9 +189,11 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
             self.prior_precision_ = self._laplace.maximise_evidence(self.prior_precision_)[0]
         self._set_posterior_scale("cov_scale", self.cov_scale)
         if self.prior_precision == "gridsearch":
-            X_val, y_val = held_out if held_out is not None else (None, None)
-            calibrate(self, X_val, y_val, param="prior_precision", objective=self.calibration_objective)
+            self._search_prior_precision(held_out)
         return self
+
+    def _user_targets(self, Y):
+        return self.classes_[Y.ravel().astype(np.intp)]
 
     def log_marginal_likelihood(self, prior_precision=None):
         """Laplace approximation of the log evidence ``log p(y | X)``.

@@ -4,7 +4,6 @@ import warnings
 from numbers import Integral, Real
 
 import torch
-from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -12,14 +11,15 @@ from .._core.curvature import CURVATURES, STRUCTURES
 from .._core.likelihoods import GaussianLikelihood
 from .._core.pushforward import linear_pushforward
 from ..base import BaseBayesianRegressor
-from ..calibration import OBJECTIVES, calibrate
+from ..calibration import OBJECTIVES
 from ._engine import LaplaceApproximation
+from ._gridsearch import GridsearchPriorMixin
 
 # A diagonal evidence that multiplies the MAP noise by more than this gets a warning.
 _NOISE_INFLATION_WARNING = 3.0
 
 
-class LaplaceRegressor(BaseBayesianRegressor):
+class LaplaceRegressor(GridsearchPriorMixin, BaseBayesianRegressor):
     """Neural-network regressor with a Laplace approximation of the weight posterior.
 
     The network is trained to the maximum a posteriori (MAP) weights
@@ -231,12 +231,7 @@ class LaplaceRegressor(BaseBayesianRegressor):
         self : LaplaceRegressor
         """
         X, Y = self._begin_fit(X, y)
-        held_out = None
-        if self.prior_precision == "gridsearch" and self.calibration_objective != "marginal_log_likelihood":
-            X, X_val, Y, Y_val = train_test_split(
-                X, Y, test_size=self.validation_fraction, random_state=self._split_seed
-            )
-            held_out = X_val, Y_val * self._y_scale + self._y_mean
+        X, Y, held_out = self._hold_out(X, Y)
         self._log_y_scale = self._log_y_scale_total(len(X))
         theta, noise_std = self._fit_map(X, Y)
         self._laplace = LaplaceApproximation(
@@ -269,9 +264,11 @@ class LaplaceRegressor(BaseBayesianRegressor):
         self.cov_scale_ = float(self.cov_scale)
         self.posterior_ = self._laplace.posterior(self.prior_precision_, self._noise_scale, self.cov_scale_)
         if self.prior_precision == "gridsearch":
-            X_val, y_val = held_out if held_out is not None else (None, None)
-            calibrate(self, X_val, y_val, param="prior_precision", objective=self.calibration_objective)
+            self._search_prior_precision(held_out)
         return self
+
+    def _user_targets(self, Y):
+        return Y * self._y_scale + self._y_mean
 
     def log_marginal_likelihood(self, prior_precision=None):
         """Laplace approximation of the log evidence ``log p(y | X)``.

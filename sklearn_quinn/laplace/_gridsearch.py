@@ -1,0 +1,25 @@
+"""``prior_precision='gridsearch'``: the held-out rows, and the grid search on them."""
+
+from sklearn.model_selection import train_test_split
+
+from ..calibration import calibrate
+
+
+class GridsearchPriorMixin:
+    """Shared by the Laplace regressor and classifier; each says how its internal
+    targets read in the units the user gave (``_user_targets``)."""
+
+    def _hold_out(self, X, Y, stratify=None):
+        """Split off ``validation_fraction`` of the rows when the grid search scores a
+        held-out objective. Returns the training rows and the held-out ``(X, Y)`` (or None)."""
+        if self.prior_precision != "gridsearch" or self.calibration_objective == "marginal_log_likelihood":
+            return X, Y, None
+        X, X_val, Y, Y_val = train_test_split(
+            X, Y, test_size=self.validation_fraction, random_state=self._split_seed, stratify=stratify
+        )
+        return X, Y, (X_val, Y_val)
+
+    def _search_prior_precision(self, held_out):
+        """Set the prior precision that ``calibration_objective`` picks on the grid."""
+        X_val, y_val = (None, None) if held_out is None else (held_out[0], self._user_targets(held_out[1]))
+        calibrate(self, X_val, y_val, param="prior_precision", objective=self.calibration_objective)
