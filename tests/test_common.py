@@ -34,7 +34,7 @@ ESTIMATORS = [
     SWAGRegressor(**FAST, swag_epochs=10, max_rank=4, n_samples=20),
     SWAGRegressor(**FAST, cov_type="diag", swag_epochs=4, n_samples=20),
     BBBRegressor(**FAST, n_samples=20),
-    BBBRegressor(**FAST, prior_pi=1.0, kl_weighting="blundell", n_samples=20),
+    BBBRegressor(**FAST, prior_pi=0.5, kl_weighting="blundell", n_samples=20),
     LaplaceClassifier(**FAST, prior_precision="marglik"),
     LaplaceClassifier(**FAST, hessian_structure="diag", predictive="laplace_bridge"),
     DeepEnsembleClassifier(**FAST, n_estimators=3),

@@ -91,8 +91,13 @@ class BBBRegressor(VariationalMixin, BaseBayesianRegressor):
 batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor`; here they set the
         ELBO's optimisation.
-    prior_pi : float in [0, 1], default=0.5
-        Weight of the first mixture component.
+    prior_pi : float in [0, 1], default=1.0
+        Weight of the first mixture component. The default 1 is the single
+        Gaussian ``N(0, prior_sigma1**2)``, the prior of the other families at
+        their default ``prior_std=1``, with the KL in closed form; Blundell et
+        al.'s scale mixture (e.g. 0.5) lets the KL prune weights toward the
+        narrow component, which under-fits small data sets (wine
+        classification: accuracy 0.71 at 0.5 against 0.99 at 1).
     prior_sigma1, prior_sigma2 : float > 0, default=1.0 and 0.1
         Stds of the two mixture components (in the network's units, where the
         standardised target has std 1).
@@ -145,7 +150,7 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
         *,
         module=None,
         noise_std=None,
-        prior_pi=0.5,
+        prior_pi=1.0,
         prior_sigma1=1.0,
         prior_sigma2=0.1,
         n_mc_samples=4,
@@ -252,7 +257,7 @@ device, random_state, verbose
         activation="relu",
         *,
         module=None,
-        prior_pi=0.5,
+        prior_pi=1.0,
         prior_sigma1=1.0,
         prior_sigma2=0.1,
         n_mc_samples=4,
