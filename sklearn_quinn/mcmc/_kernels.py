@@ -52,8 +52,7 @@ def metropolis_accept(generator, log_ratio, proposal, state):
     ``proposal`` is ``state`` with some fields replaced; those fields take the
     proposal's rows where accepted. A non-finite ratio is a divergence, rejected.
     """
-    uniform = torch.rand(log_ratio.shape, generator=generator, dtype=log_ratio.dtype, device=log_ratio.device)
-    return metropolis_select(uniform, log_ratio, proposal, state)
+    return metropolis_select(standard_uniform(generator, log_ratio), log_ratio, proposal, state)
 
 
 def metropolis_select(uniform, log_ratio, proposal, state):
@@ -117,10 +116,9 @@ def hmc(log_density, n_leapfrog, step_jitter=0.2, compile=False):
     transition = compiled_or_eager(hmc_transition) if compile else hmc_transition
 
     def step(generator, state):
-        position = state.position
-        jitter = torch.rand(state.step_size.shape, generator=generator, dtype=position.dtype, device=position.device)
-        momentum_noise = standard_normal(generator, position)
-        uniform = torch.rand(position.shape[:1], generator=generator, dtype=position.dtype, device=position.device)
+        jitter = standard_uniform(generator, state.step_size)
+        momentum_noise = standard_normal(generator, state.position)
+        uniform = standard_uniform(generator, state.step_size)  # one per chain, for the accept step
         return transition(state, jitter, momentum_noise, uniform)
 
     return init, step
@@ -129,6 +127,11 @@ def hmc(log_density, n_leapfrog, step_jitter=0.2, compile=False):
 def standard_normal(generator, like):
     """Standard normal draws of the shape, dtype and device of ``like``."""
     return torch.randn(like.shape, generator=generator, dtype=like.dtype, device=like.device)
+
+
+def standard_uniform(generator, like):
+    """Uniform draws on [0, 1) of the shape, dtype and device of ``like``."""
+    return torch.rand(like.shape, generator=generator, dtype=like.dtype, device=like.device)
 
 
 def hmc_proposal(log_density, momentum_noise, state, epsilon, n_leapfrog):

@@ -7,6 +7,8 @@ Carlo within sequential Monte Carlo".
 import torch
 from torch.special import ndtr, ndtri
 
+from ..mcmc._kernels import standard_uniform
+
 #: Standard deviation of the truncated-normal perturbation of the step size.
 STEP_SIZE_PERTURBATION = 0.015
 
@@ -45,7 +47,7 @@ def perturb_parameters(step_size, n_leapfrog, jumps, generator=None):
     centre = step_size[parent]
     # Inverse-CDF draw of N(centre, s**2) restricted to (0, inf).
     lower = ndtr(-centre / STEP_SIZE_PERTURBATION)
-    uniform = torch.rand(n, generator=generator, dtype=centre.dtype, device=centre.device)
+    uniform = standard_uniform(generator, centre)
     epsilon = centre + STEP_SIZE_PERTURBATION * ndtri(lower + uniform * (1 - lower))
     shift = torch.randint(-1, 2, (n,), generator=generator, device=n_leapfrog.device)
     return epsilon.clamp(min=torch.finfo(centre.dtype).tiny), (n_leapfrog[parent] + shift).clamp(min=1)
