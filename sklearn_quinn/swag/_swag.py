@@ -4,13 +4,14 @@ import copy
 import warnings
 from numbers import Integral, Real
 
+import numpy as np
 import torch
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.likelihoods import GaussianLikelihood
 from .._core.network import FunctionalModel
-from .._map import fit_map
+from .._map import NegativeLogPosterior, fit_map
 from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from ..base import BaseBayesianRegressor
 from ._engine import CollectSnapshots, SWAGMoments
@@ -42,13 +43,19 @@ class SWAGMixin:
         """Run SGD at rate ``lr_swag * rate_unit`` from a copy of the MAP net; set ``posterior_``,
         ``n_snapshots_`` and ``lr_swag_`` from the snapshots (``net_`` stays the MAP).
 
-        A trajectory that leaves the finite numbers is run again at a tenth
-        of the rate, up to ``_MAX_RATE_CUTS`` times, with a ConvergenceWarning.
+        A trajectory that diverges is run again at a tenth of the rate, up
+        to ``_MAX_RATE_CUTS`` times, with a ConvergenceWarning. It diverged
+        if its moments leave the finite numbers or if an epoch's training
+        loss rises above that of a freshly initialised network of the same
+        architecture: SGD has then undone the training, even where the
+        weights (e.g. 1e99) stay finite.
         """
+        untrained_loss = self._untrained_loss(X, Y, likelihood)
         for cut in range(_MAX_RATE_CUTS + 1):
             lr_swag = self.lr_swag / 10**cut
-            moments = self._run_sgd(X, Y, likelihood, lr_swag * rate_unit)
-            if torch.isfinite(moments.mean).all() and torch.isfinite(moments.sq_mean).all():
+            moments, losses = self._run_sgd(X, Y, likelihood, lr_swag * rate_unit)
+            finite = torch.isfinite(moments.mean).all() and torch.isfinite(moments.sq_mean).all()
+            if finite and np.all(np.asarray(losses) <= untrained_loss):  # a NaN loss fails too
                 break
         else:
             raise FloatingPointError(f"the SGD phase diverged at every rate from lr_swag={self.lr_swag} "
@@ -60,13 +67,26 @@ class SWAGMixin:
         self.posterior_ = moments.posterior(self.cov_type)
         self.n_snapshots_ = moments.n_snapshots
 
+    def _untrained_loss(self, X, Y, likelihood):
+        """The SGD phase's objective for the backbone freshly initialised (a
+        ``module`` given as a trained instance is reset too)."""
+        with self._seeded(self._split_seed):
+            module = self._build_module(X.shape[1], self._n_outputs(Y))
+            for layer in module.modules():
+                if hasattr(layer, "reset_parameters"):
+                    layer.reset_parameters()
+        X, Y = (torch.as_tensor(array, dtype=self._dtype, device=self._device) for array in (X, Y))
+        with torch.no_grad():
+            return float(NegativeLogPosterior(len(X), self.prior_std**-2, likelihood)(module(X), Y, module))
+
     def _run_sgd(self, X, Y, likelihood, lr):
-        """The moments of ``swag_epochs`` of constant-rate SGD from a copy of the MAP module."""
+        """The moments of ``swag_epochs`` of constant-rate SGD from a copy of
+        the MAP module, and the training loss of each epoch."""
         module = copy.deepcopy(self.net_.module_)
         moments = SWAGMoments(self.max_rank)
         collect = CollectSnapshots(moments, FunctionalModel(module).flatten, self.collect_every)
         with self._seeded(self._split_seed):
-            fit_map(
+            net = fit_map(
                 module,
                 X.astype(self.dtype),
                 Y.astype(self.dtype),
@@ -82,7 +102,7 @@ class SWAGMixin:
                 seed=self._split_seed,
                 verbose=self.verbose,
             )
-        return moments
+        return moments, net.history[:, "train_loss"]
 
 
 class SWAGRegressor(SWAGMixin, BaseBayesianRegressor):
