@@ -15,6 +15,7 @@ from sklearn_quinn import (
     LaplaceClassifier,
     MCMCClassifier,
     RMSClassifier,
+    SMCClassifier,
     SWAGClassifier,
 )
 from sklearn_quinn._core.curvature import curvature
@@ -31,6 +32,8 @@ CLASSIFIERS = {
     "swag": SWAGClassifier,
     "bbb": BBBClassifier,
     "mcmc": lambda **p: MCMCClassifier(n_samples=200, n_burnin=200, n_leapfrog=10, **p),
+    # SMC starts from prior draws: no MAP training, no max_epochs.
+    "smc": lambda max_epochs, **p: SMCClassifier(n_particles=50, n_leapfrog=10, **p),
 }
 
 
@@ -109,12 +112,16 @@ def test_accuracy_on_bundled_data(loader, name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["mcmc", "rms"])
+@pytest.mark.parametrize("name", ["mcmc", "rms", "smc"])
 def test_posterior_averaging_beats_the_map_network_on_iris(name):
-    """Test NLL below the MAP network's (same backbone, prior and training).
-    Asserted where it holds by a clear margin (HMC 0.056 and RMS 0.049 vs the
-    MAP's 0.078 on this split); the other families do not beat the MAP on
-    these easy splits (see benchmarks/bench_classifiers.py)."""
+    """Test NLL below the MAP network's (same backbone, prior and training) on
+    this split, by a clear margin (HMC 0.056, RMS 0.049 and SMC 0.056 vs the
+    MAP's 0.078): the samplers and the anchored ensemble leave the mode. This
+    is one split, not a law: over 20 splits HMC and RMS are level with the
+    MAP on iris (NLL difference +0.001 ± 0.004 and +0.005 ± 0.009), and the
+    families centred on the MAP cannot beat it there (it is under-confident
+    under this prior); see benchmarks/bench_classifiers.py and
+    docs/classification.rst."""
     X_train, X_test, y_train, y_test = _split(load_iris)
     clf = CLASSIFIERS[name](**SETTINGS).fit(X_train, y_train)
     map_nll = _map_nll(X_train, y_train, X_test, y_test)
