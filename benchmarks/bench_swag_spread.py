@@ -35,20 +35,32 @@ from bench_classifiers import LOADERS, split
 from uci_protocol import fmt
 
 
-def map_reference(X_train, y_train, X_test, y_test, seed, batch_size):
-    """MAP test NLL, the Laplace posterior's median logit std, tr C and the matching SGD rate."""
-    laplace = LaplaceClassifier(random_state=seed).fit(X_train, y_train)
-    theta, model = laplace.posterior_.mean, laplace._model
-    X_test = torch.as_tensor(X_test)
+def logits_at(estimator, X):
+    """The fitted estimator's distribution of the logits at ``X`` (Gaussian or draws)."""
     with torch.no_grad():
-        proba = torch.softmax(model.single(theta, X_test), -1).numpy()
-    logits = laplace._logits(X_test)
-    laplace_std = (logits.factor @ logits.factor.mT).diagonal(dim1=-2, dim2=-1).sqrt().median()
+        return estimator._logits(torch.as_tensor(X))
+
+
+def median_std(logits):
+    """Median over points and classes of the logits' std."""
+    return float(logits.variance.sqrt().median())
+
+
+def map_reference(X_train, y_train, X_test, y_test, seed, batch_size):
+    """MAP test NLL, the Laplace posterior's median logit std, tr C and the matching SGD rate.
+
+    The Laplace's linearised logits are centred on the MAP network's: their
+    mean is that network's output.
+    """
+    laplace = LaplaceClassifier(random_state=seed).fit(X_train, y_train)
+    logits = logits_at(laplace, X_test)
+    map_nll = categorical_nll(y_test, torch.softmax(logits.mean, -1).numpy(), labels=laplace.classes_)
+    theta = laplace.posterior_.mean
     X, Y = torch.as_tensor(X_train), torch.as_tensor(np.searchsorted(laplace.classes_, y_train), dtype=theta.dtype)
-    fisher = curvature(model, theta, X, Y[:, None], laplace._likelihood(None), "ef", "diag")
+    fisher = curvature(laplace._model, theta, X, Y[:, None], laplace._likelihood(None), "ef", "diag")
     trace_c = float(fisher.sum()) / len(X)
     rate = 2 * batch_size * len(theta) / (len(X) * trace_c)
-    return categorical_nll(y_test, proba, labels=laplace.classes_), float(laplace_std), trace_c, rate
+    return map_nll, median_std(logits), trace_c, rate
 
 
 def main():
@@ -71,10 +83,9 @@ def main():
                 for batch_size in args.batch_sizes:
                     swag = SWAGClassifier(lr_swag=rate, batch_size_swag=batch_size, random_state=seed)
                     swag.fit(X_train, y_train)
-                    with torch.no_grad():
-                        logit_std = swag._logits(torch.as_tensor(X_test)).samples.std(0).median()
                     nll = categorical_nll(y_test, swag.predict_proba(X_test), labels=swag.classes_)
-                    rows.setdefault((rate, batch_size), []).append((swag.lr_swag_, float(logit_std), nll))
+                    spread = median_std(logits_at(swag, X_test))
+                    rows.setdefault((rate, batch_size), []).append((swag.lr_swag_, spread, nll))
         map_nll, laplace_std, trace_c, matching_rate = (np.array(column) for column in zip(*reference))
         print(f"\n{data}, {args.splits} splits: MAP test NLL {fmt(map_nll)}; Laplace median logit std "
               f"{fmt(laplace_std)}; tr C {fmt(trace_c)}; matching rate at B = 32: {fmt(matching_rate, 0)}\n")

@@ -19,11 +19,11 @@ from sklearn_quinn import (
     SWAGClassifier,
 )
 from sklearn_quinn._core.curvature import curvature
-from sklearn_quinn.calibration import calibrate_cv
 from sklearn_quinn._core.likelihoods import CategoricalLikelihood
-from sklearn_quinn._core.network import FunctionalModel, build_mlp
-from sklearn_quinn.metrics import accuracy, categorical_nll
 from sklearn_quinn._core.log_densities import classification_log_posterior
+from sklearn_quinn._core.network import FunctionalModel, build_mlp
+from sklearn_quinn.calibration import calibrate_cv
+from sklearn_quinn.metrics import accuracy, categorical_nll
 
 CLASSIFIERS = {
     "laplace": lambda **p: LaplaceClassifier(prior_precision="marglik", **p),
