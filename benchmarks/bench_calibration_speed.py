@@ -22,14 +22,13 @@ import numpy as np
 import torch
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
+from timing import median_seconds
 
 from sklearn_quinn import LaplaceRegressor
+from sklearn_quinn._core.likelihoods import GaussianLikelihood
 from sklearn_quinn.calibration import calibrate
 from sklearn_quinn.datasets import load_uci_split
-from sklearn_quinn._core.likelihoods import GaussianLikelihood
 from sklearn_quinn.laplace._engine import LaplaceApproximation
-
-from timing import median_seconds
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -54,7 +54,8 @@ def main():
     parser.add_argument("--splits", type=int, default=5)
     parser.add_argument("--validation-fraction", type=float, default=0.2)
     parser.add_argument("--calibrations", nargs="+",
-                        default=["cov_scale:nll", "noise_scale:nll", "noise_scale:ece", "cov_scale:coverage", "noise_scale:coverage"],
+                        default=["cov_scale:nll", "noise_scale:nll", "noise_scale:ece", "cov_scale:coverage",
+                                 "noise_scale:coverage"],
                         help="param:objective pairs, each applied to a copy of the fitted estimator")
     parser.add_argument("--prior-precision", default="marglik",
                         help="the estimator's prior_precision before calibration: 'marglik' or 'none'")

@@ -30,6 +30,7 @@ import torch
 from sklearn.datasets import load_breast_cancer, load_digits, load_iris, load_wine
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
+from uci_protocol import fmt
 
 from sklearn_quinn import (
     BBBClassifier,
@@ -43,8 +44,6 @@ from sklearn_quinn import (
 from sklearn_quinn._core.predictives import PREDICTIVES
 from sklearn_quinn.calibration import calibrate_cv
 from sklearn_quinn.metrics import accuracy, categorical_nll, expected_calibration_error
-
-from uci_protocol import fmt
 
 CROSS_VALIDATED = {"Laplace (full GGN, 5-fold CV prior)"}  # fitted by calibrate_cv
 TEMPERATURES = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
@@ -79,7 +78,8 @@ def scores(y_test, proba, classes):
 
 def predictive_rows(estimator, default, X_test, y_test):
     """Scores of every predictive the fitted ``estimator`` offers, by row label."""
-    rows = {f"default ({default or 'softmax average'})": scores(y_test, estimator.predict_proba(X_test), estimator.classes_)}
+    proba = estimator.predict_proba(X_test)
+    rows = {f"default ({default or 'softmax average'})": scores(y_test, proba, estimator.classes_)}
     gaussian = isinstance(estimator, LaplaceClassifier)
     for name in PREDICTIVES:
         if name == default:

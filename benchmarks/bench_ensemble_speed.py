@@ -20,13 +20,12 @@ import argparse
 
 import torch
 from skorch import NeuralNetRegressor
+from timing import median_seconds
+from uci_protocol import DEFAULT_DATA_DIR, standardise_inputs
 
 from sklearn_quinn import DeepEnsembleRegressor
 from sklearn_quinn._core.network import build_mlp
 from sklearn_quinn.datasets import load_uci_split
-
-from timing import median_seconds
-from uci_protocol import DEFAULT_DATA_DIR, standardise_inputs
 
 
 def main():

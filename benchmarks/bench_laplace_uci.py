@@ -30,11 +30,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from uci_protocol import DEFAULT_DATA_DIR, fmt, reference, run_split
 
 from sklearn_quinn import LaplaceRegressor
 from sklearn_quinn.datasets import UCI_DATASETS, uci_n_splits
-
-from uci_protocol import DEFAULT_DATA_DIR, fmt, reference, run_split
 
 
 def prior_precision_arg(value):

@@ -22,15 +22,14 @@ from pathlib import Path
 import numpy as np
 import torch
 from sklearn.preprocessing import StandardScaler
+from timing import median_seconds
 
 from sklearn_quinn import MCMCRegressor
+from sklearn_quinn._core.log_densities import regression_log_posterior
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 from sklearn_quinn.datasets import load_uci_split
 from sklearn_quinn.mcmc._kernels import value_and_grad
-from sklearn_quinn._core.log_densities import regression_log_posterior
 from sklearn_quinn.mcmc._sampling import acceptance_by_quarter, run_chains
-
-from timing import median_seconds
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,10 +12,9 @@ import argparse
 
 import numpy as np
 import torch
+from uci_protocol import DEFAULT_DATA_DIR, fmt, reference, run_split
 
 from sklearn_quinn import MCMCRegressor
-
-from uci_protocol import DEFAULT_DATA_DIR, fmt, reference, run_split
 
 
 def main():

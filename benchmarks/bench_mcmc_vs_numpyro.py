@@ -95,10 +95,10 @@ from numpyro.infer.hmc import hmc as numpyro_hmc  # noqa: E402
 from numpyro.infer.util import initialize_model  # noqa: E402
 
 sys.path.insert(0, ROOT)
+from sklearn_quinn._core.log_densities import regression_log_posterior  # noqa: E402
 from sklearn_quinn._core.network import FunctionalModel, build_mlp  # noqa: E402
 from sklearn_quinn.datasets import load_uci_split  # noqa: E402
 from sklearn_quinn.mcmc._kernels import value_and_grad  # noqa: E402
-from sklearn_quinn._core.log_densities import regression_log_posterior  # noqa: E402
 from sklearn_quinn.mcmc._sampling import run_chains  # noqa: E402
 
 NOISE_STD = 0.3

@@ -13,10 +13,9 @@ import argparse
 from functools import partial
 
 import torch
+from timing import median_seconds
 
 from sklearn_quinn._core.predictives import PREDICTIVES, mc_bridge
-
-from timing import median_seconds
 
 
 def random_gaussians(n_points, n_classes, seed=0):

@@ -25,14 +25,13 @@ import warnings
 
 import numpy as np
 import torch
+from bench_classifiers import LOADERS, split
 from sklearn.exceptions import ConvergenceWarning
+from uci_protocol import fmt
 
 from sklearn_quinn import LaplaceClassifier, SWAGClassifier
 from sklearn_quinn._core.curvature import curvature
 from sklearn_quinn.metrics import categorical_nll
-
-from bench_classifiers import LOADERS, split
-from uci_protocol import fmt
 
 
 def logits_at(estimator, X):

@@ -13,10 +13,9 @@ per split (fit and predict).
 import argparse
 
 import torch
+from uci_protocol import DEFAULT_DATA_DIR, fmt, reference, run_split
 
 from sklearn_quinn import BBBRegressor, DeepEnsembleRegressor, RMSRegressor, SWAGRegressor
-
-from uci_protocol import DEFAULT_DATA_DIR, fmt, reference, run_split
 
 METHODS = {
     "de": ("DeepEnsemble (5)", DeepEnsembleRegressor()),

@@ -15,8 +15,8 @@ An estimator takes part by implementing two methods:
   ``'noise_scale'``, the noise) in place.
 """
 
-from dataclasses import dataclass
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import clone, is_classifier

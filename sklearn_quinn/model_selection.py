@@ -26,7 +26,8 @@ def log_evidence(estimator):
         return float(final.log_marginal_likelihood())
     raise ValueError(
         "EvidenceSearch needs an estimator with a model evidence: log_evidence_ (SMCRegressor, "
-        f"SMCClassifier) or log_marginal_likelihood() (LaplaceRegressor, LaplaceClassifier); got {type(final).__name__}."
+        "SMCClassifier) or log_marginal_likelihood() (LaplaceRegressor, LaplaceClassifier); "
+        f"got {type(final).__name__}."
     )
 
 

@@ -60,7 +60,8 @@ def test_compare_csv(tmp_path, target, column):
 @pytest.mark.parametrize("name", list(METHODS))
 def test_every_method_builds_with_the_overrides(name):
     for classification in (False, True):
-        params = make_estimator(name, classification, quick=True, max_epochs=5, device="cuda", random_state=3).get_params()
+        estimator = make_estimator(name, classification, quick=True, max_epochs=5, device="cuda", random_state=3)
+        params = estimator.get_params()
         assert params["device"] == "cuda" and params["random_state"] == 3
         assert params.get("max_epochs", 5) == 5  # SMC trains no network and has no epochs
 

@@ -18,7 +18,6 @@ from sklearn_quinn import (
     SWAGClassifier,
     SWAGRegressor,
 )
-
 from sklearn_quinn.model_selection import EvidenceSearch
 
 FAST = dict(hidden_layer_sizes=(16,), lr=0.01, max_epochs=60, random_state=0)

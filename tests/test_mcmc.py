@@ -5,9 +5,8 @@ import pytest
 import torch
 from torch import nn
 
-from sklearn_quinn._core import compiling
-
 from sklearn_quinn import MCMCRegressor
+from sklearn_quinn._core import compiling
 
 from .exact import BayesianLinearRegression
 
@@ -160,8 +159,8 @@ def test_bad_parameters(wave_data, params, message):
 def test_hand_written_gradient_equals_autograd(noise, activation):
     import torch
 
-    from sklearn_quinn._core.network import FunctionalModel, build_mlp
     from sklearn_quinn._core.log_densities import regression_log_posterior
+    from sklearn_quinn._core.network import FunctionalModel, build_mlp
 
     torch.manual_seed(0)
     model = FunctionalModel(build_mlp(3, 2, (6,), activation).double())

@@ -114,7 +114,8 @@ def test_perfectly_calibrated_classifier_has_near_zero_ece():
 
 
 def test_reliability_bins_counts():
-    confidence, bin_accuracy, counts = M.reliability_bins([0, 1, 1], [[0.95, 0.05], [0.45, 0.55], [0.4, 0.6]], n_bins=10)
+    proba = [[0.95, 0.05], [0.45, 0.55], [0.4, 0.6]]
+    confidence, bin_accuracy, counts = M.reliability_bins([0, 1, 1], proba, n_bins=10)
     assert counts.sum() == 3 and counts[9] == 1 and counts[5] == 2
     assert confidence[5] == pytest.approx(0.575) and bin_accuracy[5] == 1.0
     assert np.isnan(confidence[0])
@@ -163,7 +164,8 @@ def test_classification_scorers_use_predict_proba_and_classes():
     proba = model.predict_proba(X)
     assert M.neg_nll_scorer(model, X, y) == pytest.approx(-M.categorical_nll(y, proba, model.classes_))
     assert M.neg_brier_scorer(model, X, y) == pytest.approx(-M.brier_score(y, proba, model.classes_))
-    assert M.neg_ece_scorer(model, X, y) == pytest.approx(-M.expected_calibration_error(y, proba, labels=model.classes_))
+    ece = M.expected_calibration_error(y, proba, labels=model.classes_)
+    assert M.neg_ece_scorer(model, X, y) == pytest.approx(-ece)
 
 
 def _pipeline():

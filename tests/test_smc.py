@@ -86,7 +86,8 @@ def test_leapfrog_with_per_row_lengths_equals_separate_runs():
         return -0.5 * (x.square() * torch.tensor([1.0, 4.0], **DOUBLE)).sum(-1)
 
     generator = torch.Generator().manual_seed(1)
-    position, momentum = torch.randn(3, 2, generator=generator, **DOUBLE), torch.randn(3, 2, generator=generator, **DOUBLE)
+    position = torch.randn(3, 2, generator=generator, **DOUBLE)
+    momentum = torch.randn(3, 2, generator=generator, **DOUBLE)
     gradient = -position * torch.tensor([1.0, 4.0], **DOUBLE)
     epsilon, inverse_mass = torch.full((3, 1), 0.1, **DOUBLE), torch.ones(3, 2, **DOUBLE)
     lengths = torch.tensor([1, 4, 7])

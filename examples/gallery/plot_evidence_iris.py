@@ -27,7 +27,6 @@ import math
 import os
 
 import matplotlib.pyplot as plt
-import numpy as np
 from sklearn.datasets import load_iris
 from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
@@ -57,7 +56,8 @@ search = EvidenceSearch(
 for params, evidence, probability in zip(
     search.results_["params"], search.results_["log_evidence"], search.results_["probability"]
 ):
-    print(f"{str(params['smcclassifier__hidden_layer_sizes']):8s} log evidence {evidence:8.2f}   p(M | y) {probability:.3f}")
+    sizes = str(params["smcclassifier__hidden_layer_sizes"])
+    print(f"{sizes:8s} log evidence {evidence:8.2f}   p(M | y) {probability:.3f}")
 
 # %%
 # The chosen model and the model average

@@ -21,7 +21,6 @@ from torch.func import grad, jvp, vmap
 
 from .likelihoods import output_gradient, whitened_jacobian
 
-
 CURVATURES = ("ggn", "hessian", "ef")
 STRUCTURES = ("full", "diag")
 

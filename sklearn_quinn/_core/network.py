@@ -6,7 +6,8 @@ batched forward ``f(Theta, X)`` with ``Theta`` of shape ``(S, K)``: chains,
 ensemble members, particles and posterior samples are rows of ``Theta``.
 """
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import torch
 from torch import nn

@@ -231,7 +231,8 @@ def _pairwise_mean_field(mean, difference_variances):
 def mean_field_1(mean, cov):
     r"""First-order mean field over pairs of independent logits, renormalised.
 
-    :math:`p_i \propto 1 / \big(1 + \sum_{k \ne i} \exp(-(\mu_i - \mu_k) / \sqrt{1 + \lambda_0 (\Sigma_{ii} + \Sigma_{kk})})\big)`,
+    :math:`p_i \propto 1 / \big(1 + \sum_{k \ne i}
+    \exp(-(\mu_i - \mu_k) / \sqrt{1 + \lambda_0 (\Sigma_{ii} + \Sigma_{kk})})\big)`,
     :math:`\lambda_0 = \pi/8`. The sign is that of Lu, Ie & Sha: with
     :math:`\Sigma = 0` it is :math:`\operatorname{softmax}(\mu)` (the notes print
     :math:`\mu_k - \mu_i`, which would give :math:`\operatorname{softmax}(-\mu)`).

@@ -84,6 +84,7 @@ class LaplaceApproximation:
                 "posterior precision is positive definite. The MAP may not be a minimum: "
                 "train longer, or use curvature='ggn'.",
                 UserWarning,
+                stacklevel=2,
             )
         self.eigenvalues = eigenvalues.clamp(min=0.0)
         # The full curvature, kept for the posterior's Cholesky factor (cheaper and
@@ -180,6 +181,7 @@ class LaplaceApproximation:
                 f"Maximising the Laplace evidence {reason} (prior precision "
                 f"{math.exp(result.x[0]):.3g}); the result may not be the maximum.",
                 ConvergenceWarning,
+                stacklevel=2,
             )
         return math.exp(result.x[0]), math.exp(result.x[1]) if tune_noise else 1.0
 

@@ -258,6 +258,7 @@ class LaplaceRegressor(GridsearchPriorMixin, BaseBayesianRegressor):
                     "(Hadamard's inequality), which favours large noise; consider "
                     "hessian_structure='full' or a fixed noise_std.",
                     UserWarning,
+                    stacklevel=2,
                 )
         self._map_noise_std = noise_std
         self._set_noise(noise_std * self._noise_scale)

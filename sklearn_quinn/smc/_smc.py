@@ -3,7 +3,6 @@
 from numbers import Integral, Real
 
 import numpy as np
-import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.distributions import GaussianPrior

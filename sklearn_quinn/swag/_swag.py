@@ -9,10 +9,10 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from .._core.likelihoods import GaussianLikelihood
 from .._core.network import FunctionalModel
 from .._map import NegativeLogPosterior, fit_map
-from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from ..base import BaseBayesianRegressor
 from ._engine import CollectSnapshots, SWAGMoments
 

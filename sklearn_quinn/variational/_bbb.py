@@ -5,11 +5,11 @@ from numbers import Integral, Real
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from .._core.distributions import ScaleMixturePrior
 from .._core.network import FunctionalModel
 from .._core.posterior import GaussianPosterior
 from .._map import TensorBatches, train_net
-from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from ..base import BaseBayesianRegressor
 from ._engine import KLWeighting, MeanFieldNetwork, NegativeELBO
 

@@ -22,7 +22,6 @@ from torch import nn
 from torch.nn.functional import softplus
 
 
-
 def inverse_softplus(std):
     return std + torch.log(-torch.expm1(-std))
 
