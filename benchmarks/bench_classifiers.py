@@ -41,7 +41,7 @@ from sklearn_quinn import (
     SMCClassifier,
     SWAGClassifier,
 )
-from sklearn_quinn._core.predictives import PREDICTIVES
+from sklearn_quinn._core.link_approximations import PREDICTIVES
 from sklearn_quinn.calibration import calibrate_cv
 from sklearn_quinn.metrics import accuracy, categorical_nll, expected_calibration_error
 

@@ -25,8 +25,10 @@ from sklearn.preprocessing import StandardScaler
 from timing import median_seconds
 
 from sklearn_quinn import MCMCRegressor
-from sklearn_quinn._core.log_densities import regression_log_posterior
+from sklearn_quinn._core import log_posterior as posterior
+from sklearn_quinn._core.likelihoods import GaussianLikelihood
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
+from sklearn_quinn._core.priors import GaussianPrior
 from sklearn_quinn.datasets import load_uci_split
 from sklearn_quinn.mcmc._kernels import value_and_grad
 from sklearn_quinn.mcmc._sampling import acceptance_by_quarter, run_chains
@@ -45,7 +47,7 @@ def log_posterior(X, Y, seed=0):
     torch.manual_seed(seed)
     model = FunctionalModel(build_mlp(X.shape[1], 1, (50,), "relu").double())
     noise = torch.tensor([0.3], dtype=torch.float64)
-    return model, regression_log_posterior(model, X, Y, prior_std=1.0, noise_std=noise)
+    return model, posterior.log_posterior(model, X, Y, GaussianLikelihood(noise), GaussianPrior(1.0))
 
 
 def hmc_run(log_density, start, n_steps, n_leapfrog, step_size=1e-3):

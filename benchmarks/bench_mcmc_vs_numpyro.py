@@ -10,7 +10,7 @@ thread each, one chain; no adaptation on either side:
 * start: the MAP, found once (torch L-BFGS) and given to both samplers.
 
 Ours: ``sklearn_quinn.mcmc._sampling.run_chains(sampler="hmc")`` on
-``regression_log_posterior`` (``n_samples * 10 + 1`` gradients a run, one at
+``log_posterior`` (``n_samples * 10 + 1`` gradients a run, one at
 init). NumPyro: its HMC kernel, ``hmc(potential_fn)`` with ``step_size=eps,
 num_steps=10, trajectory_length=None`` (else NumPyro replaces the step size by
 ``trajectory_length / num_steps``; the step size used is read back from the
@@ -95,8 +95,10 @@ from numpyro.infer.hmc import hmc as numpyro_hmc  # noqa: E402
 from numpyro.infer.util import initialize_model  # noqa: E402
 
 sys.path.insert(0, ROOT)
-from sklearn_quinn._core.log_densities import regression_log_posterior  # noqa: E402
+from sklearn_quinn._core.likelihoods import GaussianLikelihood  # noqa: E402
+from sklearn_quinn._core.log_posterior import log_posterior  # noqa: E402
 from sklearn_quinn._core.network import FunctionalModel, build_mlp  # noqa: E402
+from sklearn_quinn._core.priors import GaussianPrior  # noqa: E402
 from sklearn_quinn.datasets import load_uci_split  # noqa: E402
 from sklearn_quinn.mcmc._kernels import value_and_grad  # noqa: E402
 from sklearn_quinn.mcmc._sampling import run_chains  # noqa: E402
@@ -146,8 +148,8 @@ def our_log_density(X, y):
     torch.manual_seed(0)
     model = FunctionalModel(build_mlp(X.shape[1], 1, (HIDDEN,), "relu").double())
     noise = torch.tensor([NOISE_STD], dtype=torch.float64)
-    log_density = regression_log_posterior(
-        model, torch.tensor(X), torch.tensor(y[:, None]), prior_std=1.0, noise_std=noise)
+    log_density = log_posterior(
+        model, torch.tensor(X), torch.tensor(y[:, None]), GaussianLikelihood(noise), GaussianPrior(1.0))
     return model, log_density
 
 

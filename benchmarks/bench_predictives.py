@@ -15,7 +15,7 @@ from functools import partial
 import torch
 from timing import median_seconds
 
-from sklearn_quinn._core.predictives import PREDICTIVES, mc_bridge
+from sklearn_quinn._core.link_approximations import PREDICTIVES, mc_bridge
 
 
 def random_gaussians(n_points, n_classes, seed=0):

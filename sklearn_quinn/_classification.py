@@ -8,8 +8,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from ._core.likelihoods import CategoricalLikelihood
-from ._core.predictives import PREDICTIVES, predictive_probabilities
-from ._core.pushforward import GaussianPredictive, nonlinear_pushforward
+from ._core.link_approximations import PREDICTIVES, predictive_probabilities
+from ._core.pushforward import GaussianPredictive
 from .base import BaseBayesianNetwork
 
 #: Logit draws of the 'mc_bridge' predictive.
@@ -19,7 +19,7 @@ MC_BRIDGE_SAMPLES = 1000
 class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
     """Base class of the classifiers: softmax over the network's logits.
 
-    A subclass fits ``posterior_`` and may override :meth:`_logits` (the
+    A family fits ``posterior_`` and may override :meth:`_outputs` (the
     distribution of the logits at ``X``: a Gaussian from a linear pushforward,
     or draws). :meth:`predict_proba` turns it into class probabilities with
     ``predictive``: for a Gaussian, one of the analytic predictives or
@@ -43,16 +43,25 @@ class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
     def _n_outputs(self, Y):
         return len(self.classes_)
 
-    def _likelihood(self, Y):
+    def _likelihood(self, Y, leading_shape=()):
         return CategoricalLikelihood()
 
-    def _fit_map(self, X, Y, train=True):
-        """The MAP (or initial) weights ``(K,)`` of the categorical likelihood."""
-        return super()._fit_map(X, Y, self._likelihood(Y), train)[0]
+    def _keep_noise(self, noise_std):
+        """A categorical likelihood has no noise to keep."""
 
-    def _check_predictive(self, gaussian):
-        """Fail at fit when ``predictive`` needs a Gaussian over the logits that the family lacks."""
-        if gaussian or self.predictive is None or getattr(self, "moment_match", False):
+    def _log_y_scale_total(self, n_rows):
+        """Class labels need no change of units: densities are the network's."""
+        return 0.0
+
+    def _begin_fit(self, X, y):
+        X, Y = super()._begin_fit(X, y)
+        self._check_predictive()
+        return X, Y
+
+    def _check_predictive(self):
+        """Fail at fit when ``predictive`` needs a Gaussian over the logits that the family lacks
+        (the family says whether it has one in ``_gaussian_logits``)."""
+        if self._gaussian_logits or self.predictive is None or getattr(self, "moment_match", False):
             return
         raise ValueError(
             f"predictive={self.predictive!r} needs a Gaussian over the logits, and "
@@ -61,15 +70,11 @@ class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
         )
 
     # -------------------------------------------------------------- predict
-    def _logits(self, X, posterior=None):
-        """Distribution of the logits at ``X``: the network over ``n_samples``
-        weight draws of ``posterior`` (default ``posterior_``; the same draws at every call)."""
-        posterior = self.posterior_ if posterior is None else posterior
-        theta = posterior.sample(self.n_samples, self._generator(self._sample_seed))
-        return nonlinear_pushforward(self._model, theta, X)
+    #: Whether the family's :meth:`_outputs` is a Gaussian over the logits
+    #: (a linear pushforward), to which every ``predictive`` applies.
+    _gaussian_logits = False
 
-    def _class_probabilities(self, X, posterior=None):
-        logits = self._logits(X, posterior)
+    def _probabilities(self, logits):
         if isinstance(logits, GaussianPredictive):
             return self._gaussian_probabilities(logits.mean, logits.factor @ logits.factor.mT)
         if self.predictive is None:
@@ -83,6 +88,14 @@ class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
             self.predictive, mean, covariance, generator=self._generator(self._sample_seed),
             n_samples=MC_BRIDGE_SAMPLES,
         )
+
+    def _summarise(self, logits, noise_std=None):
+        """Class probabilities (float64, rows summing to one) from a distribution of the logits."""
+        return self._proba_array(self._probabilities(logits))
+
+    def _summarise_gaussian(self, mean, covariance, noise_std=None):
+        """Class probabilities from the logits' mean ``(N, C)`` and covariance ``(N, C, C)``."""
+        return self._proba_array(self._gaussian_probabilities(mean, covariance))
 
     def predict_proba(self, X):
         """Predictive class probabilities.
@@ -98,7 +111,7 @@ class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
         """
         X = self._validated_inputs(X)
         with torch.no_grad():
-            return self._proba_array(self._class_probabilities(X))
+            return self._summarise(self._outputs(X))
 
     def _proba_array(self, probabilities):
         """The float64 array ``predict_proba`` returns: rows renormalised to sum to one."""
@@ -132,15 +145,6 @@ class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
         """
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
-
-
-class DrawsClassifierMixin:
-    """For families whose posterior is a set of rows (chain draws, members,
-    particles): the logits are the network over every row, with its weight."""
-
-    def _logits(self, X, posterior=None):
-        posterior = self.posterior_ if posterior is None else posterior
-        return nonlinear_pushforward(self._model, posterior.samples, X, posterior.weights)
 
 
 #: Constraint of ``predictive`` for families with a Gaussian over the logits.

@@ -1,4 +1,22 @@
-"""Shared estimator machinery: validation, backbone building, MAP, the regressors' predict plumbing."""
+"""Shared estimator machinery: validation, model building, MAP training, the regressors' predict plumbing.
+
+Every estimator is a family core (a mixin that owns ``fit``: build the model,
+run the family's engine, keep ``posterior_``) on top of a task base,
+:class:`BaseBayesianRegressor` or :class:`~sklearn_quinn._classification.BaseBayesianClassifier`.
+The task bases differ only in small hooks that the family cores call:
+
+- ``_validate_training_data(X, y)``: validated ``X`` and the 2-D targets in
+  the network's units; ``_n_outputs(Y)``;
+- ``_likelihood(Y, leading_shape=())``: the likelihood of a fit (Gaussian,
+  with a fixed or learned noise, or categorical);
+- ``_keep_noise(noise_std)``: keep the fitted noise (regressors; a no-op
+  for classifiers, which have none);
+- ``_log_y_scale_total(n_rows)``: the log Jacobian between the network's
+  units and the user's, for evidences (zero for classifiers);
+- ``_outputs(X, posterior)``: the distribution of the network outputs at
+  ``X``, which the regressors turn into ``predict`` / ``sample_y`` and the
+  classifiers into ``predict_proba``.
+"""
 
 import contextlib
 import copy
@@ -21,6 +39,16 @@ from ._map import fit_map, gaussian_likelihood
 _DTYPES = {"float64": torch.float64, "float32": torch.float32}
 _MAX_SEED = np.iinfo(np.int32).max
 
+#: Constraints of the MAP-training parameters, for the families that train a network.
+MAP_TRAINING_CONSTRAINTS: dict = {
+    "lr": [Interval(Real, 0, None, closed="neither")],
+    "lr_schedule": [StrOptions({"cosine", "constant"})],
+    "max_epochs": [Interval(Integral, 1, None, closed="left")],
+    "batch_size": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
+    "optimizer": [callable],
+    "callbacks": [None, list],
+}
+
 
 class BaseBayesianNetwork(BaseEstimator):
     """What every estimator shares: a torch backbone, its seeds, device and MAP.
@@ -34,12 +62,6 @@ class BaseBayesianNetwork(BaseEstimator):
         "activation": [StrOptions(set(ACTIVATIONS))],
         "module": [None, nn.Module, callable],
         "prior_std": [Interval(Real, 0, None, closed="neither")],
-        "lr": [Interval(Real, 0, None, closed="neither")],
-        "lr_schedule": [StrOptions({"cosine", "constant"})],
-        "max_epochs": [Interval(Integral, 1, None, closed="left")],
-        "batch_size": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
-        "optimizer": [callable],
-        "callbacks": [None, list],
         "dtype": [StrOptions(set(_DTYPES))],
         "device": [str, torch.device],
         "random_state": ["random_state"],
@@ -99,26 +121,33 @@ class BaseBayesianNetwork(BaseEstimator):
             raise ValueError("module has no parameters to put a posterior on.")
         return module.to(device=self._device, dtype=self._dtype)
 
-    def _fit_map(self, X, Y, likelihood, train=True):
-        """Build the backbone and train it to the MAP of ``likelihood`` through skorch.
+    def _build_model(self, X, Y):
+        """Build the backbone at its seeded initial weights, without training it.
+
+        Sets the private ``_model`` (the backbone as ``f(Theta, X)``) and
+        ``net_ = None``; returns the initial weights ``(K,)``.
+        """
+        with self._seeded(self._map_seed):
+            self._model = FunctionalModel(self._build_module(X.shape[1], self._n_outputs(Y)))
+        self.net_ = None
+        return self._model.flatten()
+
+    def _fit_map(self, X, Y):
+        """Build the backbone and train it to the MAP of the task's likelihood through skorch.
 
         Sets ``net_`` and the private ``_model`` (the backbone as ``f(Theta, X)``).
-        With ``train=False`` the backbone keeps its initial weights and
-        ``net_`` is None.
 
         Returns
         -------
         theta : tensor of shape (K,)
-            The MAP (or initial) weights.
+            The MAP weights.
         likelihood : GaussianLikelihood or CategoricalLikelihood
-            ``likelihood``, trained with the network when it has parameters.
+            The likelihood, trained with the network when it has parameters
+            (an estimated noise).
         """
+        likelihood = self._likelihood(Y)
         with self._seeded(self._map_seed):
             module = self._build_module(X.shape[1], self._n_outputs(Y))
-            if not train:
-                self.net_ = None
-                self._model = FunctionalModel(module)
-                return self._model.flatten(), likelihood
             self.net_ = fit_map(
                 module,
                 X.astype(self.dtype),
@@ -152,6 +181,14 @@ class BaseBayesianNetwork(BaseEstimator):
     def _generator(self, seed):
         return torch.Generator(device=self._device).manual_seed(int(seed))
 
+    def _outputs(self, X, posterior=None):
+        """Distribution of the network outputs at ``X`` under ``posterior``
+        (default ``posterior_``): the nonlinear pushforward of ``n_samples``
+        weight draws, the same draws at every call."""
+        posterior = self.posterior_ if posterior is None else posterior
+        theta = posterior.sample(self.n_samples, self._generator(self._sample_seed))
+        return nonlinear_pushforward(self._model, theta, X)
+
     def _validated_inputs(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
@@ -165,7 +202,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
     """Base class of the regressors: a torch backbone with a weight posterior.
 
     A subclass fits ``posterior_`` in :meth:`fit` and may override
-    :meth:`_predictive` (the distribution of the network outputs at ``X``) and
+    the family's :meth:`_outputs` (the distribution of the network outputs at ``X``) and
     :meth:`_sample_outputs`; this class turns them into ``predict`` and
     ``sample_y`` with the observation noise added and the target's units
     restored.
@@ -203,13 +240,6 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         shape ``leading_shape + (O,)`` (one shared by the outputs)."""
         return gaussian_likelihood(Y, self._fixed_noise(), self._dtype, self._device, leading_shape)
 
-    def _fit_map(self, X, Y, train=True):
-        """The MAP (or initial) weights ``(K,)`` and the fixed or estimated noise
-        ``(O,)`` in the network's units (see :meth:`BaseBayesianNetwork._fit_map`).
-        Untrained, an estimated noise is the target's std."""
-        theta, likelihood = super()._fit_map(X, Y, self._likelihood(Y), train)
-        return theta, likelihood.noise_std.reshape(-1).expand(Y.shape[1])
-
     def _log_y_scale_total(self, n_rows):
         """``n_rows * sum(log scale)``: a density of ``y`` is that of the
         standardised target divided by the scale of each of its values."""
@@ -219,21 +249,13 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         """The fixed ``noise_std`` in network units, or None when it is estimated."""
         return None if self.noise_std is None else self.noise_std / self._y_scale
 
-    def _set_noise(self, noise_std):
-        """Keep the network-unit noise and report ``noise_std_`` in units of y."""
+    def _keep_noise(self, noise_std):
+        """Keep the network-unit noise ``(O,)`` and report ``noise_std_`` in units of y."""
         self._noise_std = noise_std
         in_y_units = noise_std.cpu().numpy().astype(np.float64) * self._y_scale
         self.noise_std_ = float(in_y_units[0]) if self._single_output else in_y_units
 
     # -------------------------------------------------------------- predict
-    def _predictive(self, X, posterior=None):
-        """Distribution of the network outputs at ``X`` under ``posterior``
-        (default ``posterior_``): the nonlinear pushforward of ``n_samples``
-        weight draws, the same draws at every call."""
-        posterior = self.posterior_ if posterior is None else posterior
-        theta = posterior.sample(self.n_samples, self._generator(self._sample_seed))
-        return nonlinear_pushforward(self._model, theta, X)
-
     def _sample_outputs(self, X, n_samples, generator):
         """Network outputs ``(n_samples, N, O)`` for fresh weight draws, and the
         observation noise std of each draw (broadcastable to the outputs)."""
@@ -263,7 +285,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
             raise RuntimeError("At most one of return_std or return_cov can be requested.")
         X = self._validated_inputs(X)
         with torch.no_grad():
-            predictive = self._predictive(X)
+            predictive = self._outputs(X)
             if return_cov:
                 eye = torch.eye(X.shape[0], dtype=X.dtype, device=X.device)
                 cov = predictive.covariance() + self._noise_std.square()[:, None, None] * eye
@@ -272,6 +294,14 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
             if return_std:
                 return self._in_y_units(predictive.mean, predictive.variance)
             return self._in_y_units(predictive.mean)[0]
+
+    def _summarise(self, outputs, noise_std=None):
+        """``(y_mean, y_std)`` from a distribution of the outputs and a noise std (network units)."""
+        return self._in_y_units(outputs.mean, outputs.variance, noise_std)
+
+    def _summarise_gaussian(self, mean, covariance, noise_std=None):
+        """``(y_mean, y_std)`` from the outputs' mean ``(N, O)`` and covariance ``(N, O, O)``."""
+        return self._in_y_units(mean, covariance.diagonal(dim1=-2, dim2=-1), noise_std)
 
     def _in_y_units(self, mean, output_variance=None, noise_std=None):
         """Network-unit mean (and output variance) to the mean and total std of y.
@@ -319,23 +349,25 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         return array[..., 0] if array.ndim == 3 else array[:, 0]
 
 
-class WeightDrawsMixin:
-    """Predictions from a finite set of weight vectors, each with its own noise.
+class DrawsMixin:
+    """Predictions from a finite set of weight vectors (chain draws, ensemble
+    members, particles), for regressors and classifiers alike.
 
-    For families whose posterior is a set of rows (chain draws, ensemble
-    members): ``predict`` averages the network over every row, the predictive
-    variance adds the mean square noise, and ``sample_y`` picks rows uniformly,
-    each with its own noise std (the exact predictive mixture).
+    The outputs are the network over every kept row, with its weight; a
+    regressor's predictive variance adds the mean square noise, and
+    ``sample_y`` picks rows by weight, each with its own noise std (the exact
+    predictive mixture).
     """
 
-    def _keep_draws(self, theta, noise_std, weights=None):
-        """Keep weight rows ``(S, K)``, their noise std ``(S, O)`` (network
-        units) and their weights ``(S,)`` (None: equal)."""
+    def _keep_draws(self, theta, noise_std=None, weights=None):
+        """Keep weight rows ``(S, K)``, their weights ``(S,)`` (None: equal) and,
+        for a regressor, their noise std ``(S, O)`` (network units)."""
         self.posterior_ = SamplePosterior(theta, weights)
-        self._draw_noise = noise_std
-        self._set_noise((self.posterior_.weights @ noise_std.square()).sqrt())
+        if noise_std is not None:
+            self._draw_noise = noise_std
+            self._keep_noise((self.posterior_.weights @ noise_std.square()).sqrt())
 
-    def _predictive(self, X, posterior=None):
+    def _outputs(self, X, posterior=None):
         """The network over every kept row, weighted."""
         posterior = self.posterior_ if posterior is None else posterior
         return nonlinear_pushforward(self._model, posterior.samples, X, posterior.weights)

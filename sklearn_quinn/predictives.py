@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from sklearn.utils import check_random_state
 
-from ._core.predictives import (
+from ._core.link_approximations import (
     PREDICTIVES,
     laplace_bridge,
     mc_bridge,
@@ -82,7 +82,7 @@ def predict_proba_from_gaussian(mean, cov, predictive="mc_bridge", n_samples=100
     ``O(n_samples C^2)`` per point); the four analytic predictives cost
     ``O(C^2)`` per point or less and are biased: ``'mean_field_1'`` and
     ``'mean_field_2'`` are the most accurate, ``'laplace_bridge'`` the least
-    (see :mod:`sklearn_quinn._core.predictives` for the formulas). All are
+    (see :mod:`sklearn_quinn._core.link_approximations` for the formulas). All are
     exactly ``softmax(mean)`` where the covariance is zero. Computed in float64.
 
     Parameters
@@ -114,7 +114,7 @@ def predict_proba_from_gaussian(mean, cov, predictive="mc_bridge", n_samples=100
 
     See Also
     --------
-    sklearn_quinn._core.predictives.predictive_probabilities : The same on torch tensors.
+    sklearn_quinn._core.link_approximations.predictive_probabilities : The same on torch tensors.
 
     References
     ----------

@@ -8,8 +8,8 @@ import torch
 from scipy.stats import norm
 
 from sklearn_quinn import BBBRegressor
-from sklearn_quinn._core.distributions import ScaleMixturePrior
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
+from sklearn_quinn._core.priors import ScaleMixturePrior
 from sklearn_quinn.variational._engine import MeanFieldNetwork, kl_weight
 
 from .exact import BayesianLinearRegression

@@ -20,8 +20,9 @@ from sklearn_quinn import (
 )
 from sklearn_quinn._core.curvature import curvature
 from sklearn_quinn._core.likelihoods import CategoricalLikelihood
-from sklearn_quinn._core.log_densities import classification_log_posterior
+from sklearn_quinn._core.log_posterior import log_posterior
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
+from sklearn_quinn._core.priors import GaussianPrior
 from sklearn_quinn.calibration import calibrate_cv
 from sklearn_quinn.metrics import accuracy, categorical_nll
 
@@ -82,7 +83,7 @@ def test_linear_softmax_ggn_is_the_hessian():
 
 def test_hand_written_classification_gradient(softmax_problem):
     model, _, X, Y = softmax_problem
-    log_density = classification_log_posterior(model, X, Y[:, 0], prior_std=0.7)
+    log_density = log_posterior(model, X, Y, CategoricalLikelihood(), GaussianPrior(0.7))
     rows = 0.3 * torch.randn(3, model.n_params, dtype=torch.float64)
     value, gradient = log_density.value_and_grad(rows)
     leaf = rows.clone().requires_grad_(True)

@@ -159,14 +159,17 @@ def test_bad_parameters(wave_data, params, message):
 def test_hand_written_gradient_equals_autograd(noise, activation):
     import torch
 
-    from sklearn_quinn._core.log_densities import regression_log_posterior
+    from sklearn_quinn._core.likelihoods import GaussianLikelihood
+    from sklearn_quinn._core.log_posterior import log_posterior
     from sklearn_quinn._core.network import FunctionalModel, build_mlp
+    from sklearn_quinn._core.priors import GaussianPrior
 
     torch.manual_seed(0)
     model = FunctionalModel(build_mlp(3, 2, (6,), activation).double())
     X, Y = torch.randn(20, 3, dtype=torch.float64), torch.randn(20, 2, dtype=torch.float64)
-    noise_std = None if noise is None else torch.tensor([noise, 2 * noise], dtype=torch.float64)
-    log_density = regression_log_posterior(model, X, Y, prior_std=0.7, noise_std=noise_std)
+    noise_std = torch.tensor([1.0, 1.0] if noise is None else [noise, 2 * noise], dtype=torch.float64)
+    likelihood = GaussianLikelihood(noise_std, learn_noise=noise is None)
+    log_density = log_posterior(model, X, Y, likelihood, GaussianPrior(0.7))
     rows = 0.3 * torch.randn(4, model.n_params + (noise is None), dtype=torch.float64)
     value, gradient = log_density.value_and_grad(rows)
     leaf = rows.clone().requires_grad_(True)

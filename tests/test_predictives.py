@@ -8,7 +8,7 @@ import torch
 from scipy import integrate, stats
 from scipy.special import expit
 
-from sklearn_quinn._core.predictives import (
+from sklearn_quinn._core.link_approximations import (
     LAMBDA_0,
     PREDICTIVES,
     laplace_bridge,
@@ -220,7 +220,7 @@ def test_mc_bridge_is_reproducible_and_independent_of_blocks(monkeypatch):
     mean, cov = random_gaussians(4, n_points=7)
     whole = mc_bridge(mean, cov, 50, torch.Generator().manual_seed(3))
     torch.testing.assert_close(mc_bridge(mean, cov, 50, torch.Generator().manual_seed(3)), whole, rtol=0, atol=0)
-    monkeypatch.setattr("sklearn_quinn._core.predictives.MC_BLOCK_BYTES", 3 * 5 * 50 * 8)
+    monkeypatch.setattr("sklearn_quinn._core.link_approximations.MC_BLOCK_BYTES", 3 * 5 * 50 * 8)
     blocked = mc_bridge(mean, cov, 50, torch.Generator().manual_seed(3))
     torch.testing.assert_close(blocked, whole, rtol=0, atol=0)
     last_point = mc_bridge(mean[-1:], cov[-1:], 50, torch.Generator().manual_seed(3))

@@ -10,9 +10,9 @@ from scipy.stats import logistic
 from torch import nn
 
 from sklearn_quinn import SMCClassifier, SMCRegressor
-from sklearn_quinn._core.distributions import GaussianPrior
-from sklearn_quinn._core.log_densities import LogisticPrior, RegressionLogLikelihood, RowPrior
+from sklearn_quinn._core.likelihoods import GaussianStateLikelihood
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
+from sklearn_quinn._core.priors import GaussianPrior, LogisticPrior, StatePrior
 from sklearn_quinn.mcmc._kernels import hmc, leapfrog
 from sklearn_quinn.smc import run_smc
 from sklearn_quinn.smc._resampling import systematic_resample
@@ -115,10 +115,10 @@ def test_logistic_prior_density_gradient_and_std():
 # ------------------------------------------------------- exact answers
 def _linear_smc(X, y, noise_std, prior_std, seed, n_particles=1000):
     model = FunctionalModel(build_mlp(2, 1, ()).double())
-    log_likelihood = RegressionLogLikelihood(
+    log_likelihood = GaussianStateLikelihood(
         model, torch.tensor(X), torch.tensor(y[:, None]), torch.tensor([noise_std], **DOUBLE)
     )
-    prior = RowPrior(GaussianPrior(prior_std), model.n_params)
+    prior = StatePrior(GaussianPrior(prior_std), model.n_params)
     generator = torch.Generator().manual_seed(seed)
     return run_smc(log_likelihood, prior, prior.sample(n_particles, generator), target_ess=0.8, n_mcmc_steps=5,
                    step_size=0.5, n_leapfrog=10, generator=generator)
@@ -184,7 +184,7 @@ def test_smc_recovers_both_modes_where_one_chain_is_stuck():
     (the prior is symmetric). A single HMC chain started in one mode never
     visits the other in 2000 steps; SMC's weights match within 0.1."""
     log_likelihood = _bimodal_density(0.3)
-    prior = RowPrior(GaussianPrior(3.0), 2)
+    prior = StatePrior(GaussianPrior(3.0), 2)
     posterior_density = lambda x: log_likelihood(x) + prior(x)  # noqa: E731
 
     init, step = hmc(posterior_density, n_leapfrog=10)

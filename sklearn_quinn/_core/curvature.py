@@ -19,8 +19,6 @@ blocks of basis vectors (its diagonal never forms the full matrix).
 import torch
 from torch.func import grad, jvp, vmap
 
-from .likelihoods import output_gradient, whitened_jacobian
-
 CURVATURES = ("ggn", "hessian", "ef")
 STRUCTURES = ("full", "diag")
 
@@ -88,9 +86,9 @@ def curvature(model, theta, X, Y, likelihood, kind="ggn", structure="full"):
         jac = model.jacobian(theta, X[rows])
         outputs = model.single(theta, X[rows])
         if kind == "ggn":
-            factor = whitened_jacobian(likelihood, jac, outputs).reshape(-1, n_params)
+            factor = likelihood.whitened_jacobian(jac, outputs).reshape(-1, n_params)
         else:
-            factor = torch.einsum("no,nok->nk", output_gradient(likelihood, outputs, Y[rows]), jac)
+            factor = torch.einsum("no,nok->nk", likelihood.output_gradient(outputs, Y[rows]), jac)
         total += factor.T @ factor if structure == "full" else factor.square().sum(0)
     return total
 

@@ -1,9 +1,22 @@
-"""Likelihoods as torch modules, the piece of a training loss that depends on the task.
+"""Likelihoods: everything that depends on the task, one class each.
 
 Targets are always a float tensor ``(..., N, O)``: the values for regression,
-one column of class indices for classification. Both likelihoods give the log
-density of each point, ``(..., N)``, for network outputs ``(..., N, O)`` (or
-logits ``(..., N, C)``) with any leading batch axes (members, weight draws).
+one column of class indices for classification. A likelihood gives
+
+- ``log_prob(outputs, y)``: the log density of each point, ``(..., N)``, for
+  network outputs ``(..., N, O)`` (logits ``(..., N, C)``) with any leading
+  batch axes (members, weight draws): the training loss;
+- ``output_gradient`` and ``whitened_jacobian``: the gradient of
+  ``-log p(y_n | f_n)`` in the outputs, and a factor ``S_n`` of its output
+  Hessian ``Lambda_n = S_n^T S_n``, so that the generalised Gauss-Newton is
+  ``sum_n (S_n J_n)^T (S_n J_n)``: the curvature;
+- ``evidence_data_fit``: ``log p(D | theta*)`` as a function of a noise scale,
+  for the Laplace evidence;
+- ``state_log_likelihood``: the log likelihood over rows of a sampler's state
+  (the weights, then any likelihood parameter that is sampled), with its
+  gradient from the model's vector-Jacobian product, for MCMC and SMC.
+
+A new likelihood is one more class with these methods.
 """
 
 import math
@@ -23,12 +36,14 @@ class GaussianLikelihood(nn.Module):
         Fixed noise, or the start of the trained one; leading axes broadcast
         against the outputs' (e.g. ``(J, 1, O)`` for one noise per member).
     learn_noise : bool, default=False
-        Train one log noise std per leading index, shared by the outputs.
+        Train one log noise std per leading index, shared by the outputs; the
+        samplers then sample it as the last column of their state.
     """
 
     def __init__(self, noise_std, learn_noise=False):
         super().__init__()
         log_noise = torch.log(noise_std)
+        self.learn_noise = learn_noise
         if learn_noise:
             self.log_noise_std = nn.Parameter(log_noise.mean(-1, keepdim=True))
         else:
@@ -53,37 +68,203 @@ class GaussianLikelihood(nn.Module):
             z = z + perturbation
         return (-0.5 * z.square() - log_noise - _HALF_LOG_2PI).sum(-1)
 
+    def output_noise_std(self, n_outputs):
+        """The noise std of each output, ``(O,)`` (a learned noise is shared by the outputs)."""
+        return self.noise_std.reshape(-1).expand(n_outputs)
+
+    def member_noise_std(self, n_outputs):
+        """The noise std ``(J, O)`` of each member, for a noise of shape ``(J, 1, O)``."""
+        return self.noise_std[:, 0, :].expand(-1, n_outputs)
+
+    def frozen(self, n_outputs):
+        """A likelihood with the current noise, one per output, held fixed."""
+        return GaussianLikelihood(self.output_noise_std(n_outputs))
+
+    # ------------------------------------------------------------ curvature
+    def output_gradient(self, outputs, y):
+        """``d(-log p(y | f)) / df`` per point, shape ``(N, O)``."""
+        return (outputs - y) / self.noise_std.square()
+
+    def whitened_jacobian(self, jacobian, outputs):
+        """``S_n J_n`` for per-point Jacobians ``(N, O, K)``, with ``S = diag(1 / noise_std)``."""
+        return jacobian / self.noise_std.reshape(-1)[:, None]
+
+    def evidence_data_fit(self, outputs, y):
+        """``log p(D | theta*)`` at noise ``c * noise_std``, as a function of ``log c``.
+
+        Returns
+        -------
+        data_fit : callable ``log_c -> (value, d value / d log_c)``
+        """
+        noise_std = self.noise_std.reshape(-1)
+        weighted_sse = float(((outputs - y) / noise_std).square().sum())
+        n_observations = y.numel()
+        log_noise_total = float(torch.log(noise_std).sum()) * y.shape[0]
+
+        def data_fit(log_noise_scale):
+            scale = math.exp(log_noise_scale)
+            value = (
+                -0.5 * weighted_sse / scale**2
+                - n_observations * log_noise_scale
+                - log_noise_total
+                - 0.5 * n_observations * math.log(2 * math.pi)
+            )
+            return value, weighted_sse / scale**2 - n_observations
+
+        return data_fit
+
+    # ------------------------------------------------------------- samplers
+    @property
+    def n_state_columns(self):
+        """Columns the likelihood adds to a sampler's state: the log noise std when it is learned."""
+        return 1 if self.learn_noise else 0
+
+    def state_log_likelihood(self, model, X, Y):
+        """The log likelihood over state rows (see :class:`GaussianStateLikelihood`)."""
+        return GaussianStateLikelihood(model, X, Y, None if self.learn_noise else self.output_noise_std(Y.shape[1]))
+
+    def initial_state(self, n_rows):
+        """The likelihood's columns of ``n_rows`` starting rows: the log of the trained noise."""
+        return torch.log(self.noise_std.mean()).expand(n_rows, self.n_state_columns)
+
+    def noise_from_state(self, columns, n_outputs):
+        """The noise std ``(S, O)`` of each row, from its likelihood columns ``(S, n_state_columns)``."""
+        if self.learn_noise:
+            return columns.exp().expand(-1, n_outputs)
+        return self.output_noise_std(n_outputs).expand(columns.shape[0], -1)
+
 
 class CategoricalLikelihood(nn.Module):
     """``softmax(f)[y]``: logits ``(..., N, C)``, class indices ``(..., N, 1)`` (as floats)."""
+
+    learn_noise = False
+    n_state_columns = 0
+
+    def output_noise_std(self, n_outputs):
+        """None: class labels carry no observation noise."""
+        return None
+
+    def member_noise_std(self, n_outputs):
+        return None
+
+    def frozen(self, n_outputs):
+        """The likelihood itself, which has no parameter to hold fixed."""
+        return self
 
     def log_prob(self, logits, y, perturbation=None):
         index = y[..., :1].long().expand(*logits.shape[:-1], 1)
         return torch.log_softmax(logits, dim=-1).gather(-1, index)[..., 0]
 
+    def output_gradient(self, logits, y):
+        """``softmax(f) - onehot(y)`` per point, shape ``(N, C)``."""
+        probabilities = torch.softmax(logits, dim=-1)
+        return probabilities - torch.nn.functional.one_hot(y[:, 0].long(), logits.shape[-1]).to(logits.dtype)
 
-# Curvature pieces: the loss of point n is -log p(y_n | f_n); its gradient in
-# the outputs, and a factor S_n of its output Hessian Lambda_n = S_n^T S_n (the
-# generalised Gauss-Newton is sum_n J_n^T Lambda_n J_n = sum_n (S_n J_n)^T (S_n J_n)).
+    def whitened_jacobian(self, jacobian, logits):
+        """``S_n J_n`` with ``S = diag(sqrt(p)) - sqrt(p) p^T``, for which ``S^T S = diag(p) - p p^T``."""
+        probabilities = torch.softmax(logits, dim=-1)
+        root = probabilities.sqrt()
+        factor = torch.diag_embed(root) - root.unsqueeze(-1) * probabilities.unsqueeze(-2)
+        return factor @ jacobian
+
+    def evidence_data_fit(self, logits, y):
+        """``log p(D | theta*)``, which has no noise to scale: a constant."""
+        log_likelihood = float(self.log_prob(logits, y).sum())
+        return lambda log_noise_scale: (log_likelihood, 0.0)
+
+    def state_log_likelihood(self, model, X, Y):
+        """The log likelihood over state rows (see :class:`CategoricalStateLikelihood`)."""
+        return CategoricalStateLikelihood(model, X, Y[:, 0])
+
+    def initial_state(self, n_rows):
+        return None
+
+    def noise_from_state(self, columns, n_outputs):
+        return None
 
 
-def output_gradient(likelihood, outputs, y):
-    """``d(-log p(y | f)) / df`` per point, shape ``(N, O)``."""
-    if isinstance(likelihood, GaussianLikelihood):
-        return (outputs - y) / likelihood.noise_std.square()
-    probabilities = torch.softmax(outputs, dim=-1)
-    return probabilities - torch.nn.functional.one_hot(y[:, 0].long(), outputs.shape[-1]).to(outputs.dtype)
+class GaussianStateLikelihood:
+    """``log p(Y | X, theta, noise)`` of a Gaussian likelihood, per state row.
 
-
-def whitened_jacobian(likelihood, jacobian, outputs):
-    """``S_n J_n`` for per-point Jacobians ``(N, O, K)``: rows whose Gram matrix is the GGN.
-
-    Gaussian: ``S = diag(1 / noise_std)``. Categorical with probabilities
-    ``p``: ``S = diag(sqrt(p)) - sqrt(p) p^T``, for which ``S^T S = diag(p) - p p^T``.
+    With ``noise_std=None`` the last column of each row is the log noise std
+    (one shared by the outputs); otherwise the noise is fixed (per output).
     """
-    if isinstance(likelihood, GaussianLikelihood):
-        return jacobian / likelihood.noise_std.reshape(-1)[:, None]
-    probabilities = torch.softmax(outputs, dim=-1)
-    root = probabilities.sqrt()
-    factor = torch.diag_embed(root) - root.unsqueeze(-1) * probabilities.unsqueeze(-2)
-    return factor @ jacobian
+
+    def __init__(self, model, X, Y, noise_std=None):
+        self.model, self.X, self.Y = model, X, Y
+        self.noise_std = None if noise_std is None else torch.as_tensor(noise_std, dtype=Y.dtype, device=Y.device)
+        self._inverse_noise = None if noise_std is None else 1.0 / self.noise_std
+        self._constant = -Y.numel() * _HALF_LOG_2PI
+        if noise_std is not None:
+            self._constant -= Y.shape[0] * float(torch.log(self.noise_std).expand(Y.shape[1]).sum())
+
+    def _split(self, rows):
+        """Weights, inverse noise std (broadcastable to the outputs) and log noise (None when fixed).
+
+        The inverse, so that the hot path multiplies: a compiled graph would
+        otherwise divide per element."""
+        if self.noise_std is not None:
+            return rows, self._inverse_noise, None
+        log_noise = rows[:, self.model.n_params]
+        return rows[:, : self.model.n_params], (-log_noise).exp()[:, None, None], log_noise
+
+    def _value(self, squares, log_noise):
+        value = self._constant - 0.5 * squares.sum((-1, -2))
+        return value if log_noise is None else value - self.Y.numel() * log_noise
+
+    def __call__(self, rows):
+        theta, inverse_noise, log_noise = self._split(rows)
+        return self._value(((self.Y - self.model(theta, self.X)) * inverse_noise).square(), log_noise)
+
+    def value_and_grad(self, rows):
+        with torch.no_grad():
+            theta, inverse_noise, log_noise = self._split(rows)
+            outputs, vjp = self.model.forward_and_vjp(theta, self.X)
+            scaled = (self.Y - outputs) * inverse_noise
+            squares = scaled.square()
+            value, gradient = self._value(squares, log_noise), vjp(scaled * inverse_noise)
+            if log_noise is None:
+                return value, gradient
+            # d/d log(noise) of the log likelihood: sum(z^2) - N * O.
+            d_log_noise = squares.sum((-1, -2)) - self.Y.numel()
+            return value, torch.cat([gradient, d_log_noise[:, None]], dim=1)
+
+
+class CategoricalStateLikelihood:
+    """``log p(y | X, theta)`` of a categorical (softmax) likelihood, per state row.
+
+    ``y`` holds the class indices ``(N,)``; the gradient is
+    ``J^T (onehot(y) - softmax(f))``.
+    """
+
+    def __init__(self, model, X, y):
+        self.model, self.X = model, X
+        self.index = y.long()[:, None]
+        self._one_hot = None
+
+    def one_hot(self, n_classes):
+        """The labels one-hot, ``(N, n_classes)``, built once."""
+        if self._one_hot is None:
+            self._one_hot = torch.zeros(len(self.index), n_classes, dtype=self.X.dtype, device=self.X.device)
+            self._one_hot.scatter_(-1, self.index, 1.0)
+        return self._one_hot
+
+    def __call__(self, rows):
+        log_probabilities = log_softmax(self.model(rows, self.X))
+        return log_probabilities.gather(-1, self.index.expand(len(rows), -1, 1)).sum((-1, -2))
+
+    def value_and_grad(self, rows):
+        with torch.no_grad():
+            logits, vjp = self.model.forward_and_vjp(rows, self.X)
+            log_probabilities = log_softmax(logits)
+            one_hot = self.one_hot(logits.shape[-1])
+            return (log_probabilities * one_hot).sum((-1, -2)), vjp(one_hot - log_probabilities.exp())
+
+
+def log_softmax(logits):
+    """``log_softmax`` over the last axis of ``(S, N, C)`` logits.
+
+    Reduced over a transposed contiguous copy: torch's CPU kernel is about 4x
+    slower over a short last axis (a few classes) than over a leading one.
+    """
+    return torch.log_softmax(logits.transpose(-1, -2).contiguous(), dim=-2).transpose(-1, -2)

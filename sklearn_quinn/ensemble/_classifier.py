@@ -2,9 +2,7 @@
 
 import torch
 
-from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier, DrawsClassifierMixin
-from .._core.likelihoods import CategoricalLikelihood
-from .._core.posterior import SamplePosterior
+from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from ._ensemble import EnsembleMixin
 
 _PARAMETERS_DOC = """
@@ -33,7 +31,7 @@ lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, n_jobs
 """
 
 
-class BaseEnsembleClassifier(EnsembleMixin, DrawsClassifierMixin, BaseBayesianClassifier):
+class BaseEnsembleClassifier(EnsembleMixin, BaseBayesianClassifier):
     """Shared fit of the ensemble classifiers."""
 
     _parameter_constraints: dict = {
@@ -86,27 +84,6 @@ class BaseEnsembleClassifier(EnsembleMixin, DrawsClassifierMixin, BaseBayesianCl
         self.random_state = random_state
         self.verbose = verbose
 
-    def fit(self, X, y):
-        """Train the members.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-            Class labels.
-
-        Returns
-        -------
-        self : object
-        """
-        X, Y = self._begin_fit(X, y)
-        self._check_predictive(gaussian=False)
-        theta, _ = self._fit_members(X, Y)
-        self.posterior_ = SamplePosterior(theta)
-        return self
-
-    def _member_likelihood(self, Y, n_members):
-        return CategoricalLikelihood()
 
 
 
@@ -130,9 +107,6 @@ class DeepEnsembleClassifier(BaseEnsembleClassifier):
     (2, 3)
     """
     )
-
-    def _randomization(self, n_params, target_shape, generator):
-        return torch.zeros(n_params, dtype=self._dtype, device=self._device), None
 
 
 class RMSClassifier(BaseEnsembleClassifier):
@@ -158,5 +132,4 @@ class RMSClassifier(BaseEnsembleClassifier):
     )
 
     def _randomization(self, n_params, target_shape, generator):
-        anchor = self.prior_std * torch.randn(n_params, generator=generator, dtype=self._dtype, device=self._device)
-        return anchor, None
+        return self._anchor(n_params, generator), None

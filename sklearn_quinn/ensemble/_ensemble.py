@@ -9,22 +9,53 @@ from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.utils._param_validation import Interval
 
 from .._core.network import FunctionalModel
-from ..base import _MAX_SEED, BaseBayesianRegressor, WeightDrawsMixin
+from ..base import _MAX_SEED, MAP_TRAINING_CONSTRAINTS, BaseBayesianRegressor, DrawsMixin
 from ._engine import member_subset, train_members
 
 
-class EnsembleMixin:
+class EnsembleMixin(DrawsMixin):
     """Training of ``n_estimators`` members as rows of one weight matrix, grouped over joblib workers.
 
-    The estimator provides ``_member_likelihood(Y, n_members)`` and
-    ``_randomization(n_params, target_shape, generator)``.
+    Owns ``fit`` for the deep ensembles and randomized MAP sampling, both
+    tasks. Members are unanchored and see their targets as given unless the
+    estimator overrides :meth:`_randomization`.
     """
 
     _ensemble_constraints: dict = {
+        **MAP_TRAINING_CONSTRAINTS,
         "n_estimators": [Interval(Integral, 1, None, closed="left")],
         "data_fraction": [Interval(Real, 0, 1, closed="right")],
         "n_jobs": [None, Integral],
     }
+
+    def fit(self, X, y):
+        """Train the members.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets (regression) or class labels (classification).
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        X, Y = self._begin_fit(X, y)
+        theta, likelihoods = self._fit_members(X, Y)
+        noise_std = [likelihood.member_noise_std(Y.shape[1]) for likelihood in likelihoods]
+        self._keep_draws(theta, None if noise_std[0] is None else torch.cat(noise_std))
+        return self
+
+    def _randomization(self, n_params, target_shape, generator):
+        """One member's anchor ``(K,)`` and standard-normal target perturbations
+        ``(N, O)`` (None for none): a zero anchor, no perturbation."""
+        return torch.zeros(n_params, dtype=self._dtype, device=self._device), None
+
+    def _anchor(self, n_params, generator):
+        """A member's anchor, a draw from the prior ``N(0, prior_std**2 I)``."""
+        return self.prior_std * torch.randn(n_params, generator=generator, dtype=self._dtype, device=self._device)
 
     def _fit_members(self, X, Y):
         """Train the members; returns their weights ``(J, K)`` and the likelihood of each group."""
@@ -67,7 +98,7 @@ class EnsembleMixin:
             subsets=subsets,
             anchors=torch.stack(anchors),
             perturbations=None if perturbations[0] is None else torch.stack(perturbations).cpu(),
-            likelihood=self._member_likelihood(Y, len(seeds)),
+            likelihood=self._likelihood(Y, leading_shape=(len(seeds), 1)),
             prior_std=self.prior_std,
             seeds=seeds[:, 3],
             batch_size=self._batch_size(n_rows),
@@ -81,7 +112,7 @@ class EnsembleMixin:
         )
 
 
-class BaseEnsembleRegressor(EnsembleMixin, WeightDrawsMixin, BaseBayesianRegressor):
+class BaseEnsembleRegressor(EnsembleMixin, BaseBayesianRegressor):
     """Shared fit of the ensemble regressors; subclasses choose anchors and perturbations."""
 
     _parameter_constraints: dict = {
@@ -89,32 +120,6 @@ class BaseEnsembleRegressor(EnsembleMixin, WeightDrawsMixin, BaseBayesianRegress
         **EnsembleMixin._ensemble_constraints,
     }
 
-    def fit(self, X, y):
-        """Train the members.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-
-        Returns
-        -------
-        self : object
-        """
-        X, Y = self._begin_fit(X, y)
-        theta, likelihoods = self._fit_members(X, Y)
-        noise_std = torch.cat([likelihood.noise_std[:, 0, :] for likelihood in likelihoods])
-        self._keep_draws(theta, noise_std.expand(-1, Y.shape[1]))
-        return self
-
-    def _member_likelihood(self, Y, n_members):
-        """One Gaussian noise per member: ``(J, 1, O)``, fixed or trained."""
-        return self._likelihood(Y, leading_shape=(n_members, 1))
-
-    def _randomization(self, n_params, target_shape, generator):
-        """One member's anchor ``(K,)`` and standard-normal target perturbations
-        ``(N, O)`` (None for none)."""
-        raise NotImplementedError
 
 
 _SHARED_DOC = """
@@ -255,9 +260,6 @@ class DeepEnsembleRegressor(BaseEnsembleRegressor):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _randomization(self, n_params, target_shape, generator):
-        return torch.zeros(n_params, dtype=self._dtype, device=self._device), None
-
 
 class RMSRegressor(BaseEnsembleRegressor):
     __doc__ = (
@@ -357,7 +359,6 @@ class RMSRegressor(BaseEnsembleRegressor):
         self.verbose = verbose
 
     def _randomization(self, n_params, target_shape, generator):
-        options = dict(generator=generator, dtype=self._dtype, device=self._device)
-        anchor = self.prior_std * torch.randn(n_params, **options)
-        perturbation = torch.randn(target_shape, **options)
+        anchor = self._anchor(n_params, generator)
+        perturbation = torch.randn(target_shape, generator=generator, dtype=self._dtype, device=self._device)
         return anchor, perturbation if self.perturb_targets else None

@@ -1,22 +1,15 @@
 """LaplaceClassifier: a Gaussian at the MAP of a softmax network, pushed to class probabilities."""
 
-from numbers import Integral, Real
-
 import numpy as np
 import torch
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils._param_validation import StrOptions
 
 from .._classification import GAUSSIAN_PREDICTIVES, BaseBayesianClassifier
-from .._core.curvature import CURVATURES, STRUCTURES
-from .._core.likelihoods import CategoricalLikelihood
-from .._core.pushforward import linear_pushforward
 from ..calibration import CLASSIFICATION_OBJECTIVES
-from ._engine import LaplaceApproximation
-from ._gridsearch import GridsearchPriorMixin
+from ._base import LaplaceClassificationMixin, LaplaceMixin
 
 
-class LaplaceClassifier(GridsearchPriorMixin, BaseBayesianClassifier):
+class LaplaceClassifier(LaplaceClassificationMixin, LaplaceMixin, BaseBayesianClassifier):
     """Neural-network classifier with a Laplace approximation of the weight posterior.
 
     The network is trained to the MAP weights ``theta*`` of a categorical
@@ -93,15 +86,9 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
 
     _parameter_constraints: dict = {
         **BaseBayesianClassifier._parameter_constraints,
-        "hessian_structure": [StrOptions(set(STRUCTURES))],
-        "curvature": [StrOptions(set(CURVATURES))],
-        "cov_scale": [Interval(Real, 0, None, closed="neither")],
-        "pushforward": [StrOptions({"linear", "nonlinear"})],
+        **LaplaceMixin._laplace_constraints,
         "predictive": GAUSSIAN_PREDICTIVES,
-        "prior_precision": [None, StrOptions({"marglik", "gridsearch"}), Interval(Real, 0, None, closed="neither")],
         "calibration_objective": [StrOptions(set(CLASSIFICATION_OBJECTIVES)), callable],
-        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
-        "n_samples": [Interval(Integral, 1, None, closed="left")],
     }
 
     def __init__(
@@ -155,94 +142,5 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         self.random_state = random_state
         self.verbose = verbose
 
-    def fit(self, X, y):
-        """Train the MAP network, then fit the Laplace posterior around it.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-            Class labels.
-
-        Returns
-        -------
-        self : LaplaceClassifier
-        """
-        X, Y = self._begin_fit(X, y)
-        if self.pushforward == "nonlinear" and self.predictive != "mc_bridge":
-            raise ValueError(
-                f"predictive={self.predictive!r} needs the Gaussian over the logits of "
-                "pushforward='linear'; pushforward='nonlinear' averages the softmax over weight "
-                "draws (predictive='mc_bridge')."
-            )
-        codes = Y.ravel().astype(np.intp)  # the class indices (Y is 2-D)
-        X, Y, held_out = self._hold_out(X, Y, stratify=codes if np.bincount(codes).min() >= 2 else None)
-        theta = self._fit_map(X, Y)
-        self._laplace = LaplaceApproximation(
-            self._model, theta, self._tensor(X), self._tensor(Y), CategoricalLikelihood(),
-            kind=self.curvature, structure=self.hessian_structure,
-        )
-        self.prior_precision_ = self.prior_std**-2
-        if isinstance(self.prior_precision, Real):
-            self.prior_precision_ = float(self.prior_precision)
-        elif self.prior_precision == "marglik":
-            self.prior_precision_ = self._laplace.maximise_evidence(self.prior_precision_)[0]
-        self._set_posterior_scale("cov_scale", self.cov_scale)
-        if self.prior_precision == "gridsearch":
-            self._search_prior_precision(held_out)
-        return self
-
     def _user_targets(self, Y):
         return self.classes_[Y.ravel().astype(np.intp)]
-
-    def log_marginal_likelihood(self, prior_precision=None):
-        """Laplace approximation of the log evidence ``log p(y | X)``.
-
-        Parameters
-        ----------
-        prior_precision : float, default=None
-            Prior precision at which to evaluate it; None uses ``prior_precision_``.
-
-        Returns
-        -------
-        float
-        """
-        check_is_fitted(self)
-        delta = self.prior_precision_ if prior_precision is None else prior_precision
-        return float(self._laplace.log_marginal_likelihood(delta))
-
-    # ------------------------------------------------------------ calibration
-    def _calibration_path(self, X, param):
-        """``value -> class probabilities`` over ``X`` with ``param`` set to ``value``.
-
-        The linear pushforward projects the Jacobian on the curvature's
-        eigenvectors once, so each value costs ``O(N C^2 K)`` and the predictive;
-        the nonlinear one re-factors the posterior from the same decomposition.
-        """
-        if param not in ("prior_precision", "cov_scale"):
-            raise ValueError(f"a classifier calibrates 'prior_precision' or 'cov_scale', not {param!r}.")
-        X = self._validated_inputs(X)
-        if self.pushforward == "linear":
-            mean, covariance = self._laplace.linearised(self._model, X)
-
-        def path(value):
-            scales = {"prior_precision": self.prior_precision_, "cov_scale": self.cov_scale_, param: value}
-            with torch.no_grad():
-                if self.pushforward == "linear":
-                    proba = self._gaussian_probabilities(mean, covariance(**scales))
-                else:
-                    proba = self._class_probabilities(X, self._laplace.posterior(**scales))
-            return self._proba_array(proba)
-
-        return path
-
-    def _set_posterior_scale(self, param, value):
-        """Re-scale the posterior in place: ``prior_precision_`` or ``cov_scale_`` becomes ``value``."""
-        setattr(self, f"{param}_", float(value))
-        self.posterior_ = self._laplace.posterior(self.prior_precision_, cov_scale=self.cov_scale_)
-
-    def _logits(self, X, posterior=None):
-        posterior = self.posterior_ if posterior is None else posterior
-        if self.pushforward == "linear":
-            return linear_pushforward(self._model, posterior, X)
-        return super()._logits(X, posterior)

@@ -24,7 +24,6 @@ from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 
 from .._core.curvature import curvature
-from .._core.likelihoods import GaussianLikelihood
 from .._core.posterior import GaussianPosterior
 
 # Bounds of the evidence search, on log prior precision and log noise scale.
@@ -96,15 +95,7 @@ class LaplaceApproximation:
             self._matrix = (vectors * self.eigenvalues) @ vectors.T if self.n_negative else matrix
 
         self._spectrum_numpy = self.eigenvalues.detach().cpu().numpy().astype(np.float64)
-        outputs = model.single(theta, X)
-        self.gaussian = isinstance(likelihood, GaussianLikelihood)
-        if self.gaussian:
-            noise_std = likelihood.noise_std.reshape(-1)
-            self._weighted_sse = float(((outputs - Y) / noise_std).square().sum())
-            self._n_observations = Y.numel()
-            self._log_noise_total = float(torch.log(noise_std).sum()) * Y.shape[0]
-        else:
-            self._log_likelihood = float(likelihood.log_prob(outputs, Y).sum())
+        self._data_fit = likelihood.evidence_data_fit(model.single(theta, X), Y)
         self._theta_sq_norm = float(theta.square().sum())
 
     @property
@@ -131,19 +122,6 @@ class LaplaceApproximation:
         d_log_delta = -0.5 * delta * self._theta_sq_norm + 0.5 * n_params - 0.5 * delta * np.sum(1 / precision)
         d_log_scale = d_fit + 0.5 * self.noise_power * np.sum(data / precision)
         return float(value), np.array([d_log_delta, d_log_scale])
-
-    def _data_fit(self, log_noise_scale):
-        """``log p(D | theta*)`` at noise scale ``c`` and its derivative in ``log c``."""
-        if not self.gaussian:
-            return self._log_likelihood, 0.0
-        scale, n_obs = math.exp(log_noise_scale), self._n_observations
-        value = (
-            -0.5 * self._weighted_sse / scale**2
-            - n_obs * log_noise_scale
-            - self._log_noise_total
-            - 0.5 * n_obs * math.log(2 * math.pi)
-        )
-        return value, self._weighted_sse / scale**2 - n_obs
 
     def log_marginal_likelihood(self, prior_precision, noise_scale=1.0):
         """Laplace log evidence ``log p(D | delta, c)`` at prior precision ``delta``

@@ -1,25 +1,14 @@
 """LaplaceRegressor: a Gaussian at the MAP with the curvature as precision."""
 
-import warnings
-from numbers import Integral, Real
-
 import torch
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils._param_validation import StrOptions
 
-from .._core.curvature import CURVATURES, STRUCTURES
-from .._core.likelihoods import GaussianLikelihood
-from .._core.pushforward import linear_pushforward
 from ..base import BaseBayesianRegressor
 from ..calibration import OBJECTIVES
-from ._engine import LaplaceApproximation
-from ._gridsearch import GridsearchPriorMixin
-
-# A diagonal evidence that multiplies the MAP noise by more than this gets a warning.
-_NOISE_INFLATION_WARNING = 3.0
+from ._base import LaplaceMixin
 
 
-class LaplaceRegressor(GridsearchPriorMixin, BaseBayesianRegressor):
+class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
     """Neural-network regressor with a Laplace approximation of the weight posterior.
 
     The network is trained to the maximum a posteriori (MAP) weights
@@ -151,18 +140,8 @@ class LaplaceRegressor(GridsearchPriorMixin, BaseBayesianRegressor):
 
     _parameter_constraints: dict = {
         **BaseBayesianRegressor._parameter_constraints,
-        "hessian_structure": [StrOptions(set(STRUCTURES))],
-        "curvature": [StrOptions(set(CURVATURES))],
-        "cov_scale": [Interval(Real, 0, None, closed="neither")],
-        "pushforward": [StrOptions({"linear", "nonlinear"})],
-        "prior_precision": [
-            None,
-            StrOptions({"marglik", "gridsearch"}),
-            Interval(Real, 0, None, closed="neither"),
-        ],
+        **LaplaceMixin._laplace_constraints,
         "calibration_objective": [StrOptions(set(OBJECTIVES)), callable],
-        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
-        "n_samples": [Interval(Integral, 1, None, closed="left")],
     }
 
     def __init__(
@@ -218,131 +197,5 @@ class LaplaceRegressor(GridsearchPriorMixin, BaseBayesianRegressor):
         self.random_state = random_state
         self.verbose = verbose
 
-    def fit(self, X, y):
-        """Train the MAP network, then fit the Laplace posterior around it.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-
-        Returns
-        -------
-        self : LaplaceRegressor
-        """
-        X, Y = self._begin_fit(X, y)
-        X, Y, held_out = self._hold_out(X, Y)
-        self._log_y_scale = self._log_y_scale_total(len(X))
-        theta, noise_std = self._fit_map(X, Y)
-        self._laplace = LaplaceApproximation(
-            self._model,
-            theta,
-            self._tensor(X),
-            self._tensor(Y),
-            GaussianLikelihood(noise_std),
-            kind=self.curvature,
-            structure=self.hessian_structure,
-        )
-        self._noise_scale = 1.0
-        self.prior_precision_ = self.prior_std**-2
-        if isinstance(self.prior_precision, Real):
-            self.prior_precision_ = float(self.prior_precision)
-        elif self.prior_precision == "marglik":
-            self.prior_precision_, self._noise_scale = self._laplace.maximise_evidence(
-                self.prior_std**-2, tune_noise=self.noise_std is None
-            )
-            if self.hessian_structure == "diag" and self._noise_scale > _NOISE_INFLATION_WARNING:
-                warnings.warn(
-                    f"The diagonal Laplace evidence raised the noise std {self._noise_scale:.1f}-fold "
-                    "over the MAP's. The diagonal's log-determinant overstates the Occam factor "
-                    "(Hadamard's inequality), which favours large noise; consider "
-                    "hessian_structure='full' or a fixed noise_std.",
-                    UserWarning,
-                    stacklevel=2,
-                )
-        self._map_noise_std = noise_std
-        self._set_noise(noise_std * self._noise_scale)
-        self.cov_scale_ = float(self.cov_scale)
-        self.posterior_ = self._laplace.posterior(self.prior_precision_, self._noise_scale, self.cov_scale_)
-        if self.prior_precision == "gridsearch":
-            self._search_prior_precision(held_out)
-        return self
-
     def _user_targets(self, Y):
         return Y * self._y_scale + self._y_mean
-
-    def log_marginal_likelihood(self, prior_precision=None):
-        """Laplace approximation of the log evidence ``log p(y | X)``.
-
-        Evaluated at the fitted noise and MAP, in the units of y (the
-        standardisation of ``normalize_y`` is accounted for), with the
-        curvature of ``hessian_structure``. Exact for a linear model.
-
-        Parameters
-        ----------
-        prior_precision : float, default=None
-            Prior precision at which to evaluate it; None uses ``prior_precision_``.
-
-        Returns
-        -------
-        float
-        """
-        check_is_fitted(self)
-        delta = self.prior_precision_ if prior_precision is None else prior_precision
-        value = self._laplace.log_marginal_likelihood(delta, self._noise_scale)
-        # y = mean + scale * y_standardised: the density of y carries 1 / scale per value.
-        return float(value) - self._log_y_scale
-
-    def _predictive(self, X, posterior=None):
-        if self.pushforward == "linear":
-            return linear_pushforward(self._model, self.posterior_ if posterior is None else posterior, X)
-        return super()._predictive(X, posterior)
-
-    def _sample_outputs(self, X, n_samples, generator):
-        if self.pushforward == "linear":
-            return self._predictive(X).sample(n_samples, generator), self._noise_std
-        return super()._sample_outputs(X, n_samples, generator)
-
-    # ------------------------------------------------------------ calibration
-    def _scales(self, param, value):
-        """Prior precision, noise scale and cov_scale, with ``param`` set to ``value``."""
-        scales = dict(
-            prior_precision=self.prior_precision_, noise_scale=self._noise_scale, cov_scale=self.cov_scale_
-        )
-        scales[param] = value
-        return scales
-
-    def _calibration_path(self, X, param):
-        """``value -> (y_mean, y_std)`` over ``X`` with ``param`` set to ``value``.
-
-        The linear pushforward projects the Jacobian on the curvature's
-        eigenvectors once, so each value costs ``O(N K)``; the nonlinear one
-        re-factors the posterior from the same eigen decomposition and samples.
-        A noise scale ``c`` multiplies the MAP's noise std and divides the
-        curvature by ``c**p``.
-        """
-        X = self._validated_inputs(X)
-        if self.pushforward == "linear":
-            mean, covariance = self._laplace.linearised(self._model, X)
-
-        def path(value):
-            scales = self._scales(param, value)
-            noise_std = self._map_noise_std * scales["noise_scale"]
-            with torch.no_grad():
-                if self.pushforward == "linear":
-                    variance = covariance(**scales).diagonal(dim1=-2, dim2=-1)
-                    return self._in_y_units(mean, variance, noise_std)
-                predictive = self._predictive(X, self._laplace.posterior(**scales))
-                return self._in_y_units(predictive.mean, predictive.variance, noise_std)
-
-        return path
-
-    def _set_posterior_scale(self, param, value):
-        """Re-scale the posterior in place: ``prior_precision_``, ``cov_scale_`` or
-        the noise scale (``noise_std_`` = MAP noise x value) becomes ``value``."""
-        if param == "noise_scale":
-            self._noise_scale = float(value)
-            self._set_noise(self._map_noise_std * self._noise_scale)
-        else:
-            setattr(self, f"{param}_", float(value))
-        self.posterior_ = self._laplace.posterior(self.prior_precision_, self._noise_scale, self.cov_scale_)

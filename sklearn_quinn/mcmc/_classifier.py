@@ -2,13 +2,11 @@
 
 import torch
 
-from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier, DrawsClassifierMixin
-from .._core.log_densities import classification_log_posterior
-from .._core.posterior import SamplePosterior
+from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from ._mcmc import MCMCMixin
 
 
-class MCMCClassifier(MCMCMixin, DrawsClassifierMixin, BaseBayesianClassifier):
+class MCMCClassifier(MCMCMixin, BaseBayesianClassifier):
     """Neural-network classifier with weight-posterior draws from Markov chains.
 
     :class:`MCMCRegressor`'s samplers, adaptation and diagnostics with a
@@ -125,25 +123,3 @@ compile, n_jobs, random_state, verbose
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
-
-    def fit(self, X, y):
-        """Run the chains.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-            Class labels.
-
-        Returns
-        -------
-        self : MCMCClassifier
-        """
-        X, Y = self._begin_fit(X, y)
-        self._check_predictive(gaussian=False)
-        theta = self._fit_map(X, Y, train=self.init == "map")
-        log_density = classification_log_posterior(
-            self._model, self._tensor(X), self._tensor(Y[:, 0]), self.prior_std
-        )
-        self.posterior_ = SamplePosterior(self._sample_chains(log_density, self._starting_points(theta)))
-        return self

@@ -7,17 +7,23 @@ import torch
 from joblib import Parallel, delayed
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._core.distributions import GaussianPrior
-from .._core.log_densities import regression_log_posterior
-from ..base import BaseBayesianRegressor, WeightDrawsMixin
+from .._core.log_posterior import log_posterior
+from .._core.priors import GaussianPrior
+from ..base import MAP_TRAINING_CONSTRAINTS, BaseBayesianRegressor, DrawsMixin
 from ._diagnostics import effective_sample_size, split_rhat
 from ._sampling import SAMPLERS, run_chains
 
 
-class MCMCMixin:
-    """Batched chains from a log density: starts, joblib groups, diagnostics."""
+class MCMCMixin(DrawsMixin):
+    """Batched chains from the log posterior: starts, joblib groups, diagnostics.
+
+    Owns ``fit`` for :class:`MCMCRegressor` and :class:`MCMCClassifier`; the
+    task base supplies the likelihood, whose sampled parameters (a learned
+    noise) are the last columns of the chains' state.
+    """
 
     _mcmc_constraints: dict = {
+        **MAP_TRAINING_CONSTRAINTS,
         "sampler": [StrOptions(set(SAMPLERS))],
         "n_samples": [Interval(Integral, 1, None, closed="left")],
         "n_burnin": [Interval(Integral, 0, None, closed="left")],
@@ -34,6 +40,36 @@ class MCMCMixin:
         "compile": ["boolean"],
         "n_jobs": [None, Integral],
     }
+
+    def fit(self, X, y):
+        """Run the chains.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets (regression) or class labels (classification).
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        X, Y = self._begin_fit(X, y)
+        if self.init == "map":
+            theta, likelihood = self._fit_map(X, Y)
+        else:
+            theta, likelihood = self._build_model(X, Y), self._likelihood(Y)
+        start = self._starting_points(theta)
+        if likelihood.n_state_columns:
+            start = torch.cat([start, likelihood.initial_state(self.n_chains)], dim=1)
+        log_density = log_posterior(
+            self._model, self._tensor(X), self._tensor(Y), likelihood, GaussianPrior(self.prior_std)
+        )
+        rows = self._sample_chains(log_density, start)
+        n_params = self._model.n_params
+        self._keep_draws(rows[:, :n_params], likelihood.noise_from_state(rows[:, n_params:], Y.shape[1]))
+        return self
 
     def _starting_points(self, theta):
         """Chain starts ``(n_chains, K)``: the MAP with a small jitter, or prior draws."""
@@ -106,7 +142,7 @@ class MCMCMixin:
         return draws.flatten(0, 1)
 
 
-class MCMCRegressor(MCMCMixin, WeightDrawsMixin, BaseBayesianRegressor):
+class MCMCRegressor(MCMCMixin, BaseBayesianRegressor):
     """Neural-network regressor with weight-posterior draws from Markov chains.
 
     ``n_chains`` chains sample the posterior of the weights (and of the log
@@ -284,33 +320,3 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
-
-    def fit(self, X, y):
-        """Run the chains.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-
-        Returns
-        -------
-        self : MCMCRegressor
-        """
-        X, Y = self._begin_fit(X, y)
-        theta, noise_std = self._fit_map(X, Y, train=self.init == "map")
-        learn_noise = self.noise_std is None
-        start = self._starting_points(theta)
-        if learn_noise:
-            start = torch.cat([start, torch.log(noise_std.mean()).expand(self.n_chains, 1)], dim=1)
-        log_density = regression_log_posterior(
-            self._model, self._tensor(X), self._tensor(Y), self.prior_std, None if learn_noise else noise_std
-        )
-        rows = self._sample_chains(log_density, start)
-        n_params = self._model.n_params
-        if learn_noise:
-            noise_std = rows[:, n_params:].exp().expand(-1, noise_std.shape[0])
-        else:
-            noise_std = noise_std.expand(rows.shape[0], -1)
-        self._keep_draws(rows[:, :n_params], noise_std)
-        return self

@@ -1,12 +1,10 @@
 """SMCClassifier: weighted particles of a softmax network from adaptive annealed SMC."""
 
-from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier, DrawsClassifierMixin
-from .._core.log_densities import ClassificationLogLikelihood
-from .._core.posterior import SamplePosterior
+from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from ._smc import SMCMixin
 
 
-class SMCClassifier(SMCMixin, DrawsClassifierMixin, BaseBayesianClassifier):
+class SMCClassifier(SMCMixin, BaseBayesianClassifier):
     """Neural-network classifier from adaptive annealed SMC, with the model evidence.
 
     :class:`SMCRegressor`'s sampler with a categorical (softmax) likelihood.
@@ -95,24 +93,3 @@ step_size_, n_leapfrog_
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
-
-    def fit(self, X, y):
-        """Anneal the particles from the prior to the posterior.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-            Class labels.
-
-        Returns
-        -------
-        self : SMCClassifier
-        """
-        X, Y = self._begin_fit(X, y)
-        self._check_predictive(gaussian=False)
-        self._fit_map(X, Y, train=False)
-        log_likelihood = ClassificationLogLikelihood(self._model, self._tensor(X), self._tensor(Y[:, 0]))
-        particles, weights, self.log_evidence_ = self._anneal(log_likelihood, self._row_prior())
-        self.posterior_ = SamplePosterior(particles, weights)
-        return self

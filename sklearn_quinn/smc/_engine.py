@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import torch
 
-from .._core.log_densities import LogPosterior
+from .._core.log_posterior import LogPosterior
 from ..mcmc._kernels import hmc, hmc_proposal, metropolis_accept, standard_normal
 from ._resampling import systematic_resample
 from ._tempering import effective_sample_size, next_increment, reweight, uniform_log_weights
@@ -49,7 +49,7 @@ def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_th
     Parameters
     ----------
     log_likelihood, log_prior : callable ``(N, P) -> (N,)`` with ``value_and_grad``
-        Normalised densities (see :mod:`sklearn_quinn._core.log_densities`),
+        Normalised densities (see :mod:`sklearn_quinn._core.log_posterior`),
         so that the log evidence is ``log p(y)``.
     particles : tensor of shape (N, P)
         Draws from the prior.

@@ -5,16 +5,21 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._core.distributions import GaussianPrior
-from .._core.log_densities import LogisticPrior, RegressionLogLikelihood, RowPrior
-from ..base import BaseBayesianRegressor, WeightDrawsMixin
+from .._core.log_posterior import state_prior
+from .._core.priors import GaussianPrior, LogisticPrior
+from ..base import BaseBayesianRegressor, DrawsMixin
 from ._engine import run_smc
 
 PRIORS = {"gaussian": GaussianPrior, "logistic": LogisticPrior}
 
 
-class SMCMixin:
-    """Particles from the prior annealed to the posterior; the fitted attributes they give."""
+class SMCMixin(DrawsMixin):
+    """Particles from the prior annealed to the posterior; the fitted attributes they give.
+
+    Owns ``fit`` for :class:`SMCRegressor` and :class:`SMCClassifier`. No
+    network is trained: the backbone only gives the architecture, and the
+    particles start from the prior.
+    """
 
     _smc_constraints: dict = {
         "prior": [StrOptions(set(PRIORS))],
@@ -26,8 +31,32 @@ class SMCMixin:
         "n_leapfrog": [Interval(Integral, 1, None, closed="left")],
     }
 
-    def _row_prior(self, log_noise=False):
-        return RowPrior(PRIORS[self.prior](self.prior_std), self._model.n_params, log_noise)
+    def fit(self, X, y):
+        """Anneal the particles from the prior to the posterior.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets (regression) or class labels (classification).
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        X, Y = self._begin_fit(X, y)
+        self._build_model(X, Y)
+        likelihood = self._likelihood(Y)
+        log_likelihood = likelihood.state_log_likelihood(self._model, self._tensor(X), self._tensor(Y))
+        log_prior = state_prior(PRIORS[self.prior](self.prior_std), self._model, likelihood)
+        particles, weights, log_evidence = self._anneal(log_likelihood, log_prior)
+        self.log_evidence_ = log_evidence - self._log_y_scale_total(len(X))
+        n_params = self._model.n_params
+        self._keep_draws(
+            particles[:, :n_params], likelihood.noise_from_state(particles[:, n_params:], Y.shape[1]), weights
+        )
+        return self
 
     def _anneal(self, log_likelihood, log_prior):
         """Run the SMC from prior draws; set the history attributes.
@@ -77,7 +106,7 @@ class SMCMixin:
         return result.particles, weights, result.log_evidence
 
 
-class SMCRegressor(SMCMixin, WeightDrawsMixin, BaseBayesianRegressor):
+class SMCRegressor(SMCMixin, BaseBayesianRegressor):
     """Neural-network regressor from adaptive annealed SMC, with the model evidence.
 
     ``n_particles`` weight vectors drawn from the prior are carried to the
@@ -213,31 +242,3 @@ class SMCRegressor(SMCMixin, WeightDrawsMixin, BaseBayesianRegressor):
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
-
-    def fit(self, X, y):
-        """Anneal the particles from the prior to the posterior.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-
-        Returns
-        -------
-        self : SMCRegressor
-        """
-        X, Y = self._begin_fit(X, y)
-        _, noise_std = self._fit_map(X, Y, train=False)
-        learn_noise = self.noise_std is None
-        log_likelihood = RegressionLogLikelihood(
-            self._model, self._tensor(X), self._tensor(Y), None if learn_noise else noise_std
-        )
-        particles, weights, log_evidence = self._anneal(log_likelihood, self._row_prior(log_noise=learn_noise))
-        self.log_evidence_ = log_evidence - self._log_y_scale_total(len(X))
-        n_params = self._model.n_params
-        if learn_noise:
-            noise_std = particles[:, n_params:].exp().expand(-1, Y.shape[1])
-        else:
-            noise_std = noise_std.expand(len(particles), -1)
-        self._keep_draws(particles[:, :n_params], noise_std, weights)
-        return self

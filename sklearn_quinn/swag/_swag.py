@@ -10,19 +10,22 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
-from .._core.likelihoods import GaussianLikelihood
 from .._core.network import FunctionalModel
 from .._map import NegativeLogPosterior, fit_map
-from ..base import BaseBayesianRegressor
+from ..base import MAP_TRAINING_CONSTRAINTS, BaseBayesianRegressor
 from ._engine import CollectSnapshots, SWAGMoments
 
 _MAX_RATE_CUTS = 3  # tenfold cuts of lr_swag after a diverged SGD phase
 
 
 class SWAGMixin:
-    """The SGD phase after the MAP, and the SWAG Gaussian of its snapshots."""
+    """The SGD phase after the MAP, and the SWAG Gaussian of its snapshots.
+
+    Owns ``fit`` for :class:`SWAGRegressor` and :class:`SWAGClassifier`.
+    """
 
     _swag_constraints: dict = {
+        **MAP_TRAINING_CONSTRAINTS,
         "cov_type": [StrOptions({"lowrank", "diag"})],
         "max_rank": [Interval(Integral, 2, None, closed="left")],
         "swag_epochs": [Interval(Integral, 1, None, closed="left")],
@@ -31,6 +34,30 @@ class SWAGMixin:
         "batch_size_swag": [Interval(Integral, 1, None, closed="left")],
         "n_samples": [Interval(Integral, 1, None, closed="left")],
     }
+
+    def fit(self, X, y):
+        """Train to the MAP, then collect the SGD trajectory's moments.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets (regression) or class labels (classification).
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        X, Y = self._begin_fit(X, y)
+        self._check_snapshots()
+        _, likelihood = self._fit_map(X, Y)
+        noise_std = likelihood.output_noise_std(Y.shape[1])
+        # The SGD rate is read in units of the loss's curvature scale: the noise variance.
+        rate_unit = 1.0 if noise_std is None else float(noise_std.square().mean())
+        self._collect_trajectory(X, Y, likelihood.frozen(Y.shape[1]), rate_unit)
+        self._keep_noise(noise_std)
+        return self
 
     def _check_snapshots(self):
         if self.swag_epochs // self.collect_every < 2:
@@ -239,24 +266,6 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         self.random_state = random_state
         self.verbose = verbose
 
-    def fit(self, X, y):
-        """Train to the MAP, then collect the SGD trajectory's moments.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-
-        Returns
-        -------
-        self : SWAGRegressor
-        """
-        X, Y = self._begin_fit(X, y)
-        self._check_snapshots()
-        _, noise_std = self._fit_map(X, Y)
-        self._collect_trajectory(X, Y, GaussianLikelihood(noise_std), float(noise_std.square().mean()))
-        self._set_noise(noise_std)
-        return self
 
 
 class SWAGClassifier(SWAGMixin, BaseBayesianClassifier):
@@ -356,23 +365,3 @@ dtype, device, random_state, verbose
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
-
-    def fit(self, X, y):
-        """Train to the MAP, then collect the SGD trajectory's moments.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-            Class labels.
-
-        Returns
-        -------
-        self : SWAGClassifier
-        """
-        X, Y = self._begin_fit(X, y)
-        self._check_snapshots()
-        self._check_predictive(gaussian=False)
-        self._fit_map(X, Y)
-        self._collect_trajectory(X, Y, self._likelihood(Y))
-        return self

@@ -6,11 +6,11 @@ import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
-from .._core.distributions import ScaleMixturePrior
 from .._core.network import FunctionalModel
 from .._core.posterior import GaussianPosterior
+from .._core.priors import ScaleMixturePrior
 from .._map import TensorBatches, train_net
-from ..base import BaseBayesianRegressor
+from ..base import MAP_TRAINING_CONSTRAINTS, BaseBayesianRegressor
 from ._engine import KLWeighting, MeanFieldNetwork, NegativeELBO
 
 #: Std of every weight under q at the start of training (the means start at
@@ -22,6 +22,7 @@ class VariationalMixin:
     """Training of the factored Gaussian ``q`` on the ELBO of the estimator's likelihood."""
 
     _variational_constraints: dict = {
+        **MAP_TRAINING_CONSTRAINTS,
         "prior_pi": [Interval(Real, 0, 1, closed="both")],
         "prior_sigma1": [Interval(Real, 0, None, closed="neither")],
         "prior_sigma2": [Interval(Real, 0, None, closed="neither")],
@@ -29,6 +30,25 @@ class VariationalMixin:
         "kl_weighting": [StrOptions({"uniform", "blundell"})],
         "n_samples": [Interval(Integral, 1, None, closed="left")],
     }
+
+    def fit(self, X, y):
+        """Maximise the ELBO.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets (regression) or class labels (classification).
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        X, Y = self._begin_fit(X, y)
+        likelihood = self._fit_variational(X, Y, self._likelihood(Y))
+        self._keep_noise(likelihood.output_noise_std(Y.shape[1]))
+        return self
 
     def _fit_variational(self, X, Y, likelihood):
         """Train ``q`` on the ELBO of ``likelihood``; sets ``posterior_``,
@@ -190,22 +210,6 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
         self.random_state = random_state
         self.verbose = verbose
 
-    def fit(self, X, y):
-        """Maximise the ELBO.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-
-        Returns
-        -------
-        self : BBBRegressor
-        """
-        X, Y = self._begin_fit(X, y)
-        likelihood = self._fit_variational(X, Y, self._likelihood(Y))
-        self._set_noise(likelihood.noise_std.reshape(-1).expand(Y.shape[1]))
-        return self
 
 
 class BBBClassifier(VariationalMixin, BaseBayesianClassifier):
@@ -297,21 +301,3 @@ device, random_state, verbose
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
-
-    def fit(self, X, y):
-        """Maximise the ELBO.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-            Class labels.
-
-        Returns
-        -------
-        self : BBBClassifier
-        """
-        X, Y = self._begin_fit(X, y)
-        self._check_predictive(gaussian=False)
-        self._fit_variational(X, Y, self._likelihood(Y))
-        return self
