@@ -37,7 +37,7 @@ from sklearn_quinn.metrics import categorical_nll
 def logits_at(estimator, X):
     """The fitted estimator's distribution of the logits at ``X`` (Gaussian or draws)."""
     with torch.no_grad():
-        return estimator._logits(torch.as_tensor(X))
+        return estimator._outputs(torch.as_tensor(X))
 
 
 def median_std(logits):

@@ -26,7 +26,7 @@ def test_linear_model_optimum_is_the_mean_field_posterior(linear_data):
     Gaussian has the exact posterior mean and variances 1 / diag(precision):
     means within 0.1 of those stds, stds within 10%."""
     X, y = linear_data
-    reg = BBBRegressor(hidden_layer_sizes=(), noise_std=NOISE, prior_pi=1.0, prior_sigma1=PRIOR_STD,
+    reg = BBBRegressor(hidden_layer_sizes=(), noise_std=NOISE, prior_std=PRIOR_STD,
                        normalize_y=False, n_mc_samples=8, lr=0.02, random_state=0).fit(X, y)
     exact = BayesianLinearRegression(X, y, NOISE, PRIOR_STD)
     mean_field_std = 1 / np.sqrt(np.diag(exact.precision))
@@ -37,9 +37,19 @@ def test_linear_model_optimum_is_the_mean_field_posterior(linear_data):
 @pytest.mark.slow
 def test_estimated_noise(linear_data):
     X, y = linear_data
-    reg = BBBRegressor(hidden_layer_sizes=(), n_mc_samples=8, prior_pi=1.0, normalize_y=False,
+    reg = BBBRegressor(hidden_layer_sizes=(), n_mc_samples=8, normalize_y=False,
                        random_state=0).fit(X, y)
     assert reg.noise_std_ == pytest.approx(NOISE, rel=0.25)
+
+
+def test_prior_std_is_the_one_component_mixture(wave_data):
+    """The Gaussian prior of ``prior_std`` is the mixture with ``prior_pi=1`` and
+    ``prior_sigma1=prior_std``: the same ELBO, hence the same fit to the bit."""
+    X, y = wave_data
+    gaussian = small(prior_std=0.7).fit(X, y)
+    mixture = small(prior_pi=1.0, prior_sigma1=0.7, prior_sigma2=3.0).fit(X, y)
+    torch.testing.assert_close(gaussian.posterior_.mean, mixture.posterior_.mean, rtol=0, atol=0)
+    assert not torch.equal(gaussian.posterior_.mean, small(prior_std=1.0).fit(X, y).posterior_.mean)
 
 
 def test_scale_mixture_log_prob():
@@ -107,6 +117,7 @@ def test_same_random_state_same_predictions(wave_data):
         ({"prior_pi": 1.5}, "prior_pi"),
         ({"prior_pi": -0.1}, "prior_pi"),
         ({"prior_sigma1": 0.0}, "prior_sigma1"),
+        ({"prior_std": 0.0}, "prior_std"),
         ({"prior_sigma2": -1.0}, "prior_sigma2"),
         ({"kl_weighting": "graves"}, "kl_weighting"),
         ({"n_mc_samples": 0}, "n_mc_samples"),

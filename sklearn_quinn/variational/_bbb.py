@@ -23,7 +23,7 @@ class VariationalMixin:
 
     _variational_constraints: dict = {
         **MAP_TRAINING_CONSTRAINTS,
-        "prior_pi": [Interval(Real, 0, 1, closed="both")],
+        "prior_pi": [None, Interval(Real, 0, 1, closed="both")],
         "prior_sigma1": [Interval(Real, 0, None, closed="neither")],
         "prior_sigma2": [Interval(Real, 0, None, closed="neither")],
         "n_mc_samples": [Interval(Integral, 1, None, closed="left")],
@@ -50,10 +50,16 @@ class VariationalMixin:
         self._keep_noise(likelihood.output_noise_std(Y.shape[1]))
         return self
 
+    def _weight_prior(self):
+        """``N(0, prior_std**2)`` (a mixture of one component), or the scale mixture of ``prior_pi``."""
+        if self.prior_pi is None:
+            return ScaleMixturePrior(1.0, self.prior_std, self.prior_std)
+        return ScaleMixturePrior(self.prior_pi, self.prior_sigma1, self.prior_sigma2)
+
     def _fit_variational(self, X, Y, likelihood):
         """Train ``q`` on the ELBO of ``likelihood``; sets ``posterior_``,
         ``net_`` and ``_model``, and returns the trained likelihood."""
-        prior = ScaleMixturePrior(self.prior_pi, self.prior_sigma1, self.prior_sigma2)
+        prior = self._weight_prior()
         batch_size = self._batch_size(len(X))
         with self._seeded(self._map_seed):
             self._model = FunctionalModel(self._build_module(X.shape[1], self._n_outputs(Y)))
@@ -98,12 +104,12 @@ class BBBRegressor(VariationalMixin, BaseBayesianRegressor):
     while compute-bound, less for small data.
 
     The loss of batch ``i`` of ``M`` is ``pi_i KL(q || p) - E_q[log p(D_i | w)]``
-    (Blundell et al., eq. 8), whose sum over an epoch is the negative ELBO; the
-    notes' printed loss divides the KL by ``M`` while scaling the minibatch
-    likelihood to the whole data, which over-weights the data ``M``-fold, and is
-    not what is implemented here. The KL is in closed form when the prior is a
-    single Gaussian (``prior_pi`` in {0, 1} or ``prior_sigma1 == prior_sigma2``),
-    else estimated from the same draws as the likelihood.
+    (Blundell et al., eq. 8), whose sum over an epoch is the negative ELBO;
+    dividing the KL by ``M`` while scaling the minibatch likelihood to the
+    whole data would over-weight the data ``M``-fold. The KL is in closed form
+    when the prior is a single Gaussian (the default ``prior_pi=None``,
+    ``prior_pi`` in {0, 1} or ``prior_sigma1 == prior_sigma2``), else estimated
+    from the same draws as the likelihood.
 
     Parameters
     ----------
@@ -111,16 +117,18 @@ class BBBRegressor(VariationalMixin, BaseBayesianRegressor):
 batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor`; here they set the
         ELBO's optimisation.
-    prior_pi : float in [0, 1], default=1.0
-        Weight of the first mixture component. The default 1 is the single
-        Gaussian ``N(0, prior_sigma1**2)``, the prior of the other families at
-        their default ``prior_std=1``, with the KL in closed form; Blundell et
-        al.'s scale mixture (e.g. 0.5) lets the KL prune weights toward the
-        narrow component, which under-fits small data sets (wine
-        classification: accuracy 0.71 at 0.5 against 0.99 at 1).
+    prior_std : float, default=1.0
+        Standard deviation of the Gaussian prior ``N(0, prior_std**2)`` on
+        every weight, as in every family (in the network's units, where the
+        standardised target has std 1); the KL is then in closed form.
+    prior_pi : float in [0, 1] or None, default=None
+        None uses the Gaussian prior of ``prior_std``. A float selects
+        Blundell et al.'s scale mixture ``prior_pi N(0, prior_sigma1**2) +
+        (1 - prior_pi) N(0, prior_sigma2**2)`` instead, whose KL prunes weights
+        toward the narrow component and under-fits small data sets (see the
+        variational page of the documentation).
     prior_sigma1, prior_sigma2 : float > 0, default=1.0 and 0.1
-        Stds of the two mixture components (in the network's units, where the
-        standardised target has std 1).
+        Stds of the two mixture components, used when ``prior_pi`` is a float.
     n_mc_samples : int, default=4
         Weight draws per training step, evaluated as one batch.
     kl_weighting : {'uniform', 'blundell'}, default='uniform'
@@ -170,7 +178,8 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
         *,
         module=None,
         noise_std=None,
-        prior_pi=1.0,
+        prior_std=1.0,
+        prior_pi=None,
         prior_sigma1=1.0,
         prior_sigma2=0.1,
         n_mc_samples=4,
@@ -192,6 +201,7 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
         self.activation = activation
         self.module = module
         self.noise_std = noise_std
+        self.prior_std = prior_std
         self.prior_pi = prior_pi
         self.prior_sigma1 = prior_sigma1
         self.prior_sigma2 = prior_sigma2
@@ -222,8 +232,8 @@ class BBBClassifier(VariationalMixin, BaseBayesianClassifier):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, module, prior_pi, prior_sigma1, prior_sigma2, n_mc_samples, \
-kl_weighting, n_samples, lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, \
+    hidden_layer_sizes, activation, module, prior_std, prior_pi, prior_sigma1, prior_sigma2, \
+n_mc_samples, kl_weighting, n_samples, lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, \
 device, random_state, verbose
         As for :class:`BBBRegressor`.
     predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \
@@ -261,7 +271,8 @@ device, random_state, verbose
         activation="relu",
         *,
         module=None,
-        prior_pi=1.0,
+        prior_std=1.0,
+        prior_pi=None,
         prior_sigma1=1.0,
         prior_sigma2=0.1,
         n_mc_samples=4,
@@ -283,6 +294,7 @@ device, random_state, verbose
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
         self.module = module
+        self.prior_std = prior_std
         self.prior_pi = prior_pi
         self.prior_sigma1 = prior_sigma1
         self.prior_sigma2 = prior_sigma2
