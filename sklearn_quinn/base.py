@@ -1,7 +1,8 @@
 """Shared estimator machinery: validation, model building, MAP training, the regressors' predict plumbing.
 
-Every estimator is a family core (a mixin that owns ``fit``: build the model,
-run the family's engine, keep ``posterior_``) on top of a task base,
+Every estimator is a family core (a mixin whose ``_fit(X, Y)``, called by the
+shared ``fit`` once the data are validated, builds the model, runs the
+family's engine and keeps ``posterior_``) on top of a task base,
 :class:`BaseBayesianRegressor` or :class:`~sklearn_quinn._classification.BaseBayesianClassifier`.
 The task bases differ only in small hooks that the family cores call:
 
@@ -69,6 +70,24 @@ class BaseBayesianNetwork(BaseEstimator):
     }
 
     # ------------------------------------------------------------------ fit
+    def fit(self, X, y):
+        """Fit the posterior over the network's weights.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets (regression) or class labels (classification).
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        X, Y = self._begin_fit(X, y)
+        self._fit(X, Y)
+        return self
+
     def _begin_fit(self, X, y):
         """Check the parameters and the data, set up torch and draw the seeds.
 

@@ -16,7 +16,7 @@ from ._engine import member_subset, train_members
 class EnsembleMixin(DrawsMixin):
     """Training of ``n_estimators`` members as rows of one weight matrix, grouped over joblib workers.
 
-    Owns ``fit`` for the deep ensembles and randomized MAP sampling, both
+    Its ``_fit`` serves the deep ensembles and randomized MAP sampling, both
     tasks. Members are unanchored and see their targets as given unless the
     estimator overrides :meth:`_randomization`.
     """
@@ -28,25 +28,11 @@ class EnsembleMixin(DrawsMixin):
         "n_jobs": [None, Integral],
     }
 
-    def fit(self, X, y):
-        """Train the members.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets (regression) or class labels (classification).
-
-        Returns
-        -------
-        self : object
-            The fitted estimator.
-        """
-        X, Y = self._begin_fit(X, y)
+    def _fit(self, X, Y):
+        """Train the members: the family's part of ``fit``."""
         theta, likelihoods = self._fit_members(X, Y)
         noise_std = [likelihood.member_noise_std(Y.shape[1]) for likelihood in likelihoods]
         self._keep_draws(theta, None if noise_std[0] is None else torch.cat(noise_std))
-        return self
 
     def _randomization(self, n_params, target_shape, generator):
         """One member's anchor ``(K,)`` and standard-normal target perturbations

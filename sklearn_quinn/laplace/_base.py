@@ -21,7 +21,7 @@ _NOISE_INFLATION_WARNING = 3.0
 class LaplaceMixin(GridsearchPriorMixin):
     """A Gaussian at the MAP with the curvature as precision.
 
-    Owns ``fit`` for :class:`~sklearn_quinn.LaplaceRegressor` and
+    Its ``_fit`` serves :class:`~sklearn_quinn.LaplaceRegressor` and
     :class:`~sklearn_quinn.LaplaceClassifier`: train the MAP, decompose the
     curvature once (:class:`~sklearn_quinn.laplace._engine.LaplaceApproximation`),
     choose the prior precision (and a regressor's noise scale), keep
@@ -40,21 +40,8 @@ class LaplaceMixin(GridsearchPriorMixin):
         "n_samples": [Interval(Integral, 1, None, closed="left")],
     }
 
-    def fit(self, X, y):
-        """Train the MAP network, then fit the Laplace posterior around it.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets (regression) or class labels (classification).
-
-        Returns
-        -------
-        self : object
-            The fitted estimator.
-        """
-        X, Y = self._begin_fit(X, y)
+    def _fit(self, X, Y):
+        """Train the MAP network, then fit the Laplace posterior around it: the family's part of ``fit``."""
         X, Y, held_out = self._hold_out(X, Y, stratify=self._stratification(Y))
         self._log_y_scale = self._log_y_scale_total(len(X))
         theta, likelihood = self._fit_map(X, Y)
@@ -77,7 +64,6 @@ class LaplaceMixin(GridsearchPriorMixin):
         self._set_posterior_scale("noise_scale", self._noise_scale)
         if self.prior_precision == "gridsearch":
             self._search_prior_precision(held_out)
-        return self
 
     def _warn_noise_inflation(self):
         if self.hessian_structure == "diag" and self._noise_scale > _NOISE_INFLATION_WARNING:

@@ -17,7 +17,7 @@ from ._sampling import SAMPLERS, run_chains
 class MCMCMixin(DrawsMixin):
     """Batched chains from the log posterior: starts, joblib groups, diagnostics.
 
-    Owns ``fit`` for :class:`MCMCRegressor` and :class:`MCMCClassifier`; the
+    Its ``_fit`` serves :class:`MCMCRegressor` and :class:`MCMCClassifier`; the
     task base supplies the likelihood, whose sampled parameters (a learned
     noise) are the last columns of the chains' state.
     """
@@ -41,21 +41,8 @@ class MCMCMixin(DrawsMixin):
         "n_jobs": [None, Integral],
     }
 
-    def fit(self, X, y):
-        """Run the chains.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets (regression) or class labels (classification).
-
-        Returns
-        -------
-        self : object
-            The fitted estimator.
-        """
-        X, Y = self._begin_fit(X, y)
+    def _fit(self, X, Y):
+        """Run the chains: the family's part of ``fit``."""
         if self.init == "map":
             theta, likelihood = self._fit_map(X, Y)
         else:
@@ -69,7 +56,6 @@ class MCMCMixin(DrawsMixin):
         rows = self._sample_chains(log_density, start)
         n_params = self._model.n_params
         self._keep_draws(rows[:, :n_params], likelihood.noise_from_state(rows[:, n_params:], Y.shape[1]))
-        return self
 
     def _starting_points(self, theta):
         """Chain starts ``(n_chains, K)``: the MAP with a small jitter, or prior draws."""

@@ -16,7 +16,7 @@ PRIORS = {"gaussian": GaussianPrior, "logistic": LogisticPrior}
 class SMCMixin(DrawsMixin):
     """Particles from the prior annealed to the posterior; the fitted attributes they give.
 
-    Owns ``fit`` for :class:`SMCRegressor` and :class:`SMCClassifier`. No
+    Its ``_fit`` serves :class:`SMCRegressor` and :class:`SMCClassifier`. No
     network is trained: the backbone only gives the architecture, and the
     particles start from the prior.
     """
@@ -31,21 +31,8 @@ class SMCMixin(DrawsMixin):
         "n_leapfrog": [Interval(Integral, 1, None, closed="left")],
     }
 
-    def fit(self, X, y):
-        """Anneal the particles from the prior to the posterior.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets (regression) or class labels (classification).
-
-        Returns
-        -------
-        self : object
-            The fitted estimator.
-        """
-        X, Y = self._begin_fit(X, y)
+    def _fit(self, X, Y):
+        """Anneal the particles from the prior to the posterior: the family's part of ``fit``."""
         self._build_model(X, Y)
         likelihood = self._likelihood(Y)
         log_likelihood = likelihood.state_log_likelihood(self._model, self._tensor(X), self._tensor(Y))
@@ -56,7 +43,6 @@ class SMCMixin(DrawsMixin):
         self._keep_draws(
             particles[:, :n_params], likelihood.noise_from_state(particles[:, n_params:], Y.shape[1]), weights
         )
-        return self
 
     def _anneal(self, log_likelihood, log_prior):
         """Run the SMC from prior draws; set the history attributes.

@@ -21,7 +21,7 @@ _MAX_RATE_CUTS = 3  # tenfold cuts of lr_swag after a diverged SGD phase
 class SWAGMixin:
     """The SGD phase after the MAP, and the SWAG Gaussian of its snapshots.
 
-    Owns ``fit`` for :class:`SWAGRegressor` and :class:`SWAGClassifier`.
+    Its ``_fit`` serves :class:`SWAGRegressor` and :class:`SWAGClassifier`.
     """
 
     _swag_constraints: dict = {
@@ -35,21 +35,8 @@ class SWAGMixin:
         "n_samples": [Interval(Integral, 1, None, closed="left")],
     }
 
-    def fit(self, X, y):
-        """Train to the MAP, then collect the SGD trajectory's moments.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets (regression) or class labels (classification).
-
-        Returns
-        -------
-        self : object
-            The fitted estimator.
-        """
-        X, Y = self._begin_fit(X, y)
+    def _fit(self, X, Y):
+        """Train to the MAP, then collect the SGD trajectory's moments: the family's part of ``fit``."""
         self._check_snapshots()
         _, likelihood = self._fit_map(X, Y)
         noise_std = likelihood.output_noise_std(Y.shape[1])
@@ -57,7 +44,6 @@ class SWAGMixin:
         rate_unit = 1.0 if noise_std is None else float(noise_std.square().mean())
         self._collect_trajectory(X, Y, likelihood.frozen(Y.shape[1]), rate_unit)
         self._keep_noise(noise_std)
-        return self
 
     def _check_snapshots(self):
         if self.swag_epochs // self.collect_every < 2:

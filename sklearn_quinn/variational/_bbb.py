@@ -31,24 +31,10 @@ class VariationalMixin:
         "n_samples": [Interval(Integral, 1, None, closed="left")],
     }
 
-    def fit(self, X, y):
-        """Maximise the ELBO.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets (regression) or class labels (classification).
-
-        Returns
-        -------
-        self : object
-            The fitted estimator.
-        """
-        X, Y = self._begin_fit(X, y)
+    def _fit(self, X, Y):
+        """Maximise the ELBO: the family's part of ``fit``."""
         likelihood = self._fit_variational(X, Y, self._likelihood(Y))
         self._keep_noise(likelihood.output_noise_std(Y.shape[1]))
-        return self
 
     def _weight_prior(self):
         """``N(0, prior_std**2)`` (a mixture of one component), or the scale mixture of ``prior_pi``."""
