@@ -10,10 +10,10 @@ from sklearn.linear_model import LinearRegression
 from sklearn.model_selection import KFold, train_test_split
 
 from sklearn_quinn import LaplaceClassifier, LaplaceRegressor
+from sklearn_quinn._scale_search import best_value
 from sklearn_quinn.calibration import (
     CLASSIFICATION_HELD_OUT_OBJECTIVES,
     HELD_OUT_OBJECTIVES,
-    _best_value,
     calibrate,
     calibrate_cv,
 )
@@ -119,9 +119,9 @@ def test_a_plateau_reaching_the_edge_does_not_warn():
     grid = np.array([3.0, 1.0, 2.0])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert _best_value(grid, np.array([1.0, 0.0, 0.0]), "cov_scale") == 1.0
+        assert best_value(grid, np.array([1.0, 0.0, 0.0]), "cov_scale", stacklevel=1) == 1.0
     with pytest.warns(UserWarning, match="at the edge"):
-        assert _best_value(grid, np.array([1.0, 0.0, 0.5]), "cov_scale") == 1.0
+        assert best_value(grid, np.array([1.0, 0.0, 0.5]), "cov_scale", stacklevel=1) == 1.0
 
 
 def test_best_value_at_the_edge_warns(split):
@@ -129,6 +129,19 @@ def test_best_value_at_the_edge_warns(split):
     reg = laplace().fit(X, y)
     with pytest.warns(UserWarning, match=r"best cov_scale \(1e-0[56]\) is at the edge of the grid \[1e-06, 1e-05\]"):
         calibrate(reg, X_val, y_val, param="cov_scale", grid=[1e-6, 1e-5])
+
+
+def test_edge_warnings_name_the_callers_line(split):
+    """The edge-of-grid warning points at the user's line: the call of calibrate,
+    or the call of fit for prior_precision='gridsearch'."""
+    X, y, X_val, y_val = split
+    with pytest.warns(UserWarning, match="at the edge") as from_calibrate:
+        calibrate(laplace(max_epochs=5).fit(X, y), X_val, y_val, param="cov_scale", grid=[1e-6, 1e-5])
+    # Minus the mean std is lowest at the smallest prior precision, the grid's lower edge.
+    widest = laplace(max_epochs=5, prior_precision="gridsearch", calibration_objective=lambda y, mean, std: -std.mean())
+    with pytest.warns(UserWarning, match="at the edge") as from_fit:
+        widest.fit(X, y)
+    assert {w.filename for w in [*from_calibrate, *from_fit] if "at the edge" in str(w.message)} == {__file__}
 
 
 def test_estimator_option_gridsearch(wave_data):
