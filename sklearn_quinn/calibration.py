@@ -43,6 +43,11 @@ __all__ = [
     "calibrate_cv",
 ]
 
+# The estimators whose posterior can be re-scaled without refitting (they implement
+# ``_calibration_path`` and ``_set_posterior_scale``, see _scale_search). SWAG and
+# Bayes by backprop also fit a Gaussian over the weights but keep no curvature to
+# re-scale it from, and the samplers and ensembles have no Gaussian to re-scale.
+_SUPPORTED = "LaplaceRegressor and LaplaceClassifier"
 @dataclass
 class CalibrationResult:
     """Outcome of :func:`calibrate`.
@@ -66,16 +71,17 @@ class CalibrationResult:
 
 
 def calibrate(estimator, X=None, y=None, *, param="prior_precision", grid=None, objective="nll"):
-    """Choose the prior precision or ``cov_scale`` of a fitted estimator by grid search.
+    """Choose the prior precision, ``cov_scale`` or noise scale of a fitted Laplace estimator by grid search.
 
     The estimator's posterior is re-scaled in place to the best value; the
     network is not refitted and no new curvature is computed.
 
     Parameters
     ----------
-    estimator : fitted estimator with a Gaussian weight posterior
-        A :class:`~sklearn_quinn.LaplaceRegressor`, :class:`~sklearn_quinn.SWAGRegressor`,
-        :class:`~sklearn_quinn.BBBRegressor` or :class:`~sklearn_quinn.LaplaceClassifier`.
+    estimator : fitted LaplaceRegressor or LaplaceClassifier
+        The estimators whose posterior is re-scaled from the curvature they
+        hold; any other (SWAG, Bayes by backprop, MCMC, SMC, ensembles) raises
+        a ValueError.
     X, y : array-like
         Held-out data to score the predictive on; not needed for
         ``objective='marginal_log_likelihood'``, which uses the training evidence.
@@ -102,6 +108,12 @@ def calibrate(estimator, X=None, y=None, *, param="prior_precision", grid=None, 
     Returns
     -------
     CalibrationResult
+
+    Raises
+    ------
+    ValueError
+        For an estimator other than the two supported, or a bad ``param``,
+        ``grid`` or ``objective``.
 
     Warns
     -----
@@ -140,7 +152,7 @@ def calibrate_cv(estimator, X, y, *, param="prior_precision", grid=None, objecti
 
     Parameters
     ----------
-    estimator : unfitted estimator with a Gaussian weight posterior
+    estimator : unfitted LaplaceRegressor or LaplaceClassifier
         As for :func:`calibrate`.
     X, y : array-like
         The training rows.
@@ -185,9 +197,9 @@ def calibrate_cv(estimator, X, y, *, param="prior_precision", grid=None, objecti
 
 
 def _check_supported(estimator):
-    """A ValueError for an estimator without ``_calibration_path``."""
+    """A ValueError naming the supported estimators, for any other."""
     if not hasattr(estimator, "_calibration_path"):
         raise ValueError(
-            f"{type(estimator).__name__} has no Gaussian weight posterior to re-scale; "
-            "calibrate works for Laplace, SWAG and Bayes-by-backprop estimators."
+            f"calibrate and calibrate_cv support {_SUPPORTED} only, whose posterior is re-scaled "
+            f"from the curvature they hold; got {type(estimator).__name__}."
         )

@@ -9,7 +9,17 @@ from sklearn.datasets import load_iris
 from sklearn.linear_model import LinearRegression
 from sklearn.model_selection import KFold, train_test_split
 
-from sklearn_quinn import LaplaceClassifier, LaplaceRegressor
+from sklearn_quinn import (
+    BBBClassifier,
+    BBBRegressor,
+    DeepEnsembleRegressor,
+    LaplaceClassifier,
+    LaplaceRegressor,
+    MCMCRegressor,
+    SMCRegressor,
+    SWAGClassifier,
+    SWAGRegressor,
+)
 from sklearn_quinn._scale_search import best_value
 from sklearn_quinn.calibration import (
     CLASSIFICATION_HELD_OUT_OBJECTIVES,
@@ -181,10 +191,21 @@ def test_held_out_objective_needs_data(split):
         calibrate(laplace(max_epochs=5).fit(X, y), objective="nll")
 
 
-def test_estimator_without_gaussian_posterior(split):
+@pytest.mark.parametrize(
+    "estimator",
+    [SWAGRegressor(), BBBRegressor(), SWAGClassifier(), BBBClassifier(), MCMCRegressor(), SMCRegressor(),
+     DeepEnsembleRegressor(), LinearRegression()],
+    ids=lambda estimator: type(estimator).__name__,
+)
+def test_unsupported_estimators_are_refused_by_name(split, estimator):
+    """Only the Laplace estimators re-scale their posterior; the others are refused
+    before anything is fitted, with the supported ones named."""
     X, y, X_val, y_val = split
-    with pytest.raises(ValueError, match="LinearRegression has no Gaussian weight posterior"):
-        calibrate(LinearRegression().fit(X, y), X_val, y_val)
+    message = rf"support LaplaceRegressor and LaplaceClassifier only.*got {type(estimator).__name__}\."
+    with pytest.raises(ValueError, match=message):
+        calibrate(estimator, X_val, y_val)
+    with pytest.raises(ValueError, match=message):
+        calibrate_cv(estimator, X, y)
 
 
 @pytest.mark.filterwarnings("ignore:The best")
