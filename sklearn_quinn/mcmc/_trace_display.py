@@ -41,6 +41,12 @@ class TraceDisplay:
     --------
     sklearn_quinn.mcmc.split_rhat : The R-hat in the titles.
 
+    References
+    ----------
+    A. Vehtari, A. Gelman, D. Simpson, B. Carpenter and P.-C. Bürkner,
+    "Rank-normalization, folding, and localization: an improved R-hat for
+    assessing convergence of MCMC", Bayesian Analysis 16(2), 2021.
+
     Examples
     --------
     >>> import matplotlib.pyplot as plt

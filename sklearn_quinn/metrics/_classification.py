@@ -106,7 +106,12 @@ def reliability_bins(y_true, y_proba, n_bins=15, labels=None):
 def expected_calibration_error(y_true, y_proba, n_bins=15, labels=None):
     """Expected calibration error: bin-size-weighted mean of ``|accuracy - confidence|``.
 
-    Equal-width bins of the top-class probability (Guo et al. 2017).
+    Equal-width bins of the top-class probability.
+
+    References
+    ----------
+    C. Guo, G. Pleiss, Y. Sun and K. Q. Weinberger, "On calibration of modern
+    neural networks", ICML 2017.
 
     Examples
     --------

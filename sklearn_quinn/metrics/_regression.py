@@ -54,8 +54,13 @@ def crps_gaussian(y_true, y_pred, y_std):
     """Continuous ranked probability score of ``N(y_pred, y_std**2)``, closed form.
 
     ``CRPS = std * (z (2 Phi(z) - 1) + 2 phi(z) - 1 / sqrt(pi))`` with
-    ``z = (y - mean) / std`` (Gneiting & Raftery 2007); lower is better, in
-    the units of y; averaged over points, summed over targets.
+    ``z = (y - mean) / std``; lower is better, in the units of y; averaged
+    over points, summed over targets.
+
+    References
+    ----------
+    T. Gneiting and A. E. Raftery, "Strictly proper scoring rules, prediction,
+    and estimation", Journal of the American Statistical Association 102(477), 2007.
 
     Examples
     --------
@@ -77,6 +82,11 @@ def crps_samples(y_true, y_samples):
     y_true : array-like of shape (n_samples,) or (n_samples, n_targets)
     y_samples : array-like of shape (n_samples, n_draws) or (n_samples, n_targets, n_draws)
         Draws of y per point, as ``sample_y`` returns them.
+
+    References
+    ----------
+    T. Gneiting and A. E. Raftery, "Strictly proper scoring rules, prediction,
+    and estimation", Journal of the American Statistical Association 102(477), 2007.
 
     Examples
     --------
