@@ -1,66 +1,53 @@
-"""Calibration of a Gaussian posterior's scale without refitting the network.
+"""Calibration of a Laplace posterior's scale without refitting the network.
 
-A grid search over the prior precision, ``cov_scale`` or noise scale of a fitted estimator
-with a Gaussian weight posterior, scored on held-out data (or, for the prior
-precision, by the training evidence). The estimator re-scales its posterior
-from what it already holds (for Laplace: the curvature's eigen decomposition),
-so no grid point computes a new curvature.
-
-An estimator takes part by implementing two methods:
-
-- ``_calibration_path(X, param)``: a function ``value -> (y_mean, y_std)`` over
-  ``X`` (the predictive with ``param`` set to ``value``, in the units of y), or,
-  for a classifier, ``value -> class probabilities``;
-- ``_set_posterior_scale(param, value)``: re-scale ``posterior_`` (and, for
-  ``'noise_scale'``, the noise) in place.
+:func:`calibrate` chooses the prior precision, ``cov_scale`` or noise scale of
+a fitted :class:`~sklearn_quinn.LaplaceRegressor` or
+:class:`~sklearn_quinn.LaplaceClassifier` by grid search, scored on held-out
+data (or, for the prior precision, by the training evidence);
+:func:`calibrate_cv` scores the grid by K-fold cross-validation. The estimator
+re-scales its posterior from the curvature's eigen decomposition it already
+holds, so no grid point computes a new curvature. The search itself lives in
+``sklearn_quinn._scale_search``, which the Laplace estimators'
+``prior_precision='gridsearch'`` runs too.
 """
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import clone, is_classifier
 from sklearn.model_selection import check_cv
-from sklearn.utils.validation import check_is_fitted, column_or_1d
+from sklearn.utils.validation import check_is_fitted
 
-from .metrics import (
-    brier_score,
-    categorical_nll,
-    chi_squared_error,
-    crps_gaussian,
-    expected_calibration_error,
-    gaussian_nll,
-    interval_coverage_error,
-    quantile_calibration_error,
+from ._scale_search import (
+    CLASSIFICATION_HELD_OUT_OBJECTIVES,
+    CLASSIFICATION_OBJECTIVES,
+    DEFAULT_GRIDS,
+    HELD_OUT_OBJECTIVES,
+    OBJECTIVES,
+    PARAMS,
+    best_value,
+    check_request,
+    grid_scores,
+    search_scale,
 )
 
-#: Held-out objectives, each ``(y_true, y_mean, y_std) -> float``, lower is better.
-HELD_OUT_OBJECTIVES = {
-    "nll": gaussian_nll,
-    "chi_squared": chi_squared_error,
-    "crps": crps_gaussian,
-    "ece": quantile_calibration_error,
-    "coverage": interval_coverage_error,
-}
-OBJECTIVES = (*HELD_OUT_OBJECTIVES, "marginal_log_likelihood")
-#: Held-out objectives of a classifier, each ``(y_true, y_proba, labels=...) -> float``, lower is better.
-CLASSIFICATION_HELD_OUT_OBJECTIVES = {
-    "nll": categorical_nll,
-    "ece": expected_calibration_error,
-    "brier": brier_score,
-}
-CLASSIFICATION_OBJECTIVES = (*CLASSIFICATION_HELD_OUT_OBJECTIVES, "marginal_log_likelihood")
-PARAMS = ("prior_precision", "cov_scale", "noise_scale")
+__all__ = [
+    "CLASSIFICATION_HELD_OUT_OBJECTIVES",
+    "CLASSIFICATION_OBJECTIVES",
+    "DEFAULT_GRIDS",
+    "HELD_OUT_OBJECTIVES",
+    "OBJECTIVES",
+    "PARAMS",
+    "CalibrationResult",
+    "calibrate",
+    "calibrate_cv",
+]
 
-#: Default grids; the scale grids step the predictive std by about 2%, fine
-#: enough to place a 95% interval's coverage within 0.01.
-DEFAULT_GRIDS = {
-    "prior_precision": np.logspace(-4, 4, 41),
-    "cov_scale": np.logspace(-2, 2, 201),
-    "noise_scale": np.logspace(-1, 1, 201),
-}
-
-
+# The estimators whose posterior can be re-scaled without refitting (they implement
+# ``_calibration_path`` and ``_set_posterior_scale``, see _scale_search). SWAG and
+# Bayes by backprop also fit a Gaussian over the weights but keep no curvature to
+# re-scale it from, and the samplers and ensembles have no Gaussian to re-scale.
+_SUPPORTED = "LaplaceRegressor and LaplaceClassifier"
 @dataclass
 class CalibrationResult:
     """Outcome of :func:`calibrate`.
@@ -84,16 +71,17 @@ class CalibrationResult:
 
 
 def calibrate(estimator, X=None, y=None, *, param="prior_precision", grid=None, objective="nll"):
-    """Choose the prior precision or ``cov_scale`` of a fitted estimator by grid search.
+    """Choose the prior precision, ``cov_scale`` or noise scale of a fitted Laplace estimator by grid search.
 
     The estimator's posterior is re-scaled in place to the best value; the
     network is not refitted and no new curvature is computed.
 
     Parameters
     ----------
-    estimator : fitted estimator with a Gaussian weight posterior
-        A :class:`~sklearn_quinn.LaplaceRegressor`, :class:`~sklearn_quinn.SWAGRegressor`,
-        :class:`~sklearn_quinn.BBBRegressor` or :class:`~sklearn_quinn.LaplaceClassifier`.
+    estimator : fitted LaplaceRegressor or LaplaceClassifier
+        The estimators whose posterior is re-scaled from the curvature they
+        hold; any other (SWAG, Bayes by backprop, MCMC, SMC, ensembles) raises
+        a ValueError.
     X, y : array-like
         Held-out data to score the predictive on; not needed for
         ``objective='marginal_log_likelihood'``, which uses the training evidence.
@@ -121,6 +109,12 @@ def calibrate(estimator, X=None, y=None, *, param="prior_precision", grid=None, 
     -------
     CalibrationResult
 
+    Raises
+    ------
+    ValueError
+        For an estimator other than the two supported, or a bad ``param``,
+        ``grid`` or ``objective``.
+
     Warns
     -----
     UserWarning
@@ -140,11 +134,9 @@ def calibrate(estimator, X=None, y=None, *, param="prior_precision", grid=None, 
     >>> result.best_value == reg.cov_scale_
     True
     """
+    _check_supported(estimator)
     check_is_fitted(estimator)
-    grid = _checked_grid(estimator, param, grid, objective)
-    scores = _grid_scores(estimator, X, y, param, grid, objective)
-    best = _best_value(grid, scores, param)
-    estimator._set_posterior_scale(param, best)
+    best, grid, scores = search_scale(estimator, X, y, param=param, grid=grid, objective=objective, stacklevel=2)
     return CalibrationResult(param, best, grid, scores, objective)
 
 
@@ -160,7 +152,7 @@ def calibrate_cv(estimator, X, y, *, param="prior_precision", grid=None, objecti
 
     Parameters
     ----------
-    estimator : unfitted estimator with a Gaussian weight posterior
+    estimator : unfitted LaplaceRegressor or LaplaceClassifier
         As for :func:`calibrate`.
     X, y : array-like
         The training rows.
@@ -192,76 +184,22 @@ def calibrate_cv(estimator, X, y, *, param="prior_precision", grid=None, objecti
     """
     if objective == "marginal_log_likelihood":
         raise ValueError("calibrate_cv needs a held-out objective; the evidence needs no folds: use calibrate.")
-    grid = _checked_grid(estimator, param, grid, objective)  # before any fit
+    _check_supported(estimator)
+    grid = check_request(estimator, param, grid, objective)  # before any fit
     X, y = np.asarray(X), np.asarray(y)
     folds = check_cv(cv, y, classifier=is_classifier(estimator)).split(X, y)
-    scores = np.mean([_grid_scores(clone(estimator).fit(X[train], y[train]), X[test], y[test], param, grid, objective)
+    scores = np.mean([grid_scores(clone(estimator).fit(X[train], y[train]), X[test], y[test], param, grid, objective)
                       for train, test in folds], axis=0)
-    best = _best_value(grid, scores, param)
+    best = best_value(grid, scores, param, stacklevel=2)
     fitted = clone(estimator).fit(X, y)
     fitted._set_posterior_scale(param, best)
     return fitted, CalibrationResult(param, best, grid, scores, objective)
 
 
-def _checked_grid(estimator, param, grid, objective):
-    """The grid of a calibration request, or a ValueError naming what is wrong with it (no fit needed)."""
+def _check_supported(estimator):
+    """A ValueError naming the supported estimators, for any other."""
     if not hasattr(estimator, "_calibration_path"):
         raise ValueError(
-            f"{type(estimator).__name__} has no Gaussian weight posterior to re-scale; "
-            "calibrate works for Laplace, SWAG and Bayes-by-backprop estimators."
+            f"calibrate and calibrate_cv support {_SUPPORTED} only, whose posterior is re-scaled "
+            f"from the curvature they hold; got {type(estimator).__name__}."
         )
-    if param not in PARAMS:
-        raise ValueError(f"param must be one of {PARAMS}, got {param!r}.")
-    classifier = is_classifier(estimator)
-    objectives = CLASSIFICATION_OBJECTIVES if classifier else OBJECTIVES
-    if not callable(objective) and objective not in objectives:
-        raise ValueError(f"objective must be one of {objectives} for a "
-                         f"{'classifier' if classifier else 'regressor'}, got {objective!r}.")
-    if objective == "marginal_log_likelihood" and param != "prior_precision":
-        raise ValueError(
-            f"objective='marginal_log_likelihood' calibrates the prior_precision only, not {param}; "
-            "for the noise use prior_precision='marglik', which tunes both."
-        )
-    grid = DEFAULT_GRIDS[param] if grid is None else np.asarray(grid, dtype=np.float64)
-    if grid.ndim != 1 or grid.size == 0 or not np.all(np.isfinite(grid) & (grid > 0)):
-        raise ValueError(f"grid must be a non-empty 1-D array of positive floats, got {grid!r}.")
-    return grid
-
-
-def _grid_scores(estimator, X, y, param, grid, objective):
-    """The objective of a fitted estimator at each value of a checked grid (lower is better)."""
-    if objective == "marginal_log_likelihood":
-        scores = np.array([-estimator.log_marginal_likelihood(value) for value in grid])
-    else:
-        if X is None or y is None:
-            raise ValueError(f"objective={objective!r} needs held-out X and y.")
-        path = estimator._calibration_path(X, param)
-        if is_classifier(estimator):
-            metric = objective if callable(objective) else CLASSIFICATION_HELD_OUT_OBJECTIVES[objective]
-            scores = np.array([metric(y, path(value), labels=estimator.classes_) for value in grid])
-        else:
-            y = np.asarray(y, dtype=np.float64)
-            y = column_or_1d(y) if y.ndim == 2 and y.shape[1] == 1 else y
-            metric = objective if callable(objective) else HELD_OUT_OBJECTIVES[objective]
-            scores = np.array([metric(y, *path(value)) for value in grid])
-    if not np.isfinite(scores).any():
-        raise ValueError(f"The {objective} objective is not finite anywhere on the grid.")
-    return scores
-
-
-def _best_value(grid, scores, param):
-    """The grid value of the lowest finite score (the first of ties), with a
-    warning when it is at an edge and better than its neighbour there."""
-    scores = np.where(np.isfinite(scores), scores, np.nan)
-    best = int(np.nanargmin(scores))
-    order = np.argsort(grid, kind="stable")
-    rank = int(np.flatnonzero(order == best)[0])
-    at_edge = grid.size > 1 and rank in (0, grid.size - 1)
-    if at_edge and not scores[order[1] if rank == 0 else order[-2]] <= scores[best]:
-        warnings.warn(
-            f"The best {param} ({grid[best]:.4g}) is at the edge of the grid "
-            f"[{grid.min():.4g}, {grid.max():.4g}]; the optimum may lie beyond it.",
-            UserWarning,
-            stacklevel=3,
-        )
-    return float(grid[best])

@@ -1,9 +1,14 @@
 """Loaders for benchmark data.
 
-The UCI regression benchmark (Hernandez-Lobato & Adams 2015) is read from a
-directory given at run time, one folder per data set holding ``data.txt``,
-``index_features.txt``, ``index_target.txt``, ``index_train_{i}.txt``,
-``index_test_{i}.txt`` and ``n_splits.txt``.
+The UCI regression benchmark is read from a directory given at run time, one
+folder per data set holding ``data.txt``, ``index_features.txt``,
+``index_target.txt``, ``index_train_{i}.txt``, ``index_test_{i}.txt`` and
+``n_splits.txt``.
+
+References
+----------
+J. M. Hernández-Lobato and R. P. Adams, "Probabilistic backpropagation for
+scalable learning of Bayesian neural networks", ICML 2015.
 """
 
 import re

@@ -9,11 +9,21 @@ from sklearn.datasets import load_iris
 from sklearn.linear_model import LinearRegression
 from sklearn.model_selection import KFold, train_test_split
 
-from sklearn_quinn import LaplaceClassifier, LaplaceRegressor
+from sklearn_quinn import (
+    BBBClassifier,
+    BBBRegressor,
+    DeepEnsembleRegressor,
+    LaplaceClassifier,
+    LaplaceRegressor,
+    MCMCRegressor,
+    SMCRegressor,
+    SWAGClassifier,
+    SWAGRegressor,
+)
+from sklearn_quinn._scale_search import best_value
 from sklearn_quinn.calibration import (
     CLASSIFICATION_HELD_OUT_OBJECTIVES,
     HELD_OUT_OBJECTIVES,
-    _best_value,
     calibrate,
     calibrate_cv,
 )
@@ -119,9 +129,9 @@ def test_a_plateau_reaching_the_edge_does_not_warn():
     grid = np.array([3.0, 1.0, 2.0])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert _best_value(grid, np.array([1.0, 0.0, 0.0]), "cov_scale") == 1.0
+        assert best_value(grid, np.array([1.0, 0.0, 0.0]), "cov_scale", stacklevel=1) == 1.0
     with pytest.warns(UserWarning, match="at the edge"):
-        assert _best_value(grid, np.array([1.0, 0.0, 0.5]), "cov_scale") == 1.0
+        assert best_value(grid, np.array([1.0, 0.0, 0.5]), "cov_scale", stacklevel=1) == 1.0
 
 
 def test_best_value_at_the_edge_warns(split):
@@ -129,6 +139,19 @@ def test_best_value_at_the_edge_warns(split):
     reg = laplace().fit(X, y)
     with pytest.warns(UserWarning, match=r"best cov_scale \(1e-0[56]\) is at the edge of the grid \[1e-06, 1e-05\]"):
         calibrate(reg, X_val, y_val, param="cov_scale", grid=[1e-6, 1e-5])
+
+
+def test_edge_warnings_name_the_callers_line(split):
+    """The edge-of-grid warning points at the user's line: the call of calibrate,
+    or the call of fit for prior_precision='gridsearch'."""
+    X, y, X_val, y_val = split
+    with pytest.warns(UserWarning, match="at the edge") as from_calibrate:
+        calibrate(laplace(max_epochs=5).fit(X, y), X_val, y_val, param="cov_scale", grid=[1e-6, 1e-5])
+    # Minus the mean std is lowest at the smallest prior precision, the grid's lower edge.
+    widest = laplace(max_epochs=5, prior_precision="gridsearch", calibration_objective=lambda y, mean, std: -std.mean())
+    with pytest.warns(UserWarning, match="at the edge") as from_fit:
+        widest.fit(X, y)
+    assert {w.filename for w in [*from_calibrate, *from_fit] if "at the edge" in str(w.message)} == {__file__}
 
 
 def test_estimator_option_gridsearch(wave_data):
@@ -168,10 +191,21 @@ def test_held_out_objective_needs_data(split):
         calibrate(laplace(max_epochs=5).fit(X, y), objective="nll")
 
 
-def test_estimator_without_gaussian_posterior(split):
+@pytest.mark.parametrize(
+    "estimator",
+    [SWAGRegressor(), BBBRegressor(), SWAGClassifier(), BBBClassifier(), MCMCRegressor(), SMCRegressor(),
+     DeepEnsembleRegressor(), LinearRegression()],
+    ids=lambda estimator: type(estimator).__name__,
+)
+def test_unsupported_estimators_are_refused_by_name(split, estimator):
+    """Only the Laplace estimators re-scale their posterior; the others are refused
+    before anything is fitted, with the supported ones named."""
     X, y, X_val, y_val = split
-    with pytest.raises(ValueError, match="LinearRegression has no Gaussian weight posterior"):
-        calibrate(LinearRegression().fit(X, y), X_val, y_val)
+    message = rf"support LaplaceRegressor and LaplaceClassifier only.*got {type(estimator).__name__}\."
+    with pytest.raises(ValueError, match=message):
+        calibrate(estimator, X_val, y_val)
+    with pytest.raises(ValueError, match=message):
+        calibrate_cv(estimator, X, y)
 
 
 @pytest.mark.filterwarnings("ignore:The best")

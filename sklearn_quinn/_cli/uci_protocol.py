@@ -1,4 +1,4 @@
-"""The UCI regression protocol (Hernandez-Lobato & Adams 2015).
+"""The UCI regression protocol of Hernández-Lobato and Adams (2015).
 
 As the data README gives it: inputs standardised with the training split's
 statistics (the target by the estimator, ``normalize_y=True``), test RMSE and
@@ -6,6 +6,11 @@ test log-likelihood per point in the original target units, mean ± standard
 error over splits, beside the published figures read from the README at run
 time. Shared by ``sklearn-quinn benchmark uci`` and the scripts in
 ``benchmarks/``.
+
+References
+----------
+J. M. Hernández-Lobato and R. P. Adams, "Probabilistic backpropagation for
+scalable learning of Bayesian neural networks", ICML 2015.
 """
 
 import math

@@ -2,7 +2,7 @@
 
 from sklearn.model_selection import train_test_split
 
-from ..calibration import calibrate
+from .._scale_search import search_scale
 
 
 class GridsearchPriorMixin:
@@ -20,6 +20,11 @@ class GridsearchPriorMixin:
         return X, Y, (X_val, Y_val)
 
     def _search_prior_precision(self, held_out):
-        """Set the prior precision that ``calibration_objective`` picks on the grid."""
+        """Set the prior precision that ``calibration_objective`` picks on the default grid."""
         X_val, y_val = (None, None) if held_out is None else (held_out[0], self._user_targets(held_out[1]))
-        calibrate(self, X_val, y_val, param="prior_precision", objective=self.calibration_objective)
+        # stacklevel=3: an edge-of-grid warning names the line that called fit (this method's
+        # caller's caller), as it does for calibrate.
+        search_scale(
+            self, X_val, y_val, param="prior_precision", grid=None, objective=self.calibration_objective,
+            stacklevel=3,
+        )

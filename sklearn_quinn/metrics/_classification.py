@@ -1,0 +1,139 @@
+"""Metrics of class probabilities, as ``predict_proba`` returns them.
+
+Functions take ``(y_true, y_proba, labels=None)``; ``labels`` gives the class
+of each column of ``y_proba`` (an estimator's ``classes_``).
+"""
+
+import numpy as np
+from sklearn.utils.validation import check_consistent_length
+
+
+def _check_proba(y_true, y_proba, labels):
+    """Validated probabilities and the one-hot encoding of ``y_true`` in column order."""
+    y_true = np.asarray(y_true)
+    y_proba = np.asarray(y_proba, dtype=np.float64)
+    check_consistent_length(y_true, y_proba)
+    if y_proba.ndim != 2:
+        raise ValueError(f"y_proba must have shape (n_samples, n_classes); got {y_proba.shape}.")
+    if np.any(y_proba < 0) or not np.allclose(y_proba.sum(axis=1), 1.0, atol=1e-6):
+        raise ValueError("y_proba must hold probabilities: non-negative rows that sum to 1.")
+    labels = np.unique(y_true) if labels is None else np.asarray(labels)
+    if len(labels) != y_proba.shape[1]:
+        raise ValueError(
+            f"y_proba has {y_proba.shape[1]} columns but there are {len(labels)} labels; "
+            "pass labels= in the column order of y_proba (an estimator's classes_)."
+        )
+    unseen = np.setdiff1d(np.unique(y_true), labels)
+    if unseen.size:
+        raise ValueError(f"y_true holds labels {unseen.tolist()} not in labels.")
+    onehot = (y_true[:, None] == labels[None, :]).astype(np.float64)
+    return onehot, y_proba
+
+
+def categorical_nll(y_true, y_proba, labels=None):
+    """Mean negative log-probability of the true class, in nats.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+    y_proba : array-like of shape (n_samples, n_classes)
+    labels : array-like of shape (n_classes,), default=None
+        Class of each column of ``y_proba``; None uses the sorted labels of ``y_true``.
+
+    Examples
+    --------
+    >>> from sklearn_quinn.metrics import categorical_nll
+    >>> round(categorical_nll([0, 1], [[0.5, 0.5], [0.2, 0.8]]), 4)
+    0.4581
+    """
+    onehot, y_proba = _check_proba(y_true, y_proba, labels)
+    true_class = np.sum(onehot * y_proba, axis=1)
+    return float(-np.mean(np.log(np.clip(true_class, np.finfo(np.float64).tiny, None))))
+
+
+def brier_score(y_true, y_proba, labels=None):
+    """Multi-class Brier score ``mean_i sum_c (p_ic - 1[y_i = c])**2``.
+
+    Examples
+    --------
+    >>> from sklearn_quinn.metrics import brier_score
+    >>> brier_score([0, 1], [[1.0, 0.0], [0.5, 0.5]])
+    0.25
+    """
+    onehot, y_proba = _check_proba(y_true, y_proba, labels)
+    return float(np.mean(np.sum((y_proba - onehot) ** 2, axis=1)))
+
+
+def accuracy(y_true, y_proba, labels=None):
+    """Fraction of points whose most probable class is the true one.
+
+    Examples
+    --------
+    >>> from sklearn_quinn.metrics import accuracy
+    >>> accuracy([0, 1], [[0.9, 0.1], [0.6, 0.4]])
+    0.5
+    """
+    onehot, y_proba = _check_proba(y_true, y_proba, labels)
+    return float(np.mean(onehot[np.arange(len(onehot)), y_proba.argmax(axis=1)]))
+
+
+def reliability_bins(y_true, y_proba, n_bins=15, labels=None):
+    """Confidence and accuracy of the top-class predictions in equal-width bins.
+
+    Returns
+    -------
+    confidence : ndarray of shape (n_bins,)
+        Mean top-class probability in each bin (NaN for an empty bin).
+    accuracy : ndarray of shape (n_bins,)
+        Fraction correct in each bin (NaN for an empty bin).
+    counts : ndarray of shape (n_bins,)
+        Number of points in each bin.
+    """
+    if not (isinstance(n_bins, (int, np.integer)) and n_bins >= 1):
+        raise ValueError(f"n_bins must be a positive integer, got {n_bins!r}.")
+    onehot, y_proba = _check_proba(y_true, y_proba, labels)
+    top = y_proba.max(axis=1)
+    correct = onehot[np.arange(len(onehot)), y_proba.argmax(axis=1)]
+    # Bin i holds confidences in (i / n_bins, (i + 1) / n_bins]; confidence 0 goes to bin 0.
+    index = np.clip(np.ceil(top * n_bins).astype(int) - 1, 0, n_bins - 1)
+    counts = np.bincount(index, minlength=n_bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        confidence = np.bincount(index, weights=top, minlength=n_bins) / counts
+        bin_accuracy = np.bincount(index, weights=correct, minlength=n_bins) / counts
+    return confidence, bin_accuracy, counts
+
+
+def expected_calibration_error(y_true, y_proba, n_bins=15, labels=None):
+    """Expected calibration error: bin-size-weighted mean of ``|accuracy - confidence|``.
+
+    Equal-width bins of the top-class probability.
+
+    References
+    ----------
+    C. Guo, G. Pleiss, Y. Sun and K. Q. Weinberger, "On calibration of modern
+    neural networks", ICML 2017.
+
+    Examples
+    --------
+    >>> from sklearn_quinn.metrics import expected_calibration_error
+    >>> round(expected_calibration_error([0, 1], [[0.9, 0.1], [0.1, 0.9]]), 4)
+    0.1
+    """
+    confidence, bin_accuracy, counts = reliability_bins(y_true, y_proba, n_bins, labels)
+    filled = counts > 0
+    gaps = np.abs(bin_accuracy[filled] - confidence[filled])
+    return float(np.sum(gaps * counts[filled]) / counts.sum())
+
+
+def maximum_calibration_error(y_true, y_proba, n_bins=15, labels=None):
+    """Maximum calibration error: the largest ``|accuracy - confidence|`` over non-empty bins.
+
+    Examples
+    --------
+    >>> from sklearn_quinn.metrics import maximum_calibration_error
+    >>> round(maximum_calibration_error([0, 1], [[0.9, 0.1], [0.6, 0.4]]), 4)
+    0.6
+    """
+    confidence, bin_accuracy, counts = reliability_bins(y_true, y_proba, n_bins, labels)
+    filled = counts > 0
+    return float(np.max(np.abs(bin_accuracy[filled] - confidence[filled])))

@@ -1,0 +1,81 @@
+"""Scorers ``(estimator, X, y) -> float`` for ``GridSearchCV(scoring=...)``, greater is better.
+
+Each reads the predictive through ``predict(X, return_std=True)`` or
+``predict_proba``, never ``score``, and applies one of the metrics.
+"""
+
+from sklearn.base import is_classifier
+
+from ._classification import brier_score, categorical_nll, expected_calibration_error
+from ._regression import (
+    _check_level,
+    chi_squared_error,
+    crps_gaussian,
+    gaussian_nll,
+    interval_coverage_error,
+    interval_width,
+    quantile_calibration_error,
+)
+
+
+class _PredictiveScorer:
+    """A scorer ``(estimator, X, y) -> float``, greater is better.
+
+    ``metric`` is called on what ``needs`` asks of the estimator: ``'std'``
+    (``predict(X, return_std=True)``) or ``'proba'`` (``predict_proba``, with
+    ``labels=estimator.classes_``).
+    """
+
+    def __init__(self, metric, needs, sign, name, **kwargs):
+        self.metric, self.needs, self.sign, self.name, self.kwargs = metric, needs, sign, name, kwargs
+
+    def __call__(self, estimator, X, y):
+        if self.needs == "proba":
+            value = self.metric(y, estimator.predict_proba(X), labels=estimator.classes_, **self.kwargs)
+        else:
+            y_pred, y_std = estimator.predict(X, return_std=True)
+            value = self.metric(y, y_pred, y_std, **self.kwargs)
+        return self.sign * value
+
+    def __repr__(self):
+        return self.name
+
+
+class _NegNLLScorer(_PredictiveScorer):
+    """Minus the NLL: Gaussian for a regressor, categorical for a classifier."""
+
+    def __init__(self):
+        super().__init__(gaussian_nll, "std", -1, "neg_nll_scorer")
+
+    def __call__(self, estimator, X, y):
+        if is_classifier(estimator):
+            return -categorical_nll(y, estimator.predict_proba(X), labels=estimator.classes_)
+        return super().__call__(estimator, X, y)
+
+
+neg_nll_scorer = _NegNLLScorer()
+neg_crps_scorer = _PredictiveScorer(crps_gaussian, "std", -1, "neg_crps_scorer")
+neg_chi_squared_error_scorer = _PredictiveScorer(
+    chi_squared_error, "std", -1, "neg_chi_squared_error_scorer"
+)
+neg_quantile_calibration_error_scorer = _PredictiveScorer(
+    quantile_calibration_error, "std", -1, "neg_quantile_calibration_error_scorer"
+)
+neg_brier_scorer = _PredictiveScorer(brier_score, "proba", -1, "neg_brier_scorer")
+neg_ece_scorer = _PredictiveScorer(expected_calibration_error, "proba", -1, "neg_ece_scorer")
+
+
+def coverage_scorer(level=0.95):
+    """Scorer: minus the gap ``|coverage - level|`` of the central ``level`` intervals.
+
+    Greater is better, 0 at best; a plain coverage is not a score (wider is
+    not better), its distance to the level is.
+    """
+    _check_level(level)
+    return _PredictiveScorer(interval_coverage_error, "std", -1, f"coverage_scorer(level={level})", level=level)
+
+
+def neg_interval_width_scorer(level=0.95):
+    """Scorer: minus the mean width of the central ``level`` intervals."""
+    _check_level(level)
+    return _PredictiveScorer(interval_width, "std", -1, f"neg_interval_width_scorer({level})", level=level)
