@@ -5,7 +5,7 @@ import torch
 from sklearn.utils._param_validation import StrOptions
 
 from .._classification import GAUSSIAN_PREDICTIVES, BaseBayesianClassifier
-from ..calibration import CLASSIFICATION_OBJECTIVES
+from .._scale_search import CLASSIFICATION_OBJECTIVES
 from ._base import LaplaceClassificationMixin, LaplaceMixin
 
 
