@@ -1,5 +1,6 @@
 """Calibrated uncertainty for neural-network predictions, with the scikit-learn API."""
 
+from .dropout import MCDropoutClassifier, MCDropoutRegressor
 from .ensemble import DeepEnsembleClassifier, DeepEnsembleRegressor, RMSClassifier, RMSRegressor
 from .laplace import LaplaceClassifier, LaplaceRegressor
 from .mcmc import MCMCClassifier, MCMCRegressor
@@ -16,6 +17,8 @@ __all__ = [
     "DeepEnsembleRegressor",
     "LaplaceClassifier",
     "LaplaceRegressor",
+    "MCDropoutClassifier",
+    "MCDropoutRegressor",
     "MCMCClassifier",
     "MCMCRegressor",
     "RMSClassifier",

@@ -168,7 +168,7 @@ class BaseBayesianNetwork(BaseEstimator):
         with self._seeded(self._map_seed):
             module = self._build_module(X.shape[1], self._n_outputs(Y))
             self.net_ = fit_map(
-                module,
+                self._training_module(module),
                 X.astype(self.dtype),
                 Y.astype(self.dtype),
                 prior_std=self.prior_std,
@@ -183,8 +183,13 @@ class BaseBayesianNetwork(BaseEstimator):
                 seed=self._map_seed,
                 verbose=self.verbose,
             )
-        self._model = FunctionalModel(self.net_.module_)
+        self._model = FunctionalModel(module)  # trained in place
         return self._model.flatten(), self.net_.criterion_.likelihood
+
+    def _training_module(self, module):
+        """The module MAP training runs: the backbone itself, unless a family
+        wraps it (MC dropout trains it behind dropout layers)."""
+        return module
 
     def _batch_size(self, n_rows):
         return min(200, n_rows) if self.batch_size == "auto" else min(self.batch_size, n_rows)

@@ -9,6 +9,7 @@ the package's defaults unchanged.
 
 from typing import NamedTuple
 
+from ..dropout import MCDropoutClassifier, MCDropoutRegressor
 from ..ensemble import DeepEnsembleClassifier, DeepEnsembleRegressor, RMSClassifier, RMSRegressor
 from ..laplace import LaplaceClassifier, LaplaceRegressor
 from ..mcmc import MCMCClassifier, MCMCRegressor
@@ -34,6 +35,7 @@ METHODS = {
     "rms": Method("RMS", RMSRegressor, RMSClassifier, {"max_epochs": 300}),
     "swag": Method("SWAG", SWAGRegressor, SWAGClassifier, {"max_epochs": 300, "swag_epochs": 50}),
     "bbb": Method("BBB", BBBRegressor, BBBClassifier, {"max_epochs": 300}),
+    "dropout": Method("MC dropout", MCDropoutRegressor, MCDropoutClassifier, {"max_epochs": 300}),
     "smc": Method("SMC", SMCRegressor, SMCClassifier, {"n_particles": 100, "n_leapfrog": 10}),
 }
 

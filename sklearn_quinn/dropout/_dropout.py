@@ -1,0 +1,242 @@
+"""MCDropoutRegressor and MCDropoutClassifier: dropout masks on the weights as an approximate posterior."""
+
+from numbers import Integral, Real
+
+import torch
+from sklearn.utils._param_validation import Interval
+
+from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
+from ..base import MAP_TRAINING_CONSTRAINTS, BaseBayesianRegressor
+from ._engine import DropoutPosterior, InputDropout, linear_input_blocks
+
+
+class MCDropoutMixin:
+    """Training with dropout on the input of every linear layer, and the
+    posterior of its masks (Gal and Ghahramani, 2016).
+
+    Its ``_fit`` serves :class:`MCDropoutRegressor` and :class:`MCDropoutClassifier`.
+    """
+
+    _dropout_constraints: dict = {
+        **MAP_TRAINING_CONSTRAINTS,
+        "dropout_rate": [Interval(Real, 0, 1, closed="left")],
+        "n_samples": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    def _fit(self, X, Y):
+        """Train the network with dropout to the MAP of its weights: the family's part of ``fit``."""
+        theta, likelihood = self._fit_map(X, Y)
+        self.posterior_ = DropoutPosterior(theta, linear_input_blocks(self._model.module), float(self.dropout_rate))
+        self._keep_noise(likelihood.output_noise_std(Y.shape[1]))
+
+    def _training_module(self, module):
+        """The backbone behind dropout on the input of each of its linear layers."""
+        if not linear_input_blocks(module):
+            raise ValueError(
+                "MC dropout drops the inputs of the module's nn.Linear layers, and module "
+                f"{type(module).__name__} has none."
+            )
+        return InputDropout(module, self.dropout_rate)
+
+
+class MCDropoutRegressor(MCDropoutMixin, BaseBayesianRegressor):
+    """Neural-network regressor with an MC-dropout posterior.
+
+    The network is trained (through skorch) on the negative log posterior
+    with dropout at rate ``dropout_rate`` on the input of every linear layer,
+    the Gaussian prior ``N(0, prior_std**2)`` acting as weight decay. Gal and
+    Ghahramani (2016) show this minimises a KL divergence to the posterior
+    over the weights from the variational family whose draws are the trained
+    weight matrices with their input columns kept with probability
+    ``1 - dropout_rate`` (and scaled by ``1 / (1 - dropout_rate)``).
+    Predictions average the network over ``n_samples`` such draws, the same
+    at every call; the std adds the observation noise, fixed or trained with
+    the network. Each draw masks the weights once for every point, so
+    ``return_cov`` and ``sample_y`` are those of whole functions. Cost: one
+    training; prediction runs ``n_samples`` networks.
+
+    At ``dropout_rate=0`` this is the MAP network with its noise.
+
+    Parameters
+    ----------
+    hidden_layer_sizes, activation, module, prior_std, noise_std, lr, lr_schedule, \\
+max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verbose
+        As for :class:`~sklearn_quinn.LaplaceRegressor` (they set the training).
+        A custom ``module`` has the inputs of each of its ``nn.Linear``
+        layers dropped (the columns of their weights masked); its other
+        parameters are left as trained, and a module without ``nn.Linear``
+        is refused.
+    dropout_rate : float in [0, 1), default=0.1
+        Probability ``p`` of dropping each input of each linear layer, in
+        training and in the posterior's draws.
+    n_samples : int, default=100
+        Weight draws (dropout masks) averaged by ``predict``.
+
+    Attributes
+    ----------
+    posterior_ : DropoutPosterior
+        The trained weights ``theta``, the weight matrices it masks and the rate.
+    noise_std_ : float or ndarray of shape (n_targets,)
+        Observation noise std (trained with the network, or the fixed value), units of y.
+    net_ : skorch.NeuralNet
+        The skorch net trained with dropout (its module applies dropout only
+        in training mode).
+
+    See Also
+    --------
+    BBBRegressor : a factored Gaussian variational posterior.
+    DeepEnsembleRegressor : independently trained networks.
+
+    References
+    ----------
+    Y. Gal and Z. Ghahramani, "Dropout as a Bayesian approximation: representing
+    model uncertainty in deep learning", ICML 2016.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_quinn import MCDropoutRegressor
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-2, 2, size=(60, 1))
+    >>> y = np.sin(2 * X[:, 0]) + 0.1 * rng.randn(60)
+    >>> reg = MCDropoutRegressor(hidden_layer_sizes=(16,), max_epochs=50, random_state=0).fit(X, y)
+    >>> mean, std = reg.predict(X[:3], return_std=True)
+    >>> mean.shape, bool((std > reg.noise_std_).all())
+    ((3,), True)
+    """
+
+    _parameter_constraints: dict = {
+        **BaseBayesianRegressor._parameter_constraints,
+        **MCDropoutMixin._dropout_constraints,
+    }
+
+    def __init__(
+        self,
+        hidden_layer_sizes=(50,),
+        activation="relu",
+        *,
+        module=None,
+        prior_std=1.0,
+        noise_std=None,
+        dropout_rate=0.1,
+        n_samples=100,
+        lr=0.01,
+        lr_schedule="cosine",
+        max_epochs=1000,
+        batch_size="auto",
+        optimizer=torch.optim.Adam,
+        callbacks=None,
+        normalize_y=True,
+        dtype="float64",
+        device="cpu",
+        random_state=None,
+        verbose=0,
+    ):
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.activation = activation
+        self.module = module
+        self.prior_std = prior_std
+        self.noise_std = noise_std
+        self.dropout_rate = dropout_rate
+        self.n_samples = n_samples
+        self.lr = lr
+        self.lr_schedule = lr_schedule
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.callbacks = callbacks
+        self.normalize_y = normalize_y
+        self.dtype = dtype
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+
+
+class MCDropoutClassifier(MCDropoutMixin, BaseBayesianClassifier):
+    """Neural-network classifier with an MC-dropout posterior.
+
+    :class:`MCDropoutRegressor`'s training and weight draws with a categorical
+    (softmax) likelihood. Predictions average the softmax over ``n_samples``
+    draws, or apply an analytic predictive to the Gaussian fitted to their
+    logits (``moment_match=True``). At ``dropout_rate=0`` this is the MAP
+    network's softmax.
+
+    Parameters
+    ----------
+    hidden_layer_sizes, activation, module, prior_std, dropout_rate, n_samples, lr, lr_schedule, \
+max_epochs, batch_size, optimizer, callbacks, dtype, device, random_state, verbose
+        As for :class:`MCDropoutRegressor`.
+    predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \
+'mean_field_2'}, default=None
+        None averages the softmax over the draws; the others need ``moment_match=True``.
+    moment_match : bool, default=False
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    posterior_ : DropoutPosterior
+    net_ : skorch.NeuralNet
+        The skorch net trained with dropout.
+
+    References
+    ----------
+    Y. Gal and Z. Ghahramani, "Dropout as a Bayesian approximation: representing
+    model uncertainty in deep learning", ICML 2016.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn_quinn import MCDropoutClassifier
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = MCDropoutClassifier(hidden_layer_sizes=(16,), max_epochs=50, random_state=0).fit(X, y)
+    >>> clf.predict_proba(X[:2]).shape
+    (2, 3)
+    """
+
+    _parameter_constraints: dict = {
+        **BaseBayesianClassifier._parameter_constraints,
+        **MCDropoutMixin._dropout_constraints,
+        "predictive": SAMPLE_PREDICTIVES,
+        "moment_match": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        hidden_layer_sizes=(50,),
+        activation="relu",
+        *,
+        module=None,
+        prior_std=1.0,
+        dropout_rate=0.1,
+        n_samples=100,
+        predictive=None,
+        moment_match=False,
+        lr=0.01,
+        lr_schedule="cosine",
+        max_epochs=1000,
+        batch_size="auto",
+        optimizer=torch.optim.Adam,
+        callbacks=None,
+        dtype="float64",
+        device="cpu",
+        random_state=None,
+        verbose=0,
+    ):
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.activation = activation
+        self.module = module
+        self.prior_std = prior_std
+        self.dropout_rate = dropout_rate
+        self.n_samples = n_samples
+        self.predictive = predictive
+        self.moment_match = moment_match
+        self.lr = lr
+        self.lr_schedule = lr_schedule
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.callbacks = callbacks
+        self.dtype = dtype
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose

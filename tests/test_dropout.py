@@ -1,0 +1,191 @@
+"""MC dropout: the masks by hand, the linear model's closed form, the MAP at rate 0, and the estimators."""
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from sklearn_quinn import MCDropoutClassifier, MCDropoutRegressor, SWAGRegressor
+from sklearn_quinn._core.network import FunctionalModel
+from sklearn_quinn.dropout._engine import DropoutPosterior, InputDropout, linear_input_blocks
+
+
+def small(**params):
+    return MCDropoutRegressor(**{**dict(hidden_layer_sizes=(8,), max_epochs=40, random_state=0), **params})
+
+
+class ScaledTanhNet(nn.Module):
+    """A custom module (the generic vmap path) whose first parameter is not a Linear's."""
+
+    def __init__(self, n_features=2, n_outputs=1):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(1))
+        self.hidden = nn.Linear(n_features, 5)
+        self.out = nn.Linear(5, n_outputs)
+
+    def forward(self, X):
+        return self.out(torch.tanh(self.hidden(X))) * self.scale
+
+
+class NoLinear(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(2, 1))
+
+    def forward(self, X):
+        return X @ self.weight
+
+
+def test_blocks_follow_the_flat_weight_order():
+    """scale (1), hidden.weight (5 x 2) at 1, hidden.bias (5), out.weight (1 x 5) at 16."""
+    assert linear_input_blocks(ScaledTanhNet()) == [(1, 5, 2), (16, 1, 5)]
+
+
+def test_draws_mask_input_columns_by_hand():
+    """Each draw is theta with the columns of each weight matrix either zeroed or
+    scaled by 1 / (1 - p), the same Bernoulli(1 - p) draws as a generator with the same seed."""
+    module = ScaledTanhNet().double()
+    theta = FunctionalModel(module).flatten()
+    rate, n = 0.3, 6
+    draws = DropoutPosterior(theta, linear_input_blocks(module), rate).sample(n, torch.Generator().manual_seed(3))
+    generator = torch.Generator().manual_seed(3)
+    keep = torch.full((n, 1, 2), 0.7, dtype=torch.float64)
+    hidden_mask = torch.bernoulli(keep, generator=generator) / 0.7
+    out_mask = torch.bernoulli(torch.full((n, 1, 5), 0.7, dtype=torch.float64), generator=generator) / 0.7
+    torch.testing.assert_close(draws[:, 1:11].view(n, 5, 2), theta[1:11].view(5, 2) * hidden_mask)
+    torch.testing.assert_close(draws[:, 16:21].view(n, 1, 5), theta[16:21].view(1, 5) * out_mask)
+    for unmasked in (slice(0, 1), slice(11, 16), slice(21, 22)):  # scale and biases
+        torch.testing.assert_close(draws[:, unmasked], theta[unmasked].expand(n, -1))
+
+
+def test_input_dropout_trains_with_masks_and_leaves_no_hook():
+    """Train mode: a ones-weight layer on ones sums the kept inputs over (1 - p), a
+    Binomial(1000, 0.7) count; within 4 of its stds (14.5). Eval mode: the module itself."""
+    layer = nn.Linear(1000, 1, bias=False)
+    nn.init.ones_(layer.weight)
+    wrapped = InputDropout(nn.Sequential(layer), 0.3)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        kept = float(wrapped.train()(torch.ones(1, 1000)).detach()) * 0.7
+    assert abs(kept - 700) < 4 * np.sqrt(1000 * 0.7 * 0.3)
+    assert not layer._forward_pre_hooks
+    assert float(wrapped.eval()(torch.ones(1, 1000)).detach()) == 1000
+
+
+def test_rate_zero_is_the_map_network(wave_data):
+    """dropout_rate=0: the same MAP as the package's MAP training (SWAG's net), predictions
+    the net's output to rounding, std the noise alone."""
+    X, y = wave_data
+    reg = small(dropout_rate=0.0, normalize_y=False).fit(X, y)
+    swag = SWAGRegressor(hidden_layer_sizes=(8,), max_epochs=40, swag_epochs=2, normalize_y=False,
+                         random_state=0).fit(X, y)
+    torch.testing.assert_close(reg.posterior_.theta, FunctionalModel(swag.net_.module_).flatten())
+    mean, std = reg.predict(X, return_std=True)
+    np.testing.assert_allclose(mean, reg.net_.predict(X)[:, 0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(std, reg.noise_std_, rtol=1e-12)
+
+
+def test_classifier_rate_zero_is_the_map_softmax():
+    X, y = np.random.RandomState(0).randn(60, 3), np.repeat([0, 1, 2], 20)
+    clf = MCDropoutClassifier(hidden_layer_sizes=(8,), max_epochs=30, dropout_rate=0.0, random_state=0).fit(X, y)
+    logits = clf.net_.module_.module(torch.as_tensor(X))
+    np.testing.assert_allclose(clf.predict_proba(X), torch.softmax(logits, -1).detach().numpy(), rtol=1e-10)
+
+
+def test_linear_model_mean_and_variance_match_the_closed_form(linear_data):
+    """For f(x) = b + sum_j W_j x_j z_j / (1 - p): E f = b + W x and
+    Var f = p / (1 - p) sum_j W_j^2 x_j^2. The predicted mean is within 4 Monte
+    Carlo standard errors (epistemic std / sqrt(S)) of the unmasked prediction,
+    and the draws' variance within 4 standard errors of the closed form."""
+    X, y = linear_data
+    rate, n_draws = 0.2, 4000
+    reg = MCDropoutRegressor(hidden_layer_sizes=(), dropout_rate=rate, n_samples=n_draws, normalize_y=False,
+                             max_epochs=100, random_state=0).fit(X, y)
+    mean, std = reg.predict(X, return_std=True)
+    epistemic = np.sqrt(std**2 - reg.noise_std_**2)
+    unmasked = reg.net_.predict(X)[:, 0]
+    assert (np.abs(mean - unmasked) < 4 * epistemic / np.sqrt(n_draws)).all()
+
+    weight = reg.posterior_.theta[:3].numpy()
+    closed_form = rate / (1 - rate) * (X**2) @ weight**2
+    draws = reg.posterior_.sample(n_draws, torch.Generator().manual_seed(1)).numpy()
+    outputs = X @ draws[:, :3].T + draws[:, 3]  # (N, S)
+    squares = (outputs - outputs.mean(1, keepdims=True)) ** 2
+    standard_error = squares.std(1) / np.sqrt(n_draws)
+    assert (np.abs(squares.mean(1) - closed_form) < 4 * standard_error).all()
+    np.testing.assert_allclose(epistemic**2, closed_form, rtol=0.15)  # the estimator's own 4000 draws
+
+
+def test_variance_grows_with_the_rate(linear_data):
+    """Same weights, rates 0 < 0.1 < 0.3 < 0.5: the draws' predictive variance
+    grows (its closed form p / (1 - p) sum W^2 x^2 does); and a fit at 0.3 has a
+    wider mean epistemic std than a fit at 0.05."""
+    X, y = linear_data
+    reg = MCDropoutRegressor(hidden_layer_sizes=(), normalize_y=False, max_epochs=60, random_state=0).fit(X, y)
+    theta, blocks = reg.posterior_.theta, reg.posterior_.blocks
+    variances = []
+    for rate in (0.0, 0.1, 0.3, 0.5):
+        draws = DropoutPosterior(theta, blocks, rate).sample(2000, torch.Generator().manual_seed(0)).numpy()
+        variances.append((X @ draws[:, :3].T).var(1).mean())
+    assert variances[0] < 1e-25 and np.all(np.diff(variances) > 0)  # 0 up to rounding
+
+    def epistemic(rate):
+        fitted = MCDropoutRegressor(hidden_layer_sizes=(16,), dropout_rate=rate, max_epochs=60,
+                                    random_state=0).fit(X, y)
+        mean, std = fitted.predict(X, return_std=True)
+        return np.sqrt(np.maximum(std**2 - fitted.noise_std_**2, 0)).mean()
+
+    assert epistemic(0.3) > epistemic(0.05)
+
+
+def test_custom_module_masks_its_linear_layers(wave_data):
+    """A custom module: the draws through the vmap path equal the module run on
+    each masked weight vector; at rate 0 the net's output."""
+    X, y = wave_data
+    reg = small(module=ScaledTanhNet, dropout_rate=0.2, n_samples=5, normalize_y=False).fit(X, y)
+    assert reg.posterior_.blocks == [(1, 5, 2), (16, 1, 5)]
+    draws = reg.posterior_.sample(5, reg._generator(reg._sample_seed))
+    module = reg.net_.module_.module
+    expected = torch.stack([torch.func.functional_call(module, reg._model.unflatten(row), (torch.as_tensor(X),))
+                            for row in draws])[..., 0]
+    np.testing.assert_allclose(reg.predict(X), expected.mean(0).detach().numpy(), rtol=1e-10)
+    zero = small(module=ScaledTanhNet, dropout_rate=0.0, normalize_y=False).fit(X, y)
+    np.testing.assert_allclose(zero.predict(X), zero.net_.predict(X)[:, 0], rtol=1e-12, atol=1e-12)
+
+
+def test_same_draws_at_every_call_and_seed(wave_data):
+    X, y = wave_data
+    reg = small().fit(X, y)
+    first = reg.predict(X, return_std=True)
+    np.testing.assert_array_equal(first, reg.predict(X, return_std=True))
+    np.testing.assert_array_equal(first, small().fit(X, y).predict(X, return_std=True))
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        (dict(dropout_rate=1.0), "dropout_rate"),
+        (dict(dropout_rate=-0.1), "dropout_rate"),
+        (dict(dropout_rate="0.1"), "dropout_rate"),
+        (dict(n_samples=0), "n_samples"),
+        (dict(module=NoLinear()), "nn.Linear"),
+    ],
+    ids=["rate_one", "rate_negative", "rate_string", "no_samples", "module_without_linear"],
+)
+def test_bad_parameters_fail_at_fit(linear_data, params, match):
+    X, y = linear_data
+    with pytest.raises(ValueError, match=match):
+        small(**params).fit(X, y)
+
+
+def test_pickle_round_trip(wave_data):
+    X, y = wave_data
+    reg = small().fit(X, y)
+    loaded = pickle.loads(pickle.dumps(reg))
+    np.testing.assert_array_equal(reg.predict(X, return_std=True), loaded.predict(X, return_std=True))
+    np.testing.assert_array_equal(reg.sample_y(X, 3), loaded.sample_y(X, 3))
+    labels = (y > np.median(y)).astype(int)
+    clf = MCDropoutClassifier(hidden_layer_sizes=(8,), max_epochs=30, random_state=0).fit(X, labels)
+    np.testing.assert_array_equal(clf.predict_proba(X), pickle.loads(pickle.dumps(clf)).predict_proba(X))
