@@ -45,8 +45,8 @@ class ChainResult(NamedTuple):
     draws: torch.Tensor  # (C, n_samples, K)
     acceptance: torch.Tensor  # (C, n_samples * thin), acceptance probability per sampling step
     n_divergent: torch.Tensor  # (C,), over burn-in and sampling
-    step_size: torch.Tensor  # (C,), the one used for sampling; None for a kernel without one
-    inverse_mass: torch.Tensor  # (C, K), the diagonal inverse mass while sampling; None for a kernel without one
+    step_size: torch.Tensor | None  # (C,), the one used for sampling; None for a kernel without one
+    inverse_mass: torch.Tensor | None  # (C, K), the diagonal inverse mass while sampling; None for a kernel without one
 
 
 def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin=1000, thin=1,

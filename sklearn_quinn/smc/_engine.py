@@ -50,7 +50,7 @@ class SMCResult(NamedTuple):
     ess: list  # ESS after each stage's reweighting
     acceptance: list  # mean acceptance probability of each stage's moves
     step_size: torch.Tensor  # (N,), the last stage's epsilon per particle
-    n_leapfrog: torch.Tensor  # (N,), the last stage's L per particle; None without trajectory lengths
+    n_leapfrog: torch.Tensor | None  # (N,), the last stage's L per particle; None without trajectory lengths
 
 
 def hmc_mutation(log_density, particles, parameters):

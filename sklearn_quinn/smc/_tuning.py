@@ -22,7 +22,7 @@ class MutationParameters(NamedTuple):
     """What a stage's move is given, per particle."""
 
     step_size: torch.Tensor  # (N,)
-    n_leapfrog: torch.Tensor  # (N,) integer trajectory lengths; None for a kernel without
+    n_leapfrog: torch.Tensor | None  # (N,) integer trajectory lengths; None for a kernel without
     inverse_mass: torch.Tensor  # (N, P), the particles' weighted variance per coordinate
 
 
