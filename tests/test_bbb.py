@@ -8,9 +8,10 @@ import torch
 from scipy.stats import norm
 
 from sklearn_quinn import BBBRegressor
+from sklearn_quinn._core.likelihoods import GaussianLikelihood
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 from sklearn_quinn._core.priors import ScaleMixturePrior
-from sklearn_quinn.variational._engine import MeanFieldNetwork, kl_weight
+from sklearn_quinn.variational._engine import MeanFieldNetwork, kl_divergence, kl_weight, negative_elbo
 
 from .exact import BayesianLinearRegression
 
@@ -70,12 +71,30 @@ def test_monte_carlo_kl_matches_the_closed_form():
     generator = torch.Generator().manual_seed(0)
     mean = 0.5 * torch.randn(model.n_params, generator=generator, dtype=torch.float64)
     std = 0.1 + torch.rand(model.n_params, generator=generator, dtype=torch.float64)
-    network = MeanFieldNetwork(model, mean, std, n_mc_samples=200_000)
-    with torch.no_grad():
-        closed_form = network.kl_divergence(None, ScaleMixturePrior(1.0, 0.8, 0.8))
-        theta = mean + std * torch.randn(200_000, model.n_params, generator=generator, dtype=torch.float64)
-        estimate = network.kl_divergence(theta, ScaleMixturePrior(0.5, 0.8, 0.8 * (1 + 1e-12)))
+    closed_form = kl_divergence(mean, std, None, ScaleMixturePrior(1.0, 0.8, 0.8))
+    theta = mean + std * torch.randn(200_000, model.n_params, generator=generator, dtype=torch.float64)
+    estimate = kl_divergence(mean, std, theta, ScaleMixturePrior(0.5, 0.8, 0.8 * (1 + 1e-12)))
     assert float(estimate) == pytest.approx(float(closed_form), rel=0.01)
+
+
+def test_negative_elbo_by_hand():
+    """A Gaussian prior and likelihood: kl_weight * KL / N minus the mean
+    log density of the batch over the draws, with the KL of two diagonal
+    Gaussians sum(log(s_p / s) + (s**2 + m**2) / (2 s_p**2) - 1/2) and the
+    log densities from scipy (to 1e-12)."""
+    generator = torch.Generator().manual_seed(0)
+    mean = torch.randn(4, generator=generator, dtype=torch.float64)
+    std = 0.1 + torch.rand(4, generator=generator, dtype=torch.float64)
+    theta = mean + std * torch.randn(3, 4, generator=generator, dtype=torch.float64)
+    outputs = torch.randn(3, 5, 1, generator=generator, dtype=torch.float64)
+    y = torch.randn(5, 1, generator=generator, dtype=torch.float64)
+    likelihood = GaussianLikelihood(torch.tensor([0.7], dtype=torch.float64))
+    value = negative_elbo(outputs, y, theta, mean, std, likelihood=likelihood, prior=ScaleMixturePrior(1.0, 2.0, 0.1),
+                          n_train=50, kl_weight=0.25)
+    m, s = mean.numpy(), std.numpy()
+    kl = np.sum(np.log(2.0 / s) + (s**2 + m**2) / (2 * 2.0**2) - 0.5)
+    log_likelihood = norm.logpdf(y.numpy()[None], loc=outputs.numpy(), scale=0.7).mean()
+    assert float(value) == pytest.approx(0.25 * kl / 50 - log_likelihood, rel=1e-12)
 
 
 def test_draws_of_one_step_are_one_batch():

@@ -8,7 +8,8 @@ import torch
 
 from sklearn_quinn.mcmc import adaptive_metropolis, effective_sample_size, hmc, mala
 from sklearn_quinn.mcmc._adaptation import DualAveraging, slow_window_ends
-from sklearn_quinn.mcmc._sampling import run_chains
+from sklearn_quinn.mcmc._kernels import hmc_proposal, metropolis_accept, standard_normal
+from sklearn_quinn.mcmc._sampling import SAMPLERS, Sampler, run_chains
 
 # A correlated, badly scaled 2-D Gaussian: stds 1 and 2, correlation 0.9.
 COVARIANCE = torch.tensor([[1.0, 1.8], [1.8, 4.0]], dtype=torch.float64)
@@ -78,6 +79,24 @@ def test_kernels_step_every_chain_in_one_batch():
     state, info = step(torch.Generator().manual_seed(0), state)
     assert calls == [5, 5, 5, 5]  # init + one per leapfrog step, all chains at once
     assert info.is_accepted.shape == (5,) and state.position.shape == (5, 2)
+
+
+def test_hmc_without_jitter_is_one_proposal_and_one_accept():
+    """step_jitter=0 draws no jitter: a step is the momenta, the trajectory and
+    the accept draw, in that order (what SMC's moves were written against),
+    with per-chain trajectory lengths, and Info carries the proposal."""
+    lengths = torch.tensor([1, 3, 6])
+    init, step = hmc(gaussian_log_density, lengths, step_jitter=0.0)
+    state = init(torch.tensor([[0.5, -1.0], [2.0, 1.0], [-0.3, 0.2]], dtype=torch.float64),
+                 torch.tensor([0.3, 0.2, 0.1], dtype=torch.float64))
+    new_state, info = step(torch.Generator().manual_seed(0), state)
+    generator = torch.Generator().manual_seed(0)
+    proposal, log_ratio = hmc_proposal(gaussian_log_density, standard_normal(generator, state.position), state,
+                                       state.step_size, lengths)
+    expected_state, expected_info = metropolis_accept(generator, log_ratio, proposal, state)
+    for got, expected in zip((*new_state, *info), (*expected_state, *expected_info)):
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)
+    torch.testing.assert_close(info.proposed_position, proposal.position, rtol=0, atol=0)
 
 
 def test_mala_correction_removes_the_langevin_bias():
@@ -171,6 +190,28 @@ def test_dual_averaging_moves_toward_the_target():
     search.restart(torch.tensor([0.1]))
     high = search.update(torch.tensor([1.0]))  # accepting everything: grow
     assert float(low) < float(high)
+
+
+def test_a_new_sampler_is_one_entry(monkeypatch):
+    """run_chains reads what to adapt from the sampler's entry: MALA entered
+    without a target acceptance keeps its step size through burn-in, reports
+    it, and reports no inverse mass (its state holds none); adaptive
+    Metropolis reports no step size, HMC its adapted inverse mass."""
+    monkeypatch.setitem(SAMPLERS, "fixed_mala", Sampler(mala, (), target_acceptance=None, adapt_mass=False))
+    start = torch.zeros(2, 2, dtype=torch.float64)
+    fixed = run_chains(gaussian_log_density, start, sampler="fixed_mala", n_samples=5, n_burnin=30, step_size=0.3,
+                       generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(fixed.step_size, torch.full((2,), 0.3, dtype=torch.float64), rtol=0, atol=0)
+    assert fixed.inverse_mass is None and fixed.draws.shape == (2, 5, 2)
+    adapted = run_chains(gaussian_log_density, start, sampler="mala", n_samples=5, n_burnin=30, step_size=0.3,
+                         generator=torch.Generator().manual_seed(0))
+    assert not torch.equal(adapted.step_size, fixed.step_size)
+    metropolis = run_chains(gaussian_log_density, start, sampler="amcmc", n_samples=5, n_burnin=30,
+                            generator=torch.Generator().manual_seed(0))
+    assert metropolis.step_size is None and metropolis.inverse_mass is None
+    hamiltonian = run_chains(gaussian_log_density, start, sampler="hmc", n_samples=5, n_burnin=30, n_leapfrog=3,
+                             generator=torch.Generator().manual_seed(0))
+    assert hamiltonian.inverse_mass.shape == (2, 2) and not torch.equal(hamiltonian.inverse_mass, torch.ones(2, 2))
 
 
 def test_unknown_sampler():

@@ -8,7 +8,7 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_quinn import SWAGRegressor
-from sklearn_quinn.swag._engine import SWAGMoments
+from sklearn_quinn.swag import _engine as moments
 
 SNAPSHOTS = torch.tensor([[1.0, 2.0, 0.0], [3.0, 2.0, 1.0], [2.0, 5.0, -1.0], [0.0, 3.0, 2.0]], dtype=torch.float64)
 
@@ -19,24 +19,48 @@ def small(**params):
 
 
 def moments_of(snapshots, max_rank):
-    moments = SWAGMoments(max_rank)
-    for theta in snapshots:
-        moments.update(theta)
-    return moments
+    state = moments.init(snapshots[0])
+    for theta in snapshots[1:]:
+        state = moments.update(state, theta, max_rank)
+    return state
 
 
 def test_running_moments_by_hand():
-    moments = moments_of(SNAPSHOTS, max_rank=3)
-    np.testing.assert_allclose(moments.mean, [1.5, 3.0, 0.5])
-    np.testing.assert_allclose(moments.sq_mean, [3.5, 10.5, 1.5])
-    assert moments.n_snapshots == 4
-    assert [s.tolist() for s in moments.snapshots] == SNAPSHOTS[1:].tolist()  # the last max_rank
+    state = moments_of(SNAPSHOTS, max_rank=3)
+    np.testing.assert_allclose(state.mean, [1.5, 3.0, 0.5])
+    np.testing.assert_allclose(state.sq_mean, [3.5, 10.5, 1.5])
+    assert int(state.n_snapshots) == 4
+    assert state.snapshots.tolist() == SNAPSHOTS[1:].tolist()  # the last max_rank, oldest first
+
+
+def test_running_moments_match_numpy_means_at_every_step():
+    """After each of 30 random snapshots the state holds numpy's mean and mean
+    of squares of the snapshots so far (to 1e-12: the running update rounds
+    differently from a sum), and exactly the last max_rank of them."""
+    snapshots = np.random.RandomState(0).randn(30, 7)
+    state = moments.init(torch.tensor(snapshots[0]))
+    for n in range(1, 31):
+        if n > 1:
+            state = moments.update(state, torch.tensor(snapshots[n - 1]), max_rank=5)
+        np.testing.assert_allclose(state.mean.numpy(), snapshots[:n].mean(0), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(state.sq_mean.numpy(), (snapshots[:n] ** 2).mean(0), rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(state.snapshots.numpy(), snapshots[max(n - 5, 0) : n])
+        assert int(state.n_snapshots) == n
+
+
+def test_state_does_not_alias_the_trained_weights():
+    theta = torch.zeros(3, dtype=torch.float64)
+    state = moments.init(theta)
+    theta += 1.0  # training moves the weights in place
+    state = moments.update(state, theta, max_rank=2)
+    theta += 1.0
+    assert state.snapshots.tolist() == [[0.0] * 3, [1.0] * 3]
+    np.testing.assert_array_equal(state.mean, [0.5] * 3)
 
 
 def test_lowrank_sample_by_hand():
     """w = mean + sqrt(var) z1 / sqrt(2) + D z2 / sqrt(2 (k - 1)), same z from the same generator."""
-    moments = moments_of(SNAPSHOTS, max_rank=3)
-    posterior = moments.posterior("lowrank")
+    posterior = moments.gaussian_posterior(moments_of(SNAPSHOTS, max_rank=3), "lowrank")
     mean_before = posterior.mean.clone()
     draws = posterior.sample(5, torch.Generator().manual_seed(0))
     generator = torch.Generator().manual_seed(0)
@@ -52,7 +76,7 @@ def test_lowrank_sample_by_hand():
 
 
 def test_diag_sample_by_hand():
-    posterior = moments_of(SNAPSHOTS, max_rank=3).posterior("diag")
+    posterior = moments.gaussian_posterior(moments_of(SNAPSHOTS, max_rank=3), "diag")
     draws = posterior.sample(4, torch.Generator().manual_seed(1))
     z1 = torch.randn(3, 4, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     var = torch.tensor([1.25, 1.5, 1.25], dtype=torch.float64)

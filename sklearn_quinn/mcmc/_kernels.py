@@ -41,9 +41,12 @@ def value_and_grad(log_density, position):
 class Info(NamedTuple):
     """What one step did, per chain."""
 
-    acceptance_probability: torch.Tensor
-    is_accepted: torch.Tensor
-    is_divergent: torch.Tensor
+    acceptance_probability: torch.Tensor  # (C,)
+    is_accepted: torch.Tensor  # (C,)
+    is_divergent: torch.Tensor  # (C,)
+    # (C, K), the position proposed, accepted or not: a Rao-Blackwellised jump
+    # (acceptance_probability times the squared proposed jump) needs it.
+    proposed_position: torch.Tensor
 
 
 def metropolis_accept(generator, log_ratio, proposal, state):
@@ -67,7 +70,7 @@ def metropolis_select(uniform, log_ratio, proposal, state):
             return old
         return torch.where(accepted.view(-1, *[1] * (new.dim() - 1)), new, old)
 
-    return type(state)(*map(pick, proposal, state)), Info(probability, accepted, divergent)
+    return type(state)(*map(pick, proposal, state)), Info(probability, accepted, divergent, proposal.position)
 
 
 # ----------------------------------------------------------------------- HMC
@@ -84,10 +87,13 @@ def hmc(log_density, n_leapfrog, step_jitter=0.2, compile=False):
 
     ``H(w, p) = -log p(w) + p^T M^-1 p / 2``; ``n_leapfrog`` leapfrog steps of
     size ``step_size`` propose ``(w', p')``, accepted with probability
-    ``min(1, exp(H(w, p) - H(w', p')))``. Each step draws its step size
-    uniformly within ``± step_jitter`` of ``step_size`` (Neal 2011, 5.4.2.2):
-    a fixed trajectory length near a period of the target would otherwise
-    return the chain to where it started. With ``compile=True`` everything
+    ``min(1, exp(H(w, p) - H(w', p')))``. ``n_leapfrog`` is an int, or a
+    ``(C,)`` integer tensor of per-chain trajectory lengths. Each step draws
+    its step size uniformly within ``± step_jitter`` of ``step_size`` (Neal
+    2011, "MCMC using Hamiltonian dynamics", 5.4.2.2): a fixed trajectory
+    length near a period of the target would otherwise return the chain to
+    where it started; ``step_jitter=0`` draws nothing and keeps
+    ``step_size``. With ``compile=True`` everything
     but the random draws runs through ``torch.compile`` (see
     :func:`~sklearn_quinn._core.compiling.compiled_or_eager`): the batched
     gradients and updates of all ``n_leapfrog`` steps, the energies and the
@@ -109,14 +115,14 @@ def hmc(log_density, n_leapfrog, step_jitter=0.2, compile=False):
         return HMCState(position, value, gradient, step_size, inverse_mass.expand_as(position).clone())
 
     def hmc_transition(state, jitter, momentum_noise, uniform):
-        epsilon = state.step_size * (1 + step_jitter * (2 * jitter - 1))
+        epsilon = state.step_size if jitter is None else state.step_size * (1 + step_jitter * (2 * jitter - 1))
         proposal, log_ratio = hmc_proposal(log_density, momentum_noise, state, epsilon, n_leapfrog)
         return metropolis_select(uniform, log_ratio, proposal, state)
 
     transition = compiled_or_eager(hmc_transition) if compile else hmc_transition
 
     def step(generator, state):
-        jitter = standard_uniform(generator, state.step_size)
+        jitter = standard_uniform(generator, state.step_size) if step_jitter else None
         momentum_noise = standard_normal(generator, state.position)
         uniform = standard_uniform(generator, state.step_size)  # one per chain, for the accept step
         return transition(state, jitter, momentum_noise, uniform)

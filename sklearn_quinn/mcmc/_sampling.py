@@ -1,5 +1,6 @@
 """The sampling loop: burn-in with adaptation, then thinned draws, for any kernel."""
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -8,18 +9,44 @@ import torch
 from ._adaptation import DualAveraging, WindowedVariance, slow_window_ends
 from ._kernels import adaptive_metropolis, hmc, mala
 
-SAMPLERS = ("hmc", "mala", "amcmc")
-#: Default target acceptance of the step-size search (Stan's 0.8 for HMC;
-#: Roberts & Rosenthal's optimal 0.574 for MALA).
-TARGET_ACCEPTANCE = {"hmc": 0.8, "mala": 0.574}
+
+class Sampler(NamedTuple):
+    """What :func:`run_chains` needs to know about a kernel.
+
+    A sampler's final step size and inverse mass are what its state holds
+    (None where it holds none).
+    """
+
+    #: ``kernel(log_density, **options) -> (init, step)``, with ``init(position, step_size)``.
+    kernel: Callable
+    #: The keyword arguments of :func:`run_chains` that ``kernel`` takes.
+    options: tuple[str, ...]
+    #: Default target acceptance of the dual-averaging step-size search in
+    #: burn-in; None for a kernel without a step size to search.
+    target_acceptance: float | None
+    #: Whether burn-in adapts the diagonal inverse mass in Stan's windows.
+    adapt_mass: bool
+
+
+#: The samplers by name; a new one is one more entry. The target acceptances
+#: are Stan's 0.8 for HMC and Roberts & Rosenthal's (1998, "Optimal scaling of
+#: discrete approximations to Langevin diffusions") optimal 0.574 for MALA;
+#: adaptive Metropolis adapts its proposal covariance itself (Haario, Saksman &
+#: Tamminen 2001, "An adaptive Metropolis algorithm").
+SAMPLERS = {
+    "hmc": Sampler(hmc, ("n_leapfrog", "compile"), target_acceptance=0.8, adapt_mass=True),
+    "mala": Sampler(mala, (), target_acceptance=0.574, adapt_mass=False),
+    "amcmc": Sampler(adaptive_metropolis, ("gamma", "adapt_start", "adapt_every"), target_acceptance=None,
+                     adapt_mass=False),
+}
 
 
 class ChainResult(NamedTuple):
     draws: torch.Tensor  # (C, n_samples, K)
     acceptance: torch.Tensor  # (C, n_samples * thin), acceptance probability per sampling step
     n_divergent: torch.Tensor  # (C,), over burn-in and sampling
-    step_size: torch.Tensor  # (C,), the one used for sampling; None for amcmc
-    inverse_mass: torch.Tensor  # (C, K), HMC's diagonal inverse mass while sampling; None otherwise
+    step_size: torch.Tensor | None  # (C,), the one used for sampling; None for a kernel without one
+    inverse_mass: torch.Tensor | None  # (C, K), the diagonal inverse mass while sampling; None for a kernel without one
 
 
 def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin=1000, thin=1,
@@ -27,14 +54,17 @@ def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin
                gamma=1.0, adapt_start=100, adapt_every=10, compile=False, generator=None, progress=None):
     """Run ``C`` chains from ``position (C, K)`` and keep ``n_samples`` thinned draws each.
 
-    HMC and MALA adapt their step size by dual averaging during burn-in (and
-    HMC its diagonal inverse mass in Stan's windows), then sample with both
-    fixed. Adaptive Metropolis adapts its proposal covariance as Haario et al.
-    give it, from ``adapt_start`` on, every ``adapt_every`` steps.
+    What burn-in adapts is the sampler's entry in :data:`SAMPLERS`: HMC and
+    MALA adapt their step size by dual averaging (and HMC its diagonal inverse
+    mass in Stan's windows), then sample with both fixed. Adaptive Metropolis
+    adapts its proposal covariance as Haario et al. give it, from
+    ``adapt_start`` on, every ``adapt_every`` steps.
 
     Parameters
     ----------
     log_density : callable ``(C, K) -> (C,)``
+    sampler : str
+        A key of :data:`SAMPLERS`.
     compile : bool, default=False
         HMC's trajectories through ``torch.compile`` (see :func:`~sklearn_quinn.mcmc._kernels.hmc`).
     progress : callable ``(n_steps_done, acceptance_rate) -> None``, optional
@@ -44,20 +74,18 @@ def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin
     -------
     ChainResult
     """
-    if sampler == "hmc":
-        init, step = hmc(log_density, n_leapfrog, compile=compile)
-    elif sampler == "mala":
-        init, step = mala(log_density)
-    elif sampler == "amcmc":
-        init, step = adaptive_metropolis(log_density, gamma, adapt_start, adapt_every)
-    else:
-        raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}.")
+    if sampler not in SAMPLERS:
+        raise ValueError(f"sampler must be one of {tuple(SAMPLERS)}, got {sampler!r}.")
+    spec = SAMPLERS[sampler]
+    options = dict(n_leapfrog=n_leapfrog, gamma=gamma, adapt_start=adapt_start, adapt_every=adapt_every,
+                   compile=compile)
+    init, step = spec.kernel(log_density, **{name: options[name] for name in spec.options})
 
     state = init(position, step_size)
-    adapting = sampler in TARGET_ACCEPTANCE and adapt_step_size
+    adapting = spec.target_acceptance is not None and adapt_step_size
     if adapting:
-        search = DualAveraging(state.step_size, target_acceptance or TARGET_ACCEPTANCE[sampler])
-    window_ends = slow_window_ends(n_burnin) if adapting and sampler == "hmc" else []
+        search = DualAveraging(state.step_size, target_acceptance or spec.target_acceptance)
+    window_ends = slow_window_ends(n_burnin) if adapting and spec.adapt_mass else []
     window = WindowedVariance()
     window_start = int(0.15 * n_burnin)
 
@@ -87,8 +115,8 @@ def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin
         if progress is not None:
             progress(t + 1, accepted_total / (t + 1))
     draws = torch.stack(draws, dim=1)
-    final_step_size = None if sampler == "amcmc" else state.step_size
-    inverse_mass = state.inverse_mass if sampler == "hmc" else None
+    final_step_size = getattr(state, "step_size", None)
+    inverse_mass = getattr(state, "inverse_mass", None)
     return ChainResult(draws, torch.stack(acceptance, dim=1), n_divergent, final_step_size, inverse_mass)
 
 

@@ -1,8 +1,9 @@
-"""Adaptive annealed SMC over a particle matrix, with the log evidence (talk, Algorithm 2).
+"""Adaptive annealed SMC over a particle matrix, with the log evidence.
 
 The particles are the rows of one ``(N, P)`` matrix. Stage ``t`` targets
 ``pi_t(theta) ∝ p(theta) p(y | theta)**lambda_t``, from ``lambda_0 = 0`` (the
-prior) to 1 (the posterior). Each stage
+prior) to 1 (the posterior), as in Del Moral, Doucet & Jasra (2006),
+"Sequential Monte Carlo samplers". Each stage
 
 1. picks ``lambda_t`` so that the ESS of the incremental weights is
    ``target_ess * N`` (:func:`next_increment`),
@@ -11,12 +12,16 @@ prior) to 1 (the posterior). Each stage
    evidence (log space throughout),
 3. resamples (systematically) when the ESS falls below
    ``resample_threshold * N``,
-4. moves every particle by ``n_mcmc_steps`` HMC steps that leave ``pi_t``
-   invariant, with the diagonal mass matrix from the particles' variance and
-   per-particle ``(epsilon, L)`` drawn from the last move's jumps.
+4. moves every particle by ``n_mcmc_steps`` steps of an MCMC kernel that
+   leaves ``pi_t`` invariant, with per-particle parameters tuned from the last
+   move's jumps (Buchholz, Chopin & Jacob 2021, "Adaptive tuning of
+   Hamiltonian Monte Carlo within sequential Monte Carlo").
 
-The move is the MCMC family's HMC proposal and Metropolis step, unaware that
-it runs inside SMC.
+SMC is a tempering rule, a resampling function and any MCMC kernel: the
+kernel is built from the tempered log density by a ``mutation`` function and
+stepped through its own ``step(generator, state) -> (state, info)``, unaware
+that it runs inside SMC. The default, :func:`hmc_mutation`, is the MCMC
+family's HMC.
 """
 
 import math
@@ -25,10 +30,16 @@ from typing import NamedTuple
 import torch
 
 from .._core.log_posterior import LogPosterior
-from ..mcmc._kernels import hmc, hmc_proposal, metropolis_accept, standard_normal
+from ..mcmc._kernels import hmc
 from ._resampling import systematic_resample
 from ._tempering import effective_sample_size, next_increment, reweight, uniform_log_weights
-from ._tuning import initial_parameters, perturb_parameters, squared_jumping_distance
+from ._tuning import (
+    MutationParameters,
+    initial_parameters,
+    particle_variance,
+    perturb_parameters,
+    squared_jumping_distance,
+)
 
 
 class SMCResult(NamedTuple):
@@ -39,11 +50,35 @@ class SMCResult(NamedTuple):
     ess: list  # ESS after each stage's reweighting
     acceptance: list  # mean acceptance probability of each stage's moves
     step_size: torch.Tensor  # (N,), the last stage's epsilon per particle
-    n_leapfrog: torch.Tensor  # (N,), the last stage's L per particle
+    n_leapfrog: torch.Tensor | None  # (N,), the last stage's L per particle; None without trajectory lengths
+
+
+def hmc_mutation(log_density, particles, parameters):
+    """SMC's default move: the MCMC family's HMC kernel, started at the particles.
+
+    Particle ``i`` integrates ``parameters.n_leapfrog[i]`` leapfrog steps of
+    size ``parameters.step_size[i]`` with the diagonal inverse mass
+    ``parameters.inverse_mass``. No step jitter: the tuning already spreads
+    the step sizes over the particles.
+
+    Parameters
+    ----------
+    log_density : callable ``(N, P) -> (N,)``
+        The stage's tempered log density.
+    particles : tensor of shape (N, P)
+    parameters : MutationParameters
+
+    Returns
+    -------
+    state : HMCState
+    step : callable ``(generator, state) -> (HMCState, Info)``
+    """
+    init, step = hmc(log_density, parameters.n_leapfrog, step_jitter=0.0)
+    return init(particles, parameters.step_size, parameters.inverse_mass), step
 
 
 def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_threshold=0.5, n_mcmc_steps=1,
-            step_size=0.1, n_leapfrog=50, generator=None, progress=None):
+            step_size=0.1, n_leapfrog=50, mutation=hmc_mutation, generator=None, progress=None):
     """Anneal ``particles`` drawn from the prior to the posterior; estimate the log evidence.
 
     Parameters
@@ -58,9 +93,19 @@ def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_th
     resample_threshold : float in (0, 1]
         Resample when the ESS falls below this fraction of ``N``.
     n_mcmc_steps : int
-        HMC steps per stage.
-    step_size, n_leapfrog : float, int
-        Initial ``epsilon ~ U(0, step_size)`` and ``L ~ U{1, ..., n_leapfrog}`` per particle.
+        MCMC steps per stage.
+    step_size : float
+        Initial ``epsilon ~ U(0, step_size)`` per particle.
+    n_leapfrog : int or None
+        Initial ``L ~ U{1, ..., n_leapfrog}`` per particle; None for a kernel
+        without trajectory lengths (then only the step sizes are tuned).
+    mutation : callable ``(log_density, particles, parameters) -> (state, step)``, default=hmc_mutation
+        Builds an MCMC kernel for a stage's tempered log density with the
+        particles' :class:`MutationParameters` and starts it at the
+        particles. ``step(generator, state)`` must return a state with a
+        ``position`` ``(N, P)`` and an ``Info`` with ``acceptance_probability``
+        and ``proposed_position`` (as the kernels of
+        :mod:`sklearn_quinn.mcmc._kernels` do).
     generator : torch.Generator, optional
     progress : callable ``(stage, lambda, ess) -> None``, optional
         Called after each stage.
@@ -90,8 +135,8 @@ def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_th
         if jumps is not None:
             epsilon, length = perturb_parameters(epsilon, length, jumps, generator)
         target = LogPosterior(log_likelihood, log_prior, temperature=lam)
-        particles, acceptance, jumps = hmc_move(target, particles, log_weights, epsilon, length, n_mcmc_steps,
-                                                generator)
+        parameters = MutationParameters(epsilon, length, particle_variance(particles, log_weights))
+        particles, acceptance, jumps = move(mutation, target, particles, parameters, n_mcmc_steps, generator)
         log_like = _finite_log_likelihood(log_likelihood, particles)
         lambdas.append(lam)
         ess_history.append(ess)
@@ -101,12 +146,19 @@ def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_th
     return SMCResult(particles, log_weights, log_evidence, lambdas, ess_history, acceptance_history, epsilon, length)
 
 
-def hmc_move(target, particles, log_weights, epsilon, length, n_steps, generator=None):
-    """``n_steps`` HMC steps per particle, leaving ``target`` invariant.
+def move(mutation, target, particles, parameters, n_steps, generator=None):
+    """``n_steps`` steps of the kernel ``mutation`` builds for ``target``, from the particles.
 
-    The inverse mass is the particles' weighted variance per coordinate
-    (``M = diag(var)^-1``); particle ``i`` integrates ``length[i]`` leapfrog
-    steps of size ``epsilon[i]``.
+    Parameters
+    ----------
+    mutation : callable ``(log_density, particles, parameters) -> (state, step)``
+        See :func:`run_smc`.
+    target : callable ``(N, P) -> (N,)``
+        The log density the kernel leaves invariant.
+    particles : tensor of shape (N, P)
+    parameters : MutationParameters
+    n_steps : int
+    generator : torch.Generator, optional
 
     Returns
     -------
@@ -114,21 +166,17 @@ def hmc_move(target, particles, log_weights, epsilon, length, n_steps, generator
     acceptance : float
         Mean acceptance probability over particles and steps.
     jumps : tensor of shape (N,)
-        Each particle's Rao-Blackwellised squared jumping distance per
-        leapfrog step, averaged over the steps.
+        Each particle's Rao-Blackwellised squared jumping distance (per
+        leapfrog step when the parameters have trajectory lengths), averaged
+        over the steps.
     """
-    weights = log_weights.exp()
-    mean = weights @ particles
-    variance = weights @ (particles - mean).square()
-    inverse_mass = variance.clamp(min=torch.finfo(particles.dtype).eps).expand_as(particles)
-    init, _ = hmc(target, n_leapfrog=1)
-    state = init(particles, epsilon, inverse_mass)
-    acceptance, jumps = 0.0, torch.zeros_like(epsilon)
+    state, step = mutation(target, particles, parameters)
+    acceptance, jumps = 0.0, torch.zeros_like(parameters.step_size)
     for _ in range(n_steps):
-        proposal, log_ratio = hmc_proposal(target, standard_normal(generator, state.position), state, epsilon, length)
         start = state.position
-        state, info = metropolis_accept(generator, log_ratio, proposal, state)
-        jumps += squared_jumping_distance(start, proposal.position, inverse_mass, length, info.acceptance_probability)
+        state, info = step(generator, state)
+        jumps += squared_jumping_distance(start, info.proposed_position, parameters.inverse_mass,
+                                          parameters.n_leapfrog, info.acceptance_probability)
         acceptance += float(info.acceptance_probability.mean())
     return state.position, acceptance / n_steps, jumps / n_steps
 

@@ -17,7 +17,8 @@ def conditional_ess(log_weights, log_likelihood, increment):
     """ESS of the incremental weights ``l**increment`` under the current weights,
     ``N (sum W b)**2 / sum W b**2`` (Zhou, Johansen & Aston 2016).
 
-    With equal current weights this is the talk's ``(sum b)**2 / sum b**2``.
+    With equal current weights this is the usual ESS ``(sum b)**2 / sum b**2``
+    of the incremental weights ``b``.
     ``log_weights`` are normalised; the incremental log weight is
     ``increment * log_likelihood``, the same expression as in the weight update.
     """
@@ -27,9 +28,12 @@ def conditional_ess(log_weights, log_likelihood, increment):
 
 
 def next_increment(log_weights, log_likelihood, remaining, target_ess):
-    """The step ``lambda_t - lambda_{t-1}`` in ``(0, remaining]`` (talk, Algorithm 5).
+    """The step ``lambda_t - lambda_{t-1}`` in ``(0, remaining]``.
 
-    ``remaining`` (``1 - lambda_{t-1}``) when the conditional ESS after it is at
+    The adaptive tempering of Jasra, Stephens, Doucet & Tsagaris (2011),
+    "Inference for Lévy-driven stochastic volatility models via adaptive
+    sequential Monte Carlo", with the conditional ESS of Zhou et al. (2016).
+    It is ``remaining`` (``1 - lambda_{t-1}``) when the conditional ESS after it is at
     least ``target_ess * N``; otherwise the root of ``ESS = target_ess * N``, by
     bisection (the ESS decreases along the step).
     """

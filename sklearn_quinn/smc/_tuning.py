@@ -1,8 +1,13 @@
-"""Per-particle HMC parameters tuned from the last move's jumps (talk, Algorithm 4).
+"""Per-particle parameters of SMC's moves, tuned from the particles and the last move's jumps.
 
 After Buchholz, Chopin & Jacob (2021), "Adaptive tuning of Hamiltonian Monte
-Carlo within sequential Monte Carlo".
+Carlo within sequential Monte Carlo": the diagonal inverse mass is the
+particles' weighted variance, and each particle's step size ``epsilon`` and
+trajectory length ``L`` are drawn around those of the particles whose last
+move jumped furthest (per leapfrog step).
 """
+
+from typing import NamedTuple
 
 import torch
 from torch.special import ndtr, ndtri
@@ -13,24 +18,54 @@ from ..mcmc._kernels import standard_uniform
 STEP_SIZE_PERTURBATION = 0.015
 
 
+class MutationParameters(NamedTuple):
+    """What a stage's move is given, per particle."""
+
+    step_size: torch.Tensor  # (N,)
+    n_leapfrog: torch.Tensor | None  # (N,) integer trajectory lengths; None for a kernel without
+    inverse_mass: torch.Tensor  # (N, P), the particles' weighted variance per coordinate
+
+
+def particle_variance(particles, log_weights):
+    """The particles' weighted variance per coordinate, ``(N, P)`` (each row the same).
+
+    Used as the diagonal inverse mass (``M = diag(var)^-1``) and as the scale
+    of the jumps; clipped at the dtype's epsilon so that a coordinate on which
+    the particles agree still has a positive scale.
+    """
+    weights = log_weights.exp()
+    mean = weights @ particles
+    variance = weights @ (particles - mean).square()
+    return variance.clamp(min=torch.finfo(particles.dtype).eps).expand_as(particles)
+
+
 def initial_parameters(n, step_size, n_leapfrog, generator=None, dtype=torch.float64, device="cpu"):
-    """``epsilon ~ U(0, step_size)`` and ``L`` uniform in ``{1, ..., n_leapfrog}``, per particle."""
+    """``epsilon ~ U(0, step_size)`` and ``L`` uniform in ``{1, ..., n_leapfrog}``, per particle.
+
+    With ``n_leapfrog=None`` the lengths are None (a kernel without them).
+    """
     epsilon = step_size * torch.rand(n, generator=generator, dtype=dtype, device=device)
-    length = torch.randint(1, n_leapfrog + 1, (n,), generator=generator, device=device)
+    length = None
+    if n_leapfrog is not None:
+        length = torch.randint(1, n_leapfrog + 1, (n,), generator=generator, device=device)
     return epsilon.clamp(min=torch.finfo(dtype).tiny), length
 
 
 def squared_jumping_distance(start, proposal, inverse_mass, n_leapfrog, acceptance_probability):
-    """Rao-Blackwellised ESJD per leapfrog step of each particle's move:
+    """Rao-Blackwellised ESJD of each particle's move:
     ``||proposal - start||**2 / L * min(1, exp(-dH))``.
 
     The distance is Mahalanobis in the particles' own scale, ``sum d**2 / var``
-    with ``var`` the inverse mass. (The talk's slide prints ``d^T M^-1 d`` with
-    ``M^-1 = var``, which weighs each coordinate by its variance instead of
-    normalising it, and would let the widest coordinates alone pick the step.)
+    with ``var`` the inverse mass: dividing by the variance normalises each
+    coordinate, where multiplying by it would let the widest coordinates alone
+    pick the step. The division by ``L`` (none when ``n_leapfrog`` is None)
+    counts the jump per gradient evaluation, the cost Buchholz et al. (2021)
+    normalise by.
     """
     distance = ((proposal - start).square() / inverse_mass).sum(-1)
-    jump = distance / n_leapfrog * acceptance_probability
+    if n_leapfrog is not None:
+        distance = distance / n_leapfrog
+    jump = distance * acceptance_probability
     return torch.where(torch.isfinite(jump), jump, torch.zeros_like(jump))
 
 
@@ -39,7 +74,8 @@ def perturb_parameters(step_size, n_leapfrog, jumps, generator=None):
 
     A parent ``j`` is picked in proportion to its jump; ``epsilon`` from a
     normal around the parent's, truncated to positive values, and
-    ``L = L_j + {-1, 0, +1}`` with equal probabilities (at least 1).
+    ``L = L_j + {-1, 0, +1}`` with equal probabilities (at least 1; None
+    stays None).
     """
     n = len(step_size)
     weights = jumps if bool((jumps > 0).any()) else torch.ones_like(jumps)
@@ -49,5 +85,8 @@ def perturb_parameters(step_size, n_leapfrog, jumps, generator=None):
     lower = ndtr(-centre / STEP_SIZE_PERTURBATION)
     uniform = standard_uniform(generator, centre)
     epsilon = centre + STEP_SIZE_PERTURBATION * ndtri(lower + uniform * (1 - lower))
+    epsilon = epsilon.clamp(min=torch.finfo(centre.dtype).tiny)
+    if n_leapfrog is None:
+        return epsilon, None
     shift = torch.randint(-1, 2, (n,), generator=generator, device=n_leapfrog.device)
-    return epsilon.clamp(min=torch.finfo(centre.dtype).tiny), (n_leapfrog[parent] + shift).clamp(min=1)
+    return epsilon, (n_leapfrog[parent] + shift).clamp(min=1)

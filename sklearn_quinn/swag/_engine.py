@@ -1,63 +1,98 @@
-"""SWAG: moments of the SGD trajectory, and the Gaussian they define."""
+"""SWAG: moments of the SGD trajectory, and the Gaussian they define, pure torch.
+
+The moments are a transform in the style of the ``posteriors`` library:
+``init(theta) -> SWAGState`` from the first snapshot, ``update(state, theta,
+max_rank) -> SWAGState`` for each later one, and :func:`gaussian_posterior`
+to turn the final state into the posterior. Nothing here knows how the
+snapshots were produced (the skorch callback that feeds them lives in
+:mod:`sklearn_quinn.swag._callbacks`).
+"""
 
 import math
-from collections import deque
+from typing import NamedTuple
 
 import torch
-from skorch.callbacks import Callback
 
 from .._core.posterior import GaussianPosterior
 
 
-class SWAGMoments:
-    """Running first and second moments of weight snapshots, and the last ``max_rank`` snapshots.
+class SWAGState(NamedTuple):
+    """Running moments of the weight snapshots, and the last ones kept for the low-rank term."""
 
-    ``update(w)`` applies the notes' updates
-    ``mean <- (n mean + w) / (n + 1)``, ``sq_mean <- (n sq_mean + w * w) / (n + 1)``.
+    mean: torch.Tensor  # (K,), running mean of the snapshots
+    sq_mean: torch.Tensor  # (K,), running mean of their squares
+    snapshots: torch.Tensor  # (k, K), the last k <= max_rank snapshots, oldest first
+    n_snapshots: torch.Tensor  # (), snapshots averaged so far
+
+
+def init(theta):
+    """The moments of a single snapshot ``theta`` of shape ``(K,)``.
+
+    Parameters
+    ----------
+    theta : tensor of shape (K,)
+        The flat weights; copied, so later in-place training leaves the state alone.
+
+    Returns
+    -------
+    SWAGState
     """
-
-    def __init__(self, max_rank):
-        self.max_rank = max_rank
-        self.n_snapshots = 0
-        self.mean = self.sq_mean = None
-        self.snapshots = deque(maxlen=max_rank)
-
-    def update(self, theta):
-        theta = theta.detach().clone()
-        n = self.n_snapshots
-        if n == 0:
-            self.mean, self.sq_mean = theta.clone(), theta.square()
-        else:
-            self.mean = (n * self.mean + theta) / (n + 1)
-            self.sq_mean = (n * self.sq_mean + theta.square()) / (n + 1)
-        self.snapshots.append(theta)
-        self.n_snapshots = n + 1
-
-    def posterior(self, cov_type):
-        """The SWAG Gaussian of the notes.
-
-        A draw is ``mean + diag(sqrt(var)) z1 / sqrt(2) + D z2 / sqrt(2 (k - 1))``
-        with ``var = sq_mean - mean**2`` (clipped at 0), ``D`` the last ``k``
-        deviations ``w_i - mean`` from the final mean as columns, and the
-        second term only for ``cov_type='lowrank'``.
-        """
-        variance = (self.sq_mean - self.mean.square()).clamp(min=0)
-        std = (variance / 2).sqrt()
-        if cov_type == "diag":
-            return GaussianPosterior.from_std(self.mean, std)
-        n_columns = len(self.snapshots)
-        deviations = torch.stack(list(self.snapshots), dim=1) - self.mean[:, None]
-        return GaussianPosterior.from_low_rank(self.mean, std, deviations / math.sqrt(2 * (n_columns - 1)))
+    theta = theta.detach().clone()
+    n_snapshots = torch.ones((), dtype=torch.long, device=theta.device)
+    return SWAGState(theta, theta.square(), theta.unsqueeze(0), n_snapshots)
 
 
-class CollectSnapshots(Callback):
-    """Feed the flat weights of ``net.module_`` to ``moments`` every ``every`` epochs."""
+def update(state, theta, max_rank):
+    """Add the snapshot ``theta`` to the moments.
 
-    def __init__(self, moments, flatten, every):
-        self.moments = moments
-        self.flatten = flatten
-        self.every = every
+    ``mean <- (n mean + theta) / (n + 1)`` and
+    ``sq_mean <- (n sq_mean + theta**2) / (n + 1)``, with ``n`` the snapshots
+    averaged so far (Maddox et al. 2019, "A simple baseline for Bayesian
+    uncertainty in deep learning", Algorithm 1); ``theta`` joins the kept
+    snapshots, of which only the last ``max_rank`` stay.
 
-    def on_epoch_end(self, net, **kwargs):
-        if len(net.history) % self.every == 0:
-            self.moments.update(self.flatten())
+    Parameters
+    ----------
+    state : SWAGState
+    theta : tensor of shape (K,)
+    max_rank : int
+        Number of last snapshots kept for the low-rank term.
+
+    Returns
+    -------
+    SWAGState
+    """
+    theta = theta.detach()
+    n = state.n_snapshots
+    mean = (n * state.mean + theta) / (n + 1)
+    sq_mean = (n * state.sq_mean + theta.square()) / (n + 1)
+    snapshots = torch.cat([state.snapshots, theta.unsqueeze(0)])[-max_rank:]
+    return SWAGState(mean, sq_mean, snapshots, n + 1)
+
+
+def gaussian_posterior(state, cov_type):
+    """The SWAG Gaussian of the moments (Maddox et al. 2019).
+
+    A draw is ``mean + diag(sqrt(var)) z1 / sqrt(2) + D z2 / sqrt(2 (k - 1))``
+    with ``var = sq_mean - mean**2`` (clipped at 0: the difference of two
+    rounded means can fall below zero), ``D`` the ``k`` kept snapshots' deviations
+    ``theta_i - mean`` from the final mean as columns, and the second term only
+    for ``cov_type='lowrank'``.
+
+    Parameters
+    ----------
+    state : SWAGState
+        At least two snapshots for ``cov_type='lowrank'``.
+    cov_type : {'lowrank', 'diag'}
+
+    Returns
+    -------
+    GaussianPosterior
+    """
+    variance = (state.sq_mean - state.mean.square()).clamp(min=0)
+    std = (variance / 2).sqrt()
+    if cov_type == "diag":
+        return GaussianPosterior.from_std(state.mean, std)
+    n_columns = len(state.snapshots)
+    deviations = state.snapshots.T.contiguous() - state.mean[:, None]
+    return GaussianPosterior.from_low_rank(state.mean, std, deviations / math.sqrt(2 * (n_columns - 1)))

@@ -13,7 +13,8 @@ from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from .._core.network import FunctionalModel
 from .._map import NegativeLogPosterior, fit_map
 from ..base import MAP_TRAINING_CONSTRAINTS, BaseBayesianRegressor
-from ._engine import CollectSnapshots, SWAGMoments
+from ._callbacks import CollectSnapshots
+from ._engine import gaussian_posterior
 
 _MAX_RATE_CUTS = 3  # tenfold cuts of lr_swag after a diverged SGD phase
 
@@ -77,8 +78,8 @@ class SWAGMixin:
             warnings.warn(f"the SGD phase diverged at lr_swag={self.lr_swag}; the snapshots were collected at "
                           f"lr_swag={lr_swag:g} (lr_swag_)", ConvergenceWarning, stacklevel=3)
         self.lr_swag_ = lr_swag
-        self.posterior_ = moments.posterior(self.cov_type)
-        self.n_snapshots_ = moments.n_snapshots
+        self.posterior_ = gaussian_posterior(moments, self.cov_type)
+        self.n_snapshots_ = int(moments.n_snapshots)
 
     def _untrained_loss(self, X, Y, likelihood):
         """The SGD phase's objective for the backbone freshly initialised (a
@@ -96,8 +97,7 @@ class SWAGMixin:
         """The moments of ``swag_epochs`` of constant-rate SGD from a copy of
         the MAP module, and the training loss of each epoch."""
         module = copy.deepcopy(self.net_.module_)
-        moments = SWAGMoments(self.max_rank)
-        collect = CollectSnapshots(moments, FunctionalModel(module).flatten, self.collect_every)
+        collect = CollectSnapshots(FunctionalModel(module).flatten, self.collect_every, self.max_rank)
         with self._seeded(self._split_seed):
             net = fit_map(
                 module,
@@ -115,7 +115,7 @@ class SWAGMixin:
                 seed=self._split_seed,
                 verbose=self.verbose,
             )
-        return moments, net.history[:, "train_loss"]
+        return collect.state_, net.history[:, "train_loss"]
 
 
 class SWAGRegressor(SWAGMixin, BaseBayesianRegressor):

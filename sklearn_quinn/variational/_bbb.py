@@ -11,7 +11,8 @@ from .._core.posterior import GaussianPosterior
 from .._core.priors import ScaleMixturePrior
 from .._map import TensorBatches, train_net
 from ..base import MAP_TRAINING_CONSTRAINTS, BaseBayesianRegressor
-from ._engine import KLWeighting, MeanFieldNetwork, NegativeELBO
+from ._engine import MeanFieldNetwork
+from ._skorch import KLWeighting, NegativeELBO
 
 #: Std of every weight under q at the start of training (the means start at
 #: the backbone's initial weights).

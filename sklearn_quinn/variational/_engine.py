@@ -1,4 +1,4 @@
-"""Bayes by backprop: a factored Gaussian q(theta) trained on the minibatch ELBO.
+"""Bayes by backprop: a factored Gaussian q(theta) and its minibatch ELBO, pure torch.
 
 ``q(theta) = N(mean, diag(softplus(rho)**2))``; each step draws ``S`` weight
 vectors by reparameterisation, evaluates them as one ``(S, K)`` batch, and
@@ -8,27 +8,42 @@ minimises, per training point,
 
 whose sum over the ``M`` minibatches of an epoch is the negative ELBO divided
 by ``N`` when the KL weights of an epoch sum to ``M``: 'uniform' gives every
-batch weight 1 (Graves), 'blundell' gives batch ``i`` (1-based) weight
-``M 2^(M-i) / (2^M - 1)``, most of the KL on the first batches. The KL is
+batch weight 1 (Graves 2011, "Practical variational inference for neural
+networks"), 'blundell' gives batch ``i`` (1-based) weight
+``M 2^(M-i) / (2^M - 1)``, most of the KL on the first batches (Blundell et
+al. 2015, "Weight uncertainty in neural networks", their minibatch
+re-weighting). The KL is
 closed-form for a Gaussian prior and the Monte Carlo ``log q - log p`` over
 the same draws for a scale mixture.
+
+The skorch criterion and callback that train ``q`` with these pieces live in
+:mod:`sklearn_quinn.variational._skorch`.
 """
 
 import math
 
 import torch
-from skorch.callbacks import Callback
 from torch import nn
 from torch.nn.functional import softplus
 
 
 def inverse_softplus(std):
+    """``rho`` with ``softplus(rho) == std``."""
     return std + torch.log(-torch.expm1(-std))
 
 
 class MeanFieldNetwork(nn.Module):
-    """The variational parameters; ``forward(X)`` returns the outputs of
-    ``n_mc_samples`` reparameterised weight draws ``(S, N, O)`` and the draws ``(S, K)``."""
+    """The variational parameters ``mean`` and ``rho`` of ``q``, and its reparameterised draws.
+
+    Parameters
+    ----------
+    model : FunctionalModel
+        The backbone as ``f(Theta, X) -> (S, N, O)``.
+    mean, std : tensor of shape (K,)
+        Starting mean and standard deviation of ``q``.
+    n_mc_samples : int
+        Draws ``S`` per forward pass.
+    """
 
     def __init__(self, model, mean, std, n_mc_samples):
         super().__init__()
@@ -42,66 +57,78 @@ class MeanFieldNetwork(nn.Module):
         return softplus(self.rho)
 
     def forward(self, X):
+        """The outputs ``(S, N, O)`` of ``S`` reparameterised weight draws, and the draws ``(S, K)``."""
         eps = torch.randn(self.n_mc_samples, self.mean.shape[0], dtype=self.mean.dtype, device=self.mean.device)
         theta = self.mean + self.std * eps
         return self.model(theta, X), theta
 
-    def kl_divergence(self, theta, prior):
-        """``KL(q || prior)``: closed form for a Gaussian prior, else the Monte
-        Carlo mean of ``log q - log p`` over the draws ``theta (S, K)``."""
-        std = self.std
-        prior_std = prior.gaussian_std
-        if prior_std is not None:
-            ratio = (std / prior_std).square()
-            return 0.5 * (ratio + (self.mean / prior_std).square() - 1 - ratio.log()).sum()
-        z = (theta - self.mean) / std
-        log_q = (-0.5 * z.square() - std.log() - 0.5 * math.log(2 * math.pi)).sum(-1)
-        return (log_q - prior.log_prob(theta)).mean()
+
+def kl_divergence(mean, std, theta, prior):
+    """``KL(q || prior)`` for ``q = N(mean, diag(std**2))``.
+
+    Parameters
+    ----------
+    mean, std : tensor of shape (K,)
+    theta : tensor of shape (S, K) or None
+        Draws from ``q``, used only when ``prior`` is not a single Gaussian.
+    prior : ScaleMixturePrior
+
+    Returns
+    -------
+    tensor of shape ()
+        The closed form when ``prior.gaussian_std`` is set, else the Monte
+        Carlo mean of ``log q - log p`` over ``theta``.
+    """
+    prior_std = prior.gaussian_std
+    if prior_std is not None:
+        ratio = (std / prior_std).square()
+        return 0.5 * (ratio + (mean / prior_std).square() - 1 - ratio.log()).sum()
+    z = (theta - mean) / std
+    log_q = (-0.5 * z.square() - std.log() - 0.5 * math.log(2 * math.pi)).sum(-1)
+    return (log_q - prior.log_prob(theta)).mean()
 
 
-class NegativeELBO(nn.Module):
+def negative_elbo(outputs, y, theta, mean, std, *, likelihood, prior, n_train, kl_weight=1.0):
     """The minibatch negative ELBO per training point (see the module docstring).
 
     Parameters
     ----------
-    n_train : int
-    prior : ScaleMixturePrior
+    outputs : tensor of shape (S, B, O)
+        The network's outputs at the draws ``theta`` for a batch of ``B`` rows.
+    y : tensor
+        The batch's targets.
+    theta : tensor of shape (S, K)
+        The draws from ``q``.
+    mean, std : tensor of shape (K,)
+        ``q``'s parameters.
     likelihood : GaussianLikelihood or CategoricalLikelihood
-        A trained Gaussian noise is a point estimate, trained with the ELBO.
+    prior : ScaleMixturePrior
+    n_train : int
+        Training rows ``N``.
+    kl_weight : float, default=1.0
+        This batch's weight of the KL term (:func:`kl_weight`).
+
+    Returns
+    -------
+    tensor of shape ()
     """
-
-    def __init__(self, n_train, prior, likelihood):
-        super().__init__()
-        self.n_train = n_train
-        self.prior = prior
-        self.likelihood = likelihood
-        self.kl_weight = 1.0
-
-    def forward(self, y_pred, y_true, module):
-        outputs, theta = y_pred
-        log_likelihood = self.likelihood.log_prob(outputs, y_true).mean()
-        return self.kl_weight * module.kl_divergence(theta, self.prior) / self.n_train - log_likelihood
-
-
-class KLWeighting(Callback):
-    """Set the criterion's ``kl_weight`` before each training batch of an epoch."""
-
-    def __init__(self, scheme, n_batches):
-        self.scheme = scheme
-        self.n_batches = n_batches
-
-    def on_epoch_begin(self, net, **kwargs):
-        self.index_ = 0
-
-    def on_batch_begin(self, net, batch=None, training=False, **kwargs):
-        if training:
-            self.index_ += 1
-            net.criterion_.kl_weight = kl_weight(self.scheme, self.index_, self.n_batches)
+    log_likelihood = likelihood.log_prob(outputs, y).mean()
+    return kl_weight * kl_divergence(mean, std, theta, prior) / n_train - log_likelihood
 
 
 def kl_weight(scheme, index, n_batches):
     """Weight of the KL term for batch ``index`` (1-based) of ``n_batches``;
-    the weights of an epoch sum to ``n_batches``."""
+    the weights of an epoch sum to ``n_batches``.
+
+    Parameters
+    ----------
+    scheme : {'uniform', 'blundell'}
+    index, n_batches : int
+
+    Returns
+    -------
+    float
+    """
     if scheme == "uniform":
         return 1.0
     # M 2^(M-i) / (2^M - 1), written without overflow for large M.
