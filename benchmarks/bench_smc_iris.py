@@ -1,14 +1,14 @@
-"""The SMC talk's iris experiment: log evidence of 10 architectures, the chosen
+"""An iris model-selection experiment: log evidence of 10 architectures, the chosen
 model and the Bayesian-model-averaged test accuracy.
 
-As in the talk: iris, an 80:20 train/test split, the 10 architectures below,
+Iris, an 80:20 train/test split, the 10 architectures below,
 a logistic prior with location 0 and scale 1 on every weight (standard
 deviation pi / sqrt(3); ``prior='logistic'``). Inputs standardised with the
 training split's statistics. Each architecture is fitted with 5 seeds of the
 sampler (the split stays fixed) to show the estimator's spread; the model
 average of each seed uses ``EvidenceSearch``. Prints mean ± std of the log
 evidence per architecture, the stages and wall seconds per run, the chosen
-model, and the BMA test accuracy per seed (the talk: 86.67%).
+model, and the BMA test accuracy per seed.
 
     python benchmarks/bench_smc_iris.py [--particles 200] [--seeds 5] [--threads 1]
 """

@@ -150,8 +150,7 @@ def laplace_bridge(mean, cov):
        :math:`\alpha_c = \tilde\sigma_c^{-2} (1 - 2/C + e^{\tilde\mu_c} C^{-2} \sum_{c'} e^{-\tilde\mu_{c'}})`,
        and the predictive is the Dirichlet mean :math:`\alpha / \sum_c \alpha_c`.
 
-    The notes' printed form writes ":math:`\tilde\mu^2 :=`" for step 2; the
-    quantity defined is :math:`\tilde\mu` (a scaling of :math:`\mu` by the
+    Step 2 defines :math:`\tilde\mu` (a scaling of :math:`\mu` by the
     square root of the variance scaling), as in laplax and in the ``probit``
     package of the same group. laplace-torch's ``'bridge_norm'`` divides by
     the *mean* of the variances instead of their sum, i.e. a normalisation
@@ -234,8 +233,8 @@ def mean_field_1(mean, cov):
     :math:`p_i \propto 1 / \big(1 + \sum_{k \ne i}
     \exp(-(\mu_i - \mu_k) / \sqrt{1 + \lambda_0 (\Sigma_{ii} + \Sigma_{kk})})\big)`,
     :math:`\lambda_0 = \pi/8`. The sign is that of Lu, Ie & Sha: with
-    :math:`\Sigma = 0` it is :math:`\operatorname{softmax}(\mu)` (the notes print
-    :math:`\mu_k - \mu_i`, which would give :math:`\operatorname{softmax}(-\mu)`).
+    :math:`\Sigma = 0` it is :math:`\operatorname{softmax}(\mu)` (the opposite
+    sign, :math:`\mu_k - \mu_i`, would give :math:`\operatorname{softmax}(-\mu)`).
     The :math:`p_i` do not sum to one exactly, so they are divided by their sum.
 
     Parameters

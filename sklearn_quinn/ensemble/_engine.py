@@ -7,7 +7,7 @@ One optimiser step updates every member. Member ``j`` sees only its own rows
         + ||w_j - anchor_j||^2 / (2 prior_std^2 N)
 
 which is, per point of its subset, the anchored negative log posterior of
-randomized MAP sampling: the prior term is the notes' ``|D_j| / N`` times the
+randomized MAP sampling: the prior term is ``|D_j| / N`` times the
 anchored penalty, divided by ``|D_j|``. Anchors at zero and ``eps = 0`` give a
 deep ensemble with weight decay; random anchors ``w0 ~ N(0, prior_std^2 I)``
 give Pearce et al.'s anchored ensemble; adding the target perturbations

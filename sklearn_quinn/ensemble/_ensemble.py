@@ -172,8 +172,8 @@ class DeepEnsembleRegressor(BaseEnsembleRegressor):
 
     Each member minimises the Gaussian negative log likelihood of its rows with
     its own estimated noise (or the fixed ``noise_std``), plus the weight decay
-    of the Gaussian prior ``prior_std`` (the notes' squared error is this loss
-    at a fixed noise and a flat prior). Cost: about that of one network while
+    of the Gaussian prior ``prior_std`` (the squared error of Lakshminarayanan
+    et al. is this loss at a fixed noise and a flat prior). Cost: about that of one network while
     per-call overhead dominates (small data, minibatches).
 """
         + _SHARED_DOC
@@ -251,7 +251,7 @@ class RMSRegressor(BaseEnsembleRegressor):
     __doc__ = (
         """Randomized MAP sampling: each member is the MAP of a randomly perturbed posterior.
 
-    Member ``j`` minimises the anchored negative log posterior of the notes::
+    Member ``j`` minimises the anchored negative log posterior (Pearce et al., 2020)::
 
         sum over its rows of ||y_i + noise * eps_ij - f(w_j, x_i)||^2 / (2 noise^2)
             + |D_j| / N * ||w_j - w0_j||^2 / (2 prior_std^2),

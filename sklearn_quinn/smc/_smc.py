@@ -119,7 +119,7 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         Standard deviation of the prior of every weight.
     prior : {'gaussian', 'logistic'}, default='gaussian'
         Family of the prior: Gaussian, or independent logistic distributions
-        with the same standard deviation (the talk's choice; heavier tails).
+        with the same standard deviation (heavier tails).
     n_particles : int, default=200
     target_ess : float in (0, 1), default=0.5
         Fraction of the particles' ESS each tempering step keeps (``alpha``);

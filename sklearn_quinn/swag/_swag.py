@@ -126,7 +126,7 @@ class SWAGRegressor(SWAGMixin, BaseBayesianRegressor):
     ``lr_swag`` with the noise fixed at its MAP estimate, and every
     ``collect_every`` epochs the weights update running first and second
     moments and join the last ``max_rank`` snapshots. The posterior is the
-    Gaussian of the notes: a draw is
+    SWAG Gaussian of Maddox et al. (2019): a draw is
 
         mean + diag(sqrt(var)) z1 / sqrt(2) + D z2 / sqrt(2 (k - 1)),
 
