@@ -33,7 +33,6 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from torch import nn
 
 from ._core.network import ACTIVATIONS, FunctionalModel, build_mlp
-from ._core.posterior import SamplePosterior
 from ._core.pushforward import nonlinear_pushforward
 from ._map import fit_map, gaussian_likelihood
 
@@ -371,32 +370,3 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         if not self._single_output:
             return array
         return array[..., 0] if array.ndim == 3 else array[:, 0]
-
-
-class DrawsMixin:
-    """Predictions from a finite set of weight vectors (chain draws, ensemble
-    members, particles), for regressors and classifiers alike.
-
-    The outputs are the network over every kept row, with its weight; a
-    regressor's predictive variance adds the mean square noise, and
-    ``sample_y`` picks rows by weight, each with its own noise std (the exact
-    predictive mixture).
-    """
-
-    def _keep_draws(self, theta, noise_std=None, weights=None):
-        """Keep weight rows ``(S, K)``, their weights ``(S,)`` (None: equal) and,
-        for a regressor, their noise std ``(S, O)`` (network units)."""
-        self.posterior_ = SamplePosterior(theta, weights)
-        if noise_std is not None:
-            self._draw_noise = noise_std
-            self._keep_noise((self.posterior_.weights @ noise_std.square()).sqrt())
-
-    def _outputs(self, X, posterior=None):
-        """The network over every kept row, weighted."""
-        posterior = self.posterior_ if posterior is None else posterior
-        return nonlinear_pushforward(self._model, posterior.samples, X, posterior.weights)
-
-    def _sample_outputs(self, X, n_samples, generator):
-        weights = self.posterior_.weights
-        index = torch.multinomial(weights, n_samples, replacement=True, generator=generator)
-        return self._model(self.posterior_.samples[index], X), self._draw_noise[index].unsqueeze(1)

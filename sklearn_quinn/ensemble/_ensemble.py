@@ -9,7 +9,8 @@ from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.utils._param_validation import Interval
 
 from .._core.network import FunctionalModel
-from ..base import _MAX_SEED, MAP_TRAINING_CONSTRAINTS, BaseBayesianRegressor, DrawsMixin
+from .._draws import DrawsMixin
+from ..base import _MAX_SEED, MAP_TRAINING_CONSTRAINTS, BaseBayesianRegressor
 from ._engine import member_subset, train_members
 
 

@@ -9,7 +9,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.log_posterior import log_posterior
 from .._core.priors import GaussianPrior
-from ..base import MAP_TRAINING_CONSTRAINTS, BaseBayesianRegressor, DrawsMixin
+from .._draws import DrawsMixin
+from ..base import MAP_TRAINING_CONSTRAINTS, BaseBayesianRegressor
 from ._diagnostics import effective_sample_size, split_rhat
 from ._sampling import SAMPLERS, run_chains
 

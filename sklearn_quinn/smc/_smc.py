@@ -7,7 +7,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.log_posterior import state_prior
 from .._core.priors import GaussianPrior, LogisticPrior
-from ..base import BaseBayesianRegressor, DrawsMixin
+from .._draws import DrawsMixin
+from ..base import BaseBayesianRegressor
 from ._engine import run_smc
 
 PRIORS = {"gaussian": GaussianPrior, "logistic": LogisticPrior}
