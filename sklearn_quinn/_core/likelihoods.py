@@ -20,6 +20,7 @@ A new likelihood is one more class with these methods.
 """
 
 import math
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -97,21 +98,11 @@ class GaussianLikelihood(nn.Module):
         data_fit : callable ``log_c -> (value, d value / d log_c)``
         """
         noise_std = self.noise_std.reshape(-1)
-        weighted_sse = float(((outputs - y) / noise_std).square().sum())
-        n_observations = y.numel()
-        log_noise_total = float(torch.log(noise_std).sum()) * y.shape[0]
-
-        def data_fit(log_noise_scale):
-            scale = math.exp(log_noise_scale)
-            value = (
-                -0.5 * weighted_sse / scale**2
-                - n_observations * log_noise_scale
-                - log_noise_total
-                - 0.5 * n_observations * math.log(2 * math.pi)
-            )
-            return value, weighted_sse / scale**2 - n_observations
-
-        return data_fit
+        return GaussianDataFit(
+            weighted_sse=float(((outputs - y) / noise_std).square().sum()),
+            n_observations=y.numel(),
+            log_noise_total=float(torch.log(noise_std).sum()) * y.shape[0],
+        )
 
     # ------------------------------------------------------------- samplers
     @property
@@ -169,8 +160,7 @@ class CategoricalLikelihood(nn.Module):
 
     def evidence_data_fit(self, logits, y):
         """``log p(D | theta*)``, which has no noise to scale: a constant."""
-        log_likelihood = float(self.log_prob(logits, y).sum())
-        return lambda log_noise_scale: (log_likelihood, 0.0)
+        return ConstantDataFit(float(self.log_prob(logits, y).sum()))
 
     def state_log_likelihood(self, model, X, Y):
         """The log likelihood over state rows (see :class:`CategoricalStateLikelihood`)."""
@@ -181,6 +171,35 @@ class CategoricalLikelihood(nn.Module):
 
     def noise_from_state(self, columns, n_outputs):
         return None
+
+
+class GaussianDataFit(NamedTuple):
+    """``log p(D | theta*)`` of a Gaussian likelihood at noise ``c * noise_std``, and its
+    derivative in ``log c``, from three sums taken once (a plain tuple, so a fitted
+    estimator pickles)."""
+
+    weighted_sse: float
+    n_observations: int
+    log_noise_total: float
+
+    def __call__(self, log_noise_scale):
+        scale = math.exp(log_noise_scale)
+        value = (
+            -0.5 * self.weighted_sse / scale**2
+            - self.n_observations * log_noise_scale
+            - self.log_noise_total
+            - 0.5 * self.n_observations * math.log(2 * math.pi)
+        )
+        return value, self.weighted_sse / scale**2 - self.n_observations
+
+
+class ConstantDataFit(NamedTuple):
+    """``log p(D | theta*)`` of a likelihood without a noise to scale: a constant."""
+
+    log_likelihood: float
+
+    def __call__(self, log_noise_scale):
+        return self.log_likelihood, 0.0
 
 
 class GaussianStateLikelihood:

@@ -73,7 +73,7 @@ class LaplaceMixin(GridsearchPriorMixin):
                 "(Hadamard's inequality), which favours large noise; consider "
                 "hessian_structure='full' or a fixed noise_std.",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=4,  # the user's call of fit (fit -> _fit -> here)
             )
 
     def log_marginal_likelihood(self, prior_precision=None):
