@@ -166,9 +166,6 @@ class CategoricalLikelihood(nn.Module):
         """The log likelihood over state rows (see :class:`CategoricalStateLikelihood`)."""
         return CategoricalStateLikelihood(model, X, Y[:, 0])
 
-    def initial_state(self, n_rows):
-        return None
-
     def noise_from_state(self, columns, n_outputs):
         return None
 

@@ -57,6 +57,8 @@ class InputDropout(nn.Module):
         super().__init__()
         self.module = module
         self.rate = rate
+        # A plain list, found once: the layers stay registered under ``module`` only.
+        self._linear_layers = [layer for layer in module.modules() if isinstance(layer, nn.Linear)]
 
     def _drop_input(self, layer, args):
         return (F.dropout(args[0], self.rate, training=True), *args[1:])
@@ -64,8 +66,7 @@ class InputDropout(nn.Module):
     def forward(self, X):
         if not self.training or self.rate == 0:
             return self.module(X)
-        layers = [layer for layer in self.module.modules() if isinstance(layer, nn.Linear)]
-        handles = [layer.register_forward_pre_hook(self._drop_input) for layer in layers]
+        handles = [layer.register_forward_pre_hook(self._drop_input) for layer in self._linear_layers]
         try:
             return self.module(X)
         finally:

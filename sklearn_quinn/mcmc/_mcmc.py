@@ -118,8 +118,9 @@ class MCMCMixin(DrawsMixin):
         self.acceptance_rate_ = self._to_numpy(torch.cat([r.acceptance.mean(1) for r in results]))
         self._acceptance = torch.cat([r.acceptance for r in results])
         self.n_divergent_ = int(sum(int(r.n_divergent.sum()) for r in results))
+        # A kernel without a step size (adaptive Metropolis) reports None.
         self.step_size_ = (
-            None if self.sampler == "amcmc" else self._to_numpy(torch.cat([r.step_size for r in results]))
+            None if results[0].step_size is None else self._to_numpy(torch.cat([r.step_size for r in results]))
         )
         if self.n_samples >= 4:
             self.rhat_ = split_rhat(self.chains_)

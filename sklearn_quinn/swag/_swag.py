@@ -76,7 +76,7 @@ class SWAGMixin:
                                      f"down to {lr_swag:g}; check the data's scale")
         if cut:
             warnings.warn(f"the SGD phase diverged at lr_swag={self.lr_swag}; the snapshots were collected at "
-                          f"lr_swag={lr_swag:g} (lr_swag_)", ConvergenceWarning, stacklevel=3)
+                          f"lr_swag={lr_swag:g} (lr_swag_)", ConvergenceWarning, stacklevel=4)  # fit -> _fit -> here
         self.lr_swag_ = lr_swag
         self.posterior_ = gaussian_posterior(moments, self.cov_type)
         self.n_snapshots_ = int(moments.n_snapshots)
