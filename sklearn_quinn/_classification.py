@@ -43,7 +43,7 @@ class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
     def _n_outputs(self, Y):
         return len(self.classes_)
 
-    def _likelihood(self, Y, leading_shape=()):
+    def _likelihood(self, Y, leading_shape=(), noise_std=None):
         return CategoricalLikelihood()
 
     def _keep_noise(self, noise_std):

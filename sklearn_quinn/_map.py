@@ -1,10 +1,15 @@
 """Training through skorch: the generic loop, and the MAP of a backbone.
 
 The MAP loss is the negative log posterior per training point,
-``-log p(y_b | f) averaged over the batch + ||theta||^2 / (2 prior_std^2 N)``,
-whose minimiser over full-batch or unbiased minibatches is the MAP. When the
-observation noise is estimated, its log is one more parameter of the loss.
-No validation split is held out.
+``-log p(y_b | f) averaged over the batch + sum_g delta_g ||theta_g||^2 / (2 N)``,
+whose minimiser over full-batch or unbiased minibatches is the MAP, with one
+prior precision ``delta`` for every weight or one ``delta_g`` per parameter
+tensor. When the prior precisions or the observation noise are learned, they
+are hyperparameters, not parameters of the loss: every few epochs
+:class:`EvidenceMaximisation` sets them to the maximisers of the Laplace
+evidence at the current weights (Immer et al. 2021, "Scalable marginal
+likelihood estimation for model selection in deep learning"), so that the
+noise cannot shrink as the network over-fits. No validation split is held out.
 """
 
 import numpy as np
@@ -14,7 +19,14 @@ from skorch.callbacks import Callback, LRScheduler
 from skorch.utils import to_tensor
 from torch import nn
 
+from ._core.evidence import LaplaceEvidence
 from ._core.likelihoods import GaussianLikelihood
+from ._core.network import FunctionalModel
+
+#: Fractions of the epochs after which the evidence is maximised: none in the
+#: first tenth (the network first fits the data), none in the last fifth (the
+#: weights settle into the MAP of the final hyperparameters).
+EVIDENCE_UPDATE_FRACTIONS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 
 
 class NegativeLogPosterior(nn.Module):
@@ -24,10 +36,11 @@ class NegativeLogPosterior(nn.Module):
     ----------
     n_train : int
         Number of training points, to scale the prior term per point.
-    prior_precision : float
-        ``1 / prior_std**2``.
+    prior_precision : float or tensor of shape (G,)
+        ``1 / prior_std**2`` for every weight, or one precision per parameter
+        tensor of the module (in the order of ``module.parameters()``).
     likelihood : GaussianLikelihood or CategoricalLikelihood
-        Its parameters (a trained noise) are trained with the network.
+        Its trainable parameters (an estimated noise) are trained with the network.
     """
 
     def __init__(self, n_train, prior_precision, likelihood):
@@ -37,9 +50,80 @@ class NegativeLogPosterior(nn.Module):
         self.likelihood = likelihood
 
     def forward(self, y_pred, y_true, module):
-        penalty = sum(p.square().sum() for p in module.parameters())
         log_likelihood = self.likelihood.log_prob(y_pred, y_true)
-        return -log_likelihood.mean() + 0.5 * self.prior_precision * penalty / self.n_train
+        return -log_likelihood.mean() + 0.5 * self.penalty(module) / self.n_train
+
+    def penalty(self, module):
+        """``sum_g delta_g ||theta_g||^2`` over the module's parameters."""
+        if isinstance(self.prior_precision, torch.Tensor):
+            return sum(delta * p.square().sum() for delta, p in zip(self.prior_precision, module.parameters()))
+        return self.prior_precision * sum(p.square().sum() for p in module.parameters())
+
+
+class EvidenceMaximisation(Callback):
+    """Set the prior precisions and the noise to the Laplace evidence's maximisers, every few epochs.
+
+    After each epoch of ``epochs``, the evidence at the current weights
+    (:class:`~sklearn_quinn._core.evidence.LaplaceEvidence`) is maximised over
+    the criterion's per-group prior precisions (``learn_prior``) and its
+    likelihood's noise (``learn_noise``); the training then goes on under
+    them.
+
+    Parameters
+    ----------
+    backbone : torch.nn.Module
+        The network whose weights the evidence is taken at (the trained
+        module, or the backbone inside it).
+    X, Y : tensor of shape (N, D) and (N, O)
+        The training data.
+    groups : ParameterGroups
+        The groups of the criterion's prior precisions.
+    learn_prior, learn_noise : bool
+    epochs : set of int
+        The epochs (1-based) after which to update.
+
+    Attributes
+    ----------
+    history_ : list of dict
+        One entry per update: ``epoch``, ``log_evidence`` (network units),
+        ``noise_std`` (None without a noise) and the precision of every group.
+    """
+
+    def __init__(self, backbone, X, Y, groups, *, learn_prior, learn_noise, epochs):
+        self.backbone, self.X, self.Y, self.groups = backbone, X, Y, groups
+        self.learn_prior, self.learn_noise, self.epochs = learn_prior, learn_noise, epochs
+
+    def on_train_begin(self, net, **kwargs):
+        self.history_ = []
+
+    def on_epoch_end(self, net, **kwargs):
+        epoch = len(net.history)
+        if epoch not in self.epochs:
+            return
+        criterion = net.criterion_
+        likelihood = criterion.likelihood
+        model = FunctionalModel(self.backbone)
+        evidence = LaplaceEvidence(
+            model, model.flatten(), self.X, self.Y, likelihood.frozen(self.Y.shape[1]), self.groups
+        )
+        precision = np.broadcast_to(torch.as_tensor(criterion.prior_precision).cpu().numpy(), len(self.groups))
+        log_precision, log_noise_scale, value = evidence.maximise(np.log(precision), self.learn_prior, self.learn_noise)
+        if self.learn_prior:
+            criterion.prior_precision = torch.as_tensor(np.exp(log_precision), dtype=self.X.dtype)
+        with torch.no_grad():
+            likelihood.log_noise_std.add_(log_noise_scale)
+        noise_std = likelihood.output_noise_std(self.Y.shape[1])
+        self.history_.append({
+            "epoch": epoch,
+            "log_evidence": value,
+            "noise_std": None if noise_std is None else noise_std.cpu().numpy().astype(np.float64),
+            **self.groups.as_dict(np.exp(log_precision)),
+        })
+
+
+def evidence_epochs(max_epochs):
+    """The epochs after which :class:`EvidenceMaximisation` updates, for a training of ``max_epochs``."""
+    return {max(1, round(fraction * max_epochs)) for fraction in EVIDENCE_UPDATE_FRACTIONS}
 
 
 class PosteriorNet(NeuralNet):
@@ -145,8 +229,8 @@ def train_net(module, criterion, X, Y, *, lr, lr_schedule, max_epochs, optimizer
     return net.fit(X, Y)
 
 
-def fit_map(module, X, Y, *, prior_std, likelihood, lr, lr_schedule, max_epochs, batch_size,
-            optimizer, callbacks, device, seed, verbose):
+def fit_map(module, X, Y, *, prior_precision, likelihood, lr, lr_schedule, max_epochs, batch_size,
+            optimizer, callbacks, device, seed, verbose, evidence=None):
     """Train ``module`` to the MAP of ``likelihood`` under a Gaussian prior.
 
     Parameters
@@ -155,8 +239,12 @@ def fit_map(module, X, Y, *, prior_std, likelihood, lr, lr_schedule, max_epochs,
         Already on ``device`` in the working dtype; trained in place.
     X, Y : ndarray of shape (N, D) and (N, O), in the working dtype.
         ``Y`` holds one column of class indices for a categorical likelihood.
+    prior_precision : float or tensor of shape (G,)
+        See :class:`NegativeLogPosterior`.
     likelihood : GaussianLikelihood or CategoricalLikelihood
-        Trained with the network when it has parameters (an estimated noise).
+        Its trainable parameters (an estimated noise) are trained with the network.
+    evidence : EvidenceMaximisation, default=None
+        Learns the prior precisions and the noise during training.
     seed : int
         Seeds the minibatch shuffling; the caller's global torch state is
         left untouched.
@@ -167,10 +255,12 @@ def fit_map(module, X, Y, *, prior_std, likelihood, lr, lr_schedule, max_epochs,
     -------
     net : PosteriorNet
         The fitted skorch net (``net.module_`` is ``module``,
-        ``net.criterion_.likelihood`` the trained likelihood).
+        ``net.criterion_.likelihood`` the trained likelihood,
+        ``net.criterion_.prior_precision`` the final prior precisions).
     """
+    callbacks = list(callbacks or []) + ([("evidence", evidence)] if evidence is not None else [])
     return train_net(
-        module, NegativeLogPosterior(X.shape[0], prior_std**-2, likelihood), X, Y, lr=lr,
+        module, NegativeLogPosterior(X.shape[0], prior_precision, likelihood), X, Y, lr=lr,
         lr_schedule=lr_schedule, max_epochs=max_epochs, optimizer=optimizer, callbacks=callbacks,
         device=device, verbose=verbose, batch_size=min(batch_size, X.shape[0]), shuffle=True,
         generator=torch.Generator().manual_seed(seed),

@@ -8,7 +8,7 @@ The task bases differ only in small hooks that the family cores call:
 
 - ``_validate_training_data(X, y)``: validated ``X`` and the 2-D targets in
   the network's units; ``_n_outputs(Y)``;
-- ``_likelihood(Y, leading_shape=())``: the likelihood of a fit (Gaussian,
+- ``_likelihood(Y, leading_shape=(), noise_std=None)``: the likelihood of a fit (Gaussian,
   with a fixed or learned noise, or categorical);
 - ``_keep_noise(noise_std)``: keep the fitted noise (regressors; a no-op
   for classifiers, which have none);
@@ -32,9 +32,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from torch import nn
 
+from ._core.evidence import ParameterGroups
 from ._core.network import ACTIVATIONS, FunctionalModel, build_mlp
+from ._core.priors import GaussianPrior
 from ._core.pushforward import nonlinear_pushforward
-from ._map import fit_map, gaussian_likelihood
+from ._map import EvidenceMaximisation, evidence_epochs, fit_map, gaussian_likelihood
 
 _DTYPES = {"float64": torch.float64, "float32": torch.float32}
 _MAX_SEED = np.iinfo(np.int32).max
@@ -61,7 +63,7 @@ class BaseBayesianNetwork(BaseEstimator):
         "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
         "activation": [StrOptions(set(ACTIVATIONS))],
         "module": [None, nn.Module, callable],
-        "prior_std": [Interval(Real, 0, None, closed="neither")],
+        "prior_std": [None, Interval(Real, 0, None, closed="neither")],
         "dtype": [StrOptions(set(_DTYPES))],
         "device": [str, torch.device],
         "random_state": ["random_state"],
@@ -153,24 +155,40 @@ class BaseBayesianNetwork(BaseEstimator):
     def _fit_map(self, X, Y):
         """Build the backbone and train it to the MAP of the task's likelihood through skorch.
 
-        Sets ``net_`` and the private ``_model`` (the backbone as ``f(Theta, X)``).
+        With ``prior_std=None`` the prior precision of each parameter tensor,
+        and with an estimated noise the noise, are learned during training by
+        maximising the Laplace evidence (:class:`~sklearn_quinn._map.EvidenceMaximisation`).
+        Sets ``net_``, the private ``_model`` (the backbone as ``f(Theta, X)``),
+        ``prior_precisions_`` and ``evidence_history_``.
 
         Returns
         -------
         theta : tensor of shape (K,)
             The MAP weights.
         likelihood : GaussianLikelihood or CategoricalLikelihood
-            The likelihood, trained with the network when it has parameters
-            (an estimated noise).
+            The likelihood with its noise as trained or learned.
+        prior : GaussianPrior
+            The prior the MAP was trained under (learned or fixed).
         """
         likelihood = self._likelihood(Y)
         with self._seeded(self._map_seed):
             module = self._build_module(X.shape[1], self._n_outputs(Y))
+            groups = ParameterGroups.of(FunctionalModel(module))
+            learn_prior = self.prior_std is None
+            precision = torch.ones(len(groups), dtype=self._dtype) if learn_prior else self.prior_std**-2
+            evidence = None
+            if learn_prior or likelihood.learn_noise:
+                # The noise is a hyperparameter of the evidence, not a parameter of the loss.
+                likelihood.requires_grad_(False)
+                evidence = EvidenceMaximisation(
+                    module, self._tensor(X), self._tensor(Y), groups, learn_prior=learn_prior,
+                    learn_noise=likelihood.learn_noise, epochs=evidence_epochs(self.max_epochs),
+                )
             self.net_ = fit_map(
                 self._training_module(module),
                 X.astype(self.dtype),
                 Y.astype(self.dtype),
-                prior_std=self.prior_std,
+                prior_precision=precision,
                 likelihood=likelihood,
                 lr=self.lr,
                 lr_schedule=self.lr_schedule,
@@ -181,9 +199,23 @@ class BaseBayesianNetwork(BaseEstimator):
                 device=self._device,
                 seed=self._map_seed,
                 verbose=self.verbose,
+                evidence=evidence,
             )
         self._model = FunctionalModel(module)  # trained in place
-        return self._model.flatten(), self.net_.criterion_.likelihood
+        precision = self.net_.criterion_.prior_precision
+        if learn_prior:
+            self.prior_precisions_ = groups.as_dict(precision)
+            prior = GaussianPrior(groups.expand(precision.to(self._device)).rsqrt())
+        else:
+            self.prior_precisions_ = dict.fromkeys(groups.names, float(precision))
+            prior = GaussianPrior(self.prior_std)
+        self.evidence_history_ = [] if evidence is None else self._evidence_history(evidence.history_, len(X))
+        return self._model.flatten(), self.net_.criterion_.likelihood, prior
+
+    def _evidence_history(self, history, n_rows):
+        """The evidence updates with the log evidence in the units of y."""
+        return [{**update, "log_evidence": update["log_evidence"] - self._log_y_scale_total(n_rows)}
+                for update in history]
 
     def _training_module(self, module):
         """The module MAP training runs: the backbone itself, unless a family
@@ -258,10 +290,15 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
     def _n_outputs(self, Y):
         return Y.shape[1]
 
-    def _likelihood(self, Y, leading_shape=()):
-        """The Gaussian likelihood: fixed ``noise_std`` or a trained noise of
-        shape ``leading_shape + (O,)`` (one shared by the outputs)."""
-        return gaussian_likelihood(Y, self._fixed_noise(), self._dtype, self._device, leading_shape)
+    def _likelihood(self, Y, leading_shape=(), noise_std=None):
+        """The Gaussian likelihood: fixed at ``noise_std`` (network units, ``(O,)``;
+        default: the ``noise_std`` parameter), or a learned noise of shape
+        ``leading_shape + (O,)`` (one shared by the outputs)."""
+        if noise_std is None:
+            noise_std = self._fixed_noise()
+        elif isinstance(noise_std, torch.Tensor):
+            noise_std = noise_std.cpu().numpy()
+        return gaussian_likelihood(Y, noise_std, self._dtype, self._device, leading_shape)
 
     def _log_y_scale_total(self, n_rows):
         """``n_rows * sum(log scale)``: a density of ``y`` is that of the

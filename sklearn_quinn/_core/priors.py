@@ -17,16 +17,17 @@ LOG_NOISE_PRIOR_STD = 1.0
 
 
 class GaussianPrior:
-    """Isotropic Gaussian prior ``N(0, std**2 I)`` on the ``K`` weights.
+    """Gaussian prior ``N(0, diag(std**2))`` on the ``K`` weights.
 
     Parameters
     ----------
-    std : float
-        Prior standard deviation of every weight.
+    std : float or tensor of shape (K,)
+        Prior standard deviation of every weight, or of each weight (a
+        learned prior has one per group of weights).
     """
 
     def __init__(self, std):
-        self.std = float(std)
+        self.std = std.detach() if isinstance(std, torch.Tensor) else float(std)
 
     @property
     def precision(self):
@@ -35,6 +36,12 @@ class GaussianPrior:
     def log_prob(self, theta):
         """Log density of each row of ``theta (S, K)``, shape ``(S,)``."""
         n_params = theta.shape[-1]
+        if isinstance(self.std, torch.Tensor):
+            return (
+                -0.5 * (theta.square() * self.precision).sum(-1)
+                - float(self.std.log().sum())
+                - 0.5 * n_params * math.log(2 * math.pi)
+            )
         return (
             -0.5 * theta.square().sum(-1) / self.std**2
             - n_params * math.log(self.std)

@@ -25,7 +25,7 @@ class MCDropoutMixin:
 
     def _fit(self, X, Y):
         """Train the network with dropout to the MAP of its weights: the family's part of ``fit``."""
-        theta, likelihood = self._fit_map(X, Y)
+        theta, likelihood, _ = self._fit_map(X, Y)
         self.posterior_ = DropoutPosterior(theta, linear_input_blocks(self._model.module), float(self.dropout_rate))
         self._keep_noise(likelihood.output_noise_std(Y.shape[1]))
 
@@ -116,7 +116,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         activation="relu",
         *,
         module=None,
-        prior_std=1.0,
+        prior_std=None,
         noise_std=None,
         dropout_rate=0.1,
         n_samples=100,
@@ -206,7 +206,7 @@ max_epochs, batch_size, optimizer, callbacks, dtype, device, random_state, verbo
         activation="relu",
         *,
         module=None,
-        prior_std=1.0,
+        prior_std=None,
         dropout_rate=0.1,
         n_samples=100,
         predictive=None,

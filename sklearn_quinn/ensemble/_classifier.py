@@ -49,7 +49,7 @@ class BaseEnsembleClassifier(EnsembleMixin, BaseBayesianClassifier):
         module=None,
         n_estimators=5,
         data_fraction=1.0,
-        prior_std=1.0,
+        prior_std=None,
         predictive=None,
         moment_match=False,
         lr=0.01,

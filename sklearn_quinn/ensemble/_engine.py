@@ -4,12 +4,13 @@ One optimiser step updates every member. Member ``j`` sees only its own rows
 ``subsets[j]``, in its own shuffled order, and minimises
 
     mean over its batch of -log N(y_i + noise_j * eps_ij | f(w_j, x_i), noise_j^2)
-        + ||w_j - anchor_j||^2 / (2 prior_std^2 N)
+        + (w_j - anchor_j)^T P (w_j - anchor_j) / (2 N)
 
 which is, per point of its subset, the anchored negative log posterior of
-randomized MAP sampling: the prior term is ``|D_j| / N`` times the
-anchored penalty, divided by ``|D_j|``. Anchors at zero and ``eps = 0`` give a
-deep ensemble with weight decay; random anchors ``w0 ~ N(0, prior_std^2 I)``
+randomized MAP sampling under the prior ``N(0, P^-1)`` (``P`` diagonal): the
+prior term is ``|D_j| / N`` times the anchored penalty, divided by ``|D_j|``.
+Anchors at zero and ``eps = 0`` give a deep ensemble with weight decay; random
+anchors ``w0 ~ N(0, P^-1)``
 give Pearce et al.'s anchored ensemble; adding the target perturbations
 ``eps ~ N(0, 1)`` makes each member an exact posterior draw for a linear model
 (randomize-then-optimize).
@@ -75,8 +76,8 @@ class AnchoredNegativeLogPosterior(nn.Module):
     ----------
     n_train : int
         Number of training points ``N`` (of the whole data, not of a subset).
-    prior_precision : float
-        ``1 / prior_std**2``.
+    prior_precision : float or tensor of shape (K,)
+        The prior precision of every weight, or of each.
     anchors : tensor of shape (J, K)
     likelihood : GaussianLikelihood or CategoricalLikelihood
         Over outputs ``(J, B, O)``: a Gaussian noise of shape ``(J, 1, O)``
@@ -96,8 +97,8 @@ class AnchoredNegativeLogPosterior(nn.Module):
     def forward(self, y_pred, y_true, module):
         y, eps = y_true[..., 0], y_true[..., 1]
         log_likelihood = self.likelihood.log_prob(y_pred, y, eps if self.perturb else None)
-        penalty = (module.theta - self.anchors).square().sum(-1)
-        return (-log_likelihood.mean(-1) + 0.5 * self.prior_precision * penalty / self.n_train).sum()
+        penalty = ((module.theta - self.anchors).square() * self.prior_precision).sum(-1)
+        return (-log_likelihood.mean(-1) + 0.5 * penalty / self.n_train).sum()
 
 
 class Members(NamedTuple):
@@ -108,7 +109,7 @@ class Members(NamedTuple):
     net: object  # the skorch net that trained them
 
 
-def train_members(model, theta, X, Y, *, subsets, anchors, perturbations, likelihood, prior_std, seeds,
+def train_members(model, theta, X, Y, *, subsets, anchors, perturbations, likelihood, prior_precision, seeds,
                   batch_size, **train_params):
     """Train the rows of ``theta`` as ensemble members, all in one batched model.
 
@@ -126,7 +127,7 @@ def train_members(model, theta, X, Y, *, subsets, anchors, perturbations, likeli
         Standard-normal target perturbations of a Gaussian likelihood.
     likelihood : GaussianLikelihood or CategoricalLikelihood
         See :class:`AnchoredNegativeLogPosterior`.
-    prior_std : float
+    prior_precision : float or tensor of shape (K,)
     seeds : sequence of int, one per member
         Seed each member's minibatch order.
     batch_size : int
@@ -142,7 +143,7 @@ def train_members(model, theta, X, Y, *, subsets, anchors, perturbations, likeli
     perturb = perturbations is not None
     if not perturb:
         perturbations = torch.zeros(len(theta), *Y.shape, dtype=theta.dtype)
-    criterion = AnchoredNegativeLogPosterior(len(X), prior_std**-2, anchors, likelihood, perturb)
+    criterion = AnchoredNegativeLogPosterior(len(X), prior_precision, anchors, likelihood, perturb)
     net = train_net(
         StackedMembers(model, theta),
         criterion,

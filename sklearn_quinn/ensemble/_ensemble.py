@@ -9,6 +9,7 @@ from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.utils._param_validation import Interval
 
 from .._core.network import FunctionalModel
+from .._core.priors import GaussianPrior
 from .._draws import DrawsMixin
 from ..base import _MAX_SEED, MAP_TRAINING_CONSTRAINTS, BaseBayesianRegressor
 from ._engine import member_subset, train_members
@@ -30,8 +31,11 @@ class EnsembleMixin(DrawsMixin):
     }
 
     def _fit(self, X, Y):
-        """Train the members: the family's part of ``fit``."""
+        """Learn the prior and the noise, then train the members: the family's part of ``fit``."""
+        self._prior, self._member_noise = self._hyperparameters(X, Y)
         theta, likelihoods = self._fit_members(X, Y)
+        if self.prior_precisions_ is None:
+            self.prior_precisions_ = dict.fromkeys(self._model.names, self.prior_std**-2)
         noise_std = [likelihood.member_noise_std(Y.shape[1]) for likelihood in likelihoods]
         self._keep_draws(theta, None if noise_std[0] is None else torch.cat(noise_std))
 
@@ -40,9 +44,25 @@ class EnsembleMixin(DrawsMixin):
         ``(N, O)`` (None for none): a zero anchor, no perturbation."""
         return torch.zeros(n_params, dtype=self._dtype, device=self._device), None
 
+    def _hyperparameters(self, X, Y):
+        """The prior and the noise std (network units) every member trains under.
+
+        What is not fixed by ``prior_std`` and ``noise_std`` is learned once,
+        by the Laplace evidence of one MAP network (:meth:`_fit_map`), and
+        shared by the members: they are draws of one posterior, under one
+        prior and one likelihood. A noise fitted by each member would shrink
+        as the member over-fits its data.
+        """
+        likelihood = self._likelihood(Y)
+        if self.prior_std is not None and not likelihood.learn_noise:
+            self.prior_precisions_, self.evidence_history_ = None, []  # the layout is known once the members are
+            return GaussianPrior(self.prior_std), likelihood.output_noise_std(Y.shape[1])
+        _, likelihood, prior = self._fit_map(X, Y)
+        return prior, likelihood.output_noise_std(Y.shape[1])
+
     def _anchor(self, n_params, generator):
-        """A member's anchor, a draw from the prior ``N(0, prior_std**2 I)``."""
-        return self.prior_std * torch.randn(n_params, generator=generator, dtype=self._dtype, device=self._device)
+        """A member's anchor, a draw from the prior."""
+        return self._prior.std * torch.randn(n_params, generator=generator, dtype=self._dtype, device=self._device)
 
     def _fit_members(self, X, Y):
         """Train the members; returns their weights ``(J, K)`` and the likelihood of each group."""
@@ -85,8 +105,8 @@ class EnsembleMixin(DrawsMixin):
             subsets=subsets,
             anchors=torch.stack(anchors),
             perturbations=None if perturbations[0] is None else torch.stack(perturbations).cpu(),
-            likelihood=self._likelihood(Y, leading_shape=(len(seeds), 1)),
-            prior_std=self.prior_std,
+            likelihood=self._likelihood(Y, leading_shape=(len(seeds), 1), noise_std=self._member_noise),
+            prior_precision=self._prior.precision,
             seeds=seeds[:, 3],
             batch_size=self._batch_size(n_rows),
             lr=self.lr,
@@ -212,7 +232,7 @@ class DeepEnsembleRegressor(BaseEnsembleRegressor):
         module=None,
         n_estimators=5,
         data_fraction=1.0,
-        prior_std=1.0,
+        prior_std=None,
         noise_std=None,
         lr=0.01,
         lr_schedule="cosine",
@@ -308,7 +328,7 @@ class RMSRegressor(BaseEnsembleRegressor):
         module=None,
         n_estimators=5,
         data_fraction=1.0,
-        prior_std=1.0,
+        prior_std=None,
         noise_std=None,
         perturb_targets=True,
         lr=0.01,

@@ -44,15 +44,18 @@ class LaplaceMixin(GridsearchPriorMixin):
         """Train the MAP network, then fit the Laplace posterior around it: the family's part of ``fit``."""
         X, Y, held_out = self._hold_out(X, Y, stratify=self._stratification(Y))
         self._log_y_scale = self._log_y_scale_total(len(X))
-        theta, likelihood = self._fit_map(X, Y)
+        theta, likelihood, prior = self._fit_map(X, Y)
         # The curvature is taken at the MAP's noise, one per output, held fixed.
         self._map_noise_std = likelihood.output_noise_std(Y.shape[1])
+        # A learned prior keeps its shape across groups; prior_precision_ then scales it.
+        learned = self.prior_std is None and not isinstance(self.prior_precision, Real)
+        self._group_precisions = self.prior_precisions_ if learned else dict.fromkeys(self.prior_precisions_, 1.0)
         self._laplace = LaplaceApproximation(
             self._model, theta, self._tensor(X), self._tensor(Y), likelihood.frozen(Y.shape[1]),
-            kind=self.curvature, structure=self.hessian_structure,
+            kind=self.curvature, structure=self.hessian_structure, prior_shape=prior.precision if learned else None,
         )
         self._noise_scale = 1.0
-        self.prior_precision_ = self.prior_std**-2
+        self.prior_precision_ = 1.0 if learned else (self.prior_std or 1.0) ** -2
         if isinstance(self.prior_precision, Real):
             self.prior_precision_ = float(self.prior_precision)
         elif self.prior_precision == "marglik":
@@ -155,6 +158,7 @@ class LaplaceMixin(GridsearchPriorMixin):
             self._keep_noise(self._noise_at(self._noise_scale))
         else:
             setattr(self, f"{param}_", float(value))
+        self.prior_precisions_ = {name: shape * self.prior_precision_ for name, shape in self._group_precisions.items()}
         self.posterior_ = self._laplace.posterior(self.prior_precision_, self._noise_scale, self.cov_scale_)
 
     def _stratification(self, Y):

@@ -97,7 +97,7 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         activation="relu",
         *,
         module=None,
-        prior_std=1.0,
+        prior_std=None,
         hessian_structure="full",
         curvature="ggn",
         cov_scale=1.0,

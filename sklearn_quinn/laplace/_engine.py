@@ -13,6 +13,14 @@ empirical Fisher, so the posterior precision for any prior precision
 its log determinant and the Laplace evidence all follow from the one
 spectrum: tuning ``delta`` and ``c`` by the evidence costs no new curvature
 and no new factorisation. The posterior itself is then factored by Cholesky.
+
+A prior ``N(0, (delta * P)^-1)`` with a per-weight shape ``P = diag(p)`` (the
+precisions learned for each group of weights, which ``delta`` then scales)
+reduces to the isotropic case in the whitened weights ``P^(1/2) theta``: the
+curvature decomposed is ``P^(-1/2) C P^(-1/2)``, the Jacobians are divided by
+``p^(1/2)``, and ``Sigma^-1 = P^(1/2) (C' / c**p + delta I) P^(1/2)``; the
+evidence keeps its form, the ``log det P`` of the prior and of the posterior
+cancelling.
 """
 
 import math
@@ -46,6 +54,9 @@ class LaplaceApproximation:
         one the curvature uses; the noise scale ``c`` applies to it only.
     kind : {'ggn', 'hessian', 'ef'}
     structure : {'full', 'diag'}
+    prior_shape : tensor of shape (K,), default=None
+        The per-weight shape ``p`` of the prior precision, which the prior
+        precision ``delta`` multiplies; None for an isotropic prior.
 
     Attributes
     ----------
@@ -59,11 +70,12 @@ class LaplaceApproximation:
         empirical Fisher, which are positive semi-definite).
     """
 
-    def __init__(self, model, theta, X, Y, likelihood, kind="ggn", structure="full"):
+    def __init__(self, model, theta, X, Y, likelihood, kind="ggn", structure="full", prior_shape=None):
         self.theta = theta
         self.structure = structure
         self.noise_power = 4 if kind == "ef" else 2
-        matrix = curvature(model, theta, X, Y, likelihood, kind, structure)
+        self._prior_root = None if prior_shape is None else prior_shape.sqrt()
+        matrix = self._whiten(curvature(model, theta, X, Y, likelihood, kind, structure))
         if structure == "full":
             eigenvalues, self.eigenvectors = torch.linalg.eigh(matrix)
         else:
@@ -96,7 +108,15 @@ class LaplaceApproximation:
 
         self._spectrum_numpy = self.eigenvalues.detach().cpu().numpy().astype(np.float64)
         self._data_fit = likelihood.evidence_data_fit(model.single(theta, X), Y)
-        self._theta_sq_norm = float(theta.square().sum())
+        whitened_theta = theta if self._prior_root is None else theta * self._prior_root
+        self._theta_sq_norm = float(whitened_theta.square().sum())
+
+    def _whiten(self, matrix):
+        """The curvature in the whitened weights: ``P^(-1/2) C P^(-1/2)``."""
+        root = self._prior_root
+        if root is None:
+            return matrix
+        return matrix / root.square() if matrix.ndim == 1 else matrix / root[:, None] / root[None, :]
 
     @property
     def n_params(self):
@@ -183,6 +203,8 @@ class LaplaceApproximation:
         """
         with torch.no_grad():
             mean, jacobian = model.single(self.theta, X), model.jacobian(self.theta, X)
+            if self._prior_root is not None:
+                jacobian = jacobian / self._prior_root
             projected = jacobian if self.eigenvectors is None else jacobian @ self.eigenvectors
 
         def covariance(prior_precision, noise_scale=1.0, cov_scale=1.0):
@@ -192,11 +214,15 @@ class LaplaceApproximation:
         return mean, covariance
 
     def posterior(self, prior_precision, noise_scale=1.0, cov_scale=1.0):
-        """``N(theta*, (cov_scale * (C / c**p + delta I))^-1)``."""
+        """``N(theta*, (cov_scale * (C / c**p + delta P))^-1)``."""
+        root = self._prior_root
         if self.structure == "diag":
             precision = self._precision_spectrum(prior_precision, noise_scale, cov_scale)
-            return GaussianPosterior.from_std(self.theta, precision.rsqrt())
+            std = precision.rsqrt() if root is None else precision.rsqrt() / root
+            return GaussianPosterior.from_std(self.theta, std)
         matrix = self._matrix / noise_scale**self.noise_power
         matrix.diagonal().add_(prior_precision)
         cholesky = torch.linalg.cholesky(cov_scale * matrix)
+        if root is not None:
+            cholesky = root[:, None] * cholesky  # P^(1/2) L, still lower triangular
         return GaussianPosterior.from_precision_cholesky(self.theta, cholesky)

@@ -150,7 +150,7 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         activation="relu",
         *,
         module=None,
-        prior_std=1.0,
+        prior_std=None,
         noise_std=None,
         hessian_structure="full",
         curvature="ggn",

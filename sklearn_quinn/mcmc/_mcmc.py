@@ -45,7 +45,7 @@ class MCMCMixin(DrawsMixin):
     def _fit(self, X, Y):
         """Run the chains: the family's part of ``fit``."""
         if self.init == "map":
-            theta, likelihood = self._fit_map(X, Y)
+            theta, likelihood, _ = self._fit_map(X, Y)
         else:
             theta, likelihood = self._build_model(X, Y), self._likelihood(Y)
         start = self._starting_points(theta)

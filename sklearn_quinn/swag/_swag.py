@@ -39,7 +39,7 @@ class SWAGMixin:
     def _fit(self, X, Y):
         """Train to the MAP, then collect the SGD trajectory's moments: the family's part of ``fit``."""
         self._check_snapshots()
-        _, likelihood = self._fit_map(X, Y)
+        _, likelihood, _ = self._fit_map(X, Y)
         noise_std = likelihood.output_noise_std(Y.shape[1])
         # The SGD rate is read in units of the loss's curvature scale: the noise variance.
         rate_unit = 1.0 if noise_std is None else float(noise_std.square().mean())
@@ -91,7 +91,7 @@ class SWAGMixin:
                     layer.reset_parameters()
         X, Y = (torch.as_tensor(array, dtype=self._dtype, device=self._device) for array in (X, Y))
         with torch.no_grad():
-            return float(NegativeLogPosterior(len(X), self.prior_std**-2, likelihood)(module(X), Y, module))
+            return float(NegativeLogPosterior(len(X), self.net_.criterion_.prior_precision, likelihood)(module(X), Y, module))
 
     def _run_sgd(self, X, Y, likelihood, lr):
         """The moments of ``swag_epochs`` of constant-rate SGD from a copy of
@@ -103,7 +103,7 @@ class SWAGMixin:
                 module,
                 X.astype(self.dtype),
                 Y.astype(self.dtype),
-                prior_std=self.prior_std,
+                prior_precision=self.net_.criterion_.prior_precision,
                 likelihood=likelihood,
                 lr=lr,
                 lr_schedule="constant",
@@ -207,7 +207,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         activation="relu",
         *,
         module=None,
-        prior_std=1.0,
+        prior_std=None,
         noise_std=None,
         cov_type="lowrank",
         max_rank=20,
@@ -307,7 +307,7 @@ dtype, device, random_state, verbose
         activation="relu",
         *,
         module=None,
-        prior_std=1.0,
+        prior_std=None,
         cov_type="lowrank",
         max_rank=20,
         swag_epochs=100,

@@ -1,0 +1,110 @@
+"""The Laplace evidence over per-group prior precisions and the noise, and its online maximisation.
+
+A single ``nn.Linear`` with Gaussian noise is a linear-Gaussian model: its
+evidence is ``N(y | 0, noise**2 I + X diag(delta_w)^-1 X^T + 1 1^T / delta_b)``
+in closed form, the Laplace evidence at the MAP equals it, and the learned
+prior precisions and noise must be its maximisers.
+"""
+
+import numpy as np
+import pytest
+import torch
+from scipy.optimize import minimize
+from scipy.stats import multivariate_normal
+from torch import nn
+
+from sklearn_quinn import LaplaceRegressor
+from sklearn_quinn._core import evidence as evidence_module
+from sklearn_quinn._core.evidence import LaplaceEvidence, ParameterGroups
+from sklearn_quinn._core.likelihoods import GaussianLikelihood
+from sklearn_quinn._core.network import FunctionalModel
+
+
+def linear_data(n_rows, n_features=3, noise=0.5, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n_rows, n_features)
+    y = X @ rng.randn(n_features) + 0.7 + noise * rng.randn(n_rows)
+    return X, y
+
+
+def exact_log_evidence(X, y, weight_precision, bias_precision, noise_std):
+    covariance = noise_std**2 * np.eye(len(y)) + X @ X.T / weight_precision + 1.0 / bias_precision
+    return multivariate_normal(np.zeros(len(y)), covariance).logpdf(y)
+
+
+def exact_map(X, y, weight_precision, bias_precision, noise_std):
+    """MAP ``(weights, bias)`` of the linear model, in ``nn.Linear``'s parameter order."""
+    design = np.hstack([X, np.ones((len(X), 1))])
+    precision = design.T @ design / noise_std**2 + np.diag([weight_precision] * X.shape[1] + [bias_precision])
+    return np.linalg.solve(precision, design.T @ y / noise_std**2)
+
+
+def linear_evidence(X, y, noise_std, theta=None):
+    model = FunctionalModel(nn.Linear(X.shape[1], 1).double())
+    theta = model.flatten() if theta is None else torch.as_tensor(theta)
+    likelihood = GaussianLikelihood(torch.tensor([noise_std], dtype=torch.float64))
+    return LaplaceEvidence(
+        model, theta, torch.as_tensor(X), torch.as_tensor(y[:, None]), likelihood, ParameterGroups.of(model)
+    )
+
+
+@pytest.mark.parametrize("n_rows, structure", [(3, "kernel"), (40, "full")])
+def test_laplace_evidence_at_the_map_is_exact_for_a_linear_model(n_rows, structure):
+    X, y = linear_data(n_rows)
+    delta_w, delta_b, noise = 2.0, 0.3, 0.6
+    evidence = linear_evidence(X, y, noise, exact_map(X, y, delta_w, delta_b, noise))
+    assert evidence.structure == structure
+    value, _ = evidence.value_and_grad(np.log([delta_w, delta_b]), 0.0)
+    assert value == pytest.approx(exact_log_evidence(X, y, delta_w, delta_b, noise), abs=1e-8)
+
+
+@pytest.mark.parametrize("n_rows, force_diag", [(3, False), (40, False), (40, True)])
+def test_laplace_evidence_gradient_matches_finite_differences(n_rows, force_diag, monkeypatch):
+    if force_diag:
+        monkeypatch.setattr(evidence_module, "_MAX_FULL_PARAMS", 0)
+    X, y = linear_data(n_rows)
+    evidence = linear_evidence(X, y, 0.8, np.array([0.3, -0.2, 0.5, 0.1]))
+    assert evidence.structure == ("diag" if force_diag else "kernel" if n_rows == 3 else "full")
+    point = np.array([0.4, -1.0, 0.2])
+    _, gradient = evidence.value_and_grad(point[:2], point[2])
+    step = 1e-6
+    for index in range(3):
+        shift = np.zeros(3)
+        shift[index] = step
+        up = evidence.value_and_grad((point + shift)[:2], (point + shift)[2])[0]
+        down = evidence.value_and_grad((point - shift)[:2], (point - shift)[2])[0]
+        assert gradient[index] == pytest.approx((up - down) / (2 * step), rel=1e-5, abs=1e-6)
+
+
+def test_learned_prior_and_noise_are_the_exact_evidence_maximisers():
+    X, y = linear_data(60, noise=0.5, seed=1)
+
+    def negative(log_hyper):
+        return -exact_log_evidence(X, y, *np.exp(log_hyper))
+
+    exact = np.exp(minimize(negative, np.zeros(3), method="Nelder-Mead",
+                            options={"xatol": 1e-8, "fatol": 1e-10, "maxiter": 4000}).x)
+    reg = LaplaceRegressor(hidden_layer_sizes=(), normalize_y=False, max_epochs=400, random_state=0).fit(X, y)
+    learned = [reg.prior_precisions_["0.weight"], reg.prior_precisions_["0.bias"], reg.noise_std_]
+    np.testing.assert_allclose(learned, exact, rtol=0.02)
+    assert reg.log_marginal_likelihood() == pytest.approx(-negative(np.log(exact)), abs=0.02)
+
+
+def test_evidence_history_records_every_update():
+    X, y = linear_data(60)
+    reg = LaplaceRegressor(hidden_layer_sizes=(4,), max_epochs=50, random_state=0).fit(X, y)
+    history = reg.evidence_history_
+    assert [update["epoch"] for update in history] == [5, 10, 15, 20, 25, 30, 35, 40]
+    assert set(history[-1]) == {"epoch", "log_evidence", "noise_std", "0.weight", "0.bias", "2.weight", "2.bias"}
+    assert all(np.isfinite(update["log_evidence"]) for update in history)
+    # The last update set the prior the MAP finished training under.
+    assert {name: history[-1][name] for name in reg.prior_precisions_} == pytest.approx(reg.prior_precisions_)
+
+
+def test_fixed_prior_learns_only_the_noise():
+    X, y = linear_data(60)
+    reg = LaplaceRegressor(hidden_layer_sizes=(4,), prior_std=0.5, max_epochs=50, random_state=0).fit(X, y)
+    assert set(reg.prior_precisions_.values()) == {4.0}
+    assert len(reg.evidence_history_) == 8
+    fixed = LaplaceRegressor(hidden_layer_sizes=(4,), prior_std=0.5, noise_std=0.3, max_epochs=50).fit(X, y)
+    assert fixed.evidence_history_ == [] and fixed.noise_std_ == pytest.approx(0.3)
