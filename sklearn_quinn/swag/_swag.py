@@ -91,7 +91,8 @@ class SWAGMixin:
                     layer.reset_parameters()
         X, Y = (torch.as_tensor(array, dtype=self._dtype, device=self._device) for array in (X, Y))
         with torch.no_grad():
-            return float(NegativeLogPosterior(len(X), self.net_.criterion_.prior_precision, likelihood)(module(X), Y, module))
+            objective = NegativeLogPosterior(len(X), self.net_.criterion_.prior_precision, likelihood)
+            return float(objective(module(X), Y, module))
 
     def _run_sgd(self, X, Y, likelihood, lr):
         """The moments of ``swag_epochs`` of constant-rate SGD from a copy of
