@@ -30,7 +30,6 @@ group). One factorisation per iteration, no line search.
 
 import math
 
-import numpy as np
 import torch
 
 from .curvature import curvature
