@@ -108,18 +108,29 @@ class EmpiricalBayesPrior:
     """
 
     def __init__(self, sizes, min_variance=MIN_PRIOR_VARIANCE):
-        self.sizes = list(sizes)
+        self.sizes = torch.tensor(sizes)
+        self.group_index = torch.repeat_interleave(torch.arange(len(sizes)), self.sizes)
         self.min_variance = min_variance
+
+    def second_moments(self, mean, std):
+        """``mean over each group of (mean**2 + std**2)``, shape ``(G,)``."""
+        values = mean.square() + std.square()
+        totals = values.new_zeros(len(self.sizes)).index_add(0, self.group_index.to(values.device), values)
+        return totals / self.sizes.to(totals)
 
     def variances(self, mean, std):
         """The ELBO-optimal prior variance of each group for ``q``, shape ``(G,)``."""
-        second_moments = (mean.square() + std.square()).split(self.sizes)
-        return torch.stack([group.mean() for group in second_moments]).clamp(min=self.min_variance)
+        return self.second_moments(mean, std).clamp(min=self.min_variance)
 
-    def stds(self, mean, std):
-        """The prior std of every weight, shape ``(K,)``."""
-        sizes = torch.tensor(self.sizes, device=mean.device)
-        return self.variances(mean, std).sqrt().repeat_interleave(sizes)
+    def kl_divergence(self, mean, std):
+        """``KL(q || prior)``, summed by group: ``0.5 K_g (m_g / v_g - 1 + log v_g)``
+        for a group of ``K_g`` weights with second moment ``m_g`` and prior variance
+        ``v_g``, less ``sum log std``. Above the floor ``v_g = m_g`` and it is
+        ``0.5 sum_g K_g log m_g - sum log std``, a function of ``q`` alone."""
+        second_moments = self.second_moments(mean, std)
+        variances = second_moments.clamp(min=self.min_variance)
+        sizes = self.sizes.to(variances)
+        return 0.5 * (sizes * (second_moments / variances - 1 + variances.log())).sum() - std.log().sum()
 
 
 def kl_divergence(mean, std, theta, prior):
@@ -136,24 +147,18 @@ def kl_divergence(mean, std, theta, prior):
     -------
     tensor of shape ()
         The closed form for a Gaussian prior (``prior.gaussian_std`` set, or
-        the learned prior at its optimum for ``q``, where it equals
-        ``0.5 * sum_g K_g log s_g**2 - 0.5 * sum log std**2``), else the Monte
-        Carlo mean of ``log q - log p`` over ``theta``.
+        the learned prior), else the Monte Carlo mean of ``log q - log p``
+        over ``theta``.
     """
     if isinstance(prior, EmpiricalBayesPrior):
-        return _gaussian_kl(mean, std, prior.stds(mean, std))
+        return prior.kl_divergence(mean, std)
     prior_std = prior.gaussian_std
     if prior_std is not None:
-        return _gaussian_kl(mean, std, prior_std)
+        ratio = (std / prior_std).square()
+        return 0.5 * (ratio + (mean / prior_std).square() - 1 - ratio.log()).sum()
     z = (theta - mean) / std
     log_q = (-0.5 * z.square() - std.log() - 0.5 * math.log(2 * math.pi)).sum(-1)
     return (log_q - prior.log_prob(theta)).mean()
-
-
-def _gaussian_kl(mean, std, prior_std):
-    """``KL(N(mean, diag(std**2)) || N(0, diag(prior_std**2)))``, ``prior_std`` a float or ``(K,)``."""
-    ratio = (std / prior_std).square()
-    return 0.5 * (ratio + (mean / prior_std).square() - 1 - ratio.log()).sum()
 
 
 def negative_elbo(outputs, y, theta, mean, std, *, likelihood, prior, n_train, kl_weight=1.0):
