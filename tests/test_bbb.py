@@ -1,17 +1,19 @@
 """BBBRegressor: the mean-field optimum of a linear model, the learned and fixed priors, the KL and its weighting."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
 import torch
 from scipy.stats import norm
+from sklearn.datasets import load_iris
 from sklearn.linear_model import BayesianRidge
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from skorch.callbacks import Callback
 
-from sklearn_quinn import BBBRegressor
+from sklearn_quinn import BBBClassifier, BBBRegressor
 from sklearn_quinn._core.likelihoods import GaussianLikelihood
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 from sklearn_quinn._core.priors import ScaleMixturePrior
@@ -113,8 +115,8 @@ def test_learned_prior_and_q_maximise_the_elbo(linear_data):
 
 
 def test_learned_kl_is_a_function_of_q_alone():
-    """At the optimal prior the KL is ``0.5 sum_g K_g log mean_g(mu**2 + sigma**2)
-    - 0.5 sum log sigma**2`` (to 1e-12), and any other prior variance of a group
+    """At the optimal prior the KL of group g is ``0.5 K_g log mean_g(mu**2 + sigma**2)
+    - sum_g log sigma`` (to 1e-12), and any other prior variance of a group
     gives a larger KL."""
     model = FunctionalModel(build_mlp(3, 2, [4]))
     generator = torch.Generator().manual_seed(0)
@@ -123,8 +125,9 @@ def test_learned_kl_is_a_function_of_q_alone():
     prior = EmpiricalBayesPrior(model.sizes)
     kl = kl_divergence(mean, std, None, prior)
     groups = (mean.square() + std.square()).split(model.sizes)
-    by_hand = 0.5 * sum(len(g) * math.log(g.mean()) for g in groups) - std.square().log().sum() / 2
-    assert float(kl) == pytest.approx(float(by_hand), rel=1e-12)
+    by_hand = [0.5 * len(g) * math.log(g.mean()) - s.log().sum() for g, s in zip(groups, std.split(model.sizes))]
+    np.testing.assert_allclose(prior.group_kl_divergences(mean, std).numpy(), by_hand, rtol=1e-12)
+    assert float(kl) == pytest.approx(math.fsum(by_hand), rel=1e-12)
     variances = prior.variances(mean, std)
     for group in range(len(model.sizes)):
         for scale in [0.9, 1.1]:
@@ -160,6 +163,21 @@ def test_prior_is_fixed_for_the_warmup_epochs_then_learned(wave_data):
 
     small(max_epochs=9, callbacks=[RecordPrior()]).fit(*wave_data)
     assert seen == ["ScaleMixturePrior"] * 2 + ["EmpiricalBayesPrior"] * 7
+
+
+def test_pruned_weight_matrix_is_reported():
+    """On iris (150 rows) the ELBO of a 1x16 network prefers q = its learned
+    prior on the first layer's weights, which cuts the outputs off the inputs
+    (probabilities near the class frequencies); the fit says so from the
+    user's line, and a fixed prior fits."""
+    X, y = load_iris(return_X_y=True)
+    with pytest.warns(UserWarning, match="pruned every weight of 0.weight") as record:
+        clf = BBBClassifier(hidden_layer_sizes=(16,), random_state=0).fit(X, y)
+    assert record[0].filename == __file__
+    np.testing.assert_allclose(clf.predict_proba(X), 1 / 3, atol=0.05)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert BBBClassifier(hidden_layer_sizes=(16,), prior_std=1.0, random_state=0).fit(X, y).score(X, y) > 0.9
 
 
 @pytest.mark.parametrize("params, precision", [({"prior_std": 0.5}, 4.0),

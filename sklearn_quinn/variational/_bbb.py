@@ -1,5 +1,6 @@
 """BBBRegressor and BBBClassifier: mean-field Gaussian variational inference by Bayes by backprop."""
 
+import warnings
 from numbers import Integral, Real
 
 import torch
@@ -23,6 +24,12 @@ INITIAL_STD = 1e-3
 #: (:class:`~sklearn_quinn.variational._skorch.PriorWarmup` says why).
 PRIOR_WARMUP_FRACTION = 0.25
 WARMUP_PRIOR_STD = 1.0
+
+#: ``KL(q || learned prior)`` of a group of weights (nats) below which ``q`` is
+#: its prior there: the data moved none of its weights, and the group is pruned
+#: (a bias may be; a weight matrix of a multilayer perceptron cuts the outputs
+#: off the inputs).
+PRUNED_KL = 1.0
 
 
 class VariationalMixin:
@@ -73,6 +80,21 @@ class VariationalMixin:
             precisions = [1 / (prior.pi * prior.sigma1**2 + (1 - prior.pi) * prior.sigma2**2)] * len(self._model.names)
         self.prior_precisions_ = dict(zip(self._model.names, precisions))
 
+    def _warn_if_pruned(self, prior, mean, std):
+        """Warn when the learned prior pruned a whole weight matrix (``q`` is its prior there)."""
+        pruned = [
+            name
+            for name, shape, kl in zip(self._model.names, self._model.shapes, prior.group_kl_divergences(mean, std))
+            if len(shape) > 1 and kl < PRUNED_KL
+        ]
+        if pruned:
+            warnings.warn(
+                f"the learned prior pruned every weight of {', '.join(pruned)} (q is its prior there, to within "
+                f"{PRUNED_KL:g} nat), so the network's outputs hardly depend on its inputs. On few rows the ELBO "
+                "of a mean-field network can prefer this to fitting the data; set prior_std to a float (e.g. "
+                "1.0), train longer, or use a smaller network",
+                UserWarning, stacklevel=5)  # fit -> _fit -> _fit_variational -> _warn_if_pruned -> here
+
     def _fit_variational(self, X, Y, likelihood):
         """Train ``q`` on the ELBO of ``likelihood``; sets ``posterior_``,
         ``prior_precisions_``, ``net_`` and ``_model``, and returns the trained likelihood."""
@@ -107,6 +129,8 @@ class VariationalMixin:
         mean, std = module.mean.detach(), module.std.detach()
         self.posterior_ = GaussianPosterior.from_std(mean, std)
         self._keep_prior_precisions(prior, mean, std)
+        if isinstance(prior, EmpiricalBayesPrior):
+            self._warn_if_pruned(prior, mean, std)
         return self.net_.criterion_.likelihood
 
 
@@ -201,7 +225,7 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
     >>> rng = np.random.RandomState(0)
     >>> X = rng.uniform(-2, 2, size=(60, 1))
     >>> y = np.sin(2 * X[:, 0]) + 0.1 * rng.randn(60)
-    >>> reg = BBBRegressor(hidden_layer_sizes=(16,), max_epochs=100, random_state=0).fit(X, y)
+    >>> reg = BBBRegressor(hidden_layer_sizes=(16,), max_epochs=300, random_state=0).fit(X, y)
     >>> reg.posterior_.std.shape
     torch.Size([49])
     >>> list(reg.prior_precisions_)

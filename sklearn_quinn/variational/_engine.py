@@ -132,6 +132,16 @@ class EmpiricalBayesPrior:
         sizes = self.sizes.to(variances)
         return 0.5 * (sizes * (second_moments / variances - 1 + variances.log())).sum() - std.log().sum()
 
+    def group_kl_divergences(self, mean, std):
+        """The terms of :meth:`kl_divergence` of each group, shape ``(G,)``: zero
+        for a group whose ``q`` is its prior (pruned)."""
+        second_moments = self.second_moments(mean, std)
+        variances = second_moments.clamp(min=self.min_variance)
+        log_std = std.log()
+        log_std_totals = log_std.new_zeros(len(self.sizes)).index_add(0, self.group_index.to(log_std.device), log_std)
+        sizes = self.sizes.to(variances)
+        return 0.5 * sizes * (second_moments / variances - 1 + variances.log()) - log_std_totals
+
 
 def kl_divergence(mean, std, theta, prior):
     """``KL(q || prior)`` for ``q = N(mean, diag(std**2))``.
