@@ -161,9 +161,10 @@ class BBBRegressor(VariationalMixin, BaseBayesianRegressor):
     ``N(0, 1)`` for the first quarter of the epochs, since a prior fitted to
     the initial weights pulls every weight to zero. A group of weights that
     the data do not need collapses onto its prior (its learned precision
-    grows large: automatic relevance determination). On small data sets the
-    ELBO may prefer that for every group, most of all for classifiers; a
-    fixed ``prior_std`` then fits better.
+    grows large: automatic relevance determination). On small data sets,
+    most of all for classifiers, the ELBO may prefer that for a whole weight
+    matrix, which cuts the outputs off the inputs; ``fit`` then warns, and a
+    fixed ``prior_std`` fits better.
 
     Parameters
     ----------

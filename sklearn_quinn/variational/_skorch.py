@@ -69,8 +69,8 @@ class PriorWarmup(Callback):
     An :class:`~sklearn_quinn.variational._engine.EmpiricalBayesPrior` learned
     from the first step fits the prior to ``q`` at its random initialisation,
     whose narrow variances pull the means toward zero, which narrows the prior
-    further: every group collapses onto its prior and the network predicts
-    nothing, a local optimum of the ELBO from which the data do not pull it
+    further: every group collapses onto its prior and the network predicts a
+    constant, a local optimum of the ELBO from which the data do not pull it
     out. Fitting the data under a fixed broad prior first starts the learned
     prior where the weights already carry the data. Immer et al. (2021,
     "Scalable marginal likelihood estimation for model selection in deep
