@@ -301,10 +301,16 @@ class BBBClassifier(VariationalMixin, BaseBayesianClassifier):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, module, prior_std, prior_pi, prior_sigma1, prior_sigma2, \
-n_mc_samples, kl_weighting, n_samples, lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, \
-device, random_state, verbose
+    hidden_layer_sizes, activation, module, prior_pi, prior_sigma1, prior_sigma2, n_mc_samples, \
+kl_weighting, n_samples, lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, \
+random_state, verbose
         As for :class:`BBBRegressor`.
+    prior_std : float > 0 or None, default=1.0
+        As for :class:`BBBRegressor`, but a fixed ``N(0, 1)`` by default: on
+        a hundred or a few hundred rows the ELBO of a learned prior (None)
+        can prune a whole layer, leaving probabilities that ignore the inputs
+        (it does on iris and wine; see the variational page of the
+        documentation).
     predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \
 'mean_field_2'}, default=None
         None averages the softmax over the draws; the others need ``moment_match=True``.
@@ -342,7 +348,7 @@ device, random_state, verbose
         activation="relu",
         *,
         module=None,
-        prior_std=None,
+        prior_std=1.0,
         prior_pi=None,
         prior_sigma1=1.0,
         prior_sigma2=0.1,
