@@ -123,18 +123,15 @@ class EmpiricalBayesPrior:
         return self.second_moments(mean, std).clamp(min=self.min_variance)
 
     def kl_divergence(self, mean, std):
-        """``KL(q || prior)``, summed by group: ``0.5 K_g (m_g / v_g - 1 + log v_g)``
-        for a group of ``K_g`` weights with second moment ``m_g`` and prior variance
-        ``v_g``, less ``sum log std``. Above the floor ``v_g = m_g`` and it is
-        ``0.5 sum_g K_g log m_g - sum log std``, a function of ``q`` alone."""
-        second_moments = self.second_moments(mean, std)
-        variances = second_moments.clamp(min=self.min_variance)
-        sizes = self.sizes.to(variances)
-        return 0.5 * (sizes * (second_moments / variances - 1 + variances.log())).sum() - std.log().sum()
+        """``KL(q || prior)``: the sum of :meth:`group_kl_divergences`."""
+        return self.group_kl_divergences(mean, std).sum()
 
     def group_kl_divergences(self, mean, std):
-        """The terms of :meth:`kl_divergence` of each group, shape ``(G,)``: zero
-        for a group whose ``q`` is its prior (pruned)."""
+        """``KL(q || prior)`` of each group, shape ``(G,)``: ``0.5 K_g (m_g / v_g - 1 + log v_g)
+        - sum over g of log std`` for ``K_g`` weights of second moment ``m_g`` under a prior
+        variance ``v_g``. Above the floor ``v_g = m_g``, which leaves ``0.5 K_g log m_g -
+        sum over g of log std``, a function of ``q`` alone; zero for a group whose ``q`` is
+        its prior (pruned)."""
         second_moments = self.second_moments(mean, std)
         variances = second_moments.clamp(min=self.min_variance)
         log_std = std.log()
