@@ -32,7 +32,7 @@ import math
 
 import torch
 
-from .curvature import curvature
+from .curvature import curvature, full_fits
 
 #: Largest number of observations (rows of ``W``) and of weights for the exact
 #: log determinant, through the kernel or the full matrix.
@@ -143,7 +143,7 @@ class LaplaceEvidence:
                 index = groups.index.to(theta.device)
                 self._grams = torch.stack([factor[:, index == g] @ factor[:, index == g].T for g in range(len(groups))])
             else:
-                self.structure = "full" if n_params <= _MAX_FULL_PARAMS else "diag"
+                self.structure = "full" if n_params <= _MAX_FULL_PARAMS and full_fits(n_params, theta.dtype) else "diag"
                 self._gauss_newton = curvature(model, theta, X, Y, likelihood, "ggn", self.structure).double()
 
     def _log_det_and_dof(self, precision, noise_scale):

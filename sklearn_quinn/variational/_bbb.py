@@ -37,8 +37,6 @@ class VariationalMixin:
 
     _variational_constraints: dict = {
         **MAP_TRAINING_CONSTRAINTS,
-        # None learns the prior. TODO: drop once BaseBayesianNetwork's constraint takes None.
-        "prior_std": [None, Interval(Real, 0, None, closed="neither")],
         "prior_pi": [None, Interval(Real, 0, 1, closed="both")],
         "prior_sigma1": [Interval(Real, 0, None, closed="neither")],
         "prior_sigma2": [Interval(Real, 0, None, closed="neither")],
