@@ -34,7 +34,9 @@ GRID = np.array([0.03, 0.3, 3.0, 30.0])
 
 
 def laplace(**params):
-    defaults = dict(hidden_layer_sizes=(12,), lr=0.01, max_epochs=80, random_state=0)
+    # A fixed isotropic prior: a float prior_precision then means the same in a grid
+    # search (which, under a learned prior, scales the learned precisions) and in a refit.
+    defaults = dict(hidden_layer_sizes=(12,), prior_std=1.0, lr=0.01, max_epochs=80, random_state=0)
     return LaplaceRegressor(**{**defaults, **params})
 
 
@@ -232,7 +234,7 @@ def test_noise_scale_path_is_the_rescaled_predictive(split, count_curvatures, pu
 
 # ------------------------------------------------------------ classifiers
 def laplace_classifier(**params):
-    defaults = dict(hidden_layer_sizes=(8,), lr=0.01, max_epochs=60, random_state=0)
+    defaults = dict(hidden_layer_sizes=(8,), prior_std=1.0, lr=0.01, max_epochs=60, random_state=0)
     return LaplaceClassifier(**{**defaults, **params})
 
 
