@@ -53,7 +53,7 @@ def split_table(X, y, classification, *, test_size=0.2, random_state=0):
 
 
 def candidates(methods, classification, X_train, *, references=True, quick=True, max_epochs=None, random_state=0,
-               device="cpu", max_rows=None):
+               device="cpu"):
     """The networks of ``methods``, then the scikit-learn references of the task.
 
     Parameters
@@ -70,8 +70,6 @@ def candidates(methods, classification, X_train, *, references=True, quick=True,
     max_epochs, random_state, device
         See :func:`~sklearn_quinn._cli.methods.make_estimator`; ``random_state``
         also seeds the references.
-    max_rows : int, default=None
-        Overrides the GPR's row limit (None keeps ``GPR_MAX_ROWS``).
 
     Returns
     -------
@@ -84,8 +82,8 @@ def candidates(methods, classification, X_train, *, references=True, quick=True,
             for name in methods]
     if references:
         rows += [Candidate(name, f"scikit-learn {REFERENCES[name].label}",
-                           make_reference(name, n_features, random_state=random_state, max_rows=max_rows),
-                           subsample_note(name, n_rows, max_rows))
+                           make_reference(name, n_features, random_state=random_state),
+                           subsample_note(name, n_rows))
                  for name in references_for(classification)]
     return rows
 
