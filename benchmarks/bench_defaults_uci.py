@@ -126,7 +126,8 @@ def print_tables(records, datasets, methods, notes):
                   f"{fmt(values['ll'], 2)} | {fmt(values['rmse'], digits)} | {np.mean(values['seconds']):.1f} | "
                   f"{checks} |")
 
-    print("".join(f"\n{note}." for note in notes))
+    if notes:
+        print("".join(f"\n{note}." for note in notes))
     print("\nThe best family of each set against the best published test LL per point (minus the published NLL):\n")
     print("| data set | best family | its test LL | best published LL | at least the published |")
     print("|---|---|---|---|---|")

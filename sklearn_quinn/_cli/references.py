@@ -12,6 +12,7 @@ A Gaussian process costs ``O(n^3)`` in the training rows, so above
 (:class:`RowSubsample`) rather than hang; ``compare`` says so in a note.
 """
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -21,7 +22,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 from sklearn.linear_model import BayesianRidge, LogisticRegression
 from sklearn.utils import check_random_state
 
-# One GPR fit of 1000 rows and 8 features takes about 15 s on one core (two optimiser runs).
+# A GPR fit costs O(n^3) in its rows; 1000 rows keep it to seconds on one core.
 GPR_MAX_ROWS = 1000
 
 
@@ -30,7 +31,7 @@ class Reference(NamedTuple):
 
     label: str
     classification: bool
-    make: object  # (n_features, random_state) -> estimator
+    make: Callable  # (n_features, random_state) -> estimator
     max_rows: int | None = None  # fitted on a random subset above this many training rows
 
 
@@ -38,8 +39,8 @@ def _gaussian_process(n_features, random_state):
     # normalize_y makes the target's variance about 1, hence the bounds of the
     # signal and noise variances; a length scale at its upper bound is an
     # irrelevant input (ARD), and inputs are standardised, so 1e5 is ample.
-    # One restart from a random start besides the default one: on diabetes
-    # further restarts found the same optimum at three times the cost.
+    # One restart from a random start besides the default one (more restarts
+    # found the same optimum on diabetes's splits).
     kernel = ConstantKernel(1.0, (1e-2, 1e2)) * RBF(np.ones(n_features), (1e-2, 1e5)) + WhiteKernel(0.1, (1e-6, 1.0))
     return GaussianProcessRegressor(kernel, normalize_y=True, n_restarts_optimizer=1, random_state=random_state)
 
