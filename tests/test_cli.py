@@ -12,9 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from sklearn.linear_model import BayesianRidge
 
 from sklearn_quinn._cli.main import main
 from sklearn_quinn._cli.methods import METHODS, make_estimator
+from sklearn_quinn._cli.references import REFERENCES, RowSubsample
 
 SHARED_UCI = Path(__file__).resolve().parents[2] / "shared" / "data" / "uci"
 TINY = ["--methods", "laplace", "de", "--max-epochs", "5", "--threads", "1"]
@@ -28,20 +30,52 @@ def read_csv(path):
 def test_compare_bundled_regression(tmp_path, capsys):
     assert main(["compare", "diabetes", *TINY, "--out", str(tmp_path)]) == 0
     rows = read_csv(tmp_path / "results.csv")
-    assert [row["method"] for row in rows] == ["laplace", "de"]
+    assert [row["method"] for row in rows] == ["laplace", "de", "sklearn-bayesian-ridge", "sklearn-gpr"]
     assert list(rows[0]) == ["method", "RMSE", "NLL", "CRPS", "95% coverage", "fit s"]
     assert all(np.isfinite(float(value)) for row in rows for key, value in row.items() if key != "method")
-    assert (tmp_path / "results.md").read_text().startswith("| method | RMSE |")
-    assert (tmp_path / "laplace.png").stat().st_size > 0 and (tmp_path / "de.png").stat().st_size > 0
-    assert "| laplace |" in capsys.readouterr().out
+    assert all(0 <= float(row["95% coverage"]) <= 1 for row in rows)
+    report = (tmp_path / "results.md").read_text()
+    assert report.startswith("| method | RMSE |") and "sklearn-* rows are scikit-learn references" in report
+    assert all((tmp_path / f"{row['method']}.png").stat().st_size > 0 for row in rows)
+    out = capsys.readouterr().out
+    assert "| laplace |" in out and "| sklearn-gpr |" in out and "sklearn-gpr: GaussianProcessRegressor" in out
 
 
 def test_compare_bundled_classification(tmp_path):
     assert main(["compare", "iris", *TINY, "--out", str(tmp_path)]) == 0
     rows = read_csv(tmp_path / "results.csv")
+    assert [row["method"] for row in rows] == ["laplace", "de", "sklearn-logistic"]
     assert list(rows[0]) == ["method", "accuracy", "NLL", "ECE", "fit s"]
     assert all(0 <= float(row["accuracy"]) <= 1 for row in rows)
-    assert (tmp_path / "laplace.png").is_file()
+    assert all(np.isfinite(float(row["NLL"])) and 0 <= float(row["ECE"]) <= 1 for row in rows)
+    assert (tmp_path / "laplace.png").is_file() and (tmp_path / "sklearn-logistic.png").is_file()
+
+
+def test_compare_without_references(tmp_path, capsys):
+    assert main(["compare", "iris", *TINY, "--no-references", "--out", str(tmp_path)]) == 0
+    assert [row["method"] for row in read_csv(tmp_path / "results.csv")] == ["laplace", "de"]
+    assert "sklearn-" not in capsys.readouterr().out and not (tmp_path / "sklearn-logistic.png").exists()
+
+
+def test_compare_fits_the_gaussian_process_on_a_subset_of_a_large_table(tmp_path, capsys, monkeypatch):
+    # The limit lowered to 40 rows: the 48 training rows of a 60-row table are then "large".
+    monkeypatch.setitem(REFERENCES, "sklearn-gpr", REFERENCES["sklearn-gpr"]._replace(max_rows=40))
+    path = tmp_path / "table.csv"
+    X = np.random.RandomState(0).randn(60, 3)
+    with open(path, "w", newline="") as file:
+        csv.writer(file).writerows([["a", "b", "y"], *([a, b, a - b + 0.1 * c] for a, b, c in X)])
+    assert main(["compare", str(path), "--target", "y", *TINY, "--out", str(tmp_path / "report")]) == 0
+    note = "sklearn-gpr is fitted on a random 40 of the 48 training rows"
+    assert note in capsys.readouterr().out and note in (tmp_path / "report" / "results.md").read_text()
+    gpr = [row for row in read_csv(tmp_path / "report" / "results.csv") if row["method"] == "sklearn-gpr"]
+    assert np.isfinite(float(gpr[0]["NLL"]))
+
+
+def test_row_subsample_fits_on_at_most_max_rows():
+    X, y = np.arange(20.0).reshape(10, 2), np.arange(10.0)
+    small = RowSubsample(BayesianRidge(), max_rows=4, random_state=0).fit(X, y)
+    assert small.n_fit_rows_ == 4 and small.predict(X, return_std=True)[1].shape == (10,)
+    assert RowSubsample(BayesianRidge(), max_rows=20).fit(X, y).n_fit_rows_ == 10
 
 
 @pytest.mark.parametrize("target, column", [("price", "RMSE"), ("colour", "accuracy")])

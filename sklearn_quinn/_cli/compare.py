@@ -4,11 +4,17 @@ Each method is fitted in ``Pipeline([StandardScaler(), estimator])`` on a
 random train split and scored on the test split with ``sklearn_quinn.metrics``:
 regression by RMSE, Gaussian NLL, CRPS and the coverage of the central 95%
 interval; classification by accuracy, categorical NLL and ECE; both with the
-fit seconds.
+fit seconds. The scikit-learn references of the task (``references.py``) are
+fitted and scored the same way, in the same table.
+
+The pieces (the split, the candidates, fitting and scoring one) are also what
+the benchmark scripts under ``benchmarks/`` run, so that their first split is
+this command's.
 """
 
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from sklearn.model_selection import train_test_split
 from sklearn.pipeline import Pipeline
@@ -19,11 +25,104 @@ from .. import metrics
 from . import report
 from .data import is_classification, load_table
 from .methods import METHODS, check_methods, make_estimator
+from .references import REFERENCES, make_reference, references_for, subsample_note
 
 
-def run_compare(data, target, methods, *, task="auto", test_size=0.2, out="sklearn-quinn-report",
+class Candidate(NamedTuple):
+    """One row of the table before it is fitted."""
+
+    name: str  # the table's method column and the name of its PNG
+    title: str  # the title of its plot
+    estimator: object
+    note: str | None = None  # a line for the report (a reference fitted on a subset of the rows)
+
+
+class Scored(NamedTuple):
+    """A fitted candidate: the pipeline, the table's columns and the test predictions."""
+
+    model: Pipeline
+    scores: dict
+    prediction: tuple  # (mean, std) for a regression, (proba,) for a classification
+
+
+def split_table(X, y, classification, *, test_size=0.2, random_state=0):
+    """``X_train, X_test, y_train, y_test``: the random split of ``compare``, stratified by class for a
+    classification."""
+    return train_test_split(X, y, test_size=test_size, random_state=random_state,
+                            stratify=y if classification else None)
+
+
+def candidates(methods, classification, X_train, *, references=True, quick=True, max_epochs=None, random_state=0,
+               device="cpu"):
+    """The networks of ``methods``, then the scikit-learn references of the task.
+
+    Parameters
+    ----------
+    methods : list of str
+        Keys of ``METHODS``.
+    classification : bool
+    X_train : ndarray of shape (n_samples, n_features)
+        The training rows (the references' sizes and notes depend on them).
+    references : bool, default=True
+        Add the task's references (``REFERENCES``) after the networks.
+    quick : bool, default=True
+        The methods' smaller budgets of ``compare``, else the package's defaults.
+    max_epochs, random_state, device
+        See :func:`~sklearn_quinn._cli.methods.make_estimator`; ``random_state``
+        also seeds the references.
+
+    Returns
+    -------
+    list of Candidate
+    """
+    n_rows, n_features = X_train.shape
+    rows = [Candidate(name, f"{METHODS[name].label} ({name})",
+                      make_estimator(name, classification, quick=quick, max_epochs=max_epochs,
+                                     random_state=random_state, device=device))
+            for name in methods]
+    if references:
+        rows += [Candidate(name, f"scikit-learn {REFERENCES[name].label}",
+                           make_reference(name, n_features, random_state=random_state),
+                           subsample_note(name, n_rows))
+                 for name in references_for(classification)]
+    return rows
+
+
+def regression_scores(y_test, mean, std):
+    """The regression columns of the table (without the fit seconds)."""
+    return {"RMSE": metrics.root_mean_squared_error(y_test, mean), "NLL": metrics.gaussian_nll(y_test, mean, std),
+            "CRPS": metrics.crps_gaussian(y_test, mean, std),
+            "95% coverage": metrics.interval_coverage(y_test, mean, std, 0.95)}
+
+
+def classification_scores(y_test, proba, classes):
+    """The classification columns of the table (without the fit seconds); ECE over 15 bins."""
+    return {"accuracy": metrics.accuracy(y_test, proba, labels=classes),
+            "NLL": metrics.categorical_nll(y_test, proba, labels=classes),
+            "ECE": metrics.expected_calibration_error(y_test, proba, n_bins=15, labels=classes)}
+
+
+def fit_and_score(estimator, X_train, y_train, X_test, y_test, classification):
+    """Fit ``Pipeline([StandardScaler(), estimator])`` and score it on the test rows.
+
+    The scores are the table's columns, the fit seconds last ('fit s').
+    """
+    model = Pipeline([("scale", StandardScaler()), ("model", estimator)])
+    start = time.perf_counter()
+    model.fit(X_train, y_train)
+    seconds = time.perf_counter() - start
+    if classification:
+        prediction = (model.predict_proba(X_test),)
+        scores = classification_scores(y_test, *prediction, model.classes_)
+    else:
+        prediction = model.predict(X_test, return_std=True)
+        scores = regression_scores(y_test, *prediction)
+    return Scored(model, {**scores, "fit s": seconds}, tuple(prediction))
+
+
+def run_compare(data, target, methods, *, task="auto", test_size=0.2, out="sklearn-quinn-report", references=True,
                 random_state=0, max_epochs=None, device="cpu", log=None):
-    """Fit and score every method; write the report to ``out``; return the table rows.
+    """Fit and score every method and reference; write the report to ``out``; return the table rows and notes.
 
     Parameters
     ----------
@@ -37,6 +136,8 @@ def run_compare(data, target, methods, *, task="auto", test_size=0.2, out="sklea
         Fraction of the rows held out for scoring.
     out : str or Path
         Report folder, made if absent; files in it are overwritten.
+    references : bool, default=True
+        Add the scikit-learn references of the task (``REFERENCES``).
     random_state : int
         Seeds the split and every estimator.
     max_epochs : int, default=None
@@ -49,7 +150,10 @@ def run_compare(data, target, methods, *, task="auto", test_size=0.2, out="sklea
     Returns
     -------
     rows : list of dict
-        One per method, the columns of the table.
+        One per method, then one per reference: the columns of the table.
+    notes : list of str
+        Lines printed below the table (what the reference rows are, a reference
+        fitted on a subset of the rows).
     """
     check_methods(methods)
     if not 0 < test_size < 1:
@@ -58,37 +162,26 @@ def run_compare(data, target, methods, *, task="auto", test_size=0.2, out="sklea
     classification = is_classification(y) if task == "auto" else task == "classification"
     if not classification and y.dtype.kind not in "fiu":
         raise ValueError("a regression needs a numeric target; the target holds text")
-    X_train, X_test, y_train, y_test = train_test_split(
-        X, y, test_size=test_size, random_state=random_state, stratify=y if classification else None
-    )
+    X_train, X_test, y_train, y_test = split_table(X, y, classification, test_size=test_size,
+                                                   random_state=random_state)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
-    bar = tqdm(methods, desc="fitting", unit="method", file=log)
-    for name in bar:
-        bar.set_postfix_str(name)
-        estimator = make_estimator(name, classification, quick=True, max_epochs=max_epochs, random_state=random_state,
-                                   device=device)
-        model = Pipeline([("scale", StandardScaler()), ("model", estimator)])
-        start = time.perf_counter()
-        model.fit(X_train, y_train)
-        seconds = time.perf_counter() - start
-        title = f"{METHODS[name].label} ({name})"
+    todo = candidates(methods, classification, X_train, references=references, max_epochs=max_epochs,
+                      random_state=random_state, device=device)
+    bar = tqdm(todo, desc="fitting", unit="method", file=log)
+    for candidate in bar:
+        bar.set_postfix_str(candidate.name)
+        scored = fit_and_score(candidate.estimator, X_train, y_train, X_test, y_test, classification)
+        rows.append({"method": candidate.name, **scored.scores})
+        path = out / f"{candidate.name}.png"
         if classification:
-            classes = model.classes_
-            proba = model.predict_proba(X_test)
-            rows.append({"method": name, "accuracy": metrics.accuracy(y_test, proba, labels=classes),
-                         "NLL": metrics.categorical_nll(y_test, proba, labels=classes),
-                         "ECE": metrics.expected_calibration_error(y_test, proba, labels=classes),
-                         "fit s": seconds})
-            report.plot_classification(out / f"{name}.png", title, y_test, proba, classes)
+            report.plot_classification(path, candidate.title, y_test, *scored.prediction, scored.model.classes_)
         else:
-            mean, std = model.predict(X_test, return_std=True)
-            rows.append({"method": name, "RMSE": metrics.root_mean_squared_error(y_test, mean),
-                         "NLL": metrics.gaussian_nll(y_test, mean, std),
-                         "CRPS": metrics.crps_gaussian(y_test, mean, std),
-                         "95% coverage": metrics.interval_coverage(y_test, mean, std, 0.95),
-                         "fit s": seconds})
-            report.plot_regression(out / f"{name}.png", title, y_test, mean, std)
-    report.write_tables(rows, out)
-    return rows
+            report.plot_regression(path, candidate.title, y_test, *scored.prediction)
+    notes = [candidate.note for candidate in todo if candidate.note]
+    if references:
+        labels = "; ".join(f"{name}: {REFERENCES[name].label}" for name in references_for(classification))
+        notes.insert(0, f"sklearn-* rows are scikit-learn references, fitted and scored as the networks are ({labels})")
+    report.write_tables(rows, out, notes)
+    return rows, notes

@@ -4,12 +4,14 @@ import argparse
 import sys
 
 import torch
+from threadpoolctl import threadpool_limits
 
 from .. import __version__
 from .benchmark import DATA_DIR_VARIABLE, DEFAULT_DATASETS, run_benchmark
 from .compare import run_compare
 from .data import BUNDLED
 from .methods import METHODS
+from .references import GPR_MAX_ROWS
 from .report import markdown
 
 _COMPARE_HELP = f"""\
@@ -20,9 +22,17 @@ train split and scored on the held-out rows: regression by RMSE, NLL, CRPS and
 95% interval coverage, classification by accuracy, NLL and ECE, both with the
 fit seconds. A classification is detected from the target (text, or at most
 20 integer values; override with --task). The report folder gets the table as
-results.csv and results.md and one PNG per method (regression: predicted
+results.csv and results.md and one PNG per row (regression: predicted
 against observed with 95% intervals, and the interval calibration curve;
 classification: the reliability diagram).
+
+Below the networks, the table has scikit-learn references, fitted and scored
+the same way, so that one sees at once whether a network's uncertainty is
+worth its cost (--no-references leaves them out): for a regression
+BayesianRidge (sklearn-bayesian-ridge) and a GaussianProcessRegressor with an
+ARD RBF kernel plus white noise (sklearn-gpr; above {GPR_MAX_ROWS} training
+rows it is fitted on a random {GPR_MAX_ROWS} of them, with a note), for a
+classification LogisticRegression (sklearn-logistic).
 
 The methods run with laptop settings: the package's defaults with a smaller
 budget (300 training epochs instead of 1000; MCMC 200 burn-in + 200 draws per
@@ -70,6 +80,8 @@ def build_parser():
     compare.add_argument("--out", default="sklearn-quinn-report",
                          help="report folder (default: sklearn-quinn-report)")
     compare.add_argument("--random-state", type=int, default=0, help="seeds the split and the fits (default: 0)")
+    compare.add_argument("--no-references", dest="references", action="store_false",
+                         help="leave out the scikit-learn reference rows")
     _common(compare)
 
     benchmark = commands.add_parser("benchmark", help="run a standard benchmark")
@@ -93,7 +105,7 @@ def _common(parser):
     parser.add_argument("--max-epochs", type=int, metavar="N",
                         help="override every method's training epochs (for a quick smoke run)")
     parser.add_argument("--threads", type=int, metavar="N",
-                        help="torch CPU threads (default: torch's; 1 is fastest for these small networks)")
+                        help="torch and BLAS CPU threads (default: theirs; 1 is fastest for these small networks)")
     parser.add_argument("--device", default="cpu",
                         help="torch device of the fits: cpu, cuda, cuda:1, ... (default: cpu)")
 
@@ -108,11 +120,13 @@ def main(argv=None):
     try:
         if args.threads is not None:
             torch.set_num_threads(args.threads)
+            threadpool_limits(args.threads)  # BLAS too: the references (the GPR) fit in numpy
         if args.command == "compare":
-            rows = run_compare(args.data, args.target, args.methods, task=args.task, test_size=args.test_size,
-                               out=args.out, random_state=args.random_state, max_epochs=args.max_epochs,
-                               device=args.device)
-            print(markdown(rows) + f"\nreport written to {args.out}/ (results.csv, results.md, one PNG per method)")
+            rows, notes = run_compare(args.data, args.target, args.methods, task=args.task,
+                                      test_size=args.test_size, out=args.out, references=args.references,
+                                      random_state=args.random_state, max_epochs=args.max_epochs, device=args.device)
+            print(markdown(rows) + "".join(f"\n{note}." for note in notes)
+                  + f"\n\nreport written to {args.out}/ (results.csv, results.md, one PNG per row)")
         else:
             table, fitted, skipped = run_benchmark(args.data_dir, args.datasets, args.methods, args.splits,
                                                    args.out, max_epochs=args.max_epochs, device=args.device,

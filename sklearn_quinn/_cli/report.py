@@ -1,4 +1,4 @@
-"""The report of ``compare``: the table as CSV and Markdown, and a PNG per method."""
+"""The report of ``compare``: the table as CSV and Markdown, and a PNG per method and reference."""
 
 import csv
 
@@ -19,13 +19,13 @@ def markdown(rows):
     return "\n".join(lines) + "\n"
 
 
-def write_tables(rows, out):
-    """``out/results.csv`` and ``out/results.md``."""
+def write_tables(rows, out, notes=()):
+    """``out/results.csv`` and ``out/results.md`` (the table, then ``notes``, one paragraph each)."""
     with open(out / "results.csv", "w", newline="") as file:
         writer = csv.DictWriter(file, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    (out / "results.md").write_text(markdown(rows))
+    (out / "results.md").write_text(markdown(rows) + "".join(f"\n{note}.\n" for note in notes))
 
 
 def plot_regression(path, title, y_test, mean, std):

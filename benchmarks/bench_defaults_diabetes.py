@@ -1,0 +1,90 @@
+"""Every family at the package's defaults on diabetes, beside BayesianRidge and an ARD Gaussian process.
+
+Splits: the main job's (``sklearn-quinn compare``: a random 80/20 split of
+scikit-learn's diabetes data with ``random_state=0``), then further random
+80/20 splits with ``random_state`` 1, 2, ... (11 splits in all by default). Each
+split runs ``compare``'s own code (``split_table``, ``candidates``,
+``fit_and_score``): every estimator in ``Pipeline([StandardScaler(),
+estimator])``, seeded with the split's ``random_state``, scored on the test rows
+with ``sklearn_quinn.metrics``. The families are the command line's registry
+(``METHODS``), so a new family joins without an edit here; they run at the
+package's defaults (``--quick``: ``compare``'s smaller budgets, and then split 0
+reproduces the main job's table). The references are ``compare``'s:
+``BayesianRidge()`` and a ``GaussianProcessRegressor`` with an ARD RBF kernel
+plus white noise.
+
+Prints, per method, mean ± s.e. over the splits of the test NLL, the coverage of
+the central 95% interval, RMSE and fit seconds, the NLL minus BayesianRidge's
+on the same split (mean ± s.e.), and the targets of issue 17 for the networks:
+mean NLL at most BayesianRidge's + 0.03, mean coverage within [0.90, 0.98].
+Per-fit lines go to stderr, the table to stdout.
+
+    python benchmarks/bench_defaults_diabetes.py [--methods laplace de ...] [--splits 11] [--quick] \\
+        [--max-epochs N] [--threads 1]
+"""
+
+import argparse
+import sys
+
+import numpy as np
+import torch
+from threadpoolctl import threadpool_limits
+from uci_protocol import fmt, mean_se
+
+from sklearn_quinn._cli.compare import candidates, fit_and_score, split_table
+from sklearn_quinn._cli.data import load_table
+from sklearn_quinn._cli.methods import METHODS
+
+NLL_MARGIN = 0.03  # a family's mean NLL may exceed BayesianRidge's by this much
+COVERAGE_RANGE = (0.90, 0.98)  # of the mean coverage of the central 95% interval
+BASELINE = "sklearn-bayesian-ridge"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
+    parser.add_argument("--splits", type=int, default=11,
+                        help="splits in all: random_state 0 (the main job's) to SPLITS - 1 (default: 11)")
+    parser.add_argument("--quick", action="store_true", help="compare's smaller budgets instead of the defaults")
+    parser.add_argument("--max-epochs", type=int, help="override every method's training epochs (smoke runs)")
+    parser.add_argument("--threads", type=int, default=1, help="torch and BLAS threads (default: 1)")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    threadpool_limits(args.threads)
+
+    X, y, _ = load_table("diabetes")
+    scores = {}  # method -> list of score dicts, one per split
+    for seed in range(args.splits):
+        X_train, X_test, y_train, y_test = split_table(X, y, False, test_size=0.2, random_state=seed)
+        for candidate in candidates(args.methods, False, X_train, quick=args.quick, max_epochs=args.max_epochs,
+                                    random_state=seed):
+            result = fit_and_score(candidate.estimator, X_train, y_train, X_test, y_test, False).scores
+            scores.setdefault(candidate.name, []).append(result)
+            print(f"split {seed} {candidate.name}: NLL {result['NLL']:.3f}  coverage {result['95% coverage']:.3f}  "
+                  f"RMSE {result['RMSE']:.2f}  {result['fit s']:.1f} s", file=sys.stderr, flush=True)
+
+    budget = "compare's budgets (--quick)" if args.quick else "the package's defaults"
+    epochs = f", max_epochs {args.max_epochs}" if args.max_epochs else ""
+    print(f"diabetes, {args.splits} random 80/20 splits (random_state 0 = the main job's), {budget}{epochs}, "
+          f"{args.threads} thread(s). Mean ± s.e. over the splits.\n")
+    print(f"| method | test NLL | 95% coverage | RMSE | fit s | NLL - BayesianRidge's | "
+          f"NLL <= BR + {NLL_MARGIN} | coverage in [{COVERAGE_RANGE[0]:.2f}, {COVERAGE_RANGE[1]:.2f}] |")
+    print("|---|---|---|---|---|---|---|---|")
+    baseline = np.array([result["NLL"] for result in scores[BASELINE]])
+    failures = []
+    for name, results in scores.items():
+        nll, coverage = (np.array([result[key] for result in results]) for key in ("NLL", "95% coverage"))
+        if name in METHODS:
+            nll_ok = nll.mean() <= baseline.mean() + NLL_MARGIN
+            coverage_ok = COVERAGE_RANGE[0] <= coverage.mean() <= COVERAGE_RANGE[1]
+            failures += [f"{name} NLL"] * (not nll_ok) + [f"{name} coverage"] * (not coverage_ok)
+            checks = f"{'yes' if nll_ok else 'NO'} | {'yes' if coverage_ok else 'NO'}"
+        else:
+            checks = "reference | reference"
+        print(f"| {name} | {fmt(nll)} | {fmt(coverage)} | {fmt([result['RMSE'] for result in results], 2)} | "
+              f"{mean_se([result['fit s'] for result in results])[0]:.1f} | {fmt(nll - baseline)} | {checks} |")
+    print("\nAll targets hold." if not failures else f"\nTargets missed: {', '.join(failures)}.")
+
+
+if __name__ == "__main__":
+    main()
