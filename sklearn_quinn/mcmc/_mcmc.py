@@ -306,7 +306,7 @@ callbacks, normalize_y, dtype, device, random_state, verbose
     >>> X = rng.uniform(-2, 2, size=(40, 1))
     >>> y = np.sin(2 * X[:, 0]) + 0.1 * rng.randn(40)
     >>> reg = MCMCRegressor(hidden_layer_sizes=(10,), n_samples=50, n_burnin=50,
-    ...                     n_leapfrog=5, max_epochs=100, lr=0.01, random_state=0).fit(X, y)
+    ...                     n_leapfrog=5, max_epochs=300, lr=0.01, random_state=0).fit(X, y)
     >>> reg.chains_.shape  # 31 weights, the log noise std, 4 log prior precisions
     (4, 50, 36)
     >>> sorted(reg.prior_precisions_)
