@@ -10,16 +10,19 @@ hyperparameter columns. Each step is
 2. one exact draw of the hyperparameters of each row given its new weights
    (:class:`~sklearn_quinn._core.hyperpriors.HyperparameterGibbs`);
 3. the kernel's cached log density and gradient brought to the new
-   hyperparameters (exactly, with no gradient evaluation), so that its next
-   proposal starts from the current conditional.
+   hyperparameters (exactly, with no gradient evaluation; a sampled noise
+   costs one forward pass, for its draw), so that its next proposal starts
+   from the current conditional.
 
 Both moves leave the joint distribution invariant, so their cycle does (Neal
 1996, "Bayesian Learning for Neural Networks", alternates Gibbs updates of
 the hyperparameters with HMC updates of the weights this way). Over a run the
-order is Gibbs, kernel, Gibbs, kernel, ...; a step ends with the Gibbs draw so
-that what it reports as proposed is the kernel's own proposal (the
-hyperparameters unchanged): SMC tunes step sizes from those jumps, which the
-Gibbs draws, not depending on the step size, would only blur.
+two simply alternate; a step ends with the Gibbs draw, rather than starting
+with it, so that what it reports as proposed is the kernel's own proposal
+(the hyperparameters unchanged): SMC tunes step sizes from those jumps, which
+the Gibbs draws, not depending on the step size, would only blur. The chains
+of an MCMC fit start at the MAP's learned hyperparameters, so their first
+kernel step already sees sensible ones.
 
 Why the hyperparameters are state columns and not a separate tensor: every
 operation on rows (SMC's resampling, joblib's chain groups, the kept draws,

@@ -236,7 +236,9 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         AMCMC steps between covariance refreshes.
     init : {'map', 'prior'}, default='map'
         Start the chains at the MAP (trained through skorch, with a small
-        per-chain jitter) or at prior draws.
+        per-chain jitter; sampled hyperparameters start at the values it
+        learned) or at prior draws (of the hyperparameters too, when they are
+        sampled).
     compile : bool, default=False
         Run HMC's leapfrog trajectories through ``torch.compile``: the
         gradients and updates of a trajectory become one compiled graph
