@@ -12,6 +12,8 @@ likelihood estimation for model selection in deep learning"), so that the
 noise cannot shrink as the network over-fits. No validation split is held out.
 """
 
+import math
+
 import numpy as np
 import torch
 from skorch import NeuralNet
@@ -27,6 +29,9 @@ from ._core.network import FunctionalModel
 #: first tenth (the network first fits the data), none in the last fifth (the
 #: weights settle into the MAP of the final hyperparameters).
 EVIDENCE_UPDATE_FRACTIONS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+
+# Fixed-point steps of every update but the last, which runs to convergence.
+_STEPS_PER_UPDATE = 5
 
 
 class NegativeLogPosterior(nn.Module):
@@ -107,17 +112,22 @@ class EvidenceMaximisation(Callback):
             model, model.flatten(), self.X, self.Y, likelihood.frozen(self.Y.shape[1]), self.groups
         )
         precision = np.broadcast_to(torch.as_tensor(criterion.prior_precision).cpu().numpy(), len(self.groups))
-        log_precision, log_noise_scale, value = evidence.maximise(np.log(precision), self.learn_prior, self.learn_noise)
+        # The weights move on after an update: only the last one is worth iterating to convergence.
+        last = epoch == max(self.epochs)
+        precision, noise_scale, value = evidence.maximise(
+            precision, self.learn_prior, self.learn_noise, max_iterations=None if last else _STEPS_PER_UPDATE
+        )
         if self.learn_prior:
-            criterion.prior_precision = torch.as_tensor(np.exp(log_precision), dtype=self.X.dtype)
-        with torch.no_grad():
-            likelihood.log_noise_std.add_(log_noise_scale)
+            criterion.prior_precision = torch.as_tensor(precision, dtype=self.X.dtype)
+        if self.learn_noise:
+            with torch.no_grad():
+                likelihood.log_noise_std.add_(math.log(noise_scale))
         noise_std = likelihood.output_noise_std(self.Y.shape[1])
         self.history_.append({
             "epoch": epoch,
             "log_evidence": value,
             "noise_std": None if noise_std is None else noise_std.cpu().numpy().astype(np.float64),
-            **self.groups.as_dict(np.exp(log_precision)),
+            **self.groups.as_dict(precision),
         })
 
 

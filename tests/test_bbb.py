@@ -1,17 +1,31 @@
-"""BBBRegressor: the mean-field optimum of a linear model, the prior, the KL and its weighting."""
+"""BBBRegressor: the mean-field optimum of a linear model, the learned and fixed priors, the KL and its weighting."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
 import torch
 from scipy.stats import norm
+from sklearn.datasets import load_iris
+from sklearn.linear_model import BayesianRidge
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from skorch.callbacks import Callback
 
-from sklearn_quinn import BBBRegressor
+from sklearn_quinn import BBBClassifier, BBBRegressor
 from sklearn_quinn._core.likelihoods import GaussianLikelihood
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 from sklearn_quinn._core.priors import ScaleMixturePrior
-from sklearn_quinn.variational._engine import MeanFieldNetwork, kl_divergence, kl_weight, negative_elbo
+from sklearn_quinn.metrics import gaussian_nll, interval_coverage
+from sklearn_quinn.variational._engine import (
+    MIN_PRIOR_VARIANCE,
+    EmpiricalBayesPrior,
+    MeanFieldNetwork,
+    kl_divergence,
+    kl_weight,
+    negative_elbo,
+)
 
 from .exact import BayesianLinearRegression
 
@@ -41,6 +55,174 @@ def test_estimated_noise(linear_data):
     reg = BBBRegressor(hidden_layer_sizes=(), n_mc_samples=8, normalize_y=False,
                        random_state=0).fit(X, y)
     assert reg.noise_std_ == pytest.approx(NOISE, rel=0.25)
+
+
+# ------------------------------------------------------------ the learned prior
+# A linear network ([X, 1] w: three coefficients, then the bias) with Gaussian
+# noise has a closed-form ELBO, and for any prior variances a closed-form best
+# factored q: the exact posterior mean, variances 1 / diag(precision).
+
+LINEAR_GROUPS = [3, 1]
+
+
+def linear_elbo(design, y, mean, variance, prior_variance):
+    """The ELBO of q = N(mean, diag(variance)) under N(0, diag(prior_variance)), noise NOISE."""
+    expected_log_likelihood = -0.5 * len(y) * math.log(2 * math.pi * NOISE**2) - (
+        np.sum((y - design @ mean) ** 2) + np.square(design).sum(0) @ variance
+    ) / (2 * NOISE**2)
+    kl = 0.5 * np.sum((variance + mean**2) / prior_variance - 1 - np.log(variance / prior_variance))
+    return expected_log_likelihood - kl
+
+
+def best_factored_q(design, y, prior_variance):
+    precision = design.T @ design / NOISE**2 + np.diag(1 / prior_variance)
+    return np.linalg.solve(precision, design.T @ y / NOISE**2), 1 / np.diag(precision)
+
+
+def test_learned_prior_and_q_maximise_the_elbo(linear_data):
+    """With ``prior_std=None`` each group's prior variance is the ELBO optimum
+    for the fitted q, ``mean(mu**2 + sigma**2)`` (to rounding), and (q, prior)
+    together maximise the ELBO: no halving or doubling of the prior variances
+    (of the coefficients, of the bias, of both), with q re-optimised in closed
+    form, reaches the fitted ELBO. Margin: the best of those is 0.095 nats
+    below the fixed point, the fitted q 0.003 below it; and the learned
+    variances are the fixed point of the closed-form updates within 3%
+    (the fitted means are within 0.1 posterior std, 0.005, of the exact ones,
+    which moves the bias's mu**2 + sigma**2 = 0.28 by up to 2%)."""
+    X, y = linear_data
+    reg = BBBRegressor(hidden_layer_sizes=(), noise_std=NOISE, normalize_y=False, n_mc_samples=8, lr=0.02,
+                       random_state=0).fit(X, y)
+    mean, variance = reg.posterior_.mean.numpy(), reg.posterior_.std.numpy() ** 2
+    second_moments = np.split(mean**2 + variance, np.cumsum(LINEAR_GROUPS)[:-1])
+    assert list(reg.prior_precisions_) == ["0.weight", "0.bias"]
+    np.testing.assert_allclose(list(reg.prior_precisions_.values()), [1 / m.mean() for m in second_moments],
+                               rtol=1e-12)
+
+    design = BayesianLinearRegression.design(X)
+    prior_variance = np.repeat([1 / p for p in reg.prior_precisions_.values()], LINEAR_GROUPS)
+    fitted = linear_elbo(design, y, mean, variance, prior_variance)
+    for scale in [0.5, 2.0]:
+        for group in [np.array([1, 1, 1, 0]), np.array([0, 0, 0, 1]), np.ones(4)]:
+            scaled = prior_variance * scale**group
+            assert fitted > linear_elbo(design, y, *best_factored_q(design, y, scaled), scaled)
+
+    fixed_point = np.ones(4)
+    for _ in range(1000):
+        q_mean, q_variance = best_factored_q(design, y, fixed_point)
+        moments = np.split(q_mean**2 + q_variance, np.cumsum(LINEAR_GROUPS)[:-1])
+        fixed_point = np.repeat([m.mean() for m in moments], LINEAR_GROUPS)
+    np.testing.assert_allclose(prior_variance, fixed_point, rtol=0.03)
+
+
+def test_learned_kl_is_a_function_of_q_alone():
+    """At the optimal prior the KL of group g is ``0.5 K_g log mean_g(mu**2 + sigma**2)
+    - sum_g log sigma`` (to 1e-12), and any other prior variance of a group
+    gives a larger KL."""
+    model = FunctionalModel(build_mlp(3, 2, [4]))
+    generator = torch.Generator().manual_seed(0)
+    mean = 0.5 * torch.randn(model.n_params, generator=generator, dtype=torch.float64)
+    std = 0.1 + torch.rand(model.n_params, generator=generator, dtype=torch.float64)
+    prior = EmpiricalBayesPrior(model.sizes)
+    kl = kl_divergence(mean, std, None, prior)
+    groups = (mean.square() + std.square()).split(model.sizes)
+    by_hand = [0.5 * len(g) * math.log(g.mean()) - s.log().sum() for g, s in zip(groups, std.split(model.sizes))]
+    np.testing.assert_allclose(prior.group_kl_divergences(mean, std).numpy(), by_hand, rtol=1e-12)
+    assert float(kl) == pytest.approx(math.fsum(by_hand), rel=1e-12)
+    variances = prior.variances(mean, std)
+    for group in range(len(model.sizes)):
+        for scale in [0.9, 1.1]:
+            other = variances.clone()
+            other[group] *= scale
+            prior_std = other.sqrt().repeat_interleave(torch.tensor(model.sizes))
+            ratio = (std / prior_std).square()
+            assert float(0.5 * (ratio + (mean / prior_std).square() - 1 - ratio.log()).sum()) > float(kl)
+
+
+def test_collapsed_group_stops_at_the_floor():
+    """A group collapsed onto its prior (means 0, stds 1e-25, whose squares
+    underflow in float32): without the floor its prior variance would be 0 and
+    the KL 0 / 0; with it the variance is the floor's and the KL and its
+    gradient are finite."""
+    mean = torch.zeros(5)
+    std = torch.full((5,), 1e-25, requires_grad=True)
+    prior = EmpiricalBayesPrior([3, 2])
+    torch.testing.assert_close(prior.variances(mean, std), torch.full((2,), MIN_PRIOR_VARIANCE))
+    kl = kl_divergence(mean, std, None, prior)
+    kl.backward()
+    assert torch.isfinite(kl) and torch.isfinite(std.grad).all()
+    assert torch.isnan(kl_divergence(mean, std, None, EmpiricalBayesPrior([3, 2], min_variance=0.0)))
+
+
+def test_prior_is_fixed_for_the_warmup_epochs_then_learned(wave_data):
+    """``max_epochs // 4`` epochs under N(0, 1), then the learned prior."""
+    seen = []
+
+    class RecordPrior(Callback):
+        def on_epoch_end(self, net, **kwargs):
+            seen.append(type(net.criterion_.prior).__name__)
+
+    small(max_epochs=9, callbacks=[RecordPrior()]).fit(*wave_data)
+    assert seen == ["ScaleMixturePrior"] * 2 + ["EmpiricalBayesPrior"] * 7
+
+
+def test_pruned_weight_matrix_is_reported():
+    """On iris (150 rows) the ELBO of a 1x16 network prefers q = its learned
+    prior on the first layer's weights, which cuts the outputs off the inputs
+    (probabilities near the class frequencies); the fit says so from the
+    user's line, and a fixed prior fits."""
+    X, y = load_iris(return_X_y=True)
+    with pytest.warns(UserWarning, match="pruned every weight of 0.weight") as record:
+        clf = BBBClassifier(hidden_layer_sizes=(16,), prior_std=None, random_state=0).fit(X, y)
+    assert record[0].filename == __file__
+    np.testing.assert_allclose(clf.predict_proba(X), 1 / 3, atol=0.05)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert BBBClassifier(hidden_layer_sizes=(16,), prior_std=1.0, random_state=0).fit(X, y).score(X, y) > 0.9
+
+
+@pytest.mark.parametrize("params, precision", [({"prior_std": 0.5}, 4.0),
+                                               ({"prior_pi": 0.5, "prior_sigma1": 1.0, "prior_sigma2": 0.5}, 1.6)])
+def test_prior_precisions_of_a_fixed_prior(wave_data, params, precision):
+    """``prior_std**-2`` for every tensor; for a scale mixture (which ignores
+    ``prior_std``) one over its variance, here 1 / (0.5 * 1 + 0.5 * 0.25)."""
+    reg = small(max_epochs=2, **params).fit(*wave_data)
+    names = [name for name, _ in build_mlp(2, 1, [8]).named_parameters()]
+    assert reg.prior_precisions_ == {name: pytest.approx(precision, rel=1e-12) for name in names}
+
+
+@pytest.fixture(scope="module")
+def linear_model_fits():
+    """BBBRegressor at its defaults (learned prior and noise, one hidden layer
+    of 50) and BayesianRidge on 300 rows of a linear model with unit noise,
+    ten standardised features; 1000 test rows."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(1300, 10)
+    y = X @ rng.randn(10) + rng.randn(1300)
+    (X_train, X_test), (y_train, y_test) = np.split(X, [300]), np.split(y, [300])
+    scores = {}
+    for name, estimator in [("bbb", BBBRegressor(random_state=0)), ("ridge", BayesianRidge())]:
+        mean, std = make_pipeline(StandardScaler(), estimator).fit(X_train, y_train).predict(X_test, return_std=True)
+        scores[name] = gaussian_nll(y_test, mean, std), interval_coverage(y_test, mean, std)
+    return scores
+
+
+@pytest.mark.slow
+def test_learned_prior_is_near_bayesian_ridge_on_a_linear_model(linear_model_fits):
+    """Measured over four data seeds: test NLL 0.11-0.15 above BayesianRidge's
+    and 95% coverage 0.979-0.990, the ELBO's noise 18-24% above the true one
+    (the fit is not converged at 1000 epochs of lr 0.01). With 1000 test rows
+    the coverage's Monte Carlo std is 0.007."""
+    (nll, coverage), (ridge_nll, _) = linear_model_fits["bbb"], linear_model_fits["ridge"]
+    assert nll < ridge_nll + 0.2
+    assert 0.92 <= coverage <= 0.995
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="target of issue 17 not met at the defaults: NLL 0.15 above "
+                                       "BayesianRidge's, coverage 0.99 (the learned noise is 24% too large)")
+def test_learned_prior_meets_the_calibration_target(linear_model_fits):
+    (nll, coverage), (ridge_nll, _) = linear_model_fits["bbb"], linear_model_fits["ridge"]
+    assert nll < ridge_nll + 0.05 and 0.92 <= coverage <= 0.98
 
 
 def test_prior_std_is_the_one_component_mixture(wave_data):
@@ -137,6 +319,8 @@ def test_same_random_state_same_predictions(wave_data):
         ({"prior_pi": -0.1}, "prior_pi"),
         ({"prior_sigma1": 0.0}, "prior_sigma1"),
         ({"prior_std": 0.0}, "prior_std"),
+        ({"prior_std": -1.0}, "prior_std"),
+        ({"prior_std": "1.0"}, "prior_std"),
         ({"prior_sigma2": -1.0}, "prior_sigma2"),
         ({"kl_weighting": "graves"}, "kl_weighting"),
         ({"n_mc_samples": 0}, "n_mc_samples"),

@@ -18,23 +18,34 @@ through the ``M x M`` kernel ``I + W diag(delta)^-1 W^T / c**2`` when the ``M``
 observations are fewer than the ``K`` weights (the matrix determinant lemma),
 through the ``K x K`` matrix otherwise, and from the diagonal of ``G`` for a
 network too large for either.
+
+Its maximiser over the hyperparameters is MacKay's fixed point: with
+``gamma_g = K_g - delta_g tr_g(Sigma)`` the number of weights of group ``g``
+that the data determine (``Sigma`` the posterior covariance),
+``delta_g = gamma_g / ||theta_g||^2`` and ``c**2 noise_std**2 = SSE /
+(N O - sum_g gamma_g)``: the stationarity conditions of the evidence,
+iterated (the updates of scikit-learn's ``BayesianRidge``, one precision per
+group). One factorisation per iteration, no line search.
 """
 
 import math
 
-import numpy as np
 import torch
-from scipy.optimize import minimize
 
-from .curvature import curvature
+from .curvature import curvature, full_fits
 
-#: Largest ``M x K`` whitened Jacobian (bytes) and largest ``K`` for the exact log determinant.
-_MAX_JACOBIAN_BYTES = 512 * 1024**2
+#: Largest number of observations (rows of ``W``) and of weights for the exact
+#: log determinant, through the kernel or the full matrix.
+_MAX_KERNEL_ROWS = 2048
 _MAX_FULL_PARAMS = 2048
 
-# Search bounds on the log prior precisions and the log noise scale of one update.
-_LOG_PRECISION_BOUNDS = (math.log(1e-6), math.log(1e8))
-_LOG_NOISE_SCALE_BOUNDS = (math.log(1e-3), math.log(1e3))
+# Bounds of the prior precisions, and of the noise scale of one update.
+_PRECISION_BOUNDS = (1e-6, 1e8)
+_NOISE_SCALE_BOUNDS = (1e-3, 1e3)
+
+# MacKay's iteration stops when the log evidence rises by less than this, or after this many steps.
+_TOLERANCE = 1e-6
+_MAX_ITERATIONS = 100
 
 
 class ParameterGroups:
@@ -75,9 +86,24 @@ class ParameterGroups:
         return {name: float(value) for name, value in zip(self.names, values)}
 
 
+def _cholesky(matrix, eps):
+    """Cholesky factor of a symmetric positive-definite matrix, with the smallest
+    diagonal jitter (from ``eps`` times its largest entry, the round-off of the
+    precision it was computed in) that lets it pass."""
+    jitter, scale = 0.0, float(matrix.diagonal().abs().max())
+    for _ in range(8):
+        shifted = matrix if jitter == 0.0 else matrix + jitter * torch.eye(len(matrix), dtype=matrix.dtype,
+                                                                          device=matrix.device)
+        cholesky, info = torch.linalg.cholesky_ex(shifted)
+        if not info:
+            return cholesky
+        jitter = max(10 * jitter, eps * scale)
+    raise torch.linalg.LinAlgError("the evidence's curvature is not positive definite, even with jitter")
+
+
 class LaplaceEvidence:
-    """The Laplace log evidence at ``theta`` as a function of the log prior
-    precisions and the log noise scale (see the module docstring).
+    """The Laplace log evidence at ``theta`` as a function of the per-group
+    prior precisions and the noise scale, and its maximiser (see the module docstring).
 
     Parameters
     ----------
@@ -87,79 +113,95 @@ class LaplaceEvidence:
     likelihood : GaussianLikelihood or CategoricalLikelihood
         With the current noise, held fixed (``likelihood.frozen``).
     groups : ParameterGroups
+
+    Attributes
+    ----------
+    structure : {'kernel', 'full', 'diag'}
+        How the log determinant is taken.
+
+    Notes
+    -----
+    The algebra is float64 whatever the network's dtype: ``G / c**2`` of a
+    nearly noise-free fit spans many orders of magnitude.
     """
 
     def __init__(self, model, theta, X, Y, likelihood, groups):
         theta = theta.detach()
         self.groups = groups
+        self._sizes = groups.sizes.double().to(theta.device)
         with torch.no_grad():
             outputs = model.single(theta, X)
             self._data_fit = likelihood.evidence_data_fit(outputs, Y)
-            self._theta_sq = groups.sums(theta.square())
+            self._theta_sq = groups.sums(theta.double().square())
             n_rows, n_params = outputs.numel(), theta.shape[0]
-            if n_rows <= n_params and n_rows * n_params * theta.element_size() <= _MAX_JACOBIAN_BYTES:
+            self._eps = torch.finfo(theta.dtype).eps
+            if n_rows <= min(n_params, _MAX_KERNEL_ROWS):
                 self.structure = "kernel"
-                jacobian = model.jacobian(theta, X)
-                self._factor = likelihood.whitened_jacobian(jacobian, outputs).reshape(-1, n_params)
+                factor = likelihood.whitened_jacobian(model.jacobian(theta, X), outputs).reshape(-1, n_params)
+                factor = factor.double()
+                # One Gram matrix W_g W_g^T per group: the kernel is their sum over delta_g.
+                index = groups.index.to(theta.device)
+                self._grams = torch.stack([factor[:, index == g] @ factor[:, index == g].T for g in range(len(groups))])
             else:
-                self.structure = "full" if n_params <= _MAX_FULL_PARAMS else "diag"
-                self._factor = curvature(model, theta, X, Y, likelihood, "ggn", self.structure)
+                self.structure = "full" if n_params <= _MAX_FULL_PARAMS and full_fits(n_params, theta.dtype) else "diag"
+                self._gauss_newton = curvature(model, theta, X, Y, likelihood, "ggn", self.structure).double()
 
-    def _log_det(self, precision, data_weight):
-        """``log det(data_weight * G + diag(precision))``."""
-        if self.structure == "diag":
-            return torch.log(data_weight * self._factor + precision).sum()
+    def _log_det_and_dof(self, precision, noise_scale):
+        """``log det(G / c**2 + diag(delta))`` and the well-determined weights ``gamma_g`` of each group."""
+        data_weight = noise_scale**-2
         if self.structure == "kernel":
-            kernel = data_weight * (self._factor / precision) @ self._factor.T
+            kernel = torch.einsum("g,gij->ij", data_weight / precision, self._grams)
             kernel.diagonal().add_(1.0)
-            return torch.log(precision).sum() + 2 * torch.linalg.cholesky(kernel).diagonal().log().sum()
-        matrix = data_weight * self._factor + torch.diag(precision)
-        return 2 * torch.linalg.cholesky(matrix).diagonal().log().sum()
+            cholesky = _cholesky(kernel, self._eps)
+            log_det = (self._sizes * precision.log()).sum() + 2 * cholesky.diagonal().log().sum()
+            inverse = torch.cholesky_inverse(cholesky)
+            return log_det, data_weight / precision * (self._grams * inverse).sum((-1, -2))
+        per_weight = self.groups.expand(precision)
+        if self.structure == "diag":
+            posterior = data_weight * self._gauss_newton + per_weight
+            return posterior.log().sum(), self.groups.sums(data_weight * self._gauss_newton / posterior)
+        cholesky = _cholesky(data_weight * self._gauss_newton + torch.diag(per_weight), self._eps)
+        variances = torch.cholesky_inverse(cholesky).diagonal()
+        return 2 * cholesky.diagonal().log().sum(), self._sizes - precision * self.groups.sums(variances)
 
-    def value_and_grad(self, log_precision, log_noise_scale=0.0):
-        """The log evidence and its gradient in ``(log delta (G,), log c)``, as numpy."""
-        log_precision = torch.as_tensor(log_precision, dtype=self._theta_sq.dtype, device=self._theta_sq.device)
-        log_precision = log_precision.clone().requires_grad_(True)
-        log_scale = torch.tensor(float(log_noise_scale), dtype=log_precision.dtype, requires_grad=True)
-        delta = log_precision.exp()
-        data_weight = torch.exp(-2 * log_scale).to(delta.device)  # the GGN scales as 1 / noise**2
-        value = (
-            -0.5 * (delta * self._theta_sq).sum()
-            + 0.5 * (self.groups.sizes.to(delta.device) * log_precision).sum()
-            - 0.5 * self._log_det(self.groups.expand(delta), data_weight)
-        )
-        value.backward()
-        fit, d_fit = self._data_fit(float(log_noise_scale))
-        gradient = np.append(log_precision.grad.cpu().numpy(), float(log_scale.grad) + d_fit)
-        return value.item() + fit, gradient
+    def _value(self, precision, noise_scale, log_det):
+        fit, _ = self._data_fit(math.log(noise_scale))
+        value = -0.5 * (precision * self._theta_sq).sum() + 0.5 * (self._sizes * precision.log()).sum() - 0.5 * log_det
+        return float(value) + fit
 
-    def maximise(self, log_precision, learn_prior=True, learn_noise=False):
-        """The log prior precisions and log noise scale that maximise the evidence at ``theta``.
+    def log_evidence(self, precision, noise_scale=1.0):
+        """The Laplace log evidence at prior precisions ``precision (G,)`` and noise ``c * noise_std``."""
+        precision = torch.as_tensor(precision, dtype=torch.float64, device=self._theta_sq.device)
+        log_det, _ = self._log_det_and_dof(precision, noise_scale)
+        return self._value(precision, noise_scale, log_det)
 
-        L-BFGS-B on the logs within wide bounds, from ``log_precision`` and
-        the current noise; what is not learned stays where it is.
+    def maximise(self, precision, learn_prior=True, learn_noise=False, max_iterations=None):
+        """The prior precisions and noise scale that maximise the evidence at ``theta``.
+
+        MacKay's fixed-point iteration from ``precision`` and the current
+        noise, until the log evidence rises by less than ``_TOLERANCE`` nats
+        or after ``max_iterations`` steps (default: up to ``_MAX_ITERATIONS``);
+        what is not learned stays where it is.
 
         Returns
         -------
-        log_precision : ndarray of shape (G,)
-        log_noise_scale : float
+        precision : ndarray of shape (G,)
+        noise_scale : float
         log_evidence : float
         """
-        log_precision = np.asarray(log_precision, dtype=np.float64)
-        n_groups = len(log_precision)
-        free = np.r_[np.full(n_groups, learn_prior), learn_noise]
-        start = np.append(log_precision, 0.0)
-
-        def objective(x):
-            point = start.copy()
-            point[free] = x
-            value, gradient = self.value_and_grad(point[:n_groups], point[n_groups])
-            return -value, -gradient[free]
-
-        if free.any():
-            bounds = [_LOG_PRECISION_BOUNDS] * n_groups + [_LOG_NOISE_SCALE_BOUNDS]
-            result = minimize(objective, start[free], jac=True, method="L-BFGS-B",
-                              bounds=[bound for bound, is_free in zip(bounds, free) if is_free])
-            start[free] = result.x
-        value, _ = self.value_and_grad(start[:n_groups], start[n_groups])
-        return start[:n_groups], float(start[n_groups]), value
+        precision = torch.tensor(precision, dtype=torch.float64, device=self._theta_sq.device)
+        noise_scale = 1.0
+        log_det, dof = self._log_det_and_dof(precision, noise_scale)
+        value = self._value(precision, noise_scale, log_det)
+        for _ in range(max_iterations or _MAX_ITERATIONS):
+            if learn_prior:
+                precision = (dof / self._theta_sq).clamp(*_PRECISION_BOUNDS)
+            if learn_noise:
+                residual_dof = max(self._data_fit.n_observations - float(dof.sum()), 1.0)
+                noise_scale = math.sqrt(self._data_fit.weighted_sse / residual_dof)
+                noise_scale = min(max(noise_scale, _NOISE_SCALE_BOUNDS[0]), _NOISE_SCALE_BOUNDS[1])
+            log_det, dof = self._log_det_and_dof(precision, noise_scale)
+            value, previous = self._value(precision, noise_scale, log_det), value
+            if value - previous < _TOLERANCE:
+                break
+        return precision.cpu().numpy(), noise_scale, value

@@ -152,10 +152,22 @@ class CategoricalLikelihood(nn.Module):
         return probabilities - torch.nn.functional.one_hot(y[:, 0].long(), logits.shape[-1]).to(logits.dtype)
 
     def whitened_jacobian(self, jacobian, logits):
-        """``S_n J_n`` with ``S = diag(sqrt(p)) - sqrt(p) p^T``, for which ``S^T S = diag(p) - p p^T``."""
+        """``S_n J_n`` with ``S_n^T S_n = diag(p) - p p^T``, ``S_n`` of ``C - 1`` rows, shape ``(N, C - 1, K)``.
+
+        The softmax Hessian ``Lambda`` annihilates the all-ones vector (adding
+        a constant to every logit changes nothing), so with ``Q`` an
+        orthonormal basis of its complement, ``Lambda = Q (Q^T Lambda Q) Q^T``
+        and ``S = diag(sqrt(e)) V^T Q^T`` from the eigen decomposition
+        ``V diag(e) V^T`` of the ``(C - 1) x (C - 1)`` middle: one row fewer per
+        point than a square factor, which matters for two classes.
+        """
         probabilities = torch.softmax(logits, dim=-1)
-        root = probabilities.sqrt()
-        factor = torch.diag_embed(root) - root.unsqueeze(-1) * probabilities.unsqueeze(-2)
+        n_classes = probabilities.shape[-1]
+        basis = torch.linalg.qr(torch.eye(n_classes, dtype=logits.dtype, device=logits.device)
+                                - 1.0 / n_classes)[0][:, : n_classes - 1]
+        hessian = torch.diag_embed(probabilities) - probabilities.unsqueeze(-1) * probabilities.unsqueeze(-2)
+        eigenvalues, eigenvectors = torch.linalg.eigh(basis.T @ hessian @ basis)
+        factor = eigenvalues.clamp(min=0).sqrt().unsqueeze(-1) * (basis @ eigenvectors).mT
         return factor @ jacobian
 
     def evidence_data_fit(self, logits, y):

@@ -74,6 +74,13 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
 
     Attributes
     ----------
+    prior_precisions_ : dict
+        The prior precision of each parameter tensor, by name: learned by the
+        evidence (``prior_std=None``) or ``1 / prior_std**2``.
+    evidence_history_ : list of dict
+        One entry per evidence update of the MAP training (``epoch``,
+        ``log_evidence``, ``noise_std`` in network units, the precision of
+        each parameter tensor); empty when nothing is learned.
     posterior_ : DropoutPosterior
         The trained weights ``theta``, the weight matrices it masks and the rate.
     noise_std_ : float or ndarray of shape (n_targets,)
@@ -173,6 +180,13 @@ max_epochs, batch_size, optimizer, callbacks, dtype, device, random_state, verbo
 
     Attributes
     ----------
+    prior_precisions_ : dict
+        The prior precision of each parameter tensor, by name: learned by the
+        evidence (``prior_std=None``) or ``1 / prior_std**2``.
+    evidence_history_ : list of dict
+        One entry per evidence update of the MAP training (``epoch``,
+        ``log_evidence``, ``noise_std`` in network units, the precision of
+        each parameter tensor); empty when nothing is learned.
     classes_ : ndarray of shape (n_classes,)
     posterior_ : DropoutPosterior
     net_ : skorch.NeuralNet

@@ -142,10 +142,15 @@ _SHARED_DOC = """
         Number of members ``J``.
     data_fraction : float in (0, 1], default=1.0
         Each member trains on its own random ``floor(data_fraction * N)`` rows.
-    prior_std : float, default=1.0
-        Std of the Gaussian prior on every weight.
+    prior_std : float or None, default=None
+        None learns one prior precision per parameter tensor by the Laplace
+        evidence of one MAP network, trained first (see
+        :class:`~sklearn_quinn.LaplaceRegressor`); every member then trains
+        under it. A float fixes the std of the Gaussian prior on every weight.
     noise_std : float, default=None
-        Observation noise std in the units of y; None estimates one per member.
+        Observation noise std in the units of y; None learns it with the
+        prior, once, shared by the members (a noise fitted by each member
+        would shrink as it over-fits).
     lr : float, default=0.01
     lr_schedule : {'cosine', 'constant'}, default='cosine'
     max_epochs : int, default=1000
@@ -168,6 +173,13 @@ _SHARED_DOC = """
 
     Attributes
     ----------
+    prior_precisions_ : dict
+        The prior precision of each parameter tensor, by name: learned by the
+        evidence (``prior_std=None``) or ``1 / prior_std**2``.
+    evidence_history_ : list of dict
+        One entry per evidence update of the MAP training (``epoch``,
+        ``log_evidence``, ``noise_std`` in network units, the precision of
+        each parameter tensor); empty when nothing is learned.
     posterior_ : SamplePosterior
         The members' weights, ``(n_estimators, K)``.
     noise_std_ : float or ndarray of shape (n_targets,)

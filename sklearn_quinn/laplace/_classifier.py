@@ -54,11 +54,23 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
 
     Attributes
     ----------
+    prior_precisions_ : dict
+        The prior precision of each parameter tensor, by name: learned by the
+        evidence (``prior_std=None``) or ``1 / prior_std**2``.
+    evidence_history_ : list of dict
+        One entry per evidence update of the MAP training (``epoch``,
+        ``log_evidence``, ``noise_std`` in network units, the precision of
+        each parameter tensor); empty when nothing is learned.
     classes_ : ndarray of shape (n_classes,)
     posterior_ : GaussianPosterior
     net_ : skorch.NeuralNet
         The skorch net of MAP training.
     prior_precision_ : float
+        The prior precision in the posterior when it is one for every weight
+        (a float ``prior_std`` or ``prior_precision``); with a learned prior,
+        the factor on the learned precisions (1 unless ``'marglik'``,
+        ``'gridsearch'`` or :func:`~sklearn_quinn.calibration.calibrate` scaled
+        them). ``prior_precisions_`` holds the precisions in use either way.
     cov_scale_ : float
     n_features_in_ : int
     feature_names_in_ : ndarray of str

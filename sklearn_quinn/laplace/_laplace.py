@@ -36,12 +36,18 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
     module : torch.nn.Module or callable, default=None
         A backbone to use instead of the MLP: an instance (deep-copied at
         fit) or a callable ``(n_features, n_outputs) -> nn.Module``.
-    prior_std : float, default=1.0
-        Standard deviation of the Gaussian prior on every weight (of the network
-        that fits the standardised target when ``normalize_y``).
+    prior_std : float or None, default=None
+        None learns the prior: one Gaussian precision per parameter tensor
+        (each layer's weights and biases apart), set every tenth of the
+        training to the maximiser of the Laplace evidence at the current
+        weights (empirical Bayes, ``prior_precisions_``). A float fixes the
+        standard deviation of the Gaussian prior on every weight (of the
+        network that fits the standardised target when ``normalize_y``).
     noise_std : float, default=None
-        Observation noise std in the units of y. None estimates it: jointly
-        with the MAP, and again by the evidence when ``prior_precision='marglik'``.
+        Observation noise std in the units of y. None learns it with the
+        prior, by the evidence (``SSE / (N - gamma)``, not the training
+        residual, which shrinks as the network over-fits), and again when
+        ``prior_precision='marglik'``.
     hessian_structure : {'full', 'diag'}, default='full'
         Full ``K x K`` curvature or its diagonal.
     curvature : {'ggn', 'hessian', 'ef'}, default='ggn'
@@ -53,8 +59,8 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         Linearised network (closed-form Gaussian predictive) or weight samples
         through the network.
     prior_precision : float, 'marglik', 'gridsearch' or None, default=None
-        Prior precision used in ``H``: None for ``1 / prior_std**2`` (the prior
-        of the MAP), a float, 'marglik' to maximise the Laplace evidence, or
+        Prior precision used in ``H``: None for the prior of the MAP (learned,
+        or ``1 / prior_std**2``), a float, 'marglik' to maximise the Laplace evidence, or
         'gridsearch' to choose it on a grid by ``calibration_objective`` (see
         :func:`sklearn_quinn.calibration.calibrate`).
     calibration_objective : {'nll', 'chi_squared', 'crps', 'ece', 'coverage', \
@@ -93,6 +99,13 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
 
     Attributes
     ----------
+    prior_precisions_ : dict
+        The prior precision of each parameter tensor, by name: learned by the
+        evidence (``prior_std=None``) or ``1 / prior_std**2``.
+    evidence_history_ : list of dict
+        One entry per evidence update of the MAP training (``epoch``,
+        ``log_evidence``, ``noise_std`` in network units, the precision of
+        each parameter tensor); empty when nothing is learned.
     posterior_ : GaussianPosterior
         The Gaussian over the flat weight vector.
     net_ : skorch.NeuralNet
@@ -100,7 +113,11 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
     noise_std_ : float or ndarray of shape (n_targets,)
         Observation noise std in the units of y.
     prior_precision_ : float
-        Prior precision in the posterior.
+        The prior precision in the posterior when it is one for every weight
+        (a float ``prior_std`` or ``prior_precision``); with a learned prior,
+        the factor on the learned precisions (1 unless ``'marglik'``,
+        ``'gridsearch'`` or :func:`~sklearn_quinn.calibration.calibrate` scaled
+        them). ``prior_precisions_`` holds the precisions in use either way.
     cov_scale_ : float
         ``cov_scale`` in the posterior (changed by
         :func:`~sklearn_quinn.calibration.calibrate`).

@@ -163,6 +163,13 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
 
     Attributes
     ----------
+    prior_precisions_ : dict
+        The prior precision of each parameter tensor, by name: learned by the
+        evidence (``prior_std=None``) or ``1 / prior_std**2``.
+    evidence_history_ : list of dict
+        One entry per evidence update of the MAP training (``epoch``,
+        ``log_evidence``, ``noise_std`` in network units, the precision of
+        each parameter tensor); empty when nothing is learned.
     posterior_ : GaussianPosterior
         Mean, diagonal std and (low rank) factor of the SWAG Gaussian.
     n_snapshots_ : int
@@ -277,6 +284,13 @@ dtype, device, random_state, verbose
 
     Attributes
     ----------
+    prior_precisions_ : dict
+        The prior precision of each parameter tensor, by name: learned by the
+        evidence (``prior_std=None``) or ``1 / prior_std**2``.
+    evidence_history_ : list of dict
+        One entry per evidence update of the MAP training (``epoch``,
+        ``log_evidence``, ``noise_std`` in network units, the precision of
+        each parameter tensor); empty when nothing is learned.
     classes_ : ndarray of shape (n_classes,)
     posterior_ : GaussianPosterior
     n_snapshots_ : int

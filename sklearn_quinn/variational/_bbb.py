@@ -1,5 +1,6 @@
 """BBBRegressor and BBBClassifier: mean-field Gaussian variational inference by Bayes by backprop."""
 
+import warnings
 from numbers import Integral, Real
 
 import torch
@@ -11,12 +12,24 @@ from .._core.posterior import GaussianPosterior
 from .._core.priors import ScaleMixturePrior
 from .._map import TensorBatches, train_net
 from ..base import MAP_TRAINING_CONSTRAINTS, BaseBayesianRegressor
-from ._engine import MeanFieldNetwork
-from ._skorch import KLWeighting, NegativeELBO
+from ._engine import EmpiricalBayesPrior, MeanFieldNetwork
+from ._skorch import KLWeighting, NegativeELBO, PriorWarmup
 
 #: Std of every weight under q at the start of training (the means start at
 #: the backbone's initial weights).
 INITIAL_STD = 1e-3
+
+#: With ``prior_std=None``, the fraction of ``max_epochs`` trained under the
+#: fixed prior ``N(0, WARMUP_PRIOR_STD**2)`` before the prior is learned
+#: (:class:`~sklearn_quinn.variational._skorch.PriorWarmup` says why).
+PRIOR_WARMUP_FRACTION = 0.25
+WARMUP_PRIOR_STD = 1.0
+
+#: ``KL(q || learned prior)`` of a group of weights (nats) below which ``q`` is
+#: its prior there: the data moved none of its weights, and the group is pruned
+#: (a bias may be; a weight matrix of a multilayer perceptron cuts the outputs
+#: off the inputs).
+PRUNED_KL = 1.0
 
 
 class VariationalMixin:
@@ -37,33 +50,71 @@ class VariationalMixin:
         likelihood = self._fit_variational(X, Y, self._likelihood(Y))
         self._keep_noise(likelihood.output_noise_std(Y.shape[1]))
 
-    def _weight_prior(self):
-        """``N(0, prior_std**2)`` (a mixture of one component), or the scale mixture of ``prior_pi``."""
-        if self.prior_pi is None:
+    def _weight_prior(self, model):
+        """The prior of ``model``'s weights: the scale mixture of ``prior_pi``,
+        else ``N(0, prior_std**2)`` (a mixture of one component), else (``prior_std=None``)
+        a Gaussian per parameter tensor learned with ``q``."""
+        if self.prior_pi is not None:
+            return ScaleMixturePrior(self.prior_pi, self.prior_sigma1, self.prior_sigma2)
+        if self.prior_std is not None:
             return ScaleMixturePrior(1.0, self.prior_std, self.prior_std)
-        return ScaleMixturePrior(self.prior_pi, self.prior_sigma1, self.prior_sigma2)
+        return EmpiricalBayesPrior(model.sizes)
+
+    def _prior_schedule(self, prior):
+        """The prior that training starts with, and the callbacks that change it."""
+        if not isinstance(prior, EmpiricalBayesPrior):
+            return prior, []
+        warmup_prior = ScaleMixturePrior(1.0, WARMUP_PRIOR_STD, WARMUP_PRIOR_STD)
+        n_warmup = int(PRIOR_WARMUP_FRACTION * self.max_epochs)
+        return warmup_prior, [("prior_warmup", PriorWarmup(prior, warmup_prior, n_warmup))]
+
+    def _keep_prior_precisions(self, prior, mean, std):
+        """``prior_precisions_``: one over the prior variance of a weight, for each parameter tensor."""
+        if isinstance(prior, EmpiricalBayesPrior):
+            precisions = (1 / prior.variances(mean, std)).tolist()
+        elif prior.gaussian_std is not None:
+            precisions = [prior.gaussian_std**-2] * len(self._model.names)
+        else:
+            precisions = [1 / (prior.pi * prior.sigma1**2 + (1 - prior.pi) * prior.sigma2**2)] * len(self._model.names)
+        self.prior_precisions_ = dict(zip(self._model.names, precisions))
+
+    def _warn_if_pruned(self, prior, mean, std):
+        """Warn when the learned prior pruned a whole weight matrix (``q`` is its prior there)."""
+        pruned = [
+            name
+            for name, shape, kl in zip(self._model.names, self._model.shapes, prior.group_kl_divergences(mean, std))
+            if len(shape) > 1 and kl < PRUNED_KL
+        ]
+        if pruned:
+            warnings.warn(
+                f"the learned prior pruned every weight of {', '.join(pruned)} (q is its prior there, to within "
+                f"{PRUNED_KL:g} nat), so the network's outputs hardly depend on its inputs. On few rows the ELBO "
+                "of a mean-field network can prefer this to fitting the data; set prior_std to a float (e.g. "
+                "1.0), train longer, or use a smaller network",
+                UserWarning, stacklevel=5)  # fit -> _fit -> _fit_variational -> _warn_if_pruned -> here
 
     def _fit_variational(self, X, Y, likelihood):
         """Train ``q`` on the ELBO of ``likelihood``; sets ``posterior_``,
-        ``net_`` and ``_model``, and returns the trained likelihood."""
-        prior = self._weight_prior()
+        ``prior_precisions_``, ``net_`` and ``_model``, and returns the trained likelihood."""
         batch_size = self._batch_size(len(X))
         with self._seeded(self._map_seed):
             self._model = FunctionalModel(self._build_module(X.shape[1], self._n_outputs(Y)))
+            prior = self._weight_prior(self._model)
+            initial_prior, prior_callbacks = self._prior_schedule(prior)
             mean = self._model.flatten()
             variational = MeanFieldNetwork(self._model, mean, torch.full_like(mean, INITIAL_STD), self.n_mc_samples)
             n_batches = -(-len(X) // batch_size)
             weighting = ("kl_weighting", KLWeighting(self.kl_weighting, n_batches))
             self.net_ = train_net(
                 variational,
-                NegativeELBO(len(X), prior, likelihood),
+                NegativeELBO(len(X), initial_prior, likelihood),
                 X.astype(self.dtype),
                 Y.astype(self.dtype),
                 lr=self.lr,
                 lr_schedule=self.lr_schedule,
                 max_epochs=self.max_epochs,
                 optimizer=self.optimizer,
-                callbacks=list(self.callbacks or []) + [weighting],
+                callbacks=list(self.callbacks or []) + [weighting] + prior_callbacks,
                 device=self._device,
                 verbose=self.verbose,
                 iterator=TensorBatches,
@@ -73,7 +124,11 @@ class VariationalMixin:
                 generator=torch.Generator().manual_seed(self._split_seed),
             )
         module = self.net_.module_
-        self.posterior_ = GaussianPosterior.from_std(module.mean.detach(), module.std.detach())
+        mean, std = module.mean.detach(), module.std.detach()
+        self.posterior_ = GaussianPosterior.from_std(mean, std)
+        self._keep_prior_precisions(prior, mean, std)
+        if isinstance(prior, EmpiricalBayesPrior):
+            self._warn_if_pruned(prior, mean, std)
         return self.net_.criterion_.likelihood
 
 
@@ -82,10 +137,13 @@ class BBBRegressor(VariationalMixin, BaseBayesianRegressor):
 
     The posterior over the weights is approximated by
     ``q(w) = N(mu, diag(softplus(rho)**2))``, trained through skorch on the
-    minibatch evidence lower bound (ELBO) with the scale-mixture prior
-    ``pi N(0, sigma1**2) + (1 - pi) N(0, sigma2**2)`` on every weight. Each
-    step evaluates ``n_mc_samples`` reparameterised weight draws as one batch.
-    The observation noise is fixed (``noise_std``) or a point estimate trained
+    minibatch evidence lower bound (ELBO). By default the prior is learned
+    from the data (empirical Bayes): ``N(0, s_g**2)`` on the weights of each
+    parameter tensor ``g`` (each layer's weight matrix and bias apart), with
+    ``s_g**2`` at its ELBO-maximising value for the current ``q``,
+    ``mean over g of (mu**2 + sigma**2)``. Each step evaluates
+    ``n_mc_samples`` reparameterised weight draws as one batch. The
+    observation noise is fixed (``noise_std``) or a point estimate trained
     with the ELBO. Predictions average the network over ``n_samples`` draws
     from ``q``. Cost: about ``n_mc_samples`` times one MAP training per epoch
     while compute-bound, less for small data.
@@ -94,9 +152,17 @@ class BBBRegressor(VariationalMixin, BaseBayesianRegressor):
     (Blundell et al., eq. 8), whose sum over an epoch is the negative ELBO;
     dividing the KL by ``M`` while scaling the minibatch likelihood to the
     whole data would over-weight the data ``M``-fold. The KL is in closed form
-    when the prior is a single Gaussian (the default ``prior_pi=None``,
-    ``prior_pi`` in {0, 1} or ``prior_sigma1 == prior_sigma2``), else estimated
-    from the same draws as the likelihood.
+    when the prior is Gaussian (learned, ``prior_std``, or a scale mixture
+    with ``prior_pi`` in {0, 1} or ``prior_sigma1 == prior_sigma2``), else
+    estimated from the same draws as the likelihood. The learned prior's
+    optimum is substituted into the KL, as by Wu et al.; it is held at
+    ``N(0, 1)`` for the first quarter of the epochs, since a prior fitted to
+    the initial weights pulls every weight to zero. A group of weights that
+    the data do not need collapses onto its prior (its learned precision
+    grows large: automatic relevance determination). On small data sets,
+    most of all for classifiers, the ELBO may prefer that for a whole weight
+    matrix, which cuts the outputs off the inputs; ``fit`` then warns, and a
+    fixed ``prior_std`` fits better.
 
     Parameters
     ----------
@@ -104,16 +170,19 @@ class BBBRegressor(VariationalMixin, BaseBayesianRegressor):
 batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor`; here they set the
         ELBO's optimisation.
-    prior_std : float, default=1.0
-        Standard deviation of the Gaussian prior ``N(0, prior_std**2)`` on
-        every weight, as in every family (in the network's units, where the
-        standardised target has std 1); the KL is then in closed form.
+    prior_std : float > 0 or None, default=None
+        None learns one prior variance per parameter tensor with ``q``
+        (``prior_precisions_``). A float is the standard deviation of a fixed
+        Gaussian prior ``N(0, prior_std**2)`` on every weight, as in every
+        family (in the network's units, where the standardised target has
+        std 1). Ignored when ``prior_pi`` is a float.
     prior_pi : float in [0, 1] or None, default=None
         None uses the Gaussian prior of ``prior_std``. A float selects
-        Blundell et al.'s scale mixture ``prior_pi N(0, prior_sigma1**2) +
-        (1 - prior_pi) N(0, prior_sigma2**2)`` instead, whose KL prunes weights
-        toward the narrow component and under-fits small data sets (see the
-        variational page of the documentation).
+        Blundell et al.'s fixed scale mixture ``prior_pi N(0, prior_sigma1**2)
+        + (1 - prior_pi) N(0, prior_sigma2**2)`` instead, whatever
+        ``prior_std``, whose KL prunes weights toward the narrow component and
+        under-fits small data sets (see the variational page of the
+        documentation).
     prior_sigma1, prior_sigma2 : float > 0, default=1.0 and 0.1
         Stds of the two mixture components, used when ``prior_pi`` is a float.
     n_mc_samples : int, default=4
@@ -128,6 +197,12 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
     ----------
     posterior_ : GaussianPosterior
         ``q``: its mean and diagonal std.
+    prior_precisions_ : dict of str to float
+        For each parameter tensor of the backbone (by its name in
+        ``module.named_parameters()``), one over the prior variance of its
+        weights: learned (``prior_std=None``), ``prior_std**-2``, or one over
+        the variance of the scale mixture
+        ``prior_pi * prior_sigma1**2 + (1 - prior_pi) * prior_sigma2**2``.
     noise_std_ : float or ndarray of shape (n_targets,)
         Observation noise std in the units of y.
     net_ : skorch.NeuralNet
@@ -138,6 +213,9 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
     C. Blundell, J. Cornebise, K. Kavukcuoglu and D. Wierstra, "Weight
     uncertainty in neural networks", ICML 2015.
     A. Graves, "Practical variational inference for neural networks", NeurIPS 2011.
+    A. Wu, S. Nowozin, E. Meeds, R. E. Turner, J. M. Hernandez-Lobato and
+    A. L. Gaunt, "Deterministic variational inference for robust Bayesian
+    neural networks", ICLR 2019 (the learned prior variances).
 
     Examples
     --------
@@ -146,9 +224,11 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
     >>> rng = np.random.RandomState(0)
     >>> X = rng.uniform(-2, 2, size=(60, 1))
     >>> y = np.sin(2 * X[:, 0]) + 0.1 * rng.randn(60)
-    >>> reg = BBBRegressor(hidden_layer_sizes=(16,), max_epochs=100, random_state=0).fit(X, y)
+    >>> reg = BBBRegressor(hidden_layer_sizes=(16,), max_epochs=300, random_state=0).fit(X, y)
     >>> reg.posterior_.std.shape
     torch.Size([49])
+    >>> list(reg.prior_precisions_)
+    ['0.weight', '0.bias', '2.weight', '2.bias']
     >>> reg.sample_y(X[:2], n_samples=3).shape
     (2, 3)
     """
@@ -165,7 +245,7 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
         *,
         module=None,
         noise_std=None,
-        prior_std=1.0,
+        prior_std=None,
         prior_pi=None,
         prior_sigma1=1.0,
         prior_sigma2=0.1,
@@ -219,10 +299,16 @@ class BBBClassifier(VariationalMixin, BaseBayesianClassifier):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, module, prior_std, prior_pi, prior_sigma1, prior_sigma2, \
-n_mc_samples, kl_weighting, n_samples, lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, \
-device, random_state, verbose
+    hidden_layer_sizes, activation, module, prior_pi, prior_sigma1, prior_sigma2, n_mc_samples, \
+kl_weighting, n_samples, lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, \
+random_state, verbose
         As for :class:`BBBRegressor`.
+    prior_std : float > 0 or None, default=1.0
+        As for :class:`BBBRegressor`, but a fixed ``N(0, 1)`` by default: on
+        a hundred or a few hundred rows the ELBO of a learned prior (None)
+        can prune a whole layer, leaving probabilities that ignore the inputs
+        (it does on iris and wine; see the variational page of the
+        documentation).
     predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \
 'mean_field_2'}, default=None
         None averages the softmax over the draws; the others need ``moment_match=True``.
@@ -233,6 +319,8 @@ device, random_state, verbose
     classes_ : ndarray of shape (n_classes,)
     posterior_ : GaussianPosterior
         ``q``: its mean and diagonal std.
+    prior_precisions_ : dict of str to float
+        As for :class:`BBBRegressor`.
     net_ : skorch.NeuralNet
 
     Examples

@@ -16,6 +16,11 @@ re-weighting). The KL is
 closed-form for a Gaussian prior and the Monte Carlo ``log q - log p`` over
 the same draws for a scale mixture.
 
+The Gaussian prior is fixed, or learned from the data (empirical Bayes,
+:class:`EmpiricalBayesPrior`): ``N(0, s_g**2)`` on each group ``g`` of
+weights (a parameter tensor of the backbone), whose variance maximising the
+ELBO for the current ``q`` is ``s_g**2 = mean over g of (mean**2 + std**2)``.
+
 The skorch criterion and callback that train ``q`` with these pieces live in
 :mod:`sklearn_quinn.variational._skorch`.
 """
@@ -25,6 +30,14 @@ import math
 import torch
 from torch import nn
 from torch.nn.functional import softplus
+
+#: Floor of a learned prior variance (network units, where the standardised
+#: target has std 1). A group of weights that the data do not need collapses
+#: onto its prior (``q -> prior``, ``s_g -> 0``, automatic relevance
+#: determination); the floor stops its variance at a prior std of 1e-6 instead
+#: of following ``q``'s stds toward underflow (0 / 0 in the KL), well below any
+#: weight that matters to a network of standardised inputs and target.
+MIN_PRIOR_VARIANCE = 1e-12
 
 
 def inverse_softplus(std):
@@ -63,6 +76,70 @@ class MeanFieldNetwork(nn.Module):
         return self.model(theta, X), theta
 
 
+class EmpiricalBayesPrior:
+    """``N(0, s_g**2)`` on each group ``g`` of weights, with ``s_g**2`` the
+    variance that maximises the ELBO for the current ``q`` (empirical Bayes).
+
+    For ``q = N(mean, diag(std**2))`` the ELBO depends on ``s_g`` only through
+    ``KL(q || prior)``, whose derivative in ``s_g**2`` vanishes at
+    ``s_g**2 = mean over g of (mean**2 + std**2)``. The prior is a function of
+    ``q``: substituted into the KL, it leaves the ELBO maximised over the
+    prior, a function of ``q`` alone, which training maximises. Wu et al.
+    (2019, "Deterministic variational inference for robust Bayesian neural
+    networks", section 4) substitute the same optimum, there under an
+    inverse-gamma hyperprior on ``s_g**2``; here there is no hyperprior, and a
+    floor (:data:`MIN_PRIOR_VARIANCE`) keeps the variance positive.
+
+    Substitution rather than alternation (EM steps on the prior between
+    stretches of training ``q``): the KL is stationary in ``s_g`` at the
+    optimum, so the gradient in ``q`` of the substituted KL is that of the KL
+    at the prior held at its optimum for the current ``q``; substitution is an
+    EM step on the prior before every gradient step. It has no schedule to
+    choose, and the loss is at every step the bound that the prior maximises;
+    an alternation with an EM step every epoch (or every 10 or 50) reaches the
+    same fixed point, having only lagged behind ``q`` on the way.
+
+    Parameters
+    ----------
+    sizes : list of int
+        The number of weights in each group, in the order of the flat ``theta``
+        (``FunctionalModel.sizes``: one group per parameter tensor).
+    min_variance : float, default=MIN_PRIOR_VARIANCE
+    """
+
+    def __init__(self, sizes, min_variance=MIN_PRIOR_VARIANCE):
+        self.sizes = torch.tensor(sizes)
+        self.group_index = torch.repeat_interleave(torch.arange(len(sizes)), self.sizes)
+        self.min_variance = min_variance
+
+    def second_moments(self, mean, std):
+        """``mean over each group of (mean**2 + std**2)``, shape ``(G,)``."""
+        values = mean.square() + std.square()
+        totals = values.new_zeros(len(self.sizes)).index_add(0, self.group_index.to(values.device), values)
+        return totals / self.sizes.to(totals)
+
+    def variances(self, mean, std):
+        """The ELBO-optimal prior variance of each group for ``q``, shape ``(G,)``."""
+        return self.second_moments(mean, std).clamp(min=self.min_variance)
+
+    def kl_divergence(self, mean, std):
+        """``KL(q || prior)``: the sum of :meth:`group_kl_divergences`."""
+        return self.group_kl_divergences(mean, std).sum()
+
+    def group_kl_divergences(self, mean, std):
+        """``KL(q || prior)`` of each group, shape ``(G,)``: ``0.5 K_g (m_g / v_g - 1 + log v_g)
+        - sum over g of log std`` for ``K_g`` weights of second moment ``m_g`` under a prior
+        variance ``v_g``. Above the floor ``v_g = m_g``, which leaves ``0.5 K_g log m_g -
+        sum over g of log std``, a function of ``q`` alone; zero for a group whose ``q`` is
+        its prior (pruned)."""
+        second_moments = self.second_moments(mean, std)
+        variances = second_moments.clamp(min=self.min_variance)
+        log_std = std.log()
+        log_std_totals = log_std.new_zeros(len(self.sizes)).index_add(0, self.group_index.to(log_std.device), log_std)
+        sizes = self.sizes.to(variances)
+        return 0.5 * sizes * (second_moments / variances - 1 + variances.log()) - log_std_totals
+
+
 def kl_divergence(mean, std, theta, prior):
     """``KL(q || prior)`` for ``q = N(mean, diag(std**2))``.
 
@@ -71,14 +148,17 @@ def kl_divergence(mean, std, theta, prior):
     mean, std : tensor of shape (K,)
     theta : tensor of shape (S, K) or None
         Draws from ``q``, used only when ``prior`` is not a single Gaussian.
-    prior : ScaleMixturePrior
+    prior : ScaleMixturePrior or EmpiricalBayesPrior
 
     Returns
     -------
     tensor of shape ()
-        The closed form when ``prior.gaussian_std`` is set, else the Monte
-        Carlo mean of ``log q - log p`` over ``theta``.
+        The closed form for a Gaussian prior (``prior.gaussian_std`` set, or
+        the learned prior), else the Monte Carlo mean of ``log q - log p``
+        over ``theta``.
     """
+    if isinstance(prior, EmpiricalBayesPrior):
+        return prior.kl_divergence(mean, std)
     prior_std = prior.gaussian_std
     if prior_std is not None:
         ratio = (std / prior_std).square()
@@ -102,7 +182,7 @@ def negative_elbo(outputs, y, theta, mean, std, *, likelihood, prior, n_train, k
     mean, std : tensor of shape (K,)
         ``q``'s parameters.
     likelihood : GaussianLikelihood or CategoricalLikelihood
-    prior : ScaleMixturePrior
+    prior : ScaleMixturePrior or EmpiricalBayesPrior
     n_train : int
         Training rows ``N``.
     kl_weight : float, default=1.0

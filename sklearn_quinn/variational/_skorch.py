@@ -1,4 +1,4 @@
-"""The skorch side of Bayes by backprop: the criterion skorch calls, and the KL-weighting callback."""
+"""The skorch side of Bayes by backprop: the criterion skorch calls, and callbacks that set its KL weight and prior."""
 
 from skorch.callbacks import Callback
 from torch import nn
@@ -61,3 +61,35 @@ class KLWeighting(Callback):
         if training:
             self.index_ += 1
             net.criterion_.kl_weight = kl_weight(self.scheme, self.index_, self.n_batches)
+
+
+class PriorWarmup(Callback):
+    """Train with ``warmup_prior`` for the first ``n_epochs`` epochs, then with ``prior``.
+
+    An :class:`~sklearn_quinn.variational._engine.EmpiricalBayesPrior` learned
+    from the first step fits the prior to ``q`` at its random initialisation,
+    whose narrow variances pull the means toward zero, which narrows the prior
+    further: every group collapses onto its prior and the network predicts a
+    constant, a local optimum of the ELBO from which the data do not pull it
+    out. Fitting the data under a fixed broad prior first starts the learned
+    prior where the weights already carry the data. Immer et al. (2021,
+    "Scalable marginal likelihood estimation for model selection in deep
+    learning") likewise leave their prior at its starting value for a number
+    of burn-in epochs before they learn it.
+
+    Parameters
+    ----------
+    prior : EmpiricalBayesPrior
+    warmup_prior : ScaleMixturePrior
+    n_epochs : int
+        Epochs trained with ``warmup_prior``.
+    """
+
+    def __init__(self, prior, warmup_prior, n_epochs):
+        self.prior = prior
+        self.warmup_prior = warmup_prior
+        self.n_epochs = n_epochs
+
+    def on_epoch_begin(self, net, **kwargs):
+        # skorch has already opened this epoch's row of the history.
+        net.criterion_.prior = self.warmup_prior if len(net.history) <= self.n_epochs else self.prior

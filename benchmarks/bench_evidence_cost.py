@@ -1,0 +1,64 @@
+"""Cost of evidence-driven MAP training against the fixed-prior MAP.
+
+Times the MAP training of the default 1x50 MLP (the ``_fit_map`` step every
+optimisation family runs) with the prior precisions and the noise learned by
+the Laplace evidence (``prior_std=None, noise_std=None``: the defaults) and with
+a fixed prior and noise (``prior_std=1.0`` and ``noise_std`` fixed: no
+evidence update), alternating the two, one thread, median over repeats.
+Target of issue 17: the ratio at most 1.5.
+
+    python benchmarks/bench_evidence_cost.py [--repeats 5] [--max-epochs 1000]
+"""
+
+import argparse
+import time
+
+import numpy as np
+import torch
+from sklearn.datasets import load_breast_cancer, load_diabetes, make_regression
+from sklearn.preprocessing import StandardScaler
+
+from sklearn_quinn import LaplaceClassifier, LaplaceRegressor
+
+
+def tables():
+    X, y = load_diabetes(return_X_y=True)
+    yield "diabetes (442 x 10)", LaplaceRegressor, X, y, {"noise_std": 50.0}
+    X, y = make_regression(2000, 8, noise=10.0, random_state=0)
+    yield "synthetic (2000 x 8)", LaplaceRegressor, X, y, {"noise_std": 10.0}
+    X, y = load_breast_cancer(return_X_y=True)
+    yield "breast cancer (569 x 30, 2 classes)", LaplaceClassifier, X, y, {}
+
+
+def map_seconds(estimator, X, y):
+    """Wall seconds of the MAP training alone (validation and set-up excluded)."""
+    X, Y = estimator._begin_fit(X, y)
+    start = time.perf_counter()
+    estimator._fit_map(X, Y)
+    return time.perf_counter() - start
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--max-epochs", type=int, default=1000)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    print(f"one thread, {args.max_epochs} epochs, median of {args.repeats}\n")
+    print("| table | fixed prior s | evidence s | ratio | evidence updates |")
+    print("|---|---|---|---|---|")
+    for name, estimator_class, X, y, fixed in tables():
+        X = StandardScaler().fit_transform(X)
+        learned = estimator_class(max_epochs=args.max_epochs, random_state=0)
+        baseline = estimator_class(prior_std=1.0, max_epochs=args.max_epochs, random_state=0, **fixed)
+        times = {"fixed": [], "evidence": []}
+        for _ in range(args.repeats):
+            times["fixed"].append(map_seconds(baseline, X, y))
+            times["evidence"].append(map_seconds(learned, X, y))
+        fixed_s, evidence_s = np.median(times["fixed"]), np.median(times["evidence"])
+        print(f"| {name} | {fixed_s:.2f} | {evidence_s:.2f} | {evidence_s / fixed_s:.2f} | "
+              f"{len(learned.evidence_history_)} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
