@@ -32,3 +32,83 @@ class BayesianLinearRegression:
         design = self.design(self.X)
         cov = self.noise_std**2 * np.eye(len(self.y)) + self.prior_std**2 * design @ design.T
         return multivariate_normal(np.zeros(len(self.y)), cov).logpdf(self.y)
+
+
+class HierarchicalLinearRegression:
+    """Exact posterior and evidence of a linear model under Gamma hyperpriors, by quadrature.
+
+    ``y = design w + noise``, ``w_g ~ N(0, I / delta_g)`` per group of
+    coefficients, ``noise ~ N(0, I / tau)``, and ``delta_g, tau ~ Gamma(shape,
+    rate)``. Given the hyperparameters the model is Gaussian, so ``p(y | delta,
+    tau)`` and the weights' conditional mean and covariance are closed-form;
+    the hyperparameters (one or two ``delta_g`` and ``tau``) are integrated out
+    on a regular grid of their logs (the trapezoid rule, spectrally accurate
+    for a smooth density that has vanished at the grid's edges). A first
+    coarse grid finds where the posterior lies; the final grid spans 9
+    posterior standard deviations either side of its mean on each axis.
+
+    Parameters
+    ----------
+    design : ndarray of shape (N, K)
+        The coefficients' inputs, in the order of the model's flat weights.
+    y : ndarray of shape (N,)
+    groups : ndarray of shape (K,)
+        The group (0, 1, ...) of each coefficient.
+    shape, rate : float
+    n_points : int
+        Grid points per axis.
+
+    Attributes
+    ----------
+    log_evidence : float
+    mean_log_precision, std_log_precision : ndarray of shape (G,)
+    mean_log_tau, std_log_tau : float
+    mean, std : ndarray of shape (K,)
+        The weights' posterior mean and standard deviation.
+    """
+
+    def __init__(self, design, y, groups, shape, rate, n_points=61):
+        self.design, self.y, self.groups = design, y, np.asarray(groups)
+        self.shape, self.rate = shape, rate
+        n_axes = self.groups.max() + 2
+        coarse = self._integrate([np.linspace(-15, 15, 121 if n_axes == 2 else 41)] * n_axes)
+        axes = [np.linspace(m - 9 * s, m + 9 * s, n_points) for m, s in zip(*coarse)]
+        self._integrate(axes)
+
+    def _gamma_of_log(self, log_x):
+        from scipy.special import gammaln
+
+        return self.shape * np.log(self.rate) - gammaln(self.shape) + self.shape * log_x - self.rate * np.exp(log_x)
+
+    def _integrate(self, axes):
+        from scipy.special import logsumexp
+
+        design, y, groups = self.design, self.y, self.groups
+        n_rows, n_coefficients = design.shape
+        grid = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, len(axes))
+        log_precision, log_tau = grid[:, :-1], grid[:, -1]
+        precision, tau = np.exp(log_precision), np.exp(log_tau)
+        gram, projection = design.T @ design, design.T @ y
+        matrix = tau[:, None, None] * gram + np.eye(n_coefficients) * precision[:, groups][:, None, :]
+        cholesky = np.linalg.cholesky(matrix)
+        mean = tau[:, None] * np.linalg.solve(matrix, projection[None, :, None])[..., 0]
+        sizes = np.bincount(groups)
+        log_likelihood = (
+            0.5 * n_rows * (log_tau - np.log(2 * np.pi))
+            + 0.5 * log_precision @ sizes
+            - np.log(np.diagonal(cholesky, axis1=1, axis2=2)).sum(1)
+            - 0.5 * tau * (y @ y)
+            + 0.5 * tau * (mean @ projection)
+        )
+        log_joint = log_likelihood + self._gamma_of_log(grid).sum(1)
+        cell = np.prod([axis[1] - axis[0] for axis in axes])
+        self.log_evidence = float(logsumexp(log_joint) + np.log(cell))
+        weights = np.exp(log_joint - log_joint.max())
+        weights /= weights.sum()
+        moments = weights @ grid, np.sqrt(weights @ (grid - weights @ grid) ** 2)
+        self.mean_log_precision, self.mean_log_tau = moments[0][:-1], moments[0][-1]
+        self.std_log_precision, self.std_log_tau = moments[1][:-1], moments[1][-1]
+        variance = np.diagonal(np.linalg.inv(matrix), axis1=1, axis2=2)
+        self.mean = weights @ mean
+        self.std = np.sqrt(weights @ (variance + mean**2) - self.mean**2)
+        return moments

@@ -48,9 +48,9 @@ ESTIMATORS = [
     MCDropoutClassifier(**FAST, dropout_rate=0.3, predictive="mean_field_1", moment_match=True),
     MCMCClassifier(**FAST, n_samples=20, n_burnin=20, n_leapfrog=3, n_chains=2),
     SMCRegressor(**SMC_FAST),
-    SMCRegressor(**SMC_FAST, prior="logistic", noise_std=0.5),
+    SMCRegressor(**SMC_FAST, prior="logistic", prior_std=1.0, noise_std=0.5),
     SMCClassifier(**SMC_FAST),
-    SMCClassifier(**SMC_FAST, prior="logistic", predictive="mean_field_1", moment_match=True),
+    SMCClassifier(**SMC_FAST, prior="logistic", prior_std=1.0, predictive="mean_field_1", moment_match=True),
     EvidenceSearch(LaplaceRegressor(**FAST), {"prior_std": [0.5, 1.0]}),
     EvidenceSearch(SMCClassifier(**SMC_FAST), {"hidden_layer_sizes": [(2,), (4,)]}),
 ]

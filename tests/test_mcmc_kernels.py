@@ -5,9 +5,16 @@ import math
 import numpy as np
 import pytest
 import torch
+from scipy.special import digamma, polygamma
 
+from sklearn_quinn._core.evidence import ParameterGroups
+from sklearn_quinn._core.hyperpriors import GammaHyperprior, HierarchicalPrior, HyperparameterGibbs
+from sklearn_quinn._core.likelihoods import GaussianLikelihood
+from sklearn_quinn._core.log_posterior import hierarchical_log_posterior
+from sklearn_quinn._core.network import FunctionalModel, build_mlp
 from sklearn_quinn.mcmc import adaptive_metropolis, effective_sample_size, hmc, mala
 from sklearn_quinn.mcmc._adaptation import DualAveraging, slow_window_ends
+from sklearn_quinn.mcmc._gibbs import within_gibbs
 from sklearn_quinn.mcmc._kernels import hmc_proposal, metropolis_accept, standard_normal
 from sklearn_quinn.mcmc._sampling import SAMPLERS, Sampler, run_chains
 
@@ -217,3 +224,63 @@ def test_a_new_sampler_is_one_entry(monkeypatch):
 def test_unknown_sampler():
     with pytest.raises(ValueError, match="sampler must be one of"):
         run_chains(gaussian_log_density, torch.zeros(1, 2), sampler="nuts")
+
+
+# ------------------------------------------------------------ within Gibbs
+def _hierarchical_prior(n_weights=4, shape=5.0, rate=5.0):
+    """theta | delta ~ N(0, I / delta), delta ~ Gamma(5, 5): theta's marginal is a
+    Student t with 10 degrees of freedom and variance rate / (shape - 1) = 1.25."""
+    groups = ParameterGroups(["weight"], [n_weights])
+    prior = HierarchicalPrior(groups, GammaHyperprior(shape, rate))
+    return prior, HyperparameterGibbs(prior)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sampler", ["hmc", "mala", "amcmc"])
+def test_any_kernel_within_gibbs_samples_the_joint(sampler):
+    """The kernel on the weights given the precision, then the exact draw of the
+    precision: E[log delta] = digamma(5) - log(5) and E[theta_k^2] = 1.25, each
+    within 4 Monte Carlo standard errors (from the ESS of the draws, or of their
+    squares). Burn-in adapts the kernel to the weights only."""
+    prior, gibbs = _hierarchical_prior()
+    start = prior.sample(8, torch.Generator().manual_seed(0))
+    result = run_chains(prior, start, sampler=sampler, n_samples=2000, n_burnin=500, step_size=0.3, n_leapfrog=5,
+                        gibbs=gibbs, generator=torch.Generator().manual_seed(1))
+    draws = result.draws.numpy()
+    assert draws.shape == (8, 2000, 5)
+    log_precision = draws[..., 4]
+    expected = digamma(5.0) - math.log(5.0)
+    ess = effective_sample_size(log_precision)
+    assert abs(log_precision.mean() - expected) < 4 * math.sqrt(polygamma(1, 5.0) / ess)
+    squares = draws[..., :4] ** 2
+    ess = effective_sample_size(squares)
+    standard_error = squares.reshape(-1, 4).std(0) / np.sqrt(ess)
+    assert (np.abs(squares.mean((0, 1)) - 1.25) < 4 * standard_error).all()
+    if sampler == "hmc":
+        assert result.inverse_mass.shape == (8, 4)
+
+
+def test_within_gibbs_steps_keep_the_kernel_state_current():
+    """After every step the kernel's cached log density and gradient are the
+    joint's at the state's row (weights and new hyperparameters), and the
+    reported proposal carries the hyperparameters it was made under."""
+    torch.manual_seed(0)
+    model = FunctionalModel(build_mlp(2, 1, (3,), "tanh").double())
+    X, Y = torch.randn(15, 2, dtype=torch.float64), torch.randn(15, 1, dtype=torch.float64)
+    likelihood = GaussianLikelihood(torch.ones(1, dtype=torch.float64), learn_noise=True)
+    log_density, gibbs = hierarchical_log_posterior(model, ParameterGroups.of(model), X, Y, likelihood,
+                                                    GammaHyperprior(0.5, 0.01))
+    for kernel, options in [(hmc, dict(n_leapfrog=3)), (mala, {}), (adaptive_metropolis, {})]:
+        init, step = within_gibbs(kernel, log_density, gibbs, **options)
+        generator = torch.Generator().manual_seed(1)
+        state = init(0.3 * log_density.log_prior.sample(3, generator), 0.05)
+        for _ in range(4):
+            before = state.position
+            state, info = step(generator, state)
+            value, gradient = log_density.value_and_grad(state.position)
+            torch.testing.assert_close(state.kernel.log_density, value)
+            if hasattr(state.kernel, "gradient"):
+                torch.testing.assert_close(state.kernel.gradient, gradient[:, : model.n_params])
+            torch.testing.assert_close(info.proposed_position[:, model.n_params :], before[:, model.n_params :],
+                                       rtol=0, atol=0)
+            torch.testing.assert_close(state.position[:, : model.n_params], state.kernel.position, rtol=0, atol=0)

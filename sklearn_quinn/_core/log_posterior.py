@@ -7,8 +7,15 @@ noise std of a Gaussian with learned noise). Every density here is a callable
 computes the gradient without an autograd graph (the kernels call it when
 present). Likelihoods and priors are normalised, so that sums of them are
 exact log evidences in SMC.
+
+With hyperpriors (:mod:`~sklearn_quinn._core.hyperpriors`) the rows carry the
+log prior precisions after the likelihood's columns; the likelihood reads the
+leading columns only (:class:`LeadingColumns`).
 """
 
+import torch
+
+from .hyperpriors import HierarchicalPrior, HyperparameterGibbs
 from .priors import StatePrior
 
 
@@ -46,3 +53,51 @@ def log_posterior(model, X, Y, likelihood, weight_prior):
     weight_prior : GaussianPrior or LogisticPrior
     """
     return LogPosterior(likelihood.state_log_likelihood(model, X, Y), state_prior(weight_prior, model, likelihood))
+
+
+class LeadingColumns:
+    """A density of the first ``n_columns`` columns of each row, over whole rows:
+    the rows' further columns do not enter it, and its gradient there is zero.
+
+    Parameters
+    ----------
+    density : callable ``(C, n_columns) -> (C,)`` with ``value_and_grad``
+    n_columns : int
+    """
+
+    def __init__(self, density, n_columns):
+        self.density, self.n_columns = density, n_columns
+
+    def __call__(self, rows):
+        return self.density(rows[:, : self.n_columns])
+
+    def value_and_grad(self, rows):
+        value, gradient = self.density.value_and_grad(rows[:, : self.n_columns])
+        return value, torch.nn.functional.pad(gradient, (0, rows.shape[1] - self.n_columns))
+
+
+def hierarchical_log_posterior(model, groups, X, Y, likelihood, hyperprior):
+    """The log posterior over rows ``[theta | log noise std | log prior precisions]``
+    under Gamma hyperpriors, and the Gibbs updates of its hyperparameter columns.
+
+    Parameters
+    ----------
+    model : FunctionalModel
+    groups : ParameterGroups
+        The groups of weights that share a prior precision.
+    X, Y : tensor of shape (N, D) and (N, O)
+    likelihood : GaussianLikelihood or CategoricalLikelihood
+        A learned noise (``learn_noise``) is sampled under the hyperprior.
+    hyperprior : GammaHyperprior
+
+    Returns
+    -------
+    log_posterior : LogPosterior
+        Its ``log_likelihood`` and ``log_prior`` are SMC's normalised pieces.
+    gibbs : HyperparameterGibbs
+    """
+    state_likelihood = likelihood.state_log_likelihood(model, X, Y)
+    prior = HierarchicalPrior(groups, hyperprior, noise=likelihood.n_state_columns > 0)
+    log_likelihood = LeadingColumns(state_likelihood, model.n_params + likelihood.n_state_columns)
+    gibbs = HyperparameterGibbs(prior, state_likelihood if prior.noise else None)
+    return LogPosterior(log_likelihood, prior), gibbs

@@ -3,6 +3,7 @@
 import torch
 
 from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
+from ._hierarchical import DEFAULT_HYPERPRIOR_RATE, DEFAULT_HYPERPRIOR_SHAPE
 from ._mcmc import MCMCMixin
 
 
@@ -16,11 +17,12 @@ class MCMCClassifier(MCMCMixin, BaseBayesianClassifier):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, module, prior_std, sampler, n_samples, n_burnin, thin, \\
-n_chains, step_size, n_leapfrog, target_acceptance, adapt_step_size, gamma, adapt_start, \\
-adapt_every, init, lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, \\
-compile, n_jobs, random_state, verbose
-        As for :class:`MCMCRegressor`.
+    hidden_layer_sizes, activation, module, prior_std, hyperprior, hyperprior_shape, hyperprior_rate, \\
+sampler, n_samples, n_burnin, thin, n_chains, step_size, n_leapfrog, target_acceptance, \\
+adapt_step_size, gamma, adapt_start, adapt_every, init, lr, lr_schedule, max_epochs, batch_size, \\
+optimizer, callbacks, dtype, device, compile, n_jobs, random_state, verbose
+        As for :class:`MCMCRegressor` (a classifier has no noise: with
+        ``prior_std=None`` only the prior precisions are sampled or learned).
     predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \\
 'mean_field_2'}, default=None
         None averages the softmax over the draws; the others need ``moment_match=True``.
@@ -31,8 +33,10 @@ compile, n_jobs, random_state, verbose
     classes_ : ndarray of shape (n_classes,)
     posterior_ : SamplePosterior
         The kept draws, ``(n_chains * n_samples, K)``.
-    chains_ : ndarray of shape (n_chains, n_samples, K)
-    acceptance_rate_, rhat_, ess_, n_divergent_, step_size_
+    chains_ : ndarray of shape (n_chains, n_samples, n_columns)
+        The kept draws per chain: the weights, then the log prior precisions when sampled.
+    acceptance_rate_, rhat_, ess_, n_divergent_, step_size_, prior_precisions_, \\
+prior_precision_samples_, evidence_history_
         As for :class:`MCMCRegressor`.
     net_ : skorch.NeuralNet or None
         The MAP net of ``init='map'``.
@@ -44,8 +48,8 @@ compile, n_jobs, random_state, verbose
     >>> X, y = load_iris(return_X_y=True)
     >>> clf = MCMCClassifier(hidden_layer_sizes=(8,), n_samples=50, n_burnin=50, n_leapfrog=5,
     ...                      max_epochs=100, random_state=0).fit(X, y)
-    >>> clf.chains_.shape
-    (4, 50, 67)
+    >>> clf.chains_.shape  # 67 weights, 4 log prior precisions
+    (4, 50, 71)
     >>> clf.predict_proba(X[:2]).shape
     (2, 3)
     """
@@ -63,7 +67,10 @@ compile, n_jobs, random_state, verbose
         activation="relu",
         *,
         module=None,
-        prior_std=1.0,
+        prior_std=None,
+        hyperprior="gamma",
+        hyperprior_shape=DEFAULT_HYPERPRIOR_SHAPE,
+        hyperprior_rate=DEFAULT_HYPERPRIOR_RATE,
         sampler="hmc",
         n_samples=500,
         n_burnin=500,
@@ -96,6 +103,9 @@ compile, n_jobs, random_state, verbose
         self.activation = activation
         self.module = module
         self.prior_std = prior_std
+        self.hyperprior = hyperprior
+        self.hyperprior_shape = hyperprior_shape
+        self.hyperprior_rate = hyperprior_rate
         self.sampler = sampler
         self.n_samples = n_samples
         self.n_burnin = n_burnin

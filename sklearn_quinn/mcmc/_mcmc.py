@@ -12,10 +12,16 @@ from .._core.priors import GaussianPrior
 from .._draws import DrawsMixin
 from ..base import MAP_TRAINING_CONSTRAINTS, BaseBayesianRegressor
 from ._diagnostics import effective_sample_size, split_rhat
+from ._hierarchical import (
+    DEFAULT_HYPERPRIOR_RATE,
+    DEFAULT_HYPERPRIOR_SHAPE,
+    HYPERPRIOR_CONSTRAINTS,
+    HyperpriorMixin,
+)
 from ._sampling import SAMPLERS, run_chains
 
 
-class MCMCMixin(DrawsMixin):
+class MCMCMixin(HyperpriorMixin, DrawsMixin):
     """Batched chains from the log posterior: starts, joblib groups, diagnostics.
 
     Its ``_fit`` serves :class:`MCMCRegressor` and :class:`MCMCClassifier`; the
@@ -25,6 +31,7 @@ class MCMCMixin(DrawsMixin):
 
     _mcmc_constraints: dict = {
         **MAP_TRAINING_CONSTRAINTS,
+        **HYPERPRIOR_CONSTRAINTS,
         "sampler": [StrOptions(set(SAMPLERS))],
         "n_samples": [Interval(Integral, 1, None, closed="left")],
         "n_burnin": [Interval(Integral, 0, None, closed="left")],
@@ -44,41 +51,62 @@ class MCMCMixin(DrawsMixin):
 
     def _fit(self, X, Y):
         """Run the chains: the family's part of ``fit``."""
-        if self.init == "map":
-            theta, likelihood, _ = self._fit_map(X, Y)
+        prior = None
+        if self.init == "map" or self._empirical_hyperparameters:
+            theta, likelihood, prior = self._fit_map(X, Y)
         else:
             theta, likelihood = self._build_model(X, Y), self._likelihood(Y)
-        start = self._starting_points(theta)
-        if likelihood.n_state_columns:
-            start = torch.cat([start, likelihood.initial_state(self.n_chains)], dim=1)
-        log_density = log_posterior(
-            self._model, self._tensor(X), self._tensor(Y), likelihood, GaussianPrior(self.prior_std)
-        )
-        rows = self._sample_chains(log_density, start)
-        n_params = self._model.n_params
-        self._keep_draws(rows[:, :n_params], likelihood.noise_from_state(rows[:, n_params:], Y.shape[1]))
+        X, Y = self._tensor(X), self._tensor(Y)
+        n_params, gibbs = self._model.n_params, None
+        if self._samples_hyperparameters:
+            log_density, gibbs = self._hierarchical_posterior(X, Y, likelihood)
+            start = self._hierarchical_start(theta, likelihood, prior, log_density.log_prior)
+        else:
+            if self._empirical_hyperparameters:
+                likelihood = likelihood.frozen(Y.shape[1])  # the MAP's learned noise, fixed
+            else:
+                prior = GaussianPrior(self.prior_std)
+            start = self._starting_points(theta, prior)
+            if likelihood.n_state_columns:
+                start = torch.cat([start, likelihood.initial_state(self.n_chains)], dim=1)
+            log_density = log_posterior(self._model, X, Y, likelihood, prior)
+        rows = self._sample_chains(log_density, start, gibbs)
+        n_likelihood = n_params + likelihood.n_state_columns
+        self._keep_draws(rows[:, :n_params], likelihood.noise_from_state(rows[:, n_params:n_likelihood], Y.shape[1]))
+        if gibbs is not None:
+            self.prior_precision_samples_ = self._keep_precisions(rows[:, n_likelihood:])
 
-    def _starting_points(self, theta):
-        """Chain starts ``(n_chains, K)``: the MAP with a small jitter, or prior draws."""
+    def _starting_points(self, theta, prior):
+        """Chain starts ``(n_chains, K)``: the MAP with a small jitter, or draws of ``prior``."""
         generator = self._generator(self._map_seed)
         n_params = theta.shape[0]
         if self.init == "map":
             jitter = torch.randn(self.n_chains, n_params, generator=generator, dtype=theta.dtype, device=theta.device)
-            return theta + 1e-3 * self.prior_std * jitter
-        return GaussianPrior(self.prior_std).sample(self.n_chains, n_params, generator, theta.dtype, theta.device)
+            return theta + 1e-3 * prior.std * jitter
+        return prior.sample(self.n_chains, n_params, generator, theta.dtype, theta.device)
 
-    def _sample_chains(self, log_density, start):
-        """Run the chains from ``start`` in joblib groups; set ``chains_`` and the
+    def _hierarchical_start(self, theta, likelihood, prior, hierarchical_prior):
+        """Chain starts ``(n_chains, P)`` with hyperparameter columns: the MAP's
+        weights (jittered) and learned hyperparameters, or draws of the hierarchical prior."""
+        if self.init == "prior":
+            generator = self._generator(self._map_seed)
+            return hierarchical_prior.sample(self.n_chains, generator, theta.dtype, theta.device)
+        weights = self._starting_points(theta, prior)
+        return torch.cat([weights, self._empirical_state(likelihood, self.n_chains)], dim=1)
+
+    def _sample_chains(self, log_density, start, gibbs=None):
+        """Run the chains from ``start`` in joblib groups (with the Gibbs updates
+        ``gibbs`` of hyperparameter columns, if any); set ``chains_`` and the
         diagnostics, and return every kept row ``(n_chains * n_samples, P)``."""
         groups = np.array_split(np.arange(self.n_chains), min(self.n_jobs or 1, self.n_chains))
         seeds = np.random.RandomState(self._split_seed).randint(np.iinfo(np.int32).max, size=len(groups))
         results = Parallel(n_jobs=len(groups) if len(groups) > 1 else None)(
-            delayed(self._run_group)(log_density, start[group], seed, show=index == 0)
+            delayed(self._run_group)(log_density, start[group], seed, gibbs, show=index == 0)
             for index, (group, seed) in enumerate(zip(groups, seeds))
         )
         return self._record(results)
 
-    def _run_group(self, log_density, start, seed, show):
+    def _run_group(self, log_density, start, seed, gibbs, show):
         bar = None
         if self.verbose and show:
             from tqdm.auto import tqdm
@@ -105,6 +133,7 @@ class MCMCMixin(DrawsMixin):
             adapt_start=self.adapt_start,
             adapt_every=self.adapt_every,
             compile=self.compile,
+            gibbs=gibbs,
             generator=self._generator(seed),
             progress=progress if bar is not None else None,
         )
@@ -133,12 +162,16 @@ class MCMCMixin(DrawsMixin):
 class MCMCRegressor(MCMCMixin, BaseBayesianRegressor):
     """Neural-network regressor with weight-posterior draws from Markov chains.
 
-    ``n_chains`` chains sample the posterior of the weights (and of the log
-    noise std when ``noise_std=None``) under a Gaussian prior and a Gaussian
-    likelihood; all chains advance together, one batched log-posterior (and
-    gradient) call per step. Predictions average the network over the kept
-    draws. Asymptotically exact; the cost is ``n_burnin + n_samples * thin``
-    full-data gradient evaluations per chain (times ``n_leapfrog`` for HMC).
+    ``n_chains`` chains sample the posterior of the weights under a Gaussian
+    prior and a Gaussian likelihood; by default (``prior_std=None``) the
+    prior precision of each parameter tensor and the noise are sampled too,
+    under Gamma hyperpriors (Neal 1996), by exact Gibbs draws between the
+    sampler's moves of the weights. All chains advance together, one batched
+    log-posterior (and gradient) call per step. Predictions average the
+    network over the kept draws, each with its own noise. Asymptotically
+    exact; the cost is ``n_burnin + n_samples * thin`` full-data gradient
+    evaluations per chain (times ``n_leapfrog`` for HMC), plus one forward
+    pass per step for the noise's Gibbs draw.
 
     Samplers: 'hmc' (Hamiltonian Monte Carlo with a diagonal mass matrix and
     step size adapted in burn-in), 'mala' (Metropolis-adjusted Langevin, step
@@ -147,12 +180,38 @@ class MCMCRegressor(MCMCMixin, BaseBayesianRegressor):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, module, prior_std, noise_std, lr, lr_schedule, \\
-max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verbose
+    hidden_layer_sizes, activation, module, lr, lr_schedule, max_epochs, batch_size, optimizer, \\
+callbacks, normalize_y, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor` (the MAP settings
-        apply to ``init='map'``). With ``noise_std=None`` the log noise std is
-        sampled with the weights, under a ``N(0, 1)`` prior in the units of the
-        standardised target.
+        apply to ``init='map'`` and ``hyperprior='empirical'``).
+    prior_std : float or None, default=None
+        None: one prior precision per parameter tensor (each layer's weights
+        and biases apart), sampled or fixed as ``hyperprior`` says. A float:
+        a fixed ``N(0, prior_std**2)`` prior on every weight (of the network
+        that fits the standardised target when ``normalize_y``).
+    noise_std : float or None, default=None
+        The observation noise std in the units of y. None samples it: its
+        precision ``1 / noise_std**2`` under the hyperprior
+        (``hyperprior='gamma'``), fixed at the noise the MAP learns
+        (``'empirical'``), or, with a float ``prior_std``, its log under a
+        ``N(0, 1)`` prior in the units of the standardised target, moved by
+        the sampler with the weights.
+    hyperprior : {'gamma', 'empirical'}, default='gamma'
+        With ``prior_std=None``: 'gamma' samples each group's precision and
+        the noise precision under ``Gamma(hyperprior_shape,
+        hyperprior_rate)`` priors, by exact (conjugate) Gibbs draws after
+        every step of the sampler, which moves the weights given them;
+        'empirical' fixes them at the values the evidence-driven MAP learns
+        (empirical Bayes, as the optimisation families do). Unused with a
+        float ``prior_std``.
+    hyperprior_shape : float, default=0.5
+        Shape of the Gamma hyperprior on every precision.
+    hyperprior_rate : float, default=0.01
+        Rate of the Gamma hyperprior on every precision, in the network's
+        units. With the default shape, each prior std (and the noise std) is
+        ``0.14 / |z|``, ``z`` standard normal: median 0.21, 90% of the mass on
+        ``[0.06, 1.1]``, weak but proper, for standardised inputs and
+        targets.
     sampler : {'hmc', 'mala', 'amcmc'}, default='hmc'
     n_samples : int, default=500
         Draws kept per chain.
@@ -177,7 +236,9 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         AMCMC steps between covariance refreshes.
     init : {'map', 'prior'}, default='map'
         Start the chains at the MAP (trained through skorch, with a small
-        per-chain jitter) or at prior draws.
+        per-chain jitter; sampled hyperparameters start at the values it
+        learned) or at prior draws (of the hyperparameters too, when they are
+        sampled).
     compile : bool, default=False
         Run HMC's leapfrog trajectories through ``torch.compile``: the
         gradients and updates of a trajectory become one compiled graph
@@ -193,14 +254,26 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
     ----------
     posterior_ : SamplePosterior
         The kept draws of the weights, ``(n_chains * n_samples, K)``.
-    chains_ : ndarray of shape (n_chains, n_samples, n_params)
-        The kept draws per chain (the weights, then the log noise std when sampled).
+    chains_ : ndarray of shape (n_chains, n_samples, n_columns)
+        The kept draws per chain: the weights, then the log noise std when
+        sampled, then the log prior precisions when sampled.
     acceptance_rate_ : ndarray of shape (n_chains,)
         Mean acceptance probability of each chain while sampling.
-    rhat_ : ndarray of shape (n_params,)
-        Rank-normalised split R-hat per parameter.
-    ess_ : ndarray of shape (n_params,)
-        Bulk effective sample size per parameter.
+    rhat_ : ndarray of shape (n_columns,)
+        Rank-normalised split R-hat per column of ``chains_``.
+    ess_ : ndarray of shape (n_columns,)
+        Bulk effective sample size per column of ``chains_``.
+    prior_precisions_ : dict of str to float
+        The prior precision of each parameter tensor, by name, in the
+        network's units: the posterior mean over the draws
+        (``hyperprior='gamma'``), else the one the MAP was trained under
+        (learned with ``prior_std=None``, ``1 / prior_std**2`` otherwise; only
+        when a MAP is trained).
+    prior_precision_samples_ : ndarray of shape (n_chains * n_samples, n_groups)
+        Each draw's prior precisions, in the order of ``prior_precisions_``
+        (``prior_std=None`` and ``hyperprior='gamma'`` only).
+    evidence_history_ : list of dict
+        The evidence updates of the MAP training, when a MAP is trained.
     n_divergent_ : int
         Proposals rejected for a non-finite energy or density.
     step_size_ : ndarray of shape (n_chains,) or None
@@ -210,10 +283,16 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         (the predictive variance adds its square; ``sample_y`` uses each
         draw's own noise).
     net_ : skorch.NeuralNet or None
-        The MAP net of ``init='map'``.
+        The MAP net, when a MAP is trained.
+
+    See Also
+    --------
+    MCMCClassifier, SMCRegressor
 
     References
     ----------
+    R. M. Neal, "Bayesian Learning for Neural Networks", Lecture Notes in
+    Statistics 118, Springer, 1996.
     R. M. Neal, "MCMC using Hamiltonian dynamics", Handbook of MCMC, 2011.
     H. Haario, E. Saksman and J. Tamminen, "An adaptive Metropolis
     algorithm", Bernoulli 7(2), 2001.
@@ -229,9 +308,11 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
     >>> X = rng.uniform(-2, 2, size=(40, 1))
     >>> y = np.sin(2 * X[:, 0]) + 0.1 * rng.randn(40)
     >>> reg = MCMCRegressor(hidden_layer_sizes=(10,), n_samples=50, n_burnin=50,
-    ...                     n_leapfrog=5, max_epochs=100, lr=0.01, random_state=0).fit(X, y)
-    >>> reg.chains_.shape
-    (4, 50, 32)
+    ...                     n_leapfrog=5, max_epochs=300, lr=0.01, random_state=0).fit(X, y)
+    >>> reg.chains_.shape  # 31 weights, the log noise std, 4 log prior precisions
+    (4, 50, 36)
+    >>> sorted(reg.prior_precisions_)
+    ['0.bias', '0.weight', '2.bias', '2.weight']
     >>> mean, std = reg.predict(X[:3], return_std=True)
     >>> mean.shape, bool((std > 0).all())
     ((3,), True)
@@ -248,8 +329,11 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         activation="relu",
         *,
         module=None,
-        prior_std=1.0,
+        prior_std=None,
         noise_std=None,
+        hyperprior="gamma",
+        hyperprior_shape=DEFAULT_HYPERPRIOR_SHAPE,
+        hyperprior_rate=DEFAULT_HYPERPRIOR_RATE,
         sampler="hmc",
         n_samples=500,
         n_burnin=500,
@@ -282,6 +366,9 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         self.module = module
         self.prior_std = prior_std
         self.noise_std = noise_std
+        self.hyperprior = hyperprior
+        self.hyperprior_shape = hyperprior_shape
+        self.hyperprior_rate = hyperprior_rate
         self.sampler = sampler
         self.n_samples = n_samples
         self.n_burnin = n_burnin

@@ -7,6 +7,7 @@ import numpy as np
 import torch
 
 from ._adaptation import DualAveraging, WindowedVariance, slow_window_ends
+from ._gibbs import GibbsState, within_gibbs
 from ._kernels import adaptive_metropolis, hmc, mala
 
 
@@ -42,7 +43,7 @@ SAMPLERS = {
 
 
 class ChainResult(NamedTuple):
-    draws: torch.Tensor  # (C, n_samples, K)
+    draws: torch.Tensor  # (C, n_samples, P), whole state rows
     acceptance: torch.Tensor  # (C, n_samples * thin), acceptance probability per sampling step
     n_divergent: torch.Tensor  # (C,), over burn-in and sampling
     step_size: torch.Tensor | None  # (C,), the one used for sampling; None for a kernel without one
@@ -51,8 +52,9 @@ class ChainResult(NamedTuple):
 
 def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin=1000, thin=1,
                step_size=0.01, n_leapfrog=10, target_acceptance=None, adapt_step_size=True,
-               gamma=1.0, adapt_start=100, adapt_every=10, compile=False, generator=None, progress=None):
-    """Run ``C`` chains from ``position (C, K)`` and keep ``n_samples`` thinned draws each.
+               gamma=1.0, adapt_start=100, adapt_every=10, compile=False, gibbs=None, generator=None,
+               progress=None):
+    """Run ``C`` chains from ``position (C, P)`` and keep ``n_samples`` thinned draws each.
 
     What burn-in adapts is the sampler's entry in :data:`SAMPLERS`: HMC and
     MALA adapt their step size by dual averaging (and HMC its diagonal inverse
@@ -67,6 +69,11 @@ def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin
         A key of :data:`SAMPLERS`.
     compile : bool, default=False
         HMC's trajectories through ``torch.compile`` (see :func:`~sklearn_quinn.mcmc._kernels.hmc`).
+    gibbs : HyperparameterGibbs, optional
+        The columns after the first ``gibbs.n_params`` are hyperparameters:
+        the kernel moves the first columns given them, and each step ends
+        with their exact Gibbs draw (see :mod:`~sklearn_quinn.mcmc._gibbs`).
+        Burn-in adapts the kernel's step size and mass to the first columns only.
     progress : callable ``(n_steps_done, acceptance_rate) -> None``, optional
         Called once per step, for a progress bar.
 
@@ -79,12 +86,16 @@ def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin
     spec = SAMPLERS[sampler]
     options = dict(n_leapfrog=n_leapfrog, gamma=gamma, adapt_start=adapt_start, adapt_every=adapt_every,
                    compile=compile)
-    init, step = spec.kernel(log_density, **{name: options[name] for name in spec.options})
+    options = {name: options[name] for name in spec.options}
+    if gibbs is None:
+        init, step = spec.kernel(log_density, **options)
+    else:
+        init, step = within_gibbs(spec.kernel, log_density, gibbs, **options)
 
     state = init(position, step_size)
     adapting = spec.target_acceptance is not None and adapt_step_size
     if adapting:
-        search = DualAveraging(state.step_size, target_acceptance or spec.target_acceptance)
+        search = DualAveraging(_kernel_state(state).step_size, target_acceptance or spec.target_acceptance)
     window_ends = slow_window_ends(n_burnin) if adapting and spec.adapt_mass else []
     window = WindowedVariance()
     window_start = int(0.15 * n_burnin)
@@ -99,15 +110,15 @@ def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin
         accepted_total += float(info.acceptance_probability.mean())
         if t < n_burnin:
             if adapting:
-                state = state._replace(step_size=search.update(info.acceptance_probability))
+                state = _retuned(state, step_size=search.update(info.acceptance_probability))
             if window_ends and t >= window_start:
-                window.update(state.position)
+                window.update(_kernel_state(state).position)
                 if t + 1 in window_ends:
-                    state = state._replace(inverse_mass=window.inverse_mass())
+                    state = _retuned(state, inverse_mass=window.inverse_mass())
                     window.reset()
-                    search.restart(state.step_size)
+                    search.restart(_kernel_state(state).step_size)
             if adapting and t + 1 == n_burnin:
-                state = state._replace(step_size=search.final_step_size)
+                state = _retuned(state, step_size=search.final_step_size)
         else:
             acceptance.append(info.acceptance_probability)
             if (t - n_burnin + 1) % thin == 0:
@@ -115,9 +126,21 @@ def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin
         if progress is not None:
             progress(t + 1, accepted_total / (t + 1))
     draws = torch.stack(draws, dim=1)
-    final_step_size = getattr(state, "step_size", None)
-    inverse_mass = getattr(state, "inverse_mass", None)
+    final_step_size = getattr(_kernel_state(state), "step_size", None)
+    inverse_mass = getattr(_kernel_state(state), "inverse_mass", None)
     return ChainResult(draws, torch.stack(acceptance, dim=1), n_divergent, final_step_size, inverse_mass)
+
+
+def _kernel_state(state):
+    """The state of the kernel itself, which holds its tuning (step size, mass)."""
+    return state.kernel if isinstance(state, GibbsState) else state
+
+
+def _retuned(state, **tuning):
+    """``state`` with the kernel's tuning fields replaced."""
+    if isinstance(state, GibbsState):
+        return state._replace(kernel=state.kernel._replace(**tuning))
+    return state._replace(**tuning)
 
 
 def acceptance_by_quarter(acceptance):

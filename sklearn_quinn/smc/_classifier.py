@@ -1,6 +1,9 @@
 """SMCClassifier: weighted particles of a softmax network from adaptive annealed SMC."""
 
+import torch
+
 from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
+from ..mcmc._hierarchical import DEFAULT_HYPERPRIOR_RATE, DEFAULT_HYPERPRIOR_SHAPE
 from ._smc import SMCMixin
 
 
@@ -14,9 +17,11 @@ class SMCClassifier(SMCMixin, BaseBayesianClassifier):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, module, prior_std, prior, n_particles, target_ess, \\
-resample_threshold, n_mcmc_steps, step_size, n_leapfrog, dtype, device, random_state, verbose
-        As for :class:`SMCRegressor`.
+    hidden_layer_sizes, activation, module, prior_std, prior, hyperprior, hyperprior_shape, \\
+hyperprior_rate, n_particles, target_ess, resample_threshold, n_mcmc_steps, step_size, n_leapfrog, \\
+lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, random_state, verbose
+        As for :class:`SMCRegressor` (a classifier has no noise: with
+        ``prior_std=None`` only the prior precisions are sampled or learned).
     predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \\
 'mean_field_2'}, default=None
         None averages the softmax over the particles; the others need ``moment_match=True``.
@@ -28,7 +33,7 @@ resample_threshold, n_mcmc_steps, step_size, n_leapfrog, dtype, device, random_s
     posterior_ : SamplePosterior
         The weighted particles.
     particles_, weights_, log_evidence_, lambdas_, ess_history_, acceptance_history_, n_stages_, \\
-step_size_, n_leapfrog_
+step_size_, n_leapfrog_, prior_precisions_, net_
         As for :class:`SMCRegressor`.
 
     See Also
@@ -61,8 +66,11 @@ step_size_, n_leapfrog_
         activation="relu",
         *,
         module=None,
-        prior_std=1.0,
+        prior_std=None,
         prior="gaussian",
+        hyperprior="gamma",
+        hyperprior_shape=DEFAULT_HYPERPRIOR_SHAPE,
+        hyperprior_rate=DEFAULT_HYPERPRIOR_RATE,
         n_particles=200,
         target_ess=0.5,
         resample_threshold=0.5,
@@ -71,6 +79,12 @@ step_size_, n_leapfrog_
         n_leapfrog=50,
         predictive=None,
         moment_match=False,
+        lr=0.01,
+        lr_schedule="cosine",
+        max_epochs=1000,
+        batch_size="auto",
+        optimizer=torch.optim.Adam,
+        callbacks=None,
         dtype="float64",
         device="cpu",
         random_state=None,
@@ -81,6 +95,9 @@ step_size_, n_leapfrog_
         self.module = module
         self.prior_std = prior_std
         self.prior = prior
+        self.hyperprior = hyperprior
+        self.hyperprior_shape = hyperprior_shape
+        self.hyperprior_rate = hyperprior_rate
         self.n_particles = n_particles
         self.target_ess = target_ess
         self.resample_threshold = resample_threshold
@@ -89,6 +106,12 @@ step_size_, n_leapfrog_
         self.n_leapfrog = n_leapfrog
         self.predictive = predictive
         self.moment_match = moment_match
+        self.lr = lr
+        self.lr_schedule = lr_schedule
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.callbacks = callbacks
         self.dtype = dtype
         self.device = device
         self.random_state = random_state

@@ -21,7 +21,10 @@ SMC is a tempering rule, a resampling function and any MCMC kernel: the
 kernel is built from the tempered log density by a ``mutation`` function and
 stepped through its own ``step(generator, state) -> (state, info)``, unaware
 that it runs inside SMC. The default, :func:`hmc_mutation`, is the MCMC
-family's HMC.
+family's HMC; :func:`gibbs_mutation` puts any mutation within Gibbs updates
+of hyperparameter columns (the particles then start from the hierarchical
+prior, the incremental weights are the tempered likelihood's alone, and the
+evidence is the one with the hyperparameters integrated out).
 """
 
 import math
@@ -30,6 +33,7 @@ from typing import NamedTuple
 import torch
 
 from .._core.log_posterior import LogPosterior
+from ..mcmc._gibbs import ConditionalDensity, GibbsState, gibbs_step
 from ..mcmc._kernels import hmc
 from ._resampling import systematic_resample
 from ._tempering import effective_sample_size, next_increment, reweight, uniform_log_weights
@@ -75,6 +79,39 @@ def hmc_mutation(log_density, particles, parameters):
     """
     init, step = hmc(log_density, parameters.n_leapfrog, step_jitter=0.0)
     return init(particles, parameters.step_size, parameters.inverse_mass), step
+
+
+def gibbs_mutation(gibbs, mutation=hmc_mutation):
+    """``mutation`` of the weights within exact Gibbs updates of the hyperparameter columns.
+
+    Each step moves the first ``gibbs.n_params`` columns of every particle by
+    ``mutation``'s kernel on the stage's target given the particle's
+    hyperparameters, then draws the hyperparameters from their conditionals
+    at the stage's temperature (see :mod:`sklearn_quinn.mcmc._gibbs`). The
+    kernel gets the particles' variance of the weights as its inverse mass,
+    and its own proposal is what the jumps that tune it are measured on.
+
+    Parameters
+    ----------
+    gibbs : HyperparameterGibbs
+    mutation : callable ``(log_density, particles, parameters) -> (state, step)``, default=hmc_mutation
+
+    Returns
+    -------
+    mutation : callable ``(log_density, particles, parameters) -> (GibbsState, step)``
+        For :func:`run_smc`; ``log_density`` must be a :class:`LogPosterior`
+        (its ``temperature`` is the stage's).
+    """
+
+    def within_gibbs(log_density, particles, parameters):
+        n_moved = gibbs.n_params
+        conditional = ConditionalDensity(log_density, n_moved)
+        conditional.condition_on(particles)
+        weights_only = parameters._replace(inverse_mass=parameters.inverse_mass[:, :n_moved])
+        kernel, step = mutation(conditional, particles[:, :n_moved].contiguous(), weights_only)
+        return GibbsState(particles, kernel), gibbs_step(step, conditional, gibbs, log_density.temperature)
+
+    return within_gibbs
 
 
 def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_threshold=0.5, n_mcmc_steps=1,

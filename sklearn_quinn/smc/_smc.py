@@ -3,26 +3,36 @@
 from numbers import Integral, Real
 
 import numpy as np
+import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.log_posterior import state_prior
 from .._core.priors import GaussianPrior, LogisticPrior
 from .._draws import DrawsMixin
-from ..base import BaseBayesianRegressor
-from ._engine import run_smc
+from ..base import MAP_TRAINING_CONSTRAINTS, BaseBayesianRegressor
+from ..mcmc._hierarchical import (
+    DEFAULT_HYPERPRIOR_RATE,
+    DEFAULT_HYPERPRIOR_SHAPE,
+    HYPERPRIOR_CONSTRAINTS,
+    HyperpriorMixin,
+)
+from ._engine import gibbs_mutation, hmc_mutation, run_smc
 
 PRIORS = {"gaussian": GaussianPrior, "logistic": LogisticPrior}
 
 
-class SMCMixin(DrawsMixin):
+class SMCMixin(HyperpriorMixin, DrawsMixin):
     """Particles from the prior annealed to the posterior; the fitted attributes they give.
 
     Its ``_fit`` serves :class:`SMCRegressor` and :class:`SMCClassifier`. No
-    network is trained: the backbone only gives the architecture, and the
+    network is trained (unless ``hyperprior='empirical'`` asks for the MAP's
+    learned prior): the backbone only gives the architecture, and the
     particles start from the prior.
     """
 
     _smc_constraints: dict = {
+        **HYPERPRIOR_CONSTRAINTS,
+        **MAP_TRAINING_CONSTRAINTS,
         "prior": [StrOptions(set(PRIORS))],
         "n_particles": [Interval(Integral, 2, None, closed="left")],
         "target_ess": [Interval(Real, 0, 1, closed="neither")],
@@ -34,18 +44,35 @@ class SMCMixin(DrawsMixin):
 
     def _fit(self, X, Y):
         """Anneal the particles from the prior to the posterior: the family's part of ``fit``."""
-        self._build_model(X, Y)
-        likelihood = self._likelihood(Y)
-        log_likelihood = likelihood.state_log_likelihood(self._model, self._tensor(X), self._tensor(Y))
-        log_prior = state_prior(PRIORS[self.prior](self.prior_std), self._model, likelihood)
-        particles, weights, log_evidence = self._anneal(log_likelihood, log_prior)
+        self._check_hyperprior()
+        if self._empirical_hyperparameters:
+            _, likelihood, weight_prior = self._fit_map(X, Y)
+            likelihood = likelihood.frozen(Y.shape[1])  # the MAP's learned noise, fixed
+        else:
+            self._build_model(X, Y)
+            likelihood = self._likelihood(Y)
+            weight_prior = None if self.prior_std is None else PRIORS[self.prior](self.prior_std)
+        X, Y = self._tensor(X), self._tensor(Y)
+        mutation = hmc_mutation
+        if self._samples_hyperparameters:
+            log_posterior, gibbs = self._hierarchical_posterior(X, Y, likelihood)
+            log_likelihood, log_prior = log_posterior.log_likelihood, log_posterior.log_prior
+            mutation = gibbs_mutation(gibbs)
+        else:
+            log_likelihood = likelihood.state_log_likelihood(self._model, X, Y)
+            log_prior = state_prior(weight_prior, self._model, likelihood)
+        particles, weights, log_evidence = self._anneal(log_likelihood, log_prior, mutation)
         self.log_evidence_ = log_evidence - self._log_y_scale_total(len(X))
         n_params = self._model.n_params
+        n_likelihood = n_params + likelihood.n_state_columns
         self._keep_draws(
-            particles[:, :n_params], likelihood.noise_from_state(particles[:, n_params:], Y.shape[1]), weights
+            particles[:, :n_params], likelihood.noise_from_state(particles[:, n_params:n_likelihood], Y.shape[1]),
+            weights,
         )
+        if self._samples_hyperparameters:
+            self._keep_precisions(particles[:, n_likelihood:], weights)
 
-    def _anneal(self, log_likelihood, log_prior):
+    def _anneal(self, log_likelihood, log_prior, mutation=hmc_mutation):
         """Run the SMC from prior draws; set the history attributes.
 
         Returns
@@ -76,6 +103,7 @@ class SMCMixin(DrawsMixin):
             n_mcmc_steps=self.n_mcmc_steps,
             step_size=self.step_size,
             n_leapfrog=self.n_leapfrog,
+            mutation=mutation,
             generator=generator,
             progress=progress if bar is not None else None,
         )
@@ -106,21 +134,46 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
     move's jumps). The product of the weight normalisers is an unbiased
     estimate of the evidence ``p(y | X)``, kept on the log scale in
     ``log_evidence_``; use it to compare architectures and priors
-    (:class:`~sklearn_quinn.model_selection.EvidenceSearch`). The noise is
-    fixed, or (``noise_std=None``) its log is sampled with the weights under a
-    ``N(0, 1)`` prior in the units of the standardised target. Cost: about
-    ``n_stages * n_mcmc_steps * max(L)`` batched gradient evaluations of all
-    particles; no MAP is trained.
+    (:class:`~sklearn_quinn.model_selection.EvidenceSearch`). By default
+    (``prior_std=None``) each particle also carries a prior precision per
+    parameter tensor and, with ``noise_std=None``, a noise, drawn from Gamma
+    hyperpriors at the start and updated by exact Gibbs draws between the
+    HMC moves, so that the evidence is the one with the hyperparameters
+    integrated out (Neal 1996). Cost: about ``n_stages * n_mcmc_steps *
+    max(L)`` batched gradient evaluations of all particles; no MAP is
+    trained (except for ``hyperprior='empirical'``).
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, module, noise_std, normalize_y, dtype, device, random_state, verbose
+    hidden_layer_sizes, activation, module, normalize_y, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor`.
-    prior_std : float, default=1.0
-        Standard deviation of the prior of every weight.
+    prior_std : float or None, default=None
+        None: one prior precision per parameter tensor (each layer's weights
+        and biases apart), sampled or fixed as ``hyperprior`` says. A float:
+        the standard deviation of a fixed prior on every weight.
+    noise_std : float or None, default=None
+        The observation noise std in the units of y. None samples it: its
+        precision ``1 / noise_std**2`` under the hyperprior
+        (``hyperprior='gamma'``), fixed at the noise the MAP learns
+        (``'empirical'``), or, with a float ``prior_std``, its log under a
+        ``N(0, 1)`` prior in the units of the standardised target, moved by
+        HMC with the weights.
     prior : {'gaussian', 'logistic'}, default='gaussian'
         Family of the prior: Gaussian, or independent logistic distributions
-        with the same standard deviation (heavier tails).
+        with the same standard deviation (heavier tails; needs a float
+        ``prior_std``).
+    hyperprior : {'gamma', 'empirical'}, default='gamma'
+        With ``prior_std=None``: 'gamma' samples each group's precision and
+        the noise precision under ``Gamma(hyperprior_shape,
+        hyperprior_rate)`` priors; 'empirical' first trains the MAP that
+        learns them by maximising the Laplace evidence (empirical Bayes) and
+        fixes them there, so that ``log_evidence_`` is the evidence at those
+        values. Unused with a float ``prior_std``.
+    hyperprior_shape : float, default=0.5
+        Shape of the Gamma hyperprior on every precision.
+    hyperprior_rate : float, default=0.01
+        Rate of the Gamma hyperprior on every precision, in the network's
+        units (see :class:`~sklearn_quinn.MCMCRegressor`).
     n_particles : int, default=200
     target_ess : float in (0, 1), default=0.5
         Fraction of the particles' ESS each tempering step keeps (``alpha``);
@@ -134,13 +187,17 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         particles' standard deviations.
     n_leapfrog : int, default=50
         Initial trajectory lengths are uniform on ``{1, ..., n_leapfrog}``.
+    lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks
+        The MAP training of ``hyperprior='empirical'``, as for
+        :class:`~sklearn_quinn.LaplaceRegressor`; unused otherwise.
 
     Attributes
     ----------
     posterior_ : SamplePosterior
         The weighted particles (network weights only).
-    particles_ : ndarray of shape (n_particles, n_params)
-        The final particles (the weights, then the log noise std when sampled).
+    particles_ : ndarray of shape (n_particles, n_columns)
+        The final particles: the weights, then the log noise std when
+        sampled, then the log prior precisions when sampled.
     weights_ : ndarray of shape (n_particles,)
         Their normalised weights.
     log_evidence_ : float
@@ -156,6 +213,13 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         Each particle's HMC parameters at the last stage.
     noise_std_ : float or ndarray of shape (n_targets,)
         Root mean square noise std over the weighted particles, in the units of y.
+    prior_precisions_ : dict of str to float
+        The prior precision of each parameter tensor, by name, in the
+        network's units: the weighted mean over the particles
+        (``hyperprior='gamma'``) or the MAP's (``'empirical'``);
+        ``prior_std=None`` only.
+    net_ : skorch.NeuralNet or None
+        The MAP net of ``hyperprior='empirical'``.
 
     See Also
     --------
@@ -165,6 +229,8 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
     ----------
     P. Del Moral, A. Doucet and A. Jasra, "Sequential Monte Carlo samplers",
     JRSS B 68(3), 2006.
+    R. M. Neal, "Bayesian Learning for Neural Networks", Lecture Notes in
+    Statistics 118, Springer, 1996.
     A. Buchholz, N. Chopin and P. E. Jacob, "Adaptive tuning of Hamiltonian
     Monte Carlo within sequential Monte Carlo", Bayesian Analysis 16(3), 2021.
     S. Arora, "Uncertainty quantification and model selection in neural
@@ -181,6 +247,8 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
     ...                    random_state=0).fit(X, y)
     >>> print(reg.lambdas_[0], reg.lambdas_[-1])
     0.0 1.0
+    >>> sorted(reg.prior_precisions_)
+    ['0.bias', '0.weight', '2.bias', '2.weight']
     >>> mean, std = reg.predict(X[:3], return_std=True)
     >>> mean.shape, bool((std > 0).all())
     ((3,), True)
@@ -197,15 +265,24 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         activation="relu",
         *,
         module=None,
-        prior_std=1.0,
+        prior_std=None,
         prior="gaussian",
         noise_std=None,
+        hyperprior="gamma",
+        hyperprior_shape=DEFAULT_HYPERPRIOR_SHAPE,
+        hyperprior_rate=DEFAULT_HYPERPRIOR_RATE,
         n_particles=200,
         target_ess=0.5,
         resample_threshold=0.5,
         n_mcmc_steps=5,
         step_size=0.1,
         n_leapfrog=50,
+        lr=0.01,
+        lr_schedule="cosine",
+        max_epochs=1000,
+        batch_size="auto",
+        optimizer=torch.optim.Adam,
+        callbacks=None,
         normalize_y=True,
         dtype="float64",
         device="cpu",
@@ -218,12 +295,21 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         self.prior_std = prior_std
         self.prior = prior
         self.noise_std = noise_std
+        self.hyperprior = hyperprior
+        self.hyperprior_shape = hyperprior_shape
+        self.hyperprior_rate = hyperprior_rate
         self.n_particles = n_particles
         self.target_ess = target_ess
         self.resample_threshold = resample_threshold
         self.n_mcmc_steps = n_mcmc_steps
         self.step_size = step_size
         self.n_leapfrog = n_leapfrog
+        self.lr = lr
+        self.lr_schedule = lr_schedule
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.callbacks = callbacks
         self.normalize_y = normalize_y
         self.dtype = dtype
         self.device = device

@@ -1,0 +1,256 @@
+"""Gamma hyperpriors on the prior precisions and the noise precision, and their Gibbs updates.
+
+With hyperpriors a sampler's state row is
+
+    ``[theta (K) | log noise std (1, when the noise is sampled) | log prior precisions (G)]``
+
+under the hierarchical model of Neal (1996), "Bayesian Learning for Neural
+Networks": one prior precision ``delta_g`` per group of weights (each named
+parameter tensor: a layer's weights, a layer's biases), ``theta_g | delta_g ~
+N(0, I / delta_g)``, ``delta_g ~ Gamma(shape, rate)``, and for a Gaussian
+likelihood with a sampled noise ``tau = 1 / noise_std**2 ~ Gamma(shape,
+rate)``. Both conditionals are Gamma (the hyperpriors are conjugate), so the
+hyperparameters are drawn exactly given the weights, batched over rows: at
+likelihood temperature ``beta`` (SMC's tempering; 1 for MCMC)
+
+    ``delta_g | theta ~ Gamma(shape + K_g / 2, rate + ||theta_g||^2 / 2)``,
+    ``tau | theta, y ~ Gamma(shape + beta N O / 2, rate + beta SSE(theta) / 2)``.
+
+The state keeps logs so that its columns are unconstrained, and the prior
+density here is over those columns (with the Jacobians), normalised: SMC's
+evidence is then ``p(y | X)`` with the hyperparameters integrated out.
+
+The gradient kernels move ``theta`` given the hyperparameter columns and never
+the columns themselves; after a Gibbs draw the kernel's cached log density and
+gradient are brought to the new hyperparameters by :meth:`HyperparameterGibbs.rescore`,
+exactly and without a gradient evaluation (the prior is closed-form and the
+likelihood's gradient scales with ``tau``).
+"""
+
+import math
+from typing import NamedTuple
+
+import torch
+
+_LOG_2PI = math.log(2 * math.pi)
+
+
+def standard_gamma(shape, generator=None):
+    """``Gamma(shape, 1)`` draws, one per element of the tensor ``shape`` (> 0).
+
+    Marsaglia & Tsang (2000), "A simple method for generating gamma
+    variables", batched: every round draws a normal and a uniform for every
+    element and keeps the first acceptance of each (above 95% per round), so a
+    seeded generator gives the same draws anywhere. A shape below 1 is boosted,
+    ``Gamma(a) = Gamma(a + 1) U**(1 / a)``. Draws are at least the dtype's
+    smallest normal number, so that their logs are finite.
+    """
+    boosted = shape < 1
+    alpha = torch.where(boosted, shape + 1, shape)
+    d = alpha - 1.0 / 3.0
+    c = torch.rsqrt(9 * d)
+    draws = torch.zeros_like(alpha)
+    pending = torch.ones_like(alpha, dtype=torch.bool)
+    tiny = torch.finfo(alpha.dtype).tiny
+    while bool(pending.any()):
+        x = torch.randn(alpha.shape, generator=generator, dtype=alpha.dtype, device=alpha.device)
+        u = torch.rand(alpha.shape, generator=generator, dtype=alpha.dtype, device=alpha.device)
+        v = (1 + c * x) ** 3
+        accept = (v > 0) & (torch.log(u) < 0.5 * x.square() + d - d * v + d * torch.log(v.clamp(min=tiny)))
+        take = pending & accept
+        draws = torch.where(take, d * v, draws)
+        pending = pending & ~take
+    if bool(boosted.any()):
+        u = torch.rand(alpha.shape, generator=generator, dtype=alpha.dtype, device=alpha.device)
+        draws = torch.where(boosted, draws * torch.exp(torch.log(u.clamp(min=tiny)) / shape), draws)
+    return draws.clamp(min=tiny)
+
+
+class GammaHyperprior(NamedTuple):
+    """``Gamma(shape, rate)`` on a precision: density ``rate**shape / Gamma(shape) x**(shape - 1) exp(-rate x)``."""
+
+    shape: float
+    rate: float
+
+    def log_prob_of_log(self, log_precision):
+        """The log density of ``log x`` (the Gamma density times the Jacobian ``x``)."""
+        return (
+            self.shape * math.log(self.rate)
+            - math.lgamma(self.shape)
+            + self.shape * log_precision
+            - self.rate * torch.exp(log_precision)
+        )
+
+    def sample(self, size, generator=None, dtype=torch.float64, device="cpu"):
+        """Draws of ``x`` of shape ``size``."""
+        shape = torch.full(size, self.shape, dtype=dtype, device=device)
+        return standard_gamma(shape, generator) / self.rate
+
+
+class HierarchicalPrior:
+    """The prior over state rows ``[theta | log noise std | log prior precisions]``
+    (see the module docstring), normalised in those coordinates.
+
+    Parameters
+    ----------
+    groups : ParameterGroups
+        The groups of ``theta`` that share a precision.
+    hyperprior : GammaHyperprior
+        On every prior precision and on the noise precision.
+    noise : bool, default=False
+        Whether the rows carry a log noise std (a Gaussian likelihood's sampled noise).
+    """
+
+    def __init__(self, groups, hyperprior, noise=False):
+        self.groups, self.hyperprior, self.noise = groups, hyperprior, bool(noise)
+        self.n_params = int(groups.sizes.sum())
+        self.n_groups = len(groups)
+        #: Columns after the weights: the log noise std (when sampled), then the log precisions.
+        self.n_hyperparameters = self.noise + self.n_groups
+        self.n_columns = self.n_params + self.n_hyperparameters
+
+    # ---------------------------------------------------------------- layout
+    def split(self, rows):
+        """``theta (C, K)``, ``log noise std (C,)`` or None, ``log precisions (C, G)``."""
+        theta = rows[:, : self.n_params]
+        log_noise = rows[:, self.n_params] if self.noise else None
+        return theta, log_noise, rows[:, self.n_params + self.noise :]
+
+    def join(self, theta, log_noise, log_precision):
+        """State rows from their parts (the inverse of :meth:`split`)."""
+        parts = [theta] + ([log_noise[:, None]] if self.noise else []) + [log_precision]
+        return torch.cat(parts, dim=1)
+
+    def per_weight(self, values):
+        """One value per row and group ``(C, G)`` to one per row and weight ``(C, K)``."""
+        return values[:, self.groups.index.to(values.device)]
+
+    def squares(self, theta):
+        """``||theta_g||^2`` per row and group, ``(C, G)``."""
+        index = self.groups.index.to(theta.device)
+        return theta.new_zeros(theta.shape[0], self.n_groups).index_add_(1, index, theta.square())
+
+    # --------------------------------------------------------------- density
+    def __call__(self, rows):
+        return self.value_and_grad(rows)[0]
+
+    def value_and_grad(self, rows):
+        """The log density of each row ``(C,)`` and its gradient ``(C, P)``, in closed form."""
+        theta, log_noise, log_precision = self.split(rows)
+        precision = torch.exp(log_precision)
+        sizes = self.groups.sizes.to(device=rows.device, dtype=rows.dtype)
+        squares = self.squares(theta)
+        hyperprior = self.hyperprior
+        value = (
+            -0.5 * (precision * squares).sum(-1)
+            + 0.5 * (sizes * log_precision).sum(-1)
+            - 0.5 * self.n_params * _LOG_2PI
+            + hyperprior.log_prob_of_log(log_precision).sum(-1)
+        )
+        d_theta = -self.per_weight(precision) * theta
+        d_log_precision = -0.5 * precision * squares + 0.5 * sizes + hyperprior.shape - hyperprior.rate * precision
+        d_log_noise = []
+        if self.noise:
+            # The noise precision tau = exp(-2 log_noise): its log density, with the Jacobian 2 tau.
+            log_tau = -2 * log_noise
+            value = value + hyperprior.log_prob_of_log(log_tau) + math.log(2)
+            d_log_noise = [(-2 * (hyperprior.shape - hyperprior.rate * torch.exp(log_tau)))[:, None]]
+        return value, torch.cat([d_theta, *d_log_noise, d_log_precision], dim=1)
+
+    def sample(self, n, generator=None, dtype=torch.float64, device="cpu"):
+        """``n`` rows from the prior: precisions, weights given them, then the noise; ``(n, P)``."""
+        precision = self.hyperprior.sample((n, self.n_groups), generator, dtype, device)
+        z = torch.randn(n, self.n_params, generator=generator, dtype=dtype, device=device)
+        theta = z * torch.rsqrt(self.per_weight(precision))
+        log_noise = None
+        if self.noise:
+            log_noise = -0.5 * torch.log(self.hyperprior.sample((n,), generator, dtype, device))
+        return self.join(theta, log_noise, torch.log(precision))
+
+
+class Statistics(NamedTuple):
+    """What the conditionals of the hyperparameters depend on, per row."""
+
+    squares: torch.Tensor  # (C, G), ||theta_g||^2
+    sum_of_squares: torch.Tensor | None  # (C,), the residual sum of squares; None without a sampled noise
+
+
+class HyperparameterGibbs:
+    """Exact draws of the hyperparameter columns of state rows given their weights.
+
+    Parameters
+    ----------
+    prior : HierarchicalPrior
+    log_likelihood : GaussianStateLikelihood, optional
+        Gives the residuals (its ``model``, ``X``, ``Y``); needed when the rows
+        carry a sampled noise.
+    """
+
+    def __init__(self, prior, log_likelihood=None):
+        if prior.noise and log_likelihood is None:
+            raise ValueError("A sampled noise needs the Gaussian likelihood, for its residuals.")
+        self.prior = prior
+        self.log_likelihood = log_likelihood if prior.noise else None
+        #: The leading columns of a row (the weights), which the updates condition on.
+        self.n_params = prior.n_params
+
+    def statistics(self, theta):
+        """:class:`Statistics` of weight rows ``(C, K)``: one forward pass when the noise is sampled."""
+        sum_of_squares = None
+        if self.log_likelihood is not None:
+            likelihood = self.log_likelihood
+            with torch.no_grad():
+                outputs = likelihood.model(theta, likelihood.X)
+            sum_of_squares = (likelihood.Y - outputs).square().sum((-1, -2))
+        return Statistics(self.prior.squares(theta), sum_of_squares)
+
+    def draw(self, generator, rows, statistics, temperature=1.0):
+        """The rows with their hyperparameter columns drawn from the conditionals
+        (see the module docstring) at likelihood temperature ``temperature``."""
+        prior = self.prior
+        shape, rate = prior.hyperprior
+        theta, log_noise, _ = prior.split(rows)
+        sizes = prior.groups.sizes.to(device=rows.device, dtype=rows.dtype)
+        precision = standard_gamma(shape + 0.5 * sizes.expand(len(rows), -1), generator)
+        precision = precision / (rate + 0.5 * statistics.squares)
+        if prior.noise:
+            n_observations = self.log_likelihood.Y.numel()
+            tau = standard_gamma(torch.full_like(log_noise, shape + 0.5 * temperature * n_observations), generator)
+            tau = tau / (rate + 0.5 * temperature * statistics.sum_of_squares)
+            log_noise = -0.5 * torch.log(tau)
+        return prior.join(theta, log_noise, torch.log(precision))
+
+    def rescore(self, rows, new_rows, statistics, temperature, value, gradient=None):
+        """A kernel's cached log density (and gradient in ``theta``) at ``rows``
+        brought to ``new_rows``, which differ only in their hyperparameters.
+
+        The cached density is ``log prior(row) + temperature * log p(y | theta,
+        noise)``: the prior part is recomputed in closed form, the likelihood
+        part changes with the noise only, by ``-N O log(s'/s) - (tau' - tau)
+        SSE / 2`` in value and the factor ``tau' / tau`` in gradient.
+
+        Returns
+        -------
+        value : tensor of shape (C,)
+        gradient : tensor of shape (C, K), or None when ``gradient`` is None
+        """
+        n_params = self.prior.n_params
+        old_prior, old_prior_gradient = self.prior.value_and_grad(rows)
+        new_prior, new_prior_gradient = self.prior.value_and_grad(new_rows)
+        likelihood_value = value - old_prior
+        if gradient is not None:
+            likelihood_gradient = gradient - old_prior_gradient[:, :n_params]
+        if self.prior.noise:
+            old_log_noise, new_log_noise = rows[:, n_params], new_rows[:, n_params]
+            old_tau, new_tau = torch.exp(-2 * old_log_noise), torch.exp(-2 * new_log_noise)
+            tau_ratio = torch.exp(-2 * (new_log_noise - old_log_noise))
+            n_observations = self.log_likelihood.Y.numel()
+            change = -n_observations * (new_log_noise - old_log_noise)
+            change = change - 0.5 * (new_tau - old_tau) * statistics.sum_of_squares
+            likelihood_value = likelihood_value + temperature * change
+            if gradient is not None:
+                likelihood_gradient = likelihood_gradient * tau_ratio[:, None]
+        new_value = new_prior + likelihood_value
+        if gradient is None:
+            return new_value, None
+        return new_value, new_prior_gradient[:, :n_params] + likelihood_gradient
