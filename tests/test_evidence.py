@@ -11,6 +11,7 @@ import pytest
 import torch
 from scipy.optimize import minimize
 from scipy.stats import multivariate_normal
+from sklearn.base import is_classifier
 from torch import nn
 
 import sklearn_quinn
@@ -128,7 +129,7 @@ def test_fixed_prior_learns_only_the_noise():
 @pytest.mark.parametrize("estimator", ALL_ESTIMATORS, ids=lambda cls: cls.__name__)
 def test_prior_std_neither_none_nor_positive_is_refused(estimator, prior_std):
     X, y = linear_data(20)
-    if estimator._estimator_type == "classifier":
+    if is_classifier(estimator()):
         y = (y > np.median(y)).astype(int)
     with pytest.raises(ValueError, match="prior_std"):
         estimator(prior_std=prior_std).fit(X, y)
