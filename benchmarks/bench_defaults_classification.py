@@ -35,7 +35,7 @@ issue 17: each difference at most one standard error. Per-fit lines go to stderr
 the tables to stdout.
 
     python benchmarks/bench_defaults_classification.py [--datasets iris wine breast_cancer digits] \\
-        [--methods laplace de ...] [--splits 20] [--quick] [--max-epochs N] [--threads 1]
+        [--methods laplace de ...] [--splits 20] [--quick] [--max-epochs N] [--device cpu] [--threads 1]
 """
 
 import argparse
@@ -93,6 +93,7 @@ def main(argv=None):
     parser.add_argument("--splits", type=int, default=20, help="paired splits, random_state 0 to SPLITS - 1")
     parser.add_argument("--quick", action="store_true", help="compare's smaller budgets instead of the defaults")
     parser.add_argument("--max-epochs", type=int, help="override every method's training epochs (smoke runs)")
+    parser.add_argument("--device", default="cpu", help="torch device of the networks' fits: cpu, cuda, ...")
     parser.add_argument("--threads", type=int, default=1, help="torch and BLAS threads (default: 1)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -113,7 +114,7 @@ def main(argv=None):
         for seed in range(args.splits):
             X_train, X_test, y_train, y_test = split_table(X, y, True, test_size=0.2, random_state=seed)
             todo = candidates(args.methods, True, X_train, quick=args.quick, max_epochs=args.max_epochs,
-                              random_state=seed)
+                              random_state=seed, device=args.device)
             for candidate in todo:
                 scored = fit_and_score(candidate.estimator, X_train, y_train, X_test, y_test, True).scores
                 scores.setdefault(candidate.name, []).append(scored)
