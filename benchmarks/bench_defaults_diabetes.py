@@ -20,7 +20,7 @@ mean NLL at most BayesianRidge's + 0.03, mean coverage within [0.90, 0.98].
 Per-fit lines go to stderr, the table to stdout.
 
     python benchmarks/bench_defaults_diabetes.py [--methods laplace de ...] [--splits 11] [--quick] \\
-        [--max-epochs N] [--threads 1]
+        [--max-epochs N] [--device cpu] [--threads 1]
 """
 
 import argparse
@@ -47,6 +47,7 @@ def main(argv=None):
                         help="splits in all: random_state 0 (the main job's) to SPLITS - 1 (default: 11)")
     parser.add_argument("--quick", action="store_true", help="compare's smaller budgets instead of the defaults")
     parser.add_argument("--max-epochs", type=int, help="override every method's training epochs (smoke runs)")
+    parser.add_argument("--device", default="cpu", help="torch device of the networks' fits: cpu, cuda, ...")
     parser.add_argument("--threads", type=int, default=1, help="torch and BLAS threads (default: 1)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -57,7 +58,7 @@ def main(argv=None):
     for seed in range(args.splits):
         X_train, X_test, y_train, y_test = split_table(X, y, False, test_size=0.2, random_state=seed)
         for candidate in candidates(args.methods, False, X_train, quick=args.quick, max_epochs=args.max_epochs,
-                                    random_state=seed):
+                                    random_state=seed, device=args.device):
             result = fit_and_score(candidate.estimator, X_train, y_train, X_test, y_test, False).scores
             scores.setdefault(candidate.name, []).append(result)
             print(f"split {seed} {candidate.name}: NLL {result['NLL']:.3f}  coverage {result['95% coverage']:.3f}  "

@@ -28,7 +28,7 @@ point, from NGBoost, deep evidential regression, concrete dropout and
 Wasserstein gradient boosting, as tabled by Matsubara 2024).
 
     python benchmarks/bench_defaults_uci.py [--datasets boston ...] [--methods laplace de ...] \\
-        [--splits N] [--quick] [--max-epochs N] [--out uci-defaults.jsonl] [--n-jobs 1] [--threads 1]
+        [--splits N] [--quick] [--max-epochs N] [--device cpu] [--out uci-defaults.jsonl] [--n-jobs 1] [--threads 1]
 
 References
 ----------
@@ -66,7 +66,8 @@ SETS_TO_BEAT = 6  # of the 8
 
 def settings(args):
     """What makes two runs of a (data set, method, split) the same: a resumed run skips only these."""
-    return {"quick": args.quick, "max_epochs": args.max_epochs, "gpr_max_rows": args.gpr_max_rows}
+    return {"quick": args.quick, "max_epochs": args.max_epochs, "device": args.device,
+            "gpr_max_rows": args.gpr_max_rows}
 
 
 def read_lines(path):
@@ -78,7 +79,7 @@ def read_lines(path):
 
 def estimator_for(method, name, args, n_features):
     if method in METHODS:
-        return make_estimator(method, False, quick=args.quick, max_epochs=args.max_epochs,
+        return make_estimator(method, False, quick=args.quick, max_epochs=args.max_epochs, device=args.device,
                               hidden_layer_sizes=(n_hidden(args.data_dir, name),))
     return make_reference(method, n_features, max_rows=args.gpr_max_rows)
 
@@ -156,6 +157,7 @@ def main(argv=None):
                         help="the first N splits of every set (default: 20, and 5 on power, kin8nm, naval)")
     parser.add_argument("--quick", action="store_true", help="compare's smaller budgets instead of the defaults")
     parser.add_argument("--max-epochs", type=int, help="override every method's training epochs (smoke runs)")
+    parser.add_argument("--device", default="cpu", help="torch device of the networks' fits: cpu, cuda, ...")
     parser.add_argument("--gpr-max-rows", type=int, default=GPR_MAX_ROWS,
                         help=f"the GPR fits on a random subset of this many training rows (default: {GPR_MAX_ROWS})")
     parser.add_argument("--out", default="uci-defaults.jsonl",
