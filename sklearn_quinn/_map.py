@@ -23,7 +23,6 @@ from torch import nn
 
 from ._core.evidence import LaplaceEvidence
 from ._core.likelihoods import GaussianLikelihood
-from ._core.network import FunctionalModel
 
 #: Fractions of the epochs after which the evidence is maximised: none in the
 #: first tenth (the network first fits the data), none in the last fifth (the
@@ -76,9 +75,9 @@ class EvidenceMaximisation(Callback):
 
     Parameters
     ----------
-    backbone : torch.nn.Module
-        The network whose weights the evidence is taken at (the trained
-        module, or the backbone inside it).
+    model : FunctionalModel
+        The network whose weights the evidence is taken at, as they train
+        (the trained module, or the backbone inside it).
     X, Y : tensor of shape (N, D) and (N, O)
         The training data.
     groups : ParameterGroups
@@ -94,8 +93,8 @@ class EvidenceMaximisation(Callback):
         ``noise_std`` (None without a noise) and the precision of every group.
     """
 
-    def __init__(self, backbone, X, Y, groups, *, learn_prior, learn_noise, epochs):
-        self.backbone, self.X, self.Y, self.groups = backbone, X, Y, groups
+    def __init__(self, model, X, Y, groups, *, learn_prior, learn_noise, epochs):
+        self.model, self.X, self.Y, self.groups = model, X, Y, groups
         self.learn_prior, self.learn_noise, self.epochs = learn_prior, learn_noise, epochs
 
     def on_train_begin(self, net, **kwargs):
@@ -107,9 +106,8 @@ class EvidenceMaximisation(Callback):
             return
         criterion = net.criterion_
         likelihood = criterion.likelihood
-        model = FunctionalModel(self.backbone)
         evidence = LaplaceEvidence(
-            model, model.flatten(), self.X, self.Y, likelihood.frozen(self.Y.shape[1]), self.groups
+            self.model, self.model.flatten(), self.X, self.Y, likelihood.frozen(self.Y.shape[1]), self.groups
         )
         precision = np.broadcast_to(torch.as_tensor(criterion.prior_precision).cpu().numpy(), len(self.groups))
         # The weights move on after an update: only the last one is worth iterating to convergence.

@@ -173,7 +173,8 @@ class BaseBayesianNetwork(BaseEstimator):
         likelihood = self._likelihood(Y)
         with self._seeded(self._map_seed):
             module = self._build_module(X.shape[1], self._n_outputs(Y))
-            groups = ParameterGroups.of(FunctionalModel(module))
+            model = FunctionalModel(module)  # reads the module's weights as they train
+            groups = ParameterGroups.of(model)
             learn_prior = self.prior_std is None
             precision = torch.ones(len(groups), dtype=self._dtype) if learn_prior else self.prior_std**-2
             evidence = None
@@ -181,7 +182,7 @@ class BaseBayesianNetwork(BaseEstimator):
                 # The noise is a hyperparameter of the evidence, not a parameter of the loss.
                 likelihood.requires_grad_(False)
                 evidence = EvidenceMaximisation(
-                    module, self._tensor(X), self._tensor(Y), groups, learn_prior=learn_prior,
+                    model, self._tensor(X), self._tensor(Y), groups, learn_prior=learn_prior,
                     learn_noise=likelihood.learn_noise, epochs=evidence_epochs(self.max_epochs),
                 )
             self.net_ = fit_map(
@@ -201,7 +202,7 @@ class BaseBayesianNetwork(BaseEstimator):
                 verbose=self.verbose,
                 evidence=evidence,
             )
-        self._model = FunctionalModel(module)  # trained in place
+        self._model = model
         precision = self.net_.criterion_.prior_precision
         if learn_prior:
             self.prior_precisions_ = groups.as_dict(precision)

@@ -31,18 +31,21 @@ MAX_FULL_MATRIX_BYTES = 2 * 1024**3
 _CHUNK_BYTES = 64 * 1024**2
 
 
+def _full_bytes(n_params, dtype):
+    return n_params**2 * torch.empty((), dtype=dtype).element_size()
+
+
 def full_fits(n_params, dtype):
     """Whether a ``(K, K)`` matrix fits the memory budget."""
-    return n_params**2 * torch.empty((), dtype=dtype).element_size() <= MAX_FULL_MATRIX_BYTES
+    return _full_bytes(n_params, dtype) <= MAX_FULL_MATRIX_BYTES
 
 
 def check_full_fits(n_params, dtype):
     """Refuse, before allocating, a ``(K, K)`` matrix over the memory budget."""
-    needed = n_params**2 * torch.empty((), dtype=dtype).element_size()
     if not full_fits(n_params, dtype):
         raise ValueError(
             f"hessian_structure='full' needs a {n_params} x {n_params} matrix "
-            f"({needed / 1024**3:.2f} GiB, about four of them at once), over the budget of "
+            f"({_full_bytes(n_params, dtype) / 1024**3:.2f} GiB, about four of them at once), over the budget of "
             f"{MAX_FULL_MATRIX_BYTES / 1024**3:.2f} GiB per matrix. "
             "Use hessian_structure='diag', or a smaller network."
         )
