@@ -62,6 +62,7 @@ class BaseBayesianNetwork(BaseEstimator):
     _parameter_constraints: dict = {
         "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
         "activation": [StrOptions(set(ACTIVATIONS))],
+        "linear_skip": ["boolean"],
         "module": [None, nn.Module, callable],
         "prior_std": [None, Interval(Real, 0, None, closed="neither")],
         "dtype": [StrOptions(set(_DTYPES))],
@@ -127,7 +128,9 @@ class BaseBayesianNetwork(BaseEstimator):
                     "The 'hidden_layer_sizes' parameter must hold positive integers; "
                     f"got {self.hidden_layer_sizes!r}."
                 )
-            module = build_mlp(n_features, n_outputs, [int(size) for size in sizes], self.activation)
+            module = build_mlp(
+                n_features, n_outputs, [int(size) for size in sizes], self.activation, self.linear_skip
+            )
         elif isinstance(self.module, nn.Module):
             module = copy.deepcopy(self.module)
         else:

@@ -4,12 +4,11 @@ Data: 300 training rows, 10 standard-normal features, unit Gaussian noise,
 1000 test rows; every estimator in ``Pipeline([StandardScaler(), estimator])``
 at its defaults, seeds fixed. BayesianRidge is the exact model here (test NLL
 1.414, coverage 0.949). Issue 17 asks for every regressor within 0.05 nats of
-it and a coverage in [0.92, 0.98]; the 1x50 ReLU network with the learned
-prior reaches 0.09-0.19 nats behind (a ReLU network builds a linear function
-from hinges, and its prior does not prefer it): the tolerances below are
-what holds, so that a regression back to an over-fitted, overconfident
-default (NLL 2-500, coverage 0.05-0.86 with the former fixed N(0, 1) prior)
-fails.
+it and a coverage in [0.92, 0.98]. The default network's linear skip path
+makes that reachable (a ReLU network alone stayed 0.09-0.19 nats behind: it
+builds a linear function out of hinges, which its prior does not prefer);
+RMS and MC dropout still miss it (measured +0.059 and +0.079 nats), and
+their tests are strict expected failures until they do.
 """
 
 import numpy as np
@@ -27,8 +26,9 @@ from sklearn_quinn import (
     metrics,
 )
 
-NLL_EXCESS = 0.25
-COVERAGE = (0.88, 0.995)
+NLL_EXCESS = 0.05
+COVERAGE = (0.92, 0.98)
+MISSED = pytest.mark.xfail(strict=True, reason="issue 17's linear-data target not met yet (see the module docstring)")
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +48,8 @@ def scores(estimator, table):
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "estimator",
-    [LaplaceRegressor, DeepEnsembleRegressor, RMSRegressor, SWAGRegressor, MCDropoutRegressor],
+    [LaplaceRegressor, DeepEnsembleRegressor, pytest.param(RMSRegressor, marks=MISSED), SWAGRegressor,
+     pytest.param(MCDropoutRegressor, marks=MISSED)],
     ids=lambda cls: cls.__name__,
 )
 def test_default_regressor_is_near_bayesian_ridge_on_linear_data(estimator, linear_table):

@@ -215,7 +215,8 @@ def test_dataframe_feature_names(wave_data):
 
 def test_hidden_layer_sizes_as_int_or_empty(wave_data):
     X, y = wave_data
-    assert fast(hidden_layer_sizes=7).fit(X, y).posterior_.n_params == 2 * 7 + 7 + 7 + 1
+    assert fast(hidden_layer_sizes=7).fit(X, y).posterior_.n_params == 2 * 7 + 7 + 7 + 1 + 2  # + linear skip
+    assert fast(hidden_layer_sizes=7, linear_skip=False).fit(X, y).posterior_.n_params == 2 * 7 + 7 + 7 + 1
     assert fast(hidden_layer_sizes=()).fit(X, y).posterior_.n_params == 3
 
 
@@ -299,6 +300,7 @@ def test_wrong_number_of_features_at_predict(wave_data):
         (dict(noise_std=-0.1), "'noise_std' parameter"),
         (dict(hidden_layer_sizes=(10, 0)), "'hidden_layer_sizes' parameter"),
         (dict(activation="gelu"), "'activation' parameter"),
+        (dict(linear_skip="yes"), "'linear_skip' parameter"),
         (dict(dtype="float16"), "'dtype' parameter"),
         (dict(device="tpu:9"), "device='tpu:9' is not a torch device"),
         (dict(module=lambda n_features, n_outputs: "not a module"), "callable returned str"),
@@ -313,7 +315,7 @@ def test_bad_parameters_fail_at_fit_naming_the_problem(wave_data, params, messag
 def test_full_curvature_over_the_memory_budget_is_refused(wave_data, monkeypatch):
     X, y = wave_data
     monkeypatch.setattr(curvature_module, "MAX_FULL_MATRIX_BYTES", 10_000)
-    with pytest.raises(ValueError, match=r"65 x 65 matrix .*hessian_structure='diag'"):
+    with pytest.raises(ValueError, match=r"67 x 67 matrix .*hessian_structure='diag'"):
         fast().fit(X, y)
     fast(hessian_structure="diag").fit(X, y)
 

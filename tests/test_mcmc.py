@@ -86,7 +86,7 @@ def test_hierarchical_linear_model_posterior_is_exact(linear_data, sampler):
 def test_sampled_noise_recovers_the_noise(wave_data):
     X, y = wave_data
     reg = small(hidden_layer_sizes=(16,), n_samples=200, n_burnin=300, max_epochs=200).fit(X, y)
-    assert reg.chains_.shape[-1] == reg.posterior_.samples.shape[1] + 1 + 4  # weights, log noise, log precisions
+    assert reg.chains_.shape[-1] == reg.posterior_.samples.shape[1] + 1 + 5  # weights, log noise, log precisions
     assert 0.07 < reg.noise_std_ < 0.16  # the data's noise std is 0.1
 
 
@@ -115,14 +115,14 @@ def test_fitted_attributes(wave_data):
     X, y = wave_data
     reg = small(n_chains=3, n_samples=12, thin=2).fit(X, y)
     n_params = reg.posterior_.samples.shape[1]
-    names = ["0.weight", "0.bias", "2.weight", "2.bias"]
-    assert reg.chains_.shape == (3, 12, n_params + 1 + 4)  # weights, log noise std, log precisions
+    names = ["mlp.0.weight", "mlp.0.bias", "mlp.2.weight", "mlp.2.bias", "linear.weight"]
+    assert reg.chains_.shape == (3, 12, n_params + 1 + 5)  # weights, log noise std, log precisions
     assert reg.posterior_.samples.shape == (36, n_params)
     assert reg.acceptance_rate_.shape == reg.step_size_.shape == (3,)
-    assert reg.rhat_.shape == reg.ess_.shape == (n_params + 5,)
+    assert reg.rhat_.shape == reg.ess_.shape == (n_params + 6,)
     assert list(reg.prior_precisions_) == names
-    assert reg.prior_precision_samples_.shape == (36, 4)
-    np.testing.assert_allclose(reg.prior_precision_samples_, np.exp(reg.chains_[..., -4:].reshape(-1, 4)))
+    assert reg.prior_precision_samples_.shape == (36, 5)
+    np.testing.assert_allclose(reg.prior_precision_samples_, np.exp(reg.chains_[..., -5:].reshape(-1, 5)))
     np.testing.assert_allclose(reg._draw_noise[:, 0].numpy(), np.exp(reg.chains_[..., n_params].reshape(-1)))
     fixed = small(n_chains=3, n_samples=12, thin=2, prior_std=1.0).fit(X, y)
     assert fixed.chains_.shape == (3, 12, n_params + 1)  # the log noise std, sampled with the weights
@@ -146,11 +146,11 @@ def test_verbose_shows_acceptance(wave_data, capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("prior_std, tolerance", [(1.0, 1e-6), (None, 1e-5)])
+@pytest.mark.parametrize("prior_std, tolerance", [(1.0, 1e-6), (None, 2e-4)])
 def test_compiled_trajectories_sample_as_eager_ones(wave_data, prior_std, tolerance):
     """compile=True runs the same arithmetic through torch.compile: the same
-    draws up to rounding, amplified along the chain (measured 2e-9 here with a
-    fixed prior, 1.4e-6 with the hyperparameters' Gibbs draws in between)."""
+    draws up to rounding, amplified along the chain (measured 8e-8 here with a
+    fixed prior, 5e-5 with the hyperparameters' Gibbs draws in between)."""
     X, y = wave_data
     eager, compiled = small(prior_std=prior_std).fit(X, y), small(prior_std=prior_std, compile=True).fit(X, y)
     np.testing.assert_allclose(compiled.chains_, eager.chains_, atol=tolerance)
@@ -262,8 +262,8 @@ def test_hyperparameters_in_joblib_groups(wave_data):
     """Chains split over two joblib workers carry their hyperparameter columns."""
     X, y = wave_data
     reg = small(n_jobs=2, n_samples=10, n_burnin=10).fit(X, y)
-    assert reg.chains_.shape == (4, 10, reg.posterior_.samples.shape[1] + 5)
-    assert np.isfinite(reg.chains_).all() and reg.prior_precision_samples_.shape == (40, 4)
+    assert reg.chains_.shape == (4, 10, reg.posterior_.samples.shape[1] + 6)
+    assert np.isfinite(reg.chains_).all() and reg.prior_precision_samples_.shape == (40, 5)
 
 
 def test_classifier_samples_the_prior_precisions():
@@ -276,8 +276,8 @@ def test_classifier_samples_the_prior_precisions():
     clf = MCMCClassifier(hidden_layer_sizes=(4,), n_samples=20, n_burnin=20, n_leapfrog=4, max_epochs=30,
                          random_state=0).fit(X, y)
     n_params = clf.posterior_.samples.shape[1]
-    assert clf.chains_.shape == (4, 20, n_params + 4)
-    assert list(clf.prior_precisions_) == ["0.weight", "0.bias", "2.weight", "2.bias"]
+    assert clf.chains_.shape == (4, 20, n_params + 5)
+    assert list(clf.prior_precisions_) == ["mlp.0.weight", "mlp.0.bias", "mlp.2.weight", "mlp.2.bias", "linear.weight"]
     np.testing.assert_allclose(clf.predict_proba(X[:5]).sum(1), 1.0)
 
 
@@ -285,10 +285,11 @@ def test_classifier_samples_the_prior_precisions():
 def test_default_is_near_bayesian_ridge_on_linear_data():
     """Issue 17's target on the data of tests/test_calibrated_defaults.py (300
     training rows from a linear model, 10 features, unit noise; 1000 test rows):
-    the default MCMC (a 1x50 ReLU network, sampled precisions and noise) within
-    0.05 nats of BayesianRidge, the exact model here (measured 1.443 to 1.445
-    against 1.414 over three seeds of the chains), with a 95% coverage in
-    [0.92, 0.98] (measured 0.954)."""
+    the default MCMC (a 1x50 ReLU network with the linear skip path, sampled
+    precisions and noise) within 0.05 nats of BayesianRidge, the exact model
+    here (measured 1.422 against 1.414; 1.443 to 1.445 over three seeds of the
+    chains without the skip path), with a 95% coverage in [0.92, 0.98]
+    (measured 0.955)."""
     from sklearn.linear_model import BayesianRidge
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler

@@ -157,3 +157,38 @@ def test_forward_and_vjp_with_per_row_inputs_and_bias_free_layers(per_row_inputs
     (expected,) = torch.autograd.grad((generic(rows, X) * cotangent).sum(), rows)
     torch.testing.assert_close(outputs, generic(theta, X))
     torch.testing.assert_close(vjp(cotangent), expected)
+
+
+def test_linear_skip_mlp_adds_a_linear_map_of_the_inputs():
+    torch.manual_seed(0)
+    module = build_mlp(3, 2, (5,), "relu", linear_skip=True).double()
+    X = _inputs()
+    expected = module.mlp(X) + X @ module.linear.weight.T
+    torch.testing.assert_close(module(X), expected)
+    assert [name for name, _ in module.named_parameters()][-1] == "linear.weight"
+    assert module.linear.bias is None
+    assert isinstance(build_mlp(3, 2, (), "relu", linear_skip=True), nn.Sequential)
+
+
+@pytest.mark.parametrize("per_row_inputs", [False, True], ids=["shared X", "X per row"])
+@pytest.mark.parametrize("hidden", [(5,), (4, 3)])
+def test_linear_skip_fast_path_matches_autograd(hidden, per_row_inputs):
+    """Forward, per-example Jacobian and vector-Jacobian product of the skip
+    network's fast path against autograd through the module itself."""
+    torch.manual_seed(2)
+    model = FunctionalModel(build_mlp(3, 2, hidden, "tanh", linear_skip=True).double())
+    generic = FunctionalModel(model.module)
+    generic._plan = None
+    assert model._plan is not None
+    theta = model.flatten() + 0.1 * torch.randn(4, model.n_params, dtype=torch.float64)
+    X = torch.randn(4, 7, 3, dtype=torch.float64) if per_row_inputs else _inputs()
+    torch.testing.assert_close(model(theta, X), generic(theta, X))
+    cotangent = torch.randn(4, 7, 2, dtype=torch.float64)
+    outputs, vjp = model.forward_and_vjp(theta, X)
+    rows = theta.clone().requires_grad_(True)
+    (expected,) = torch.autograd.grad((generic(rows, X) * cotangent).sum(), rows)
+    torch.testing.assert_close(outputs, generic(theta, X))
+    torch.testing.assert_close(vjp(cotangent), expected)
+    if not per_row_inputs:
+        jacobian = jacrev(lambda t: generic.single(t, X))(theta[0])
+        torch.testing.assert_close(model.jacobian(theta[0], X), jacobian)

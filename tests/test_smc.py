@@ -322,7 +322,7 @@ def test_regressor_history_and_predictions(wave_data):
     reg = SMCRegressor(**SMALL).fit(X, y)
     assert reg.lambdas_[0] == 0 and reg.lambdas_[-1] == 1 and np.all(np.diff(reg.lambdas_) > 0)
     assert len(reg.ess_history_) == len(reg.acceptance_history_) == reg.n_stages_ == len(reg.lambdas_) - 1
-    assert reg.particles_.shape == (40, reg.posterior_.samples.shape[1] + 1 + 4)  # + log noise, log precisions
+    assert reg.particles_.shape == (40, reg.posterior_.samples.shape[1] + 1 + 5)  # + log noise, log precisions
     mean, std = reg.predict(X, return_std=True)
     assert np.isfinite(mean).all() and (std > reg.noise_std_).all()
     assert reg.sample_y(X[:4], n_samples=7).shape == (4, 7)
@@ -400,6 +400,6 @@ def test_classifier_samples_the_prior_precisions():
     clf = SMCClassifier(hidden_layer_sizes=(3,), n_particles=30, n_leapfrog=5, n_mcmc_steps=2,
                         random_state=0).fit(X, y)
     n_params = clf.posterior_.samples.shape[1]
-    assert clf.particles_.shape == (30, n_params + 4)
-    assert list(clf.prior_precisions_) == ["0.weight", "0.bias", "2.weight", "2.bias"]
+    assert clf.particles_.shape == (30, n_params + 5)
+    assert list(clf.prior_precisions_) == ["mlp.0.weight", "mlp.0.bias", "mlp.2.weight", "mlp.2.bias", "linear.weight"]
     assert np.isfinite(clf.log_evidence_)

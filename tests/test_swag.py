@@ -114,7 +114,7 @@ def test_diverged_sgd_phase_is_rerun_at_a_tenth_of_the_rate(wave_data):
     network's (1.7); 0.1 holds."""
     X, y = wave_data
     with pytest.warns(ConvergenceWarning, match="diverged at lr_swag=100.0"):
-        reg = small(lr_swag=100.0).fit(X, y)
+        reg = small(lr_swag=100.0, linear_skip=False).fit(X, y)
     assert reg.lr_swag_ == pytest.approx(0.1)
     assert np.isfinite(reg.predict(X, return_std=True)).all()
     assert small().fit(X, y).lr_swag_ == 0.05  # the default rate needs no cut

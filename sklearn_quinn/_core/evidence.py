@@ -175,13 +175,14 @@ class LaplaceEvidence:
         log_det, _ = self._log_det_and_dof(precision, noise_scale)
         return self._value(precision, noise_scale, log_det)
 
-    def maximise(self, precision, learn_prior=True, learn_noise=False, max_iterations=None):
+    def maximise(self, precision, learn_prior=True, learn_noise=False, max_iterations=None, max_noise_scale=None):
         """The prior precisions and noise scale that maximise the evidence at ``theta``.
 
         MacKay's fixed-point iteration from ``precision`` and the current
         noise, until the log evidence rises by less than ``_TOLERANCE`` nats
         or after ``max_iterations`` steps (default: up to ``_MAX_ITERATIONS``);
-        what is not learned stays where it is.
+        what is not learned stays where it is. The noise scale stays at most
+        ``max_noise_scale`` (default ``_NOISE_SCALE_BOUNDS[1]``).
 
         Returns
         -------
@@ -199,7 +200,7 @@ class LaplaceEvidence:
             if learn_noise:
                 residual_dof = max(self._data_fit.n_observations - float(dof.sum()), 1.0)
                 noise_scale = math.sqrt(self._data_fit.weighted_sse / residual_dof)
-                noise_scale = min(max(noise_scale, _NOISE_SCALE_BOUNDS[0]), _NOISE_SCALE_BOUNDS[1])
+                noise_scale = min(max(noise_scale, _NOISE_SCALE_BOUNDS[0]), max_noise_scale or _NOISE_SCALE_BOUNDS[1])
             log_det, dof = self._log_det_and_dof(precision, noise_scale)
             value, previous = self._value(precision, noise_scale, log_det), value
             if value - previous < _TOLERANCE:

@@ -59,16 +59,49 @@ _ELEMENTWISE = {
 }
 
 
-def build_mlp(n_features, n_outputs, hidden_layer_sizes=(50,), activation="relu"):
+def build_mlp(n_features, n_outputs, hidden_layer_sizes=(50,), activation="relu", linear_skip=False):
     """Build the default backbone: ``Linear`` layers with ``activation`` between them.
 
-    An empty ``hidden_layer_sizes`` gives a single ``nn.Linear``: a linear model.
+    An empty ``hidden_layer_sizes`` gives a single ``nn.Linear``: a linear
+    model. With ``linear_skip`` (and hidden layers) the MLP is wrapped in a
+    :class:`LinearSkipMLP`.
     """
     sizes = [n_features, *hidden_layer_sizes, n_outputs]
     layers = []
     for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
         layers += [nn.Linear(fan_in, fan_out), ACTIVATIONS[activation]()]
-    return nn.Sequential(*layers[:-1])
+    mlp = nn.Sequential(*layers[:-1])
+    return LinearSkipMLP(mlp, n_features, n_outputs) if linear_skip and hidden_layer_sizes else mlp
+
+
+class LinearSkipMLP(nn.Module):
+    """An MLP plus a linear map of its inputs: ``f(x) = mlp(x) + W x``.
+
+    The linear model is then inside the network's function class with its
+    own weight tensor, so its own prior precision. A ReLU network alone
+    represents a linear function only as a sum of hinges, which a Gaussian
+    prior on its layers makes improbable; with the skip path, the evidence
+    can explain linear data with ``W`` and shrink the hidden layers away, as
+    a Gaussian process with a linear plus a stationary kernel does (the
+    "wide and deep" split of Cheng et al. 2016, "Wide & deep learning for
+    recommender systems").
+
+    Parameters
+    ----------
+    mlp : torch.nn.Module
+        The network the linear map is added to.
+    n_features, n_outputs : int
+        The input and output widths of the linear map (it has no bias: the
+        MLP's output bias serves both).
+    """
+
+    def __init__(self, mlp, n_features, n_outputs):
+        super().__init__()
+        self.mlp = mlp
+        self.linear = nn.Linear(n_features, n_outputs, bias=False)
+
+    def forward(self, X):
+        return self.mlp(X) + self.linear(X)
 
 
 class FunctionalModel:
@@ -79,7 +112,8 @@ class FunctionalModel:
     (the default MLP, or a user's ``nn.Sequential`` of the same parts) runs a
     hand-batched forward (one ``baddbmm`` per layer over the leading ``S``
     axis, the points along the last axis) and a hand-written per-example
-    Jacobian; any other module runs through ``torch.func`` (``vmap`` over
+    Jacobian, as does such a module inside a :class:`LinearSkipMLP`; any
+    other module runs through ``torch.func`` (``vmap`` over
     ``functional_call``, ``jacrev``).
 
     Parameters
@@ -103,9 +137,11 @@ class FunctionalModel:
                 self.names, offsets[:-1], offsets[1:], self.shapes
             )
         }
-        self._plan = self._fast_plan(module)
+        # The weight block of a LinearSkipMLP's linear map, added to the fast path's outputs.
+        self._skip = self._slices["linear.weight"] if isinstance(module, LinearSkipMLP) else None
+        self._plan = self._fast_plan(module.mlp, "mlp.") if self._skip else self._fast_plan(module)
 
-    def _fast_plan(self, module):
+    def _fast_plan(self, module, prefix=""):
         """The layer plan of the batched fast path, or None for a generic module."""
         if isinstance(module, nn.Linear):
             layers = [("", module)]
@@ -116,9 +152,9 @@ class FunctionalModel:
         plan = []
         for name, layer in layers:
             if isinstance(layer, nn.Linear):
-                prefix = f"{name}." if name else ""
-                weight = self._slices[prefix + "weight"]
-                plan.append((weight, self._slices.get(prefix + "bias")))
+                name = prefix + (f"{name}." if name else "")
+                weight = self._slices[name + "weight"]
+                plan.append((weight, self._slices.get(name + "bias")))
             elif type(layer) in _ELEMENTWISE:
                 plan.append(_ELEMENTWISE[type(layer)])
             else:
@@ -182,9 +218,14 @@ class FunctionalModel:
                 h = h @ theta[start:stop].view(shape).T
                 if bias is not None:
                     h = h + theta[bias[0] : bias[1]]
+        if self._skip:
+            start, stop, shape = self._skip
+            h = h + X @ theta[start:stop].view(shape).T
         n_points, n_outputs = h.shape
         jac = theta.new_zeros(n_points, n_outputs, self.n_params)
         delta = torch.eye(n_outputs, dtype=theta.dtype, device=theta.device).expand(n_points, -1, -1)
+        if self._skip:
+            jac[:, :, self._skip[0] : self._skip[1]] = (delta.unsqueeze(-1) * X[:, None, None, :]).flatten(2)
         for index in reversed(range(len(self._plan))):
             step, a = self._plan[index], inputs[index]
             if isinstance(step, _Activation):
@@ -216,6 +257,9 @@ class FunctionalModel:
             gradient = torch.empty_like(theta)
             n_rows = theta.shape[0]
             cotangent = cotangent.transpose(1, 2)  # feature-major, as h
+            if self._skip:
+                start, stop, shape = self._skip
+                gradient[:, start:stop] = (cotangent @ inputs[0].transpose(-1, -2)).flatten(1)
             for index in reversed(range(len(self._plan))):
                 step = self._plan[index]
                 if isinstance(step, _Activation):
@@ -258,4 +302,7 @@ class FunctionalModel:
                 h = torch.matmul(weight, h)
             else:
                 h = torch.baddbmm(theta[:, bias[0] : bias[1]].unsqueeze(-1), weight, h.expand(n_rows, -1, -1))
+        if self._skip:
+            start, stop, shape = self._skip
+            h = torch.baddbmm(h, theta[:, start:stop].view(n_rows, *shape), inputs[0].expand(n_rows, -1, -1))
         return (inputs, h) if keep_inputs else h

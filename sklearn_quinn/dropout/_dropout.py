@@ -59,7 +59,7 @@ class MCDropoutRegressor(MCDropoutMixin, BaseBayesianRegressor):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, module, prior_std, noise_std, lr, lr_schedule, \\
+    hidden_layer_sizes, activation, linear_skip, module, prior_std, noise_std, lr, lr_schedule, \\
 max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor` (they set the training).
         A custom ``module`` has the inputs of each of its ``nn.Linear``
@@ -122,6 +122,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         hidden_layer_sizes=(50,),
         activation="relu",
         *,
+        linear_skip=True,
         module=None,
         prior_std=None,
         noise_std=None,
@@ -141,6 +142,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
     ):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
+        self.linear_skip = linear_skip
         self.module = module
         self.prior_std = prior_std
         self.noise_std = noise_std
@@ -170,7 +172,7 @@ class MCDropoutClassifier(MCDropoutMixin, BaseBayesianClassifier):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, module, prior_std, dropout_rate, n_samples, lr, lr_schedule, \
+    hidden_layer_sizes, activation, linear_skip, module, prior_std, dropout_rate, n_samples, lr, lr_schedule, \
 max_epochs, batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         As for :class:`MCDropoutRegressor`.
     predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \
@@ -219,6 +221,7 @@ max_epochs, batch_size, optimizer, callbacks, dtype, device, random_state, verbo
         hidden_layer_sizes=(50,),
         activation="relu",
         *,
+        linear_skip=True,
         module=None,
         prior_std=None,
         dropout_rate=0.1,
@@ -238,6 +241,7 @@ max_epochs, batch_size, optimizer, callbacks, dtype, device, random_state, verbo
     ):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
+        self.linear_skip = linear_skip
         self.module = module
         self.prior_std = prior_std
         self.dropout_rate = dropout_rate

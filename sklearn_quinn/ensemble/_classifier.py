@@ -8,7 +8,7 @@ from ._ensemble import EnsembleMixin
 _PARAMETERS_DOC = """
     Parameters
     ----------
-    hidden_layer_sizes, activation, module, n_estimators, data_fraction, prior_std, lr, \\
+    hidden_layer_sizes, activation, linear_skip, module, n_estimators, data_fraction, prior_std, lr, \\
 lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, n_jobs, random_state, verbose
         As for :class:`~sklearn_quinn.DeepEnsembleRegressor`.
     predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \
@@ -53,6 +53,7 @@ class BaseEnsembleClassifier(EnsembleMixin, BaseBayesianClassifier):
         hidden_layer_sizes=(50,),
         activation="relu",
         *,
+        linear_skip=True,
         module=None,
         n_estimators=5,
         data_fraction=1.0,
@@ -73,6 +74,7 @@ class BaseEnsembleClassifier(EnsembleMixin, BaseBayesianClassifier):
     ):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
+        self.linear_skip = linear_skip
         self.module = module
         self.n_estimators = n_estimators
         self.data_fraction = data_fraction

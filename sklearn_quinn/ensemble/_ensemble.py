@@ -135,6 +135,9 @@ _SHARED_DOC = """
     hidden_layer_sizes : array-like of int, default=(50,)
         Hidden layer widths of the default MLP backbone.
     activation : {'identity', 'logistic', 'tanh', 'relu'}, default='relu'
+    linear_skip : bool, default=True
+        Add a linear map of the inputs, with its own prior, to the MLP's
+        outputs (see :class:`~sklearn_quinn.LaplaceRegressor`).
     module : torch.nn.Module or callable, default=None
         A custom backbone (deep-copied) or a callable ``(n_features,
         n_outputs) -> nn.Module``; replaces the MLP.
@@ -241,6 +244,7 @@ class DeepEnsembleRegressor(BaseEnsembleRegressor):
         hidden_layer_sizes=(50,),
         activation="relu",
         *,
+        linear_skip=True,
         module=None,
         n_estimators=5,
         data_fraction=1.0,
@@ -261,6 +265,7 @@ class DeepEnsembleRegressor(BaseEnsembleRegressor):
     ):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
+        self.linear_skip = linear_skip
         self.module = module
         self.n_estimators = n_estimators
         self.data_fraction = data_fraction
@@ -337,6 +342,7 @@ class RMSRegressor(BaseEnsembleRegressor):
         hidden_layer_sizes=(50,),
         activation="relu",
         *,
+        linear_skip=True,
         module=None,
         n_estimators=5,
         data_fraction=1.0,
@@ -358,6 +364,7 @@ class RMSRegressor(BaseEnsembleRegressor):
     ):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
+        self.linear_skip = linear_skip
         self.module = module
         self.n_estimators = n_estimators
         self.data_fraction = data_fraction

@@ -23,7 +23,7 @@ class LaplaceClassifier(LaplaceClassificationMixin, LaplaceMixin, BaseBayesianCl
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, module, prior_std, lr, lr_schedule, max_epochs, \\
+    hidden_layer_sizes, activation, linear_skip, module, prior_std, lr, lr_schedule, max_epochs, \\
 batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor`.
     hessian_structure : {'full', 'diag'}, default='full'
@@ -108,6 +108,7 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         hidden_layer_sizes=(50,),
         activation="relu",
         *,
+        linear_skip=True,
         module=None,
         prior_std=None,
         hessian_structure="full",
@@ -132,6 +133,7 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
     ):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
+        self.linear_skip = linear_skip
         self.module = module
         self.prior_std = prior_std
         self.hessian_structure = hessian_structure

@@ -33,6 +33,12 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         Hidden layer widths of the default MLP backbone; ``()`` gives a linear model.
     activation : {'identity', 'logistic', 'tanh', 'relu'}, default='relu'
         Activation of the default MLP.
+    linear_skip : bool, default=True
+        Add a linear map of the inputs to the MLP's outputs, a weight tensor
+        with its own prior. The network then contains the linear model, and
+        on data that are nearly linear the learned prior shrinks the hidden
+        layers instead of bending hinges into a line. Ignored with
+        ``hidden_layer_sizes=()`` or a ``module``.
     module : torch.nn.Module or callable, default=None
         A backbone to use instead of the MLP: an instance (deep-copied at
         fit) or a callable ``(n_features, n_outputs) -> nn.Module``.
@@ -166,6 +172,7 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         hidden_layer_sizes=(50,),
         activation="relu",
         *,
+        linear_skip=True,
         module=None,
         prior_std=None,
         noise_std=None,
@@ -191,6 +198,7 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
     ):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
+        self.linear_skip = linear_skip
         self.module = module
         self.prior_std = prior_std
         self.noise_std = noise_std

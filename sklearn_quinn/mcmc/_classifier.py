@@ -17,7 +17,7 @@ class MCMCClassifier(MCMCMixin, BaseBayesianClassifier):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, module, prior_std, hyperprior, hyperprior_shape, hyperprior_rate, \\
+    hidden_layer_sizes, activation, linear_skip, module, prior_std, hyperprior, hyperprior_shape, hyperprior_rate, \\
 sampler, n_samples, n_burnin, thin, n_chains, step_size, n_leapfrog, target_acceptance, \\
 adapt_step_size, gamma, adapt_start, adapt_every, init, lr, lr_schedule, max_epochs, batch_size, \\
 optimizer, callbacks, dtype, device, compile, n_jobs, random_state, verbose
@@ -66,6 +66,7 @@ prior_precision_samples_, evidence_history_
         hidden_layer_sizes=(50,),
         activation="relu",
         *,
+        linear_skip=True,
         module=None,
         prior_std=None,
         hyperprior="gamma",
@@ -101,6 +102,7 @@ prior_precision_samples_, evidence_history_
     ):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
+        self.linear_skip = linear_skip
         self.module = module
         self.prior_std = prior_std
         self.hyperprior = hyperprior

@@ -180,7 +180,7 @@ class MCMCRegressor(MCMCMixin, BaseBayesianRegressor):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, module, lr, lr_schedule, max_epochs, batch_size, optimizer, \\
+    hidden_layer_sizes, activation, linear_skip, module, lr, lr_schedule, max_epochs, batch_size, optimizer, \\
 callbacks, normalize_y, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor` (the MAP settings
         apply to ``init='map'`` and ``hyperprior='empirical'``).
@@ -328,6 +328,7 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         hidden_layer_sizes=(50,),
         activation="relu",
         *,
+        linear_skip=True,
         module=None,
         prior_std=None,
         noise_std=None,
@@ -363,6 +364,7 @@ callbacks, normalize_y, dtype, device, random_state, verbose
     ):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
+        self.linear_skip = linear_skip
         self.module = module
         self.prior_std = prior_std
         self.noise_std = noise_std

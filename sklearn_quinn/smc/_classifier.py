@@ -17,7 +17,7 @@ class SMCClassifier(SMCMixin, BaseBayesianClassifier):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, module, prior_std, prior, hyperprior, hyperprior_shape, \\
+    hidden_layer_sizes, activation, linear_skip, module, prior_std, prior, hyperprior, hyperprior_shape, \\
 hyperprior_rate, n_particles, target_ess, resample_threshold, n_mcmc_steps, step_size, n_leapfrog, \\
 lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         As for :class:`SMCRegressor` (a classifier has no noise: with
@@ -65,6 +65,7 @@ step_size_, n_leapfrog_, prior_precisions_, net_
         hidden_layer_sizes=(50,),
         activation="relu",
         *,
+        linear_skip=True,
         module=None,
         prior_std=None,
         prior="gaussian",
@@ -92,6 +93,7 @@ step_size_, n_leapfrog_, prior_precisions_, net_
     ):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
+        self.linear_skip = linear_skip
         self.module = module
         self.prior_std = prior_std
         self.prior = prior

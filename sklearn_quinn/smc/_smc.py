@@ -145,7 +145,7 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, module, normalize_y, dtype, device, random_state, verbose
+    hidden_layer_sizes, activation, linear_skip, module, normalize_y, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor`.
     prior_std : float or None, default=None
         None: one prior precision per parameter tensor (each layer's weights
@@ -264,6 +264,7 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         hidden_layer_sizes=(50,),
         activation="relu",
         *,
+        linear_skip=True,
         module=None,
         prior_std=None,
         prior="gaussian",
@@ -291,6 +292,7 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
     ):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
+        self.linear_skip = linear_skip
         self.module = module
         self.prior_std = prior_std
         self.prior = prior

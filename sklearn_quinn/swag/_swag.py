@@ -138,7 +138,7 @@ class SWAGRegressor(SWAGMixin, BaseBayesianRegressor):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, module, prior_std, noise_std, lr, lr_schedule, \\
+    hidden_layer_sizes, activation, linear_skip, module, prior_std, noise_std, lr, lr_schedule, \\
 max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor` (they set the MAP
         training).
@@ -214,6 +214,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         hidden_layer_sizes=(50,),
         activation="relu",
         *,
+        linear_skip=True,
         module=None,
         prior_std=None,
         noise_std=None,
@@ -238,6 +239,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
     ):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
+        self.linear_skip = linear_skip
         self.module = module
         self.prior_std = prior_std
         self.noise_std = noise_std
@@ -273,7 +275,7 @@ class SWAGClassifier(SWAGMixin, BaseBayesianClassifier):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, module, prior_std, cov_type, max_rank, swag_epochs, \
+    hidden_layer_sizes, activation, linear_skip, module, prior_std, cov_type, max_rank, swag_epochs, \
 collect_every, lr_swag, batch_size_swag, n_samples, lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, \
 dtype, device, random_state, verbose
         As for :class:`SWAGRegressor`.
@@ -321,6 +323,7 @@ dtype, device, random_state, verbose
         hidden_layer_sizes=(50,),
         activation="relu",
         *,
+        linear_skip=True,
         module=None,
         prior_std=None,
         cov_type="lowrank",
@@ -345,6 +348,7 @@ dtype, device, random_state, verbose
     ):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
+        self.linear_skip = linear_skip
         self.module = module
         self.prior_std = prior_std
         self.cov_type = cov_type

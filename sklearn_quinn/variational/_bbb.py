@@ -7,7 +7,7 @@ import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
-from .._core.network import FunctionalModel
+from .._core.network import FunctionalModel, LinearSkipMLP
 from .._core.posterior import GaussianPosterior
 from .._core.priors import ScaleMixturePrior
 from .._map import TensorBatches, train_net
@@ -79,13 +79,15 @@ class VariationalMixin:
         self.prior_precisions_ = dict(zip(self._model.names, precisions))
 
     def _warn_if_pruned(self, prior, mean, std):
-        """Warn when the learned prior pruned a whole weight matrix (``q`` is its prior there)."""
+        """Warn when the learned prior pruned a whole weight matrix (``q`` is its prior there), unless a
+        linear skip path it left keeps the outputs on the inputs (the prior then chose the linear model)."""
         pruned = [
             name
             for name, shape, kl in zip(self._model.names, self._model.shapes, prior.group_kl_divergences(mean, std))
             if len(shape) > 1 and kl < PRUNED_KL
         ]
-        if pruned:
+        linear_path_kept = isinstance(self._model.module, LinearSkipMLP) and "linear.weight" not in pruned
+        if pruned and not linear_path_kept:
             warnings.warn(
                 f"the learned prior pruned every weight of {', '.join(pruned)} (q is its prior there, to within "
                 f"{PRUNED_KL:g} nat), so the network's outputs hardly depend on its inputs. On few rows the ELBO "
@@ -166,7 +168,7 @@ class BBBRegressor(VariationalMixin, BaseBayesianRegressor):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, module, noise_std, lr, lr_schedule, max_epochs, \\
+    hidden_layer_sizes, activation, linear_skip, module, noise_std, lr, lr_schedule, max_epochs, \\
 batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor`; here they set the
         ELBO's optimisation.
@@ -243,6 +245,7 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
         hidden_layer_sizes=(50,),
         activation="relu",
         *,
+        linear_skip=True,
         module=None,
         noise_std=None,
         prior_std=None,
@@ -266,6 +269,7 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
     ):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
+        self.linear_skip = linear_skip
         self.module = module
         self.noise_std = noise_std
         self.prior_std = prior_std
@@ -299,7 +303,7 @@ class BBBClassifier(VariationalMixin, BaseBayesianClassifier):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, module, prior_pi, prior_sigma1, prior_sigma2, n_mc_samples, \
+    hidden_layer_sizes, activation, linear_skip, module, prior_pi, prior_sigma1, prior_sigma2, n_mc_samples, \
 kl_weighting, n_samples, lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, \
 random_state, verbose
         As for :class:`BBBRegressor`.
@@ -345,6 +349,7 @@ random_state, verbose
         hidden_layer_sizes=(50,),
         activation="relu",
         *,
+        linear_skip=True,
         module=None,
         prior_std=1.0,
         prior_pi=None,
@@ -368,6 +373,7 @@ random_state, verbose
     ):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
+        self.linear_skip = linear_skip
         self.module = module
         self.prior_std = prior_std
         self.prior_pi = prior_pi
