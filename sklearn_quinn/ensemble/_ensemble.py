@@ -232,7 +232,7 @@ class DeepEnsembleRegressor(BaseEnsembleRegressor):
     >>> y = np.sin(2 * X[:, 0]) + 0.1 * rng.randn(60)
     >>> reg = DeepEnsembleRegressor(hidden_layer_sizes=(16,), max_epochs=100, random_state=0).fit(X, y)
     >>> reg.posterior_.samples.shape
-    torch.Size([5, 49])
+    torch.Size([5, 50])
     >>> mean, std = reg.predict(X[:3], return_std=True)
     >>> mean.shape, bool((std > 0).all())
     ((3,), True)

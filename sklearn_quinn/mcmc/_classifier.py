@@ -48,8 +48,8 @@ prior_precision_samples_, evidence_history_
     >>> X, y = load_iris(return_X_y=True)
     >>> clf = MCMCClassifier(hidden_layer_sizes=(8,), n_samples=50, n_burnin=50, n_leapfrog=5,
     ...                      max_epochs=100, random_state=0).fit(X, y)
-    >>> clf.chains_.shape  # 67 weights, 4 log prior precisions
-    (4, 50, 71)
+    >>> clf.chains_.shape  # 67 MLP and 12 linear-skip weights, 5 log prior precisions
+    (4, 50, 84)
     >>> clf.predict_proba(X[:2]).shape
     (2, 3)
     """

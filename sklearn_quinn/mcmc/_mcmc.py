@@ -309,10 +309,10 @@ callbacks, normalize_y, dtype, device, random_state, verbose
     >>> y = np.sin(2 * X[:, 0]) + 0.1 * rng.randn(40)
     >>> reg = MCMCRegressor(hidden_layer_sizes=(10,), n_samples=50, n_burnin=50,
     ...                     n_leapfrog=5, max_epochs=300, lr=0.01, random_state=0).fit(X, y)
-    >>> reg.chains_.shape  # 31 weights, the log noise std, 4 log prior precisions
-    (4, 50, 36)
+    >>> reg.chains_.shape  # 31 MLP and 1 linear-skip weights, the log noise std, 5 log prior precisions
+    (4, 50, 38)
     >>> sorted(reg.prior_precisions_)
-    ['0.bias', '0.weight', '2.bias', '2.weight']
+    ['linear.weight', 'mlp.0.bias', 'mlp.0.weight', 'mlp.2.bias', 'mlp.2.weight']
     >>> mean, std = reg.predict(X[:3], return_std=True)
     >>> mean.shape, bool((std > 0).all())
     ((3,), True)

@@ -248,7 +248,7 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
     >>> print(reg.lambdas_[0], reg.lambdas_[-1])
     0.0 1.0
     >>> sorted(reg.prior_precisions_)
-    ['0.bias', '0.weight', '2.bias', '2.weight']
+    ['linear.weight', 'mlp.0.bias', 'mlp.0.weight', 'mlp.2.bias', 'mlp.2.weight']
     >>> mean, std = reg.predict(X[:3], return_std=True)
     >>> mean.shape, bool((std > 0).all())
     ((3,), True)

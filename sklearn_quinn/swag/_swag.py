@@ -198,7 +198,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
     >>> reg = SWAGRegressor(hidden_layer_sizes=(16,), max_epochs=100, swag_epochs=20,
     ...                     max_rank=5, random_state=0).fit(X, y)
     >>> reg.n_snapshots_, reg.posterior_.low_rank.shape
-    (20, torch.Size([49, 5]))
+    (20, torch.Size([50, 5]))
     >>> mean, std = reg.predict(X[:3], return_std=True)
     >>> mean.shape, bool((std > 0).all())
     ((3,), True)

@@ -228,9 +228,9 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
     >>> y = np.sin(2 * X[:, 0]) + 0.1 * rng.randn(60)
     >>> reg = BBBRegressor(hidden_layer_sizes=(16,), max_epochs=300, random_state=0).fit(X, y)
     >>> reg.posterior_.std.shape
-    torch.Size([49])
+    torch.Size([50])
     >>> list(reg.prior_precisions_)
-    ['0.weight', '0.bias', '2.weight', '2.bias']
+    ['mlp.0.weight', 'mlp.0.bias', 'mlp.2.weight', 'mlp.2.bias', 'linear.weight']
     >>> reg.sample_y(X[:2], n_samples=3).shape
     (2, 3)
     """
