@@ -96,6 +96,12 @@ class EvidenceMaximisation(Callback):
     def __init__(self, model, X, Y, groups, *, learn_prior, learn_noise, epochs):
         self.model, self.X, self.Y, self.groups = model, X, Y, groups
         self.learn_prior, self.learn_noise, self.epochs = learn_prior, learn_noise, epochs
+        # MacKay's SSE / (N - gamma) presumes the gamma well-determined directions are fitted; far from
+        # a mode (an untrained network has gamma near min(N, K)) it can exceed the targets' own spread and
+        # then stall the training under a noise that drowns the data. The targets' spread about their
+        # mean, the noise of a constant predictor, bounds it (constant targets have no spread to bound by).
+        spread = float((Y - Y.mean(0)).square().mean().sqrt())
+        self._noise_ceiling = spread if spread > 0 else None
 
     def on_train_begin(self, net, **kwargs):
         self.history_ = []
@@ -112,15 +118,11 @@ class EvidenceMaximisation(Callback):
         precision = np.broadcast_to(torch.as_tensor(criterion.prior_precision).cpu().numpy(), len(self.groups))
         # The weights move on after an update: only the last one is worth iterating to convergence.
         last = epoch == max(self.epochs)
-        # MacKay's SSE / (N - gamma) presumes the gamma well-determined directions are fitted; far from
-        # a mode (an untrained network has gamma near min(N, K)) it can exceed the targets' own spread and
-        # then stall the training under a noise that drowns the data. The targets' spread about their
-        # mean, the noise of a constant predictor, bounds it.
-        ceiling = float((self.Y - self.Y.mean(0)).square().mean().sqrt())
         current = likelihood.output_noise_std(self.Y.shape[1])
         precision, noise_scale, value = evidence.maximise(
             precision, self.learn_prior, self.learn_noise, max_iterations=None if last else _STEPS_PER_UPDATE,
-            max_noise_scale=None if current is None else ceiling / float(current.max()),
+            max_noise_scale=None if current is None or self._noise_ceiling is None
+            else self._noise_ceiling / float(current.max()),
         )
         if self.learn_prior:
             criterion.prior_precision = torch.as_tensor(precision, dtype=self.X.dtype)

@@ -192,6 +192,7 @@ class LaplaceEvidence:
         """
         precision = torch.tensor(precision, dtype=torch.float64, device=self._theta_sq.device)
         noise_scale = 1.0
+        upper = _NOISE_SCALE_BOUNDS[1] if max_noise_scale is None else max_noise_scale
         log_det, dof = self._log_det_and_dof(precision, noise_scale)
         value = self._value(precision, noise_scale, log_det)
         for _ in range(max_iterations or _MAX_ITERATIONS):
@@ -200,7 +201,7 @@ class LaplaceEvidence:
             if learn_noise:
                 residual_dof = max(self._data_fit.n_observations - float(dof.sum()), 1.0)
                 noise_scale = math.sqrt(self._data_fit.weighted_sse / residual_dof)
-                noise_scale = min(max(noise_scale, _NOISE_SCALE_BOUNDS[0]), max_noise_scale or _NOISE_SCALE_BOUNDS[1])
+                noise_scale = min(max(noise_scale, _NOISE_SCALE_BOUNDS[0]), upper)
             log_det, dof = self._log_det_and_dof(precision, noise_scale)
             value, previous = self._value(precision, noise_scale, log_det), value
             if value - previous < _TOLERANCE:
