@@ -1,6 +1,7 @@
-"""SWAGRegressor: the notes' moment updates and sampling formulas, by hand, and the estimator."""
+"""SWAGRegressor: the moment updates and sampling formulas of Maddox et al. (2019), by hand, and the estimator."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -9,6 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_quinn import SWAGRegressor
 from sklearn_quinn.swag import _engine as moments
+from sklearn_quinn.swag._proximal_sgd import ProximalSGD
 
 SNAPSHOTS = torch.tensor([[1.0, 2.0, 0.0], [3.0, 2.0, 1.0], [2.0, 5.0, -1.0], [0.0, 3.0, 2.0]], dtype=torch.float64)
 
@@ -110,8 +112,8 @@ def test_stiff_data_does_not_diverge():
 
 def test_diverged_sgd_phase_is_rerun_at_a_tenth_of_the_rate(wave_data):
     """On this data SGD diverges above lr_swag ~ 0.5: at 100 and 10 the weights
-    overflow, at 1 the first epochs' loss (2.4) rises above the untrained
-    network's (1.7); 0.1 holds."""
+    overflow, at 1 the first epochs' negative log likelihood (2.2) rises
+    above the untrained network's (1.3); 0.1 holds."""
     X, y = wave_data
     with pytest.warns(ConvergenceWarning, match="diverged at lr_swag=100.0"):
         reg = small(lr_swag=100.0, linear_skip=False).fit(X, y)
@@ -121,8 +123,9 @@ def test_diverged_sgd_phase_is_rerun_at_a_tenth_of_the_rate(wave_data):
 
 
 def test_sgd_phase_blowing_up_within_the_finite_numbers_is_rerun(wave_data):
-    """Two epochs at lr_swag=1.5 drive the weights to ~1e19 without overflowing;
-    the loss test catches what the finiteness test let through."""
+    """Two epochs at lr_swag=1.5 keep the weights finite while the negative log
+    likelihood climbs from 2.5 to 4.8, above the untrained network's 2.8:
+    the loss test catches what the finiteness test lets through."""
     X, y = wave_data
     with pytest.warns(ConvergenceWarning, match="diverged at lr_swag=1.5"):
         reg = small(lr_swag=1.5, swag_epochs=2).fit(X, y)
@@ -150,3 +153,41 @@ def test_bad_parameters(wave_data, params, message):
     X, y = wave_data
     with pytest.raises(ValueError, match=message):
         small(**params).fit(X, y)
+
+
+def test_proximal_step_shrinks_by_the_implicit_factor():
+    """With no loss gradient, one step takes theta to theta / (1 + lr * decay)
+    exactly; a parameter without a decay is left alone."""
+    decayed, free = torch.nn.Parameter(torch.tensor([2.0, -4.0])), torch.nn.Parameter(torch.tensor([3.0]))
+    optimizer = ProximalSGD([decayed, free], lr=0.5, decay={decayed: 3.0})
+    (0.0 * (decayed.sum() + free.sum())).backward()
+    optimizer.step()
+    torch.testing.assert_close(decayed.detach(), torch.tensor([2.0, -4.0]) / 2.5)
+    torch.testing.assert_close(free.detach(), torch.tensor([3.0]))
+
+
+def test_proximal_step_is_stable_where_the_explicit_step_diverges():
+    """On ``decay * theta^2 / 2`` at ``lr * decay = 10`` the explicit step
+    multiplies theta by -9 each time; the proximal one by 1 / 11."""
+    explicit, proximal = (torch.nn.Parameter(torch.ones(1)) for _ in range(2))
+    optimizers = [torch.optim.SGD([explicit], lr=0.1, weight_decay=100.0),
+                  ProximalSGD([proximal], lr=0.1, decay={proximal: 100.0})]
+    for _ in range(5):
+        for optimizer, parameter in zip(optimizers, (explicit, proximal)):
+            optimizer.zero_grad()
+            (0.0 * parameter.sum()).backward()
+            optimizer.step()
+    assert abs(float(explicit)) == pytest.approx(9.0**5)
+    assert float(proximal) == pytest.approx(11.0**-5)
+
+
+def test_a_stiff_prior_needs_no_rate_cut(wave_data):
+    """A prior precision of 1e5, as the evidence gives a group it switches
+    off: with an explicit weight-decay step SGD diverged at lr_swag=0.05 and
+    0.005 and held only at 5e-4; the proximal step keeps the default rate."""
+    X, y = wave_data
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        reg = small(prior_std=10**-2.5).fit(X, y)
+    assert reg.lr_swag_ == 0.05
+    assert np.isfinite(reg.predict(X, return_std=True)).all()

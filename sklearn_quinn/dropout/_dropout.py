@@ -52,8 +52,11 @@ class MCDropoutRegressor(MCDropoutMixin, BaseBayesianRegressor):
     Predictions average the network over ``n_samples`` such draws, the same
     at every call; the std adds the observation noise, fixed or trained with
     the network. Each draw masks the weights once for every point, so
-    ``return_cov`` and ``sample_y`` are those of whole functions. Cost: one
-    training; prediction runs ``n_samples`` networks.
+    ``return_cov`` and ``sample_y`` are those of whole functions. The linear
+    skip path (``linear_skip=True``) is not dropped: dropout's spread of a
+    linear map is set by its weights and does not shrink with more data, so
+    that path keeps its trained weights. Cost: one training; prediction runs
+    ``n_samples`` networks.
 
     At ``dropout_rate=0`` this is the MAP network with its noise.
 

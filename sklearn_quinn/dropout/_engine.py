@@ -10,17 +10,32 @@ over such draws. Biases are not dropped.
 
 Here the layers whose inputs are dropped are the ``nn.Linear`` modules of the
 backbone (every layer of the default MLP, the first one included, as in the
-paper's UCI experiments); the parameters of any other kind of layer are left
-as trained.
+paper's UCI experiments) except the linear path of a
+:class:`~sklearn_quinn._core.network.LinearSkipMLP`; the parameters of any
+other kind of layer, and that path, are left as trained. Dropout's spread of a
+linear map, ``p / (1 - p) * sum_j w_j^2 x_j^2``, is set by the weights and
+does not shrink as data accumulate (I. Osband, "Risk versus uncertainty in
+deep learning: Bayes, bootstrap and the dangers of dropout", NeurIPS 2016
+Workshop on Bayesian Deep Learning): on the linear path it would dwarf the
+posterior's ``O(1 / N)`` variance, and its training would shrink the linear
+fit like a ridge penalty that the prior does not ask for.
 """
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .._core.network import LinearSkipMLP
+
+
+def dropped_layers(module):
+    """The ``nn.Linear`` layers of ``module`` whose inputs are dropped: all but linear skip paths."""
+    kept = {id(layer.linear) for layer in module.modules() if isinstance(layer, LinearSkipMLP)}
+    return [layer for layer in module.modules() if isinstance(layer, nn.Linear) and id(layer) not in kept]
+
 
 def linear_input_blocks(module):
-    """Where the weight matrix of each ``nn.Linear`` of ``module`` lies in ``theta``.
+    """Where the weight matrix of each of the :func:`dropped_layers` of ``module`` lies in ``theta``.
 
     ``theta`` follows ``module.parameters()``, the order of
     :class:`~sklearn_quinn._core.network.FunctionalModel`. A weight shared by
@@ -37,14 +52,14 @@ def linear_input_blocks(module):
         offsets[id(parameter)] = start
         start += parameter.numel()
     blocks = {}
-    for layer in module.modules():
-        if isinstance(layer, nn.Linear) and id(layer.weight) in offsets:
+    for layer in dropped_layers(module):
+        if id(layer.weight) in offsets:
             blocks[offsets[id(layer.weight)]] = tuple(layer.weight.shape)
     return [(start, *shape) for start, shape in sorted(blocks.items())]
 
 
 class InputDropout(nn.Module):
-    """``module`` with dropout at rate ``rate`` on the input of every ``nn.Linear``, in training mode.
+    """``module`` with dropout at rate ``rate`` on the input of its :func:`dropped_layers`, in training mode.
 
     The dropout is applied by forward pre-hooks that exist only during a
     training-mode forward pass, so the wrapped module is left as it was (and
@@ -58,7 +73,7 @@ class InputDropout(nn.Module):
         self.module = module
         self.rate = rate
         # A plain list, found once: the layers stay registered under ``module`` only.
-        self._linear_layers = [layer for layer in module.modules() if isinstance(layer, nn.Linear)]
+        self._linear_layers = dropped_layers(module)
 
     def _drop_input(self, layer, args):
         return (F.dropout(args[0], self.rate, training=True), *args[1:])

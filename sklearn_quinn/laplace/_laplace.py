@@ -44,7 +44,7 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         fit) or a callable ``(n_features, n_outputs) -> nn.Module``.
     prior_std : float or None, default=None
         None learns the prior: one Gaussian precision per parameter tensor
-        (each layer's weights and biases apart), set every tenth of the
+        (each layer's weights and biases apart), set every twentieth of the
         training to the maximiser of the Laplace evidence at the current
         weights (empirical Bayes, ``prior_precisions_``). A float fixes the
         standard deviation of the Gaussian prior on every weight (of the

@@ -2,6 +2,7 @@
 
 import copy
 import warnings
+from functools import partial
 from numbers import Integral, Real
 
 import numpy as np
@@ -11,10 +12,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from .._core.network import FunctionalModel
-from .._map import NegativeLogPosterior, fit_map
+from .._map import fit_map
 from ..base import MAP_TRAINING_CONSTRAINTS, BaseBayesianRegressor
 from ._callbacks import CollectSnapshots
 from ._engine import gaussian_posterior
+from ._proximal_sgd import ProximalSGD
 
 _MAX_RATE_CUTS = 3  # tenfold cuts of lr_swag after a diverged SGD phase
 
@@ -82,8 +84,9 @@ class SWAGMixin:
         self.n_snapshots_ = int(moments.n_snapshots)
 
     def _untrained_loss(self, X, Y, likelihood):
-        """The SGD phase's objective for the backbone freshly initialised (a
-        ``module`` given as a trained instance is reset too)."""
+        """The SGD phase's training loss, the negative log likelihood per
+        point, of the backbone freshly initialised (a ``module`` given as a
+        trained instance is reset too)."""
         with self._seeded(self._split_seed):
             module = self._build_module(X.shape[1], self._n_outputs(Y))
             for layer in module.modules():
@@ -91,26 +94,29 @@ class SWAGMixin:
                     layer.reset_parameters()
         X, Y = (torch.as_tensor(array, dtype=self._dtype, device=self._device) for array in (X, Y))
         with torch.no_grad():
-            objective = NegativeLogPosterior(len(X), self.net_.criterion_.prior_precision, likelihood)
-            return float(objective(module(X), Y, module))
+            return float(-likelihood.log_prob(module(X), Y).mean())
 
     def _run_sgd(self, X, Y, likelihood, lr):
         """The moments of ``swag_epochs`` of constant-rate SGD from a copy of
-        the MAP module, and the training loss of each epoch."""
+        the MAP module, and the training loss of each epoch (the likelihood's
+        part: the prior's is taken by :class:`ProximalSGD`)."""
         module = copy.deepcopy(self.net_.module_)
+        precision = torch.as_tensor(self.net_.criterion_.prior_precision, dtype=torch.float64)
+        parameters = list(module.parameters())
+        decay = dict(zip(parameters, (precision.expand(len(parameters)) / len(X)).tolist()))
         collect = CollectSnapshots(FunctionalModel(module).flatten, self.collect_every, self.max_rank)
         with self._seeded(self._split_seed):
             net = fit_map(
                 module,
                 X.astype(self.dtype),
                 Y.astype(self.dtype),
-                prior_precision=self.net_.criterion_.prior_precision,
+                prior_precision=0.0,
                 likelihood=likelihood,
                 lr=lr,
                 lr_schedule="constant",
                 max_epochs=self.swag_epochs,
                 batch_size=min(self.batch_size_swag, len(X)),
-                optimizer=torch.optim.SGD,
+                optimizer=partial(ProximalSGD, decay=decay),
                 callbacks=[("swag", collect)],
                 device=self._device,
                 seed=self._split_seed,
