@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from sklearn_quinn import MCDropoutClassifier, MCDropoutRegressor, SWAGRegressor
-from sklearn_quinn._core.network import FunctionalModel
+from sklearn_quinn._core.network import FunctionalModel, build_mlp
 from sklearn_quinn.dropout._engine import DropoutPosterior, InputDropout, linear_input_blocks
 
 
@@ -41,6 +41,20 @@ class NoLinear(nn.Module):
 def test_blocks_follow_the_flat_weight_order():
     """scale (1), hidden.weight (5 x 2) at 1, hidden.bias (5), out.weight (1 x 5) at 16."""
     assert linear_input_blocks(ScaledTanhNet()) == [(1, 5, 2), (16, 1, 5)]
+
+
+def test_linear_skip_path_is_not_dropped():
+    """In a LinearSkipMLP (names mlp.0.weight (4 x 3) at 0, mlp.0.bias, mlp.2.weight
+    (1 x 4) at 16, mlp.2.bias, linear.weight (1 x 3) at 21) only the MLP's
+    layers are masked; in training mode the linear path's output is its own."""
+    module = build_mlp(3, 1, (4,), "relu", linear_skip=True).double()
+    assert linear_input_blocks(module) == [(0, 4, 3), (16, 1, 4)]
+    wrapped = InputDropout(module, 0.5).train()
+    X = torch.randn(50, 3, dtype=torch.float64)
+    with torch.no_grad():
+        nn.init.zeros_(module.mlp[2].weight)
+        nn.init.zeros_(module.mlp[2].bias)
+        torch.testing.assert_close(wrapped(X), module.linear(X))
 
 
 def test_draws_mask_input_columns_by_hand():
