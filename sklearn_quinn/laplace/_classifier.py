@@ -1,8 +1,10 @@
 """LaplaceClassifier: a Gaussian at the MAP of a softmax network, pushed to class probabilities."""
 
+from numbers import Real
+
 import numpy as np
 import torch
-from sklearn.utils._param_validation import StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._classification import GAUSSIAN_PREDICTIVES, BaseBayesianClassifier
 from .._scale_search import CLASSIFICATION_OBJECTIVES
@@ -28,8 +30,13 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor`.
     hessian_structure : {'full', 'diag'}, default='full'
     curvature : {'ggn', 'hessian', 'ef'}, default='ggn'
-    cov_scale : float, default=1.0
-        The ``s`` of ``Sigma = (s H)^-1``.
+    cov_scale : float or 'loo', default='loo'
+        The ``s`` of ``Sigma = (s H)^-1``. 'loo' picks it on a grid from 1
+        to 1000 by the closed-form approximate leave-one-out NLL of the
+        training rows (the Laplace cavity of each row, no refit, no held-out
+        rows): at a confidently classified row the softmax curvature vanishes,
+        so the Gaussian spreads the logits symmetrically where the likelihood
+        is one-sided, and the evidence's posterior (``s = 1``) is too wide.
     pushforward : {'linear', 'nonlinear'}, default='linear'
     predictive : {'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \
 'mean_field_2'}, default='mc_bridge'
@@ -72,6 +79,8 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         ``'gridsearch'`` or :func:`~sklearn_quinn.calibration.calibrate` scaled
         them). ``prior_precisions_`` holds the precisions in use either way.
     cov_scale_ : float
+    loo_scores_ : ndarray of shape (13,)
+        With ``cov_scale='loo'``: the leave-one-out NLL at each grid value.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only for pandas input with string column names.
@@ -100,6 +109,7 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         **BaseBayesianClassifier._parameter_constraints,
         **LaplaceMixin._laplace_constraints,
         "predictive": GAUSSIAN_PREDICTIVES,
+        "cov_scale": [Interval(Real, 0, None, closed="neither"), StrOptions({"loo"})],
         "calibration_objective": [StrOptions(set(CLASSIFICATION_OBJECTIVES)), callable],
     }
 
@@ -113,7 +123,7 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         prior_std=None,
         hessian_structure="full",
         curvature="ggn",
-        cov_scale=1.0,
+        cov_scale="loo",
         pushforward="linear",
         predictive="mc_bridge",
         prior_precision=None,
