@@ -13,6 +13,7 @@ from .._core.pushforward import linear_pushforward
 from ..base import MAP_TRAINING_CONSTRAINTS
 from ._engine import LaplaceApproximation
 from ._gridsearch import GridsearchPriorMixin
+from ._loo import softmax_cavities
 
 # A diagonal evidence that multiplies the MAP noise by more than this gets a warning.
 _NOISE_INFLATION_WARNING = 3.0
@@ -178,37 +179,21 @@ class LaplaceClassificationMixin:
     _gaussian_logits = True
 
     def _loo_cov_scale(self, X, Y):
-        """The ``cov_scale`` of ``LOO_COV_SCALES`` with the best approximate leave-one-out NLL.
+        """The value of ``LOO_COV_SCALES`` with the least leave-one-out NLL of the training rows.
 
-        Closed form, on the training rows, no refit (the Laplace LOO of
-        Vehtari et al. 2016, JMLR 17(103), for a GLM): in the linearised
-        model the logits of row ``i`` are ``N(m_i, V_i)``, ``V_i = J_i Sigma
-        J_i^T``, and its likelihood entered ``Sigma^-1`` as the Gaussian site
-        ``s (-g_i^T (f - m_i) + 1/2 (f - m_i)^T Lambda_i (f - m_i))`` with
-        ``g_i = onehot(y_i) - p_i`` and ``Lambda_i = diag(p_i) - p_i p_i^T``
-        (``s`` the cov_scale, which tempers the whole posterior). Removing the
-        site gives the cavity ``V_-i = (I - s V_i Lambda_i)^-1 V_i``, ``m_-i =
-        m_i - s V_-i g_i``, and ``predictive`` of the cavity at ``y_i`` is the
-        leave-one-out predictive probability. O(N C K^2): a prediction on the
-        training rows.
+        Each row's leave-one-out predictive is ``predictive`` over its
+        closed-form cavity (:func:`~sklearn_quinn.laplace._loo.softmax_cavities`);
+        the logits' covariance at ``s`` is that at 1 divided by ``s``.
         """
-        X = self._tensor(X)
-        labels = torch.as_tensor(Y[:, 0], device=X.device).long()
-        mean, covariance = self._laplace.linearised(self._model, X)
+        labels = torch.as_tensor(Y[:, 0], device=self._device).long()
+        mean, covariance = self._laplace.linearised(self._model, self._tensor(X))
+        covariance = covariance(self.prior_precision_, self._noise_scale)
+        rows = torch.arange(len(labels), device=self._device)
+        scores = []
         with torch.no_grad():
-            probabilities = torch.softmax(mean, dim=-1)
-            site_precision = torch.diag_embed(probabilities) - probabilities.unsqueeze(-1) * probabilities.unsqueeze(-2)
-            site_gradient = torch.nn.functional.one_hot(labels, mean.shape[-1]).to(mean.dtype) - probabilities
-            eye = torch.eye(mean.shape[-1], dtype=mean.dtype, device=mean.device)
-            rows = torch.arange(len(labels), device=X.device)
-            scores = []
             for scale in LOO_COV_SCALES:
-                variance = covariance(self.prior_precision_, self._noise_scale, float(scale))
-                cavity = torch.linalg.solve(eye - scale * variance @ site_precision, variance)
-                cavity = 0.5 * (cavity + cavity.mT)
-                cavity_mean = mean - scale * (cavity @ site_gradient.unsqueeze(-1)).squeeze(-1)
-                loo = self._gaussian_probabilities(cavity_mean, cavity)[rows, labels]
-                scores.append(float(-loo.clamp_min(torch.finfo(loo.dtype).tiny).log().mean()))
+                loo = self._gaussian_probabilities(*softmax_cavities(mean, covariance / scale, labels, scale))
+                scores.append(float(-loo[rows, labels].clamp_min(torch.finfo(loo.dtype).tiny).log().mean()))
         self.loo_scores_ = np.array(scores)
         return float(LOO_COV_SCALES[int(np.argmin(scores))])
 
