@@ -1,4 +1,4 @@
-"""cov_scale='loo': closed-form leave-one-out cavities of the linearised softmax Laplace."""
+"""cov_scale='loo': closed-form leave-one-out cavities of the linearised Laplace, for the softmax."""
 
 import numpy as np
 import pytest
@@ -7,14 +7,16 @@ from sklearn.datasets import make_classification
 from sklearn.utils._param_validation import InvalidParameterError
 
 from sklearn_quinn import LaplaceClassifier, LaplaceRegressor, metrics
+from sklearn_quinn._core.likelihoods import CategoricalLikelihood
 from sklearn_quinn.laplace._base import LOO_COV_SCALES
-from sklearn_quinn.laplace._loo import softmax_cavities
+from sklearn_quinn.laplace._loo import site_cavities
 
 
 def test_cavities_equal_removing_the_row_in_weight_space():
-    """Brute force on random Jacobians: the posterior precision ``s (sum_i J_i^T
-    Lambda_i J_i + delta I)`` without row i's term, and the mean moved by the
-    row's gradient site, give the cavity ``J_i theta_-i``, ``J_i P_-i^-1 J_i^T``."""
+    """Brute force on random Jacobians of a softmax: the posterior precision
+    ``s (sum_i J_i^T Lambda_i J_i + delta I)`` without row i's term, and the
+    mean moved by the row's gradient site, give the cavity ``J_i theta_-i``,
+    ``J_i P_-i^-1 J_i^T``."""
     rng = np.random.RandomState(0)
     n_rows, n_classes, n_weights, delta, scale = 6, 3, 9, 0.7, 2.5
     jacobians = torch.as_tensor(rng.randn(n_rows, n_classes, n_weights))
@@ -22,11 +24,13 @@ def test_cavities_equal_removing_the_row_in_weight_space():
     labels = torch.as_tensor(rng.randint(n_classes, size=n_rows))
     p = torch.softmax(mean, -1)
     site_precision = torch.diag_embed(p) - p.unsqueeze(-1) * p.unsqueeze(-2)
-    site_gradient = torch.nn.functional.one_hot(labels, n_classes).double() - p
+    site_gradient = torch.nn.functional.one_hot(labels, n_classes).double() - p  # of log p(y_i | f)
     precision = scale * (torch.einsum("nck,ncd,ndl->kl", jacobians, site_precision, jacobians)
                          + delta * torch.eye(n_weights, dtype=torch.float64))
     covariance = jacobians @ torch.linalg.inv(precision) @ jacobians.mT
-    cavity_mean, cavity_covariance = softmax_cavities(mean, covariance, labels, scale)
+    likelihood = CategoricalLikelihood()
+    gradient = likelihood.output_gradient(mean, labels[:, None].double())
+    cavity_mean, cavity_covariance = site_cavities(mean, covariance, gradient, likelihood.output_hessian(mean), scale)
     for i in range(n_rows):
         without = precision - scale * jacobians[i].T @ site_precision[i] @ jacobians[i]
         shift = -scale * torch.linalg.solve(without, jacobians[i].T @ site_gradient[i])

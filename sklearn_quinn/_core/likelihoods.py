@@ -151,6 +151,11 @@ class CategoricalLikelihood(nn.Module):
         probabilities = torch.softmax(logits, dim=-1)
         return probabilities - torch.nn.functional.one_hot(y[:, 0].long(), logits.shape[-1]).to(logits.dtype)
 
+    def output_hessian(self, logits):
+        """``d^2(-log p(y | f)) / df^2 = diag(p) - p p^T`` per point, shape ``(N, C, C)``."""
+        probabilities = torch.softmax(logits, dim=-1)
+        return torch.diag_embed(probabilities) - probabilities.unsqueeze(-1) * probabilities.unsqueeze(-2)
+
     def whitened_jacobian(self, jacobian, logits):
         """``S_n J_n`` with ``S_n^T S_n = diag(p) - p p^T``, ``S_n`` of ``C - 1`` rows, shape ``(N, C - 1, K)``.
 
@@ -161,11 +166,10 @@ class CategoricalLikelihood(nn.Module):
         ``V diag(e) V^T`` of the ``(C - 1) x (C - 1)`` middle: one row fewer per
         point than a square factor, which matters for two classes.
         """
-        probabilities = torch.softmax(logits, dim=-1)
-        n_classes = probabilities.shape[-1]
+        n_classes = logits.shape[-1]
         basis = torch.linalg.qr(torch.eye(n_classes, dtype=logits.dtype, device=logits.device)
                                 - 1.0 / n_classes)[0][:, : n_classes - 1]
-        hessian = torch.diag_embed(probabilities) - probabilities.unsqueeze(-1) * probabilities.unsqueeze(-2)
+        hessian = self.output_hessian(logits)
         eigenvalues, eigenvectors = torch.linalg.eigh(basis.T @ hessian @ basis)
         factor = eigenvalues.clamp(min=0).sqrt().unsqueeze(-1) * (basis @ eigenvectors).mT
         return factor @ jacobian

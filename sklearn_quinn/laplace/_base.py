@@ -13,7 +13,7 @@ from .._core.pushforward import linear_pushforward
 from ..base import MAP_TRAINING_CONSTRAINTS
 from ._engine import LaplaceApproximation
 from ._gridsearch import GridsearchPriorMixin
-from ._loo import softmax_cavities
+from ._loo import site_cavities
 
 # A diagonal evidence that multiplies the MAP noise by more than this gets a warning.
 _NOISE_INFLATION_WARNING = 3.0
@@ -64,7 +64,7 @@ class LaplaceMixin(GridsearchPriorMixin):
                 self.prior_precision_, tune_noise=likelihood.learn_noise
             )
             self._warn_noise_inflation()
-        self.cov_scale_ = self._loo_cov_scale(X, Y) if self.cov_scale == "loo" else float(self.cov_scale)
+        self.cov_scale_ = self._initial_cov_scale(X, Y)
         self._set_posterior_scale("noise_scale", self._noise_scale)
         if self.prior_precision == "gridsearch":
             self._search_prior_precision(held_out)
@@ -166,6 +166,10 @@ class LaplaceMixin(GridsearchPriorMixin):
         """Labels to stratify the held-out rows by (None: no stratification)."""
         return None
 
+    def _initial_cov_scale(self, X, Y):
+        """The posterior's ``cov_scale_`` once fitted, before any search: ``cov_scale``."""
+        return float(self.cov_scale)
+
 
 #: Values of ``cov_scale='loo'``: from the evidence's posterior (1) to nearly the MAP (1000).
 LOO_COV_SCALES = np.logspace(0, 3, 13)
@@ -178,22 +182,29 @@ class LaplaceClassificationMixin:
 
     _gaussian_logits = True
 
-    def _loo_cov_scale(self, X, Y):
-        """The value of ``LOO_COV_SCALES`` with the least leave-one-out NLL of the training rows.
+    def _initial_cov_scale(self, X, Y):
+        """``cov_scale``, or with 'loo' the value of ``LOO_COV_SCALES`` with the
+        least leave-one-out NLL of the training rows.
 
         Each row's leave-one-out predictive is ``predictive`` over its
-        closed-form cavity (:func:`~sklearn_quinn.laplace._loo.softmax_cavities`);
+        closed-form cavity (:func:`~sklearn_quinn.laplace._loo.site_cavities`);
         the logits' covariance at ``s`` is that at 1 divided by ``s``.
         """
-        labels = torch.as_tensor(Y[:, 0], device=self._device).long()
-        mean, covariance = self._laplace.linearised(self._model, self._tensor(X))
+        if self.cov_scale != "loo":
+            return super()._initial_cov_scale(X, Y)
+        X, Y = self._tensor(X), self._tensor(Y)
+        labels = Y[:, 0].long()
+        mean, covariance = self._laplace.linearised(self._model, X)
         covariance = covariance(self.prior_precision_, self._noise_scale)
-        rows = torch.arange(len(labels), device=self._device)
+        likelihood = self._likelihood(Y)
+        gradient, hessian = likelihood.output_gradient(mean, Y), likelihood.output_hessian(mean)
+        rows = torch.arange(len(labels), device=labels.device)
         scores = []
         with torch.no_grad():
             for scale in LOO_COV_SCALES:
-                loo = self._gaussian_probabilities(*softmax_cavities(mean, covariance / scale, labels, scale))
-                scores.append(float(-loo[rows, labels].clamp_min(torch.finfo(loo.dtype).tiny).log().mean()))
+                cavity = site_cavities(mean, covariance / scale, gradient, hessian, scale)
+                loo = self._gaussian_probabilities(*cavity)[rows, labels]
+                scores.append(float(-loo.clamp_min(torch.finfo(loo.dtype).tiny).log().mean()))
         self.loo_scores_ = np.array(scores)
         return float(LOO_COV_SCALES[int(np.argmin(scores))])
 
