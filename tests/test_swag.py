@@ -115,11 +115,14 @@ def test_diverged_sgd_phase_is_rerun_at_a_tenth_of_the_rate(wave_data):
     overflow, at 1 the first epochs' negative log likelihood (2.2) rises
     above the untrained network's (1.3); 0.1 holds."""
     X, y = wave_data
-    with pytest.warns(ConvergenceWarning, match="diverged at lr_swag=100.0"):
+    with pytest.warns(ConvergenceWarning, match="diverged at lr_swag=100;"):
         reg = small(lr_swag=100.0, linear_skip=False).fit(X, y)
     assert reg.lr_swag_ == pytest.approx(0.1)
     assert np.isfinite(reg.predict(X, return_std=True)).all()
-    assert small().fit(X, y).lr_swag_ == 0.05  # the default rate needs no cut
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        assert small(lr_swag=0.05).fit(X, y).lr_swag_ == 0.05  # a stable rate needs no cut
+        assert small().fit(X, y).lr_swag_ < 0.5  # nor does the automatic one
 
 
 def test_sgd_phase_blowing_up_within_the_finite_numbers_is_rerun(wave_data):
@@ -145,6 +148,7 @@ def test_sgd_phase_diverging_at_every_rate_raises(wave_data):
         ({"cov_type": "full"}, "cov_type"),
         ({"max_rank": 1}, "max_rank"),
         ({"lr_swag": 0.0}, "lr_swag"),
+        ({"lr_swag": "fast"}, "lr_swag"),
         ({"swag_epochs": 3, "collect_every": 2}, "fewer than the 2 snapshots"),
         ({"n_samples": 0}, "n_samples"),
     ],
@@ -188,6 +192,41 @@ def test_a_stiff_prior_needs_no_rate_cut(wave_data):
     X, y = wave_data
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        reg = small(prior_std=10**-2.5).fit(X, y)
+        reg = small(prior_std=10**-2.5, lr_swag=0.05).fit(X, y)
     assert reg.lr_swag_ == 0.05
     assert np.isfinite(reg.predict(X, return_std=True)).all()
+
+
+@pytest.mark.parametrize("batch_size, binding", [(2, "mandt"), (400, "stable")])
+def test_sampling_rate_of_a_linear_model_by_hand(batch_size, binding):
+    """For ``f = X w + b`` under Gaussian noise every quantity of the
+    automatic rate has a closed form: the curvature ``G = A^T A / s^2`` with
+    ``A = [X, 1]``, the per-point gradients ``a_i r_i / s^2``, and the
+    well-determined weights ``tr(G (G + delta I)^-1)``. A minibatch of 2
+    rows puts Mandt's rate under the stability cap, one of 400 above it."""
+    from torch import nn
+
+    from sklearn_quinn._core.evidence import ParameterGroups
+    from sklearn_quinn._core.likelihoods import GaussianLikelihood
+    from sklearn_quinn._core.network import FunctionalModel
+    from sklearn_quinn.swag._rate import STABILITY_FRACTION, sampling_rate
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(400, 3) * [1.0, 3.0, 0.3]
+    y = X @ [1.0, -2.0, 0.5] + 0.7 + rng.randn(400)
+    model = FunctionalModel(nn.Linear(3, 1).double())
+    theta = torch.tensor([0.9, -1.9, 0.6, 0.8], dtype=torch.float64)  # near, not at, the mode
+    noise_std, delta = 1.3, 2.0
+    likelihood = GaussianLikelihood(torch.tensor([noise_std], dtype=torch.float64)).frozen(1)
+    rate = sampling_rate(model, theta, torch.as_tensor(X), torch.as_tensor(y[:, None]), likelihood,
+                         ParameterGroups.of(model), torch.tensor(delta, dtype=torch.float64), batch_size)
+
+    design = np.c_[X, np.ones(len(X))]
+    curvature = design.T @ design / noise_std**2
+    gradients = design * ((design @ theta.numpy() - y) / noise_std**2)[:, None]
+    noise_trace = np.trace(np.cov(gradients.T, bias=True))
+    well_determined = np.trace(curvature @ np.linalg.inv(curvature + delta * np.eye(4)))
+    rates = {"mandt": 2 * batch_size * well_determined / (len(X) * noise_trace),
+             "stable": 2 * STABILITY_FRACTION * len(X) / np.linalg.eigvalsh(curvature)[-1]}
+    assert min(rates, key=rates.get) == binding
+    assert rate == pytest.approx(rates[binding], rel=1e-9)

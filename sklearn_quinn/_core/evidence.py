@@ -175,6 +175,19 @@ class LaplaceEvidence:
         log_det, _ = self._log_det_and_dof(precision, noise_scale)
         return self._value(precision, noise_scale, log_det)
 
+    def well_determined(self, precision, noise_scale=1.0):
+        """``gamma_g``, the weights of each group the data determine (MacKay 1992), shape ``(G,)``."""
+        precision = torch.as_tensor(precision, dtype=torch.float64, device=self._theta_sq.device)
+        return self._log_det_and_dof(precision, noise_scale)[1]
+
+    def largest_curvature(self):
+        """The largest eigenvalue of ``G``; from the diagonal (a lower bound) for the ``'diag'`` structure."""
+        if self.structure == "kernel":
+            return float(torch.linalg.eigvalsh(self._grams.sum(0))[-1])
+        if self.structure == "full":
+            return float(torch.linalg.eigvalsh(self._gauss_newton)[-1])
+        return float(self._gauss_newton.max())
+
     def maximise(self, precision, learn_prior=True, learn_noise=False, max_iterations=None, max_noise_scale=None):
         """The prior precisions and noise scale that maximise the evidence at ``theta``.
 

@@ -11,12 +11,14 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
+from .._core.evidence import ParameterGroups
 from .._core.network import FunctionalModel
 from .._map import fit_map
 from ..base import MAP_TRAINING_CONSTRAINTS, BaseBayesianRegressor
 from ._callbacks import CollectSnapshots
 from ._engine import gaussian_posterior
 from ._proximal_sgd import ProximalSGD
+from ._rate import sampling_rate
 
 _MAX_RATE_CUTS = 3  # tenfold cuts of lr_swag after a diverged SGD phase
 
@@ -33,7 +35,7 @@ class SWAGMixin:
         "max_rank": [Interval(Integral, 2, None, closed="left")],
         "swag_epochs": [Interval(Integral, 1, None, closed="left")],
         "collect_every": [Interval(Integral, 1, None, closed="left")],
-        "lr_swag": [Interval(Real, 0, None, closed="neither")],
+        "lr_swag": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "batch_size_swag": [Interval(Integral, 1, None, closed="left")],
         "n_samples": [Interval(Integral, 1, None, closed="left")],
     }
@@ -41,11 +43,18 @@ class SWAGMixin:
     def _fit(self, X, Y):
         """Train to the MAP, then collect the SGD trajectory's moments: the family's part of ``fit``."""
         self._check_snapshots()
-        _, likelihood, _ = self._fit_map(X, Y)
+        theta, likelihood, _ = self._fit_map(X, Y)
         noise_std = likelihood.output_noise_std(Y.shape[1])
         # The SGD rate is read in units of the loss's curvature scale: the noise variance.
         rate_unit = 1.0 if noise_std is None else float(noise_std.square().mean())
-        self._collect_trajectory(X, Y, likelihood.frozen(Y.shape[1]), rate_unit)
+        frozen = likelihood.frozen(Y.shape[1])
+        lr_swag = self.lr_swag
+        if lr_swag == "auto":
+            lr_swag = sampling_rate(
+                self._model, theta, self._tensor(X), self._tensor(Y), frozen, ParameterGroups.of(self._model),
+                self.net_.criterion_.prior_precision, min(self.batch_size_swag, len(X)),
+            ) / rate_unit
+        self._collect_trajectory(X, Y, frozen, lr_swag, rate_unit)
         self._keep_noise(noise_std)
 
     def _check_snapshots(self):
@@ -55,7 +64,7 @@ class SWAGMixin:
                 "collects fewer than the 2 snapshots SWAG needs."
             )
 
-    def _collect_trajectory(self, X, Y, likelihood, rate_unit=1.0):
+    def _collect_trajectory(self, X, Y, likelihood, lr_swag, rate_unit=1.0):
         """Run SGD at rate ``lr_swag * rate_unit`` from a copy of the MAP net; set ``posterior_``,
         ``n_snapshots_`` and ``lr_swag_`` from the snapshots (``net_`` stays the MAP).
 
@@ -67,17 +76,18 @@ class SWAGMixin:
         weights (e.g. 1e99) stay finite.
         """
         untrained_loss = self._untrained_loss(X, Y, likelihood)
+        first = lr_swag
         for cut in range(_MAX_RATE_CUTS + 1):
-            lr_swag = self.lr_swag / 10**cut
+            lr_swag = first / 10**cut
             moments, losses = self._run_sgd(X, Y, likelihood, lr_swag * rate_unit)
             finite = torch.isfinite(moments.mean).all() and torch.isfinite(moments.sq_mean).all()
             if finite and np.all(np.asarray(losses) <= untrained_loss):  # a NaN loss fails too
                 break
         else:
-            raise FloatingPointError(f"the SGD phase diverged at every rate from lr_swag={self.lr_swag} "
+            raise FloatingPointError(f"the SGD phase diverged at every rate from lr_swag={first:g} "
                                      f"down to {lr_swag:g}; check the data's scale")
         if cut:
-            warnings.warn(f"the SGD phase diverged at lr_swag={self.lr_swag}; the snapshots were collected at "
+            warnings.warn(f"the SGD phase diverged at lr_swag={first:g}; the snapshots were collected at "
                           f"lr_swag={lr_swag:g} (lr_swag_)", ConvergenceWarning, stacklevel=4)  # fit -> _fit -> here
         self.lr_swag_ = lr_swag
         self.posterior_ = gaussian_posterior(moments, self.cov_type)
@@ -155,11 +165,16 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         Epochs of SGD after the MAP.
     collect_every : int, default=1
         Epochs between snapshots (at least two snapshots are needed).
-    lr_swag : float, default=0.05
+    lr_swag : 'auto' or float, default='auto'
         Constant SGD learning rate of the collection phase, on the scale of
         half the mean squared error (the per-point negative log posterior
         times ``noise_std**2``, in the units of the standardised target), so
-        that a value suits any noise level.
+        that a value suits any noise level. ``'auto'`` takes the rate whose
+        stationary distribution is closest to the posterior (Mandt, Hoffman
+        and Blei 2017: ``2 S gamma / (N tr C)``, ``S`` rows a minibatch,
+        ``gamma`` the weights the data determine at the MAP, ``C`` the
+        per-point gradients' covariance there), capped at 0.8 of the
+        stability limit of gradient descent on the MAP's curvature.
     batch_size_swag : int, default=32
         Minibatch rows of the SGD phase: the gradient noise of small batches
         is what spreads the snapshots (full-batch descent would settle on the
@@ -181,9 +196,9 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
     n_snapshots_ : int
         Snapshots collected.
     lr_swag_ : float
-        The rate the snapshots were collected at: ``lr_swag``, or a tenth of
-        it (up to three times) when SGD diverged at the higher rate, with a
-        ConvergenceWarning.
+        The rate the snapshots were collected at: ``lr_swag`` (or the rate
+        ``'auto'`` chose), or a tenth of it (up to three times) when SGD
+        diverged at the higher rate, with a ConvergenceWarning.
     noise_std_ : float or ndarray of shape (n_targets,)
         Observation noise std (the MAP's estimate or the fixed value), units of y.
     net_ : skorch.NeuralNet
@@ -228,7 +243,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         max_rank=20,
         swag_epochs=100,
         collect_every=1,
-        lr_swag=0.05,
+        lr_swag="auto",
         batch_size_swag=32,
         n_samples=100,
         lr=0.01,
@@ -336,7 +351,7 @@ dtype, device, random_state, verbose
         max_rank=20,
         swag_epochs=100,
         collect_every=1,
-        lr_swag=0.05,
+        lr_swag="auto",
         batch_size_swag=32,
         n_samples=100,
         predictive=None,

@@ -1,0 +1,69 @@
+"""The constant SGD rate of SWAG's collection phase, from the posterior at the MAP, pure torch.
+
+Constant-rate SGD on the per-point loss with minibatches of ``S`` rows is,
+near a mode, an Ornstein-Uhlenbeck process whose stationary Gaussian stands
+in for the posterior. Mandt, Hoffman and Blei (2017, "Stochastic gradient
+descent as approximate Bayesian inference", JMLR 18) show that the rate
+closest to the posterior in KL divergence is
+
+    ``eps = 2 S D / (N tr C)``,
+
+``C`` the covariance of the per-point gradients and ``D`` the dimension the
+data determine. A network's prior-dominated directions carry no gradient
+noise, so ``D`` is MacKay's count ``gamma`` of well-determined weights at the
+MAP's prior (the evidence's), not the number of weights. On small tables that
+rate lies beyond gradient descent's stability limit ``2 / lambda_max``
+(``lambda_max`` the largest curvature of the per-point loss, the generalised
+Gauss-Newton's ``G / N``), where SGD bounces across the stiffest direction
+instead of settling into a stationary distribution; the rate is then capped
+at ``STABILITY_FRACTION`` of that limit. A scalar rate spreads every direction
+alike, so the iterates still under-explore the flat directions of the
+posterior: Mandt et al.'s remedy is a preconditioner (the inverse gradient
+noise covariance), which this module does not attempt.
+"""
+
+import torch
+from torch.func import grad
+
+from .._core.curvature import curvature
+from .._core.evidence import LaplaceEvidence
+
+#: The cap on the rate, as a fraction of gradient descent's stability limit ``2 / lambda_max``.
+STABILITY_FRACTION = 0.8
+
+
+def sampling_rate(model, theta, X, Y, likelihood, groups, precision, batch_size):
+    """The SGD rate on the per-point negative log likelihood: ``min(2 S gamma / (N tr C), 2 f N / lambda_max(G))``.
+
+    ``f`` is ``STABILITY_FRACTION``.
+
+    Parameters
+    ----------
+    model : FunctionalModel
+    theta : tensor of shape (K,)
+        The MAP.
+    X, Y : tensor of shape (N, D) and (N, O)
+    likelihood : GaussianLikelihood or CategoricalLikelihood
+        With the noise held fixed (``likelihood.frozen``).
+    groups : ParameterGroups
+    precision : tensor of shape (G,) or scalar
+        The prior precision of each group, as the MAP was trained under.
+    batch_size : int
+        Rows ``S`` of an SGD minibatch.
+
+    Returns
+    -------
+    float
+    """
+    theta = theta.detach()
+    n_rows = X.shape[0]
+    evidence = LaplaceEvidence(model, theta, X, Y, likelihood, groups)
+    precision = torch.as_tensor(precision, dtype=torch.float64).expand(len(groups))
+    well_determined = float(evidence.well_determined(precision).sum())
+    stable = 2 * STABILITY_FRACTION * n_rows / evidence.largest_curvature()
+    mean_gradient = grad(lambda weights: -likelihood.log_prob(model.single(weights, X), Y).mean())(theta)
+    second_moment = float(curvature(model, theta, X, Y, likelihood, "ef", "diag").sum()) / n_rows
+    noise_trace = second_moment - float(mean_gradient.square().sum())
+    if noise_trace <= 0.0:  # an interpolating fit has no gradient noise
+        return stable
+    return min(2 * batch_size * well_determined / (n_rows * noise_trace), stable)
