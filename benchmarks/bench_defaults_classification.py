@@ -42,9 +42,8 @@ import argparse
 import sys
 
 import numpy as np
-import torch
+from defaults_options import add_defaults_options, pin_threads
 from scipy.special import softmax
-from threadpoolctl import threadpool_limits
 from uci_protocol import fmt, mean_se
 
 from sklearn_quinn import LaplaceClassifier
@@ -89,15 +88,10 @@ def paired(values, baseline):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", nargs="+", choices=DATASETS, default=list(DATASETS))
-    parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
     parser.add_argument("--splits", type=int, default=20, help="paired splits, random_state 0 to SPLITS - 1")
-    parser.add_argument("--quick", action="store_true", help="compare's smaller budgets instead of the defaults")
-    parser.add_argument("--max-epochs", type=int, help="override every method's training epochs (smoke runs)")
-    parser.add_argument("--device", default="cpu", help="torch device of the networks' fits: cpu, cuda, ...")
-    parser.add_argument("--threads", type=int, default=1, help="torch and BLAS threads (default: 1)")
+    add_defaults_options(parser)
     args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    threadpool_limits(args.threads)
+    pin_threads(args.threads)
 
     budget = "compare's budgets (--quick)" if args.quick else "the package's defaults"
     epochs = f", max_epochs {args.max_epochs}" if args.max_epochs else ""

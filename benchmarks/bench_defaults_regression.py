@@ -31,8 +31,7 @@ import argparse
 import sys
 
 import numpy as np
-import torch
-from threadpoolctl import threadpool_limits
+from defaults_options import add_defaults_options, pin_threads
 from uci_protocol import fmt, mean_se
 
 from sklearn_quinn._cli.compare import candidates, fit_and_score, split_table
@@ -56,16 +55,11 @@ def linear_split(seed, n_train=300, n_test=1000, n_features=10):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", choices=list(TARGETS), default="diabetes")
-    parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
     parser.add_argument("--splits", type=int, default=11,
                         help="splits in all: random_state 0 (the main job's) to SPLITS - 1 (default: 11)")
-    parser.add_argument("--quick", action="store_true", help="compare's smaller budgets instead of the defaults")
-    parser.add_argument("--max-epochs", type=int, help="override every method's training epochs (smoke runs)")
-    parser.add_argument("--device", default="cpu", help="torch device of the networks' fits: cpu, cuda, ...")
-    parser.add_argument("--threads", type=int, default=1, help="torch and BLAS threads (default: 1)")
+    add_defaults_options(parser)
     args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    threadpool_limits(args.threads)
+    pin_threads(args.threads)
 
     nll_margin, coverage_range = TARGETS[args.data]
     if args.data == "diabetes":

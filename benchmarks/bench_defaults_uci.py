@@ -44,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from defaults_options import add_defaults_options, pin_threads
 from joblib import Parallel, delayed
 from threadpoolctl import threadpool_limits
 from uci_protocol import DEFAULT_DATA_DIR, fmt, mean_se, run_split
@@ -150,24 +151,19 @@ def main(argv=None):
     parser.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR),
                         help="one folder per UCI data set (default: ../shared/data/uci beside the repository)")
     parser.add_argument("--datasets", nargs="+", choices=DATASETS, default=list(DATASETS))
-    parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
     parser.add_argument("--no-references", dest="references", action="store_false",
                         help="leave out BayesianRidge and the GPR")
     parser.add_argument("--splits", type=int,
                         help="the first N splits of every set (default: 20, and 5 on power, kin8nm, naval)")
-    parser.add_argument("--quick", action="store_true", help="compare's smaller budgets instead of the defaults")
-    parser.add_argument("--max-epochs", type=int, help="override every method's training epochs (smoke runs)")
-    parser.add_argument("--device", default="cpu", help="torch device of the networks' fits: cpu, cuda, ...")
     parser.add_argument("--gpr-max-rows", type=int, default=GPR_MAX_ROWS,
                         help=f"the GPR fits on a random subset of this many training rows (default: {GPR_MAX_ROWS})")
     parser.add_argument("--out", default="uci-defaults.jsonl",
                         help="JSON-lines results, appended as each split ends and read back to resume "
                              "(default: uci-defaults.jsonl)")
     parser.add_argument("--n-jobs", type=int, default=1, help="splits fitted at once, in separate processes")
-    parser.add_argument("--threads", type=int, default=1, help="torch and BLAS threads per process (default: 1)")
+    add_defaults_options(parser, threads_help="torch and BLAS threads per process (default: 1)")
     args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    threadpool_limits(args.threads)
+    pin_threads(args.threads)
     args.data_dir = str(Path(args.data_dir).resolve())
     run_settings = settings(args)
     methods = args.methods + (references_for(False) if args.references else [])
