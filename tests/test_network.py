@@ -25,6 +25,17 @@ def _inputs(n=7, d=3):
     return torch.randn(n, d, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
 
 
+def _assert_forward_and_vjp_match(model, reference, theta, X):
+    """``model.forward_and_vjp`` against ``reference``'s forward and autograd
+    through it, for a random cotangent."""
+    cotangent = torch.randn(*reference(theta, X).shape, dtype=torch.float64)
+    outputs, vjp = model.forward_and_vjp(theta, X)
+    rows = theta.clone().requires_grad_(True)
+    (expected,) = torch.autograd.grad((reference(rows, X) * cotangent).sum(), rows)
+    torch.testing.assert_close(outputs, reference(theta, X))
+    torch.testing.assert_close(vjp(cotangent), expected)
+
+
 @pytest.mark.parametrize("activation", ["identity", "logistic", "tanh", "relu"])
 def test_fast_path_matches_module_forward(activation):
     torch.manual_seed(0)
@@ -130,13 +141,7 @@ def test_forward_and_vjp_matches_autograd(fast_path, activation):
     if not fast_path:
         model._plan = None
     theta = model.flatten() + 0.1 * torch.randn(3, model.n_params, dtype=torch.float64)
-    X = _inputs()
-    cotangent = torch.randn(3, 7, 2, dtype=torch.float64)
-    outputs, vjp = model.forward_and_vjp(theta, X)
-    rows = theta.clone().requires_grad_(True)
-    (expected,) = torch.autograd.grad((model(rows, X) * cotangent).sum(), rows)
-    torch.testing.assert_close(outputs, model(theta, X))
-    torch.testing.assert_close(vjp(cotangent), expected)
+    _assert_forward_and_vjp_match(model, model, theta, _inputs())
 
 
 @pytest.mark.parametrize("per_row_inputs", [False, True], ids=["shared X", "X per row"])
@@ -149,14 +154,9 @@ def test_forward_and_vjp_with_per_row_inputs_and_bias_free_layers(per_row_inputs
     assert model._plan is not None
     theta = model.flatten() + 0.1 * torch.randn(4, model.n_params, dtype=torch.float64)
     X = torch.randn(4, 7, 3, dtype=torch.float64) if per_row_inputs else _inputs()
-    cotangent = torch.randn(4, 7, 2, dtype=torch.float64)
     generic = FunctionalModel(module)
     generic._plan = None
-    outputs, vjp = model.forward_and_vjp(theta, X)
-    rows = theta.clone().requires_grad_(True)
-    (expected,) = torch.autograd.grad((generic(rows, X) * cotangent).sum(), rows)
-    torch.testing.assert_close(outputs, generic(theta, X))
-    torch.testing.assert_close(vjp(cotangent), expected)
+    _assert_forward_and_vjp_match(model, generic, theta, X)
 
 
 def test_linear_skip_mlp_adds_a_linear_map_of_the_inputs():
@@ -183,12 +183,7 @@ def test_linear_skip_fast_path_matches_autograd(hidden, per_row_inputs):
     theta = model.flatten() + 0.1 * torch.randn(4, model.n_params, dtype=torch.float64)
     X = torch.randn(4, 7, 3, dtype=torch.float64) if per_row_inputs else _inputs()
     torch.testing.assert_close(model(theta, X), generic(theta, X))
-    cotangent = torch.randn(4, 7, 2, dtype=torch.float64)
-    outputs, vjp = model.forward_and_vjp(theta, X)
-    rows = theta.clone().requires_grad_(True)
-    (expected,) = torch.autograd.grad((generic(rows, X) * cotangent).sum(), rows)
-    torch.testing.assert_close(outputs, generic(theta, X))
-    torch.testing.assert_close(vjp(cotangent), expected)
+    _assert_forward_and_vjp_match(model, generic, theta, X)
     if not per_row_inputs:
         jacobian = jacrev(lambda t: generic.single(t, X))(theta[0])
         torch.testing.assert_close(model.jacobian(theta[0], X), jacobian)
