@@ -64,7 +64,7 @@ class SWAGMixin:
                 "collects fewer than the 2 snapshots SWAG needs."
             )
 
-    def _collect_trajectory(self, X, Y, likelihood, lr_swag, rate_unit=1.0):
+    def _collect_trajectory(self, X, Y, likelihood, lr_swag, rate_unit):
         """Run SGD at rate ``lr_swag * rate_unit`` from a copy of the MAP net; set ``posterior_``,
         ``n_snapshots_`` and ``lr_swag_`` from the snapshots (``net_`` stays the MAP).
 
