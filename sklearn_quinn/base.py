@@ -1,9 +1,10 @@
-"""Shared estimator machinery: validation, model building, MAP training, the regressors' predict plumbing.
+"""Shared estimator machinery: validation, model building, MAP training; the task hooks.
 
 Every estimator is a family core (a mixin whose ``_fit(X, Y)``, called by the
 shared ``fit`` once the data are validated, builds the model, runs the
 family's engine and keeps ``posterior_``) on top of a task base,
-:class:`BaseBayesianRegressor` or :class:`~sklearn_quinn._classification.BaseBayesianClassifier`.
+:class:`~sklearn_quinn._regression.BaseBayesianRegressor` or
+:class:`~sklearn_quinn._classification.BaseBayesianClassifier`.
 The task bases differ only in small hooks that the family cores call:
 
 - ``_validate_training_data(X, y)``: validated ``X`` and the 2-D targets in
@@ -25,8 +26,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.preprocessing._data import _handle_zeros_in_scale
+from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -36,7 +36,7 @@ from ._core.evidence import ParameterGroups
 from ._core.network import ACTIVATIONS, FunctionalModel, build_mlp
 from ._core.priors import GaussianPrior
 from ._core.pushforward import nonlinear_pushforward
-from ._map import EvidenceMaximisation, evidence_epochs, fit_map, gaussian_likelihood
+from ._map import EvidenceMaximisation, evidence_epochs, fit_map
 
 _DTYPES = {"float64": torch.float64, "float32": torch.float32}
 _MAX_SEED = np.iinfo(np.int32).max
@@ -255,159 +255,3 @@ class BaseBayesianNetwork(BaseEstimator):
 
     def _to_numpy(self, tensor):
         return tensor.detach().cpu().numpy().astype(np.float64)
-
-
-class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
-    """Base class of the regressors: a torch backbone with a weight posterior.
-
-    A subclass fits ``posterior_`` in :meth:`fit` and may override
-    the family's :meth:`_outputs` (the distribution of the network outputs at ``X``) and
-    :meth:`_sample_outputs`; this class turns them into ``predict`` and
-    ``sample_y`` with the observation noise added and the target's units
-    restored.
-    """
-
-    _parameter_constraints: dict = {
-        **BaseBayesianNetwork._parameter_constraints,
-        "noise_std": [None, Interval(Real, 0, None, closed="neither")],
-        "normalize_y": ["boolean"],
-    }
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        return tags
-
-    def _validate_training_data(self, X, y):
-        """Validated ``X`` and 2-D ``Y`` in the network's (standardised) units."""
-        X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
-        Y = y.reshape(len(y), -1)
-        self._single_output = y.ndim == 1 or Y.shape[1] == 1
-        if self.normalize_y:
-            self._y_mean = Y.mean(axis=0)
-            self._y_scale = _handle_zeros_in_scale(Y.std(axis=0), copy=False)
-        else:
-            self._y_mean = np.zeros(Y.shape[1])
-            self._y_scale = np.ones(Y.shape[1])
-        return X, (Y - self._y_mean) / self._y_scale
-
-    def _n_outputs(self, Y):
-        return Y.shape[1]
-
-    def _likelihood(self, Y, leading_shape=(), noise_std=None):
-        """The Gaussian likelihood: fixed at ``noise_std`` (network units, ``(O,)``;
-        default: the ``noise_std`` parameter), or a learned noise of shape
-        ``leading_shape + (O,)`` (one shared by the outputs)."""
-        if noise_std is None:
-            noise_std = self._fixed_noise()
-        elif isinstance(noise_std, torch.Tensor):
-            noise_std = noise_std.cpu().numpy()
-        return gaussian_likelihood(Y, noise_std, self._dtype, self._device, leading_shape)
-
-    def _log_y_scale_total(self, n_rows):
-        """``n_rows * sum(log scale)``: a density of ``y`` is that of the
-        standardised target divided by the scale of each of its values."""
-        return n_rows * float(np.log(self._y_scale).sum())
-
-    def _fixed_noise(self):
-        """The fixed ``noise_std`` in network units, or None when it is estimated."""
-        return None if self.noise_std is None else self.noise_std / self._y_scale
-
-    def _keep_noise(self, noise_std):
-        """Keep the network-unit noise ``(O,)`` and report ``noise_std_`` in units of y."""
-        self._noise_std = noise_std
-        in_y_units = noise_std.cpu().numpy().astype(np.float64) * self._y_scale
-        self.noise_std_ = float(in_y_units[0]) if self._single_output else in_y_units
-
-    # -------------------------------------------------------------- predict
-    def _sample_outputs(self, X, n_samples, generator):
-        """Network outputs ``(n_samples, N, O)`` for fresh weight draws, and the
-        observation noise std of each draw (broadcastable to the outputs)."""
-        return self._model(self.posterior_.sample(n_samples, generator), X), self._noise_std
-
-    def predict(self, X, return_std=False, return_cov=False):
-        """Predictive mean, with the total predictive std or covariance on request.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        return_std : bool, default=False
-            Also return the standard deviation of the predictive distribution
-            of ``y``: weight uncertainty and observation noise together.
-        return_cov : bool, default=False
-            Also return the covariance of the predictive distribution of ``y``
-            across the points of ``X`` (per target).
-
-        Returns
-        -------
-        y_mean : ndarray of shape (n_samples,) or (n_samples, n_targets)
-        y_std : ndarray of the same shape, only when ``return_std``
-        y_cov : ndarray of shape (n_samples, n_samples) or (n_samples, n_samples, n_targets),
-            only when ``return_cov``
-        """
-        if return_std and return_cov:
-            raise RuntimeError("At most one of return_std or return_cov can be requested.")
-        X = self._validated_inputs(X)
-        with torch.no_grad():
-            predictive = self._outputs(X)
-            if return_cov:
-                eye = torch.eye(X.shape[0], dtype=X.dtype, device=X.device)
-                cov = predictive.covariance() + self._noise_std.square()[:, None, None] * eye
-                cov = self._to_numpy(cov).transpose(1, 2, 0) * self._y_scale**2
-                return self._in_y_units(predictive.mean)[0], self._squeeze(cov)
-            if return_std:
-                return self._in_y_units(predictive.mean, predictive.variance)
-            return self._in_y_units(predictive.mean)[0]
-
-    def _summarise(self, outputs, noise_std=None):
-        """``(y_mean, y_std)`` from a distribution of the outputs and a noise std (network units)."""
-        return self._in_y_units(outputs.mean, outputs.variance, noise_std)
-
-    def _summarise_gaussian(self, mean, covariance, noise_std=None):
-        """``(y_mean, y_std)`` from the outputs' mean ``(N, O)`` and covariance ``(N, O, O)``."""
-        return self._in_y_units(mean, covariance.diagonal(dim1=-2, dim2=-1), noise_std)
-
-    def _in_y_units(self, mean, output_variance=None, noise_std=None):
-        """Network-unit mean (and output variance) to the mean and total std of y.
-
-        The std adds the observation noise (``noise_std``, network units,
-        default the fitted one) to the output variance; both come back as
-        float64 arrays in the units and shape of y.
-        """
-        y_mean = self._squeeze(self._to_numpy(mean) * self._y_scale + self._y_mean)
-        if output_variance is None:
-            return y_mean, None
-        noise_std = self._noise_std if noise_std is None else noise_std
-        std = (output_variance + noise_std.square()).sqrt()
-        return y_mean, self._squeeze(self._to_numpy(std) * self._y_scale)
-
-    def sample_y(self, X, n_samples=1, random_state=0):
-        """Draw samples of ``y`` from the predictive distribution at ``X``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples_X, n_features)
-        n_samples : int, default=1
-            Number of draws per point.
-        random_state : int, RandomState instance or None, default=0
-            Seeds the draws (weights and noise).
-
-        Returns
-        -------
-        y_samples : ndarray of shape (n_samples_X, n_samples) or (n_samples_X, n_targets, n_samples)
-        """
-        X = self._validated_inputs(X)
-        seed = check_random_state(random_state).randint(_MAX_SEED)
-        generator = self._generator(seed)
-        with torch.no_grad():
-            outputs, noise_std = self._sample_outputs(X, n_samples, generator)
-            noise = torch.randn(outputs.shape, generator=generator, dtype=outputs.dtype, device=outputs.device)
-            draws = self._to_numpy(outputs + noise * noise_std)
-        draws = (draws * self._y_scale + self._y_mean).transpose(1, 2, 0)
-        return draws[:, 0, :] if self._single_output else draws
-
-    def _squeeze(self, array):
-        """Drop the target axis (axis 1 of means, the last of covariances) for one target."""
-        if not self._single_output:
-            return array
-        return array[..., 0] if array.ndim == 3 else array[:, 0]

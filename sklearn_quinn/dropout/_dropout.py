@@ -6,7 +6,8 @@ import torch
 from sklearn.utils._param_validation import Interval
 
 from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
-from ..base import MAP_TRAINING_CONSTRAINTS, BaseBayesianRegressor
+from .._regression import BaseBayesianRegressor
+from ..base import MAP_TRAINING_CONSTRAINTS
 from ._engine import DropoutPosterior, InputDropout, linear_input_blocks
 
 

@@ -3,8 +3,8 @@
 import torch
 from sklearn.utils._param_validation import StrOptions
 
+from .._regression import BaseBayesianRegressor
 from .._scale_search import OBJECTIVES
-from ..base import BaseBayesianRegressor
 from ._base import LaplaceMixin
 
 

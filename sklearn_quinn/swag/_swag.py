@@ -14,7 +14,8 @@ from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from .._core.evidence import ParameterGroups
 from .._core.network import FunctionalModel
 from .._map import fit_map
-from ..base import MAP_TRAINING_CONSTRAINTS, BaseBayesianRegressor
+from .._regression import BaseBayesianRegressor
+from ..base import MAP_TRAINING_CONSTRAINTS
 from ._callbacks import CollectSnapshots
 from ._engine import gaussian_posterior
 from ._proximal_sgd import ProximalSGD

@@ -11,7 +11,8 @@ from .._core.network import FunctionalModel, LinearSkipMLP
 from .._core.posterior import GaussianPosterior
 from .._core.priors import ScaleMixturePrior
 from .._map import TensorBatches, train_net
-from ..base import MAP_TRAINING_CONSTRAINTS, BaseBayesianRegressor
+from .._regression import BaseBayesianRegressor
+from ..base import MAP_TRAINING_CONSTRAINTS
 from ._engine import EmpiricalBayesPrior, MeanFieldNetwork
 from ._skorch import KLWeighting, NegativeELBO, PriorWarmup
 
