@@ -3,8 +3,8 @@
 Every estimator is a family core (a mixin whose ``_fit(X, Y)``, called by the
 shared ``fit`` once the data are validated, builds the model, runs the
 family's engine and keeps ``posterior_``) on top of a task base,
-:class:`~sklearn_quinn._regression.BaseBayesianRegressor` or
-:class:`~sklearn_quinn._classification.BaseBayesianClassifier`.
+:class:`~sklearn_quinn._regressor_base.BaseBayesianRegressor` or
+:class:`~sklearn_quinn._classifier_base.BaseBayesianClassifier`.
 The task bases differ only in small hooks that the family cores call:
 
 - ``_validate_training_data(X, y)``: validated ``X`` and the 2-D targets in

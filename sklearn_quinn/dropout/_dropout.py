@@ -5,8 +5,8 @@ from numbers import Integral, Real
 import torch
 from sklearn.utils._param_validation import Interval
 
-from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
-from .._regression import BaseBayesianRegressor
+from .._classifier_base import SAMPLE_PREDICTIVES, BaseBayesianClassifier
+from .._regressor_base import BaseBayesianRegressor
 from ..base import MAP_TRAINING_CONSTRAINTS
 from ._engine import DropoutPosterior, InputDropout, linear_input_blocks
 

@@ -2,7 +2,7 @@
 
 import torch
 
-from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
+from .._classifier_base import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from ._ensemble import EnsembleMixin
 
 _PARAMETERS_DOC = """

@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import Interval
 from .._core.network import FunctionalModel
 from .._core.priors import GaussianPrior
 from .._draws import DrawsMixin
-from .._regression import BaseBayesianRegressor
+from .._regressor_base import BaseBayesianRegressor
 from ..base import _MAX_SEED, MAP_TRAINING_CONSTRAINTS
 from ._engine import member_subset, train_members
 

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._classification import GAUSSIAN_PREDICTIVES, BaseBayesianClassifier
+from .._classifier_base import GAUSSIAN_PREDICTIVES, BaseBayesianClassifier
 from .._scale_search import CLASSIFICATION_OBJECTIVES
 from ._base import LaplaceClassificationMixin, LaplaceMixin
 

@@ -3,7 +3,7 @@
 import torch
 from sklearn.utils._param_validation import StrOptions
 
-from .._regression import BaseBayesianRegressor
+from .._regressor_base import BaseBayesianRegressor
 from .._scale_search import OBJECTIVES
 from ._base import LaplaceMixin
 

@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._core.log_posterior import log_posterior
 from .._core.priors import GaussianPrior
 from .._draws import DrawsMixin
-from .._regression import BaseBayesianRegressor
+from .._regressor_base import BaseBayesianRegressor
 from ..base import MAP_TRAINING_CONSTRAINTS
 from ._diagnostics import effective_sample_size, split_rhat
 from ._hierarchical import (

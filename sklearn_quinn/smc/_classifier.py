@@ -2,7 +2,7 @@
 
 import torch
 
-from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
+from .._classifier_base import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from ..mcmc._hierarchical import DEFAULT_HYPERPRIOR_RATE, DEFAULT_HYPERPRIOR_SHAPE
 from ._smc import SMCMixin
 

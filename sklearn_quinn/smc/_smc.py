@@ -9,7 +9,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._core.log_posterior import state_prior
 from .._core.priors import GaussianPrior, LogisticPrior
 from .._draws import DrawsMixin
-from .._regression import BaseBayesianRegressor
+from .._regressor_base import BaseBayesianRegressor
 from ..base import MAP_TRAINING_CONSTRAINTS
 from ..mcmc._hierarchical import (
     DEFAULT_HYPERPRIOR_RATE,

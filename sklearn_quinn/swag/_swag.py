@@ -10,11 +10,11 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
+from .._classifier_base import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from .._core.evidence import ParameterGroups
 from .._core.network import FunctionalModel
 from .._map import fit_map
-from .._regression import BaseBayesianRegressor
+from .._regressor_base import BaseBayesianRegressor
 from ..base import MAP_TRAINING_CONSTRAINTS
 from ._callbacks import CollectSnapshots
 from ._engine import gaussian_posterior

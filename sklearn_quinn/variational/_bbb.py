@@ -6,12 +6,12 @@ from numbers import Integral, Real
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._classification import SAMPLE_PREDICTIVES, BaseBayesianClassifier
+from .._classifier_base import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from .._core.network import FunctionalModel, LinearSkipMLP
 from .._core.posterior import GaussianPosterior
 from .._core.priors import ScaleMixturePrior
 from .._map import TensorBatches, train_net
-from .._regression import BaseBayesianRegressor
+from .._regressor_base import BaseBayesianRegressor
 from ..base import MAP_TRAINING_CONSTRAINTS
 from ._engine import EmpiricalBayesPrior, MeanFieldNetwork
 from ._skorch import KLWeighting, NegativeELBO, PriorWarmup
