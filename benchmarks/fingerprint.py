@@ -46,8 +46,9 @@ REGRESSORS = {
     "swag_diag": sq.SWAGRegressor(**FAST, cov_type="diag", swag_epochs=4, n_samples=10),
     "bbb": sq.BBBRegressor(**FAST, n_samples=10),
     "bbb_mixture": sq.BBBRegressor(**FAST, prior_pi=0.5, kl_weighting="blundell", n_samples=10),
+    "dropout": sq.MCDropoutRegressor(**FAST, n_samples=10),
     "smc": sq.SMCRegressor(**SMC_FAST),
-    "smc_logistic_fixed_noise": sq.SMCRegressor(**SMC_FAST, prior="logistic", noise_std=0.5),
+    "smc_logistic_fixed_noise": sq.SMCRegressor(**SMC_FAST, prior="logistic", prior_std=1.0, noise_std=0.5),
 }
 
 CLASSIFIERS = {
@@ -63,8 +64,10 @@ CLASSIFIERS = {
     "rms_mm": sq.RMSClassifier(**FAST, n_estimators=3, predictive="mean_field_2", moment_match=True),
     "swag": sq.SWAGClassifier(**FAST, swag_epochs=6, max_rank=3, n_samples=10),
     "bbb": sq.BBBClassifier(**FAST, n_samples=10),
+    "dropout": sq.MCDropoutClassifier(**FAST, n_samples=10),
     "smc": sq.SMCClassifier(**SMC_FAST),
-    "smc_logistic_mm": sq.SMCClassifier(**SMC_FAST, prior="logistic", predictive="mean_field_1", moment_match=True),
+    "smc_logistic_mm": sq.SMCClassifier(**SMC_FAST, prior="logistic", prior_std=1.0,
+                                        predictive="mean_field_1", moment_match=True),
 }
 
 FITTED = ("noise_std_", "prior_precision_", "cov_scale_", "acceptance_rate_", "rhat_", "ess_", "step_size_",
