@@ -162,7 +162,7 @@ def test_estimator_option_gridsearch(wave_data):
     X, y = wave_data
     reg = laplace(prior_precision="gridsearch", calibration_objective="nll", validation_fraction=0.25).fit(X, y)
     assert reg.prior_precision_ in np.logspace(-4, 4, 41)
-    assert reg.net_.history[-1, "batches"][-1]["train_batch_size"] <= 60  # 80 rows minus 25%
+    assert reg.net_.criterion_.n_train == 60  # 80 rows minus 25%
 
     evidence = laplace(prior_precision="gridsearch", calibration_objective="marginal_log_likelihood").fit(X, y)
     by_function = laplace().fit(X, y)
@@ -276,7 +276,7 @@ def test_classifier_option_gridsearch(class_split):
     X, _, y, _ = class_split
     clf = laplace_classifier(prior_precision="gridsearch", validation_fraction=0.2).fit(X, y)
     assert clf.prior_precision_ in np.logspace(-4, 4, 41)
-    assert clf.net_.history[-1, "batches"][-1]["train_batch_size"] == 84  # 105 rows minus 20%
+    assert clf.net_.criterion_.n_train == 84  # 105 rows minus 20%
     evidence = laplace_classifier(prior_precision="gridsearch", calibration_objective="marginal_log_likelihood")
     evidence.fit(X, y)
     by_function = laplace_classifier().fit(X, y)

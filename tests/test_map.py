@@ -1,0 +1,55 @@
+"""The skorch training loop of the package (``_map.train_net``): what its history records, and its batch hooks."""
+
+import numpy as np
+import pytest
+import torch
+from skorch.callbacks import Callback
+
+from sklearn_quinn._core.network import build_mlp
+from sklearn_quinn._map import fit_map, gaussian_likelihood
+
+
+class BatchLosses(Callback):
+    """Keeps the loss and the rows of every training batch, through skorch's batch hook."""
+
+    def on_train_begin(self, net, **kwargs):
+        self.losses_, self.rows_ = [], []
+
+    def on_batch_end(self, net, batch=None, training=False, loss=None, **kwargs):
+        self.losses_.append(loss.item())
+        self.rows_.append(len(batch[0]))
+
+
+def train(callbacks=None, batch_size=16, max_epochs=3):
+    rng = np.random.RandomState(0)
+    X = rng.randn(50, 3)
+    Y = X @ rng.randn(3, 1) + 0.1 * rng.randn(50, 1)
+    torch.manual_seed(0)
+    module = build_mlp(3, 1, (8,), "relu").double()
+    likelihood = gaussian_likelihood(Y, None, torch.float64, "cpu")
+    net = fit_map(module, X, Y, prior_precision=1.0, likelihood=likelihood, lr=0.01, lr_schedule="cosine",
+                  max_epochs=max_epochs, batch_size=batch_size, optimizer=torch.optim.Adam,
+                  callbacks=callbacks, device="cpu", seed=0, verbose=0)
+    return net, module
+
+
+def test_history_records_each_epoch_without_per_batch_entries():
+    net, _ = train()
+    assert len(net.history) == 3
+    assert net.history[:, "epoch"] == [1, 2, 3]
+    assert all(np.isfinite(net.history[:, "train_loss"])) and all(d >= 0 for d in net.history[:, "dur"])
+    assert net.history[-1, "batches"] == []
+
+
+def test_batch_hooks_reach_callbacks_and_the_epoch_loss_is_the_row_weighted_mean():
+    """A callback with a batch hook gets every batch (50 rows in batches of 16: 16, 16, 16, 2)
+    and skorch's per-batch history; the epoch's loss weights each batch by its rows, as skorch's
+    own scoring does; the arithmetic of the training is the same as without the hook."""
+    hook = BatchLosses()
+    net, module = train(callbacks=[("losses", hook)], max_epochs=1)
+    assert hook.rows_ == [16, 16, 16, 2]
+    assert [batch["train_batch_size"] for batch in net.history[-1, "batches"]] == hook.rows_
+    assert net.history[-1, "train_loss"] == pytest.approx(np.average(hook.losses_, weights=hook.rows_), rel=1e-12)
+    _, without_hook = train(max_epochs=1)
+    for with_hook, plain in zip(module.parameters(), without_hook.parameters()):
+        torch.testing.assert_close(with_hook, plain, rtol=0, atol=0)
