@@ -170,7 +170,8 @@ class PosteriorNet(NeuralNet):
     records every batch's loss and size in the history, averages them into
     the epoch's loss through a scoring callback, scores an absent validation
     set and notifies every callback twice a batch: on the small full-batch
-    networks of tabular data that costs a third of an optimizer step. Here
+    networks of tabular data that bookkeeping rivals the optimizer step
+    (``benchmarks/bench_training_overhead.py``). Here
     an epoch records its mean loss (``train_loss``, weighted by the batch
     rows, as skorch's scoring does) and its duration (``dur``); the batch
     hooks, and skorch's per-batch history, run only when a callback defines
