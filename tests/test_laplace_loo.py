@@ -41,7 +41,7 @@ def test_cavities_equal_removing_the_row_in_weight_space():
 @pytest.mark.slow
 def test_loo_tempers_clean_labels_and_keeps_the_spread_of_noisy_ones():
     """With clean labels the evidence's posterior (s = 1) is too wide and 'loo'
-    picks a large s; with 20% of the labels flipped it keeps s near 1. Either
+    picks an s of at least 10; with 20% of the labels flipped it keeps s near 1. Either
     way its test NLL is within 0.01 of the better of s = 1 and s = 1000."""
     for flip, picks_large in [(0.0, True), (0.2, False)]:
         X, y = make_classification(600, 8, n_informative=4, flip_y=flip, random_state=0)
@@ -53,7 +53,7 @@ def test_loo_tempers_clean_labels_and_keeps_the_spread_of_noisy_ones():
             if scale == "loo":
                 chosen = clf.cov_scale_
                 assert chosen == LOO_COV_SCALES[clf.loo_scores_.argmin()]
-        assert (chosen > 10) == picks_large
+        assert (chosen >= 10) == picks_large
         assert nll["loo"] <= min(nll[1.0], nll[1000.0]) + 0.01
 
 

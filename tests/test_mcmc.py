@@ -146,11 +146,12 @@ def test_verbose_shows_acceptance(wave_data, capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("prior_std, n_draws, tolerance", [(1.0, None, 1e-6), (None, 5, 2e-4)])
+@pytest.mark.parametrize("prior_std, n_draws, tolerance", [(1.0, None, 1e-5), (None, 5, 2e-4)])
 def test_compiled_trajectories_sample_as_eager_ones(wave_data, prior_std, n_draws, tolerance):
     """compile=True runs the same arithmetic through torch.compile: the same
-    draws up to rounding, amplified along the chain (measured 8e-8 here with a
-    fixed prior). With the hyperparameters' Gibbs draws in between, the
+    draws up to rounding, amplified along the chain (measured up to 7e-6 here
+    with a fixed prior; a flipped accept decision would part the chains by the
+    size of a move). With the hyperparameters' Gibbs draws in between, the
     differences grow faster (5e-5 by the fifth draw) until an accept decision
     flips and the chains part (at the seventh draw of one chain here): the
     first five draws are compared."""
