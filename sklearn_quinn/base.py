@@ -204,6 +204,7 @@ class BaseBayesianNetwork(BaseEstimator):
                 seed=self._map_seed,
                 verbose=self.verbose,
                 evidence=evidence,
+                finish=self._deterministic_training_loss,
             )
         self._model = model
         precision = self.net_.criterion_.prior_precision
@@ -220,6 +221,10 @@ class BaseBayesianNetwork(BaseEstimator):
         """The evidence updates with the log evidence in the units of y."""
         return [{**update, "log_evidence": update["log_evidence"] - self._log_y_scale_total(n_rows)}
                 for update in history]
+
+    #: Whether the MAP loss is deterministic given the weights, so that the
+    #: training may end with a full-batch L-BFGS polish (:func:`~sklearn_quinn._map.fit_map`).
+    _deterministic_training_loss = True
 
     def _training_module(self, module):
         """The module MAP training runs: the backbone itself, unless a family

@@ -109,8 +109,12 @@ def test_evidence_history_records_every_update():
     X, y = linear_data(60)
     reg = LaplaceRegressor(hidden_layer_sizes=(4,), max_epochs=50, random_state=0).fit(X, y)
     history = reg.evidence_history_
-    assert [update["epoch"] for update in history] == [5, 7, 10, 12, 15, 17, 20, 22, 25, 27, 30, 32, 35, 37, 40]
-    assert set(history[-1]) == {"epoch", "log_evidence", "noise_std", *reg.prior_precisions_}
+    training = [update for update in history if update["stage"] == "training"]
+    assert [update["epoch"] for update in training] == [5, 7, 10, 12, 15, 17, 20, 22, 25, 27, 30, 32, 35, 37, 40]
+    # Then the polished MAP under the common scale of the precisions that maximises the evidence.
+    assert len(history) == len(training) + 1
+    assert history[-1]["stage"] == "final" and history[-1]["epoch"] == 50
+    assert set(history[-1]) == {"epoch", "stage", "log_evidence", "noise_std", *reg.prior_precisions_}
     assert all(np.isfinite(update["log_evidence"]) for update in history)
     # The last update set the prior the MAP finished training under.
     assert {name: history[-1][name] for name in reg.prior_precisions_} == pytest.approx(reg.prior_precisions_)
@@ -120,7 +124,7 @@ def test_fixed_prior_learns_only_the_noise():
     X, y = linear_data(60)
     reg = LaplaceRegressor(hidden_layer_sizes=(4,), prior_std=0.5, max_epochs=50, random_state=0).fit(X, y)
     assert set(reg.prior_precisions_.values()) == {4.0}
-    assert len(reg.evidence_history_) == 15
+    assert [update["stage"] for update in reg.evidence_history_] == ["training"] * 15 + ["final"]
     fixed = LaplaceRegressor(hidden_layer_sizes=(4,), prior_std=0.5, noise_std=0.3, max_epochs=50).fit(X, y)
     assert fixed.evidence_history_ == [] and fixed.noise_std_ == pytest.approx(0.3)
 
@@ -158,3 +162,53 @@ def test_learned_noise_stays_within_the_targets_spread():
     reg = LaplaceRegressor(hidden_layer_sizes=(16,), max_epochs=60, random_state=0).fit(X, y)
     assert all(update["noise_std"][0] <= 1 + 1e-9 for update in reg.evidence_history_)
     assert reg.noise_std_ <= y.std() * (1 + 1e-9)
+
+
+def logistic_laplace_evidence(X, y, weight_precision, bias_precision):
+    """The Laplace log evidence of multinomial logistic regression at its MAP,
+    found afresh by L-BFGS, with the exact Hessian."""
+    X, y = torch.as_tensor(X), torch.as_tensor(y)
+    n_classes = int(y.max()) + 1
+    precision = torch.cat([torch.full((X.shape[1] * n_classes,), weight_precision),
+                           torch.full((n_classes,), bias_precision)]).double()
+
+    def log_joint(theta):
+        weight, bias = theta[:-n_classes].reshape(n_classes, -1), theta[-n_classes:]
+        log_likelihood = torch.log_softmax(X @ weight.T + bias, -1).gather(1, y[:, None]).sum()
+        return log_likelihood - 0.5 * (precision * theta.square()).sum() + 0.5 * torch.log(precision).sum()
+
+    theta = torch.zeros(len(precision), dtype=torch.float64, requires_grad=True)
+    optimizer = torch.optim.LBFGS([theta], max_iter=1000, tolerance_grad=1e-12, tolerance_change=0,
+                                  line_search_fn="strong_wolfe")
+
+    def closure():
+        optimizer.zero_grad()
+        loss = -log_joint(theta)
+        loss.backward()
+        return loss
+
+    optimizer.step(closure)
+    hessian = torch.autograd.functional.hessian(lambda t: -log_joint(t), theta.detach())
+    return float(log_joint(theta.detach()) - 0.5 * torch.logdet(hessian))
+
+
+def test_classifier_prior_scale_is_the_evidence_maximiser_along_it():
+    """A classifier's curvature shrinks as a weaker prior lets its probabilities saturate,
+    which MacKay's fixed point ignores: its prior is too strong. The common scale of the
+    precisions the training ends with is a local maximum of the exact Laplace evidence
+    along it (the MAP re-found at each scale), below the fixed point's, ratios kept."""
+    rng = np.random.RandomState(0)
+    centres = np.array([[0.0, 2.0], [2.0, -1.0], [-2.0, -1.0]])
+    y = np.repeat(np.arange(3), 20)
+    X = centres[y] + 0.8 * rng.randn(60, 2)
+    clf = sklearn_quinn.LaplaceClassifier(hidden_layer_sizes=(), max_epochs=200, random_state=0).fit(X, y)
+    learned = clf.prior_precisions_
+    fixed_point = [update for update in clf.evidence_history_ if update["stage"] == "training"][-1]
+    scale = learned["0.weight"] / fixed_point["0.weight"]
+    assert scale < 0.7
+    assert learned["0.bias"] / fixed_point["0.bias"] == pytest.approx(scale)
+    at = {step: logistic_laplace_evidence(X, y, learned["0.weight"] * 2**(step / 2), learned["0.bias"] * 2**(step / 2))
+          for step in (-1, 0, 1)}
+    assert at[0] >= max(at[-1], at[1])
+    # The polished MAP is that MAP: the classifier's evidence is the exact Laplace evidence there.
+    assert clf.log_marginal_likelihood() == pytest.approx(at[0], abs=1e-4)

@@ -4,9 +4,14 @@ import numpy as np
 import pytest
 import torch
 from skorch.callbacks import Callback
+from torch import nn
 
 from sklearn_quinn._core.network import build_mlp
 from sklearn_quinn._map import fit_map, gaussian_likelihood
+
+from .exact import BayesianLinearRegression
+
+NOISE, PRIOR_STD = 0.3, 2.0
 
 
 class BatchLosses(Callback):
@@ -53,3 +58,24 @@ def test_batch_hooks_reach_callbacks_and_the_epoch_loss_is_the_row_weighted_mean
     _, without_hook = train(max_epochs=1)
     for with_hook, plain in zip(module.parameters(), without_hook.parameters()):
         torch.testing.assert_close(with_hook, plain, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("batch_size", [40, 16])
+def test_training_ends_at_the_exact_map_of_a_linear_model(linear_data, batch_size):
+    """Twenty epochs of Adam stop far from the mode; the full-batch L-BFGS polish
+    that ends the training (after full batches or minibatches) reaches the
+    closed-form posterior mean of a linear model to 1e-6."""
+    X, y = linear_data
+    Y = y[:, None]
+    exact = BayesianLinearRegression(X, y, NOISE, PRIOR_STD)
+
+    def trained_map(finish):
+        torch.manual_seed(0)
+        module = nn.Linear(X.shape[1], 1).double()
+        fit_map(module, X, Y, prior_precision=PRIOR_STD**-2, likelihood=gaussian_likelihood(Y, NOISE, torch.float64,
+                "cpu"), lr=0.01, lr_schedule="cosine", max_epochs=20, batch_size=batch_size,
+                optimizer=torch.optim.Adam, callbacks=None, device="cpu", seed=0, verbose=0, finish=finish)
+        return torch.cat([module.weight.detach().flatten(), module.bias.detach()]).numpy()
+
+    assert np.abs(trained_map(finish=False) / exact.mean - 1).max() > 1e-2
+    np.testing.assert_allclose(trained_map(finish=True), exact.mean, rtol=1e-6, atol=0)

@@ -41,6 +41,9 @@ class GaussianLikelihood(nn.Module):
         samplers then sample it as the last column of their state.
     """
 
+    #: The curvature in the outputs, ``1 / noise_std**2``, does not depend on them.
+    curvature_varies_with_outputs = False
+
     def __init__(self, noise_std, learn_noise=False):
         super().__init__()
         log_noise = torch.log(noise_std)
@@ -130,6 +133,8 @@ class CategoricalLikelihood(nn.Module):
 
     learn_noise = False
     n_state_columns = 0
+    #: The curvature in the logits, ``diag(p) - p p^T``, vanishes as the probabilities saturate.
+    curvature_varies_with_outputs = True
 
     def output_noise_std(self, n_outputs):
         """None: class labels carry no observation noise."""

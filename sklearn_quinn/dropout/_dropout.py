@@ -24,6 +24,11 @@ class MCDropoutMixin:
         "n_samples": [Interval(Integral, 1, None, closed="left")],
     }
 
+    @property
+    def _deterministic_training_loss(self):
+        """Dropout draws a mask per step: the loss is random unless nothing is dropped."""
+        return self.dropout_rate == 0
+
     def _fit(self, X, Y):
         """Train the network with dropout to the MAP of its weights: the family's part of ``fit``."""
         theta, likelihood, _ = self._fit_map(X, Y)
@@ -83,8 +88,8 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         evidence (``prior_std=None``) or ``1 / prior_std**2``.
     evidence_history_ : list of dict
         One entry per evidence update of the MAP training (``epoch``,
-        ``log_evidence``, ``noise_std`` in network units, the precision of
-        each parameter tensor); empty when nothing is learned.
+        ``stage``, ``log_evidence``, ``noise_std`` in network units, the
+        precision of each parameter tensor); empty when nothing is learned.
     posterior_ : DropoutPosterior
         The trained weights ``theta``, the weight matrices it masks and the rate.
     noise_std_ : float or ndarray of shape (n_targets,)
@@ -191,8 +196,8 @@ max_epochs, batch_size, optimizer, callbacks, dtype, device, random_state, verbo
         evidence (``prior_std=None``) or ``1 / prior_std**2``.
     evidence_history_ : list of dict
         One entry per evidence update of the MAP training (``epoch``,
-        ``log_evidence``, ``noise_std`` in network units, the precision of
-        each parameter tensor); empty when nothing is learned.
+        ``stage``, ``log_evidence``, ``noise_std`` in network units, the
+        precision of each parameter tensor); empty when nothing is learned.
     classes_ : ndarray of shape (n_classes,)
     posterior_ : DropoutPosterior
     net_ : skorch.NeuralNet

@@ -182,8 +182,8 @@ _SHARED_DOC = """
         evidence (``prior_std=None``) or ``1 / prior_std**2``.
     evidence_history_ : list of dict
         One entry per evidence update of the MAP training (``epoch``,
-        ``log_evidence``, ``noise_std`` in network units, the precision of
-        each parameter tensor); empty when nothing is learned.
+        ``stage``, ``log_evidence``, ``noise_std`` in network units, the
+        precision of each parameter tensor); empty when nothing is learned.
     posterior_ : SamplePosterior
         The members' weights, ``(n_estimators, K)``.
     noise_std_ : float or ndarray of shape (n_targets,)

@@ -66,8 +66,8 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         evidence (``prior_std=None``) or ``1 / prior_std**2``.
     evidence_history_ : list of dict
         One entry per evidence update of the MAP training (``epoch``,
-        ``log_evidence``, ``noise_std`` in network units, the precision of
-        each parameter tensor); empty when nothing is learned.
+        ``stage``, ``log_evidence``, ``noise_std`` in network units, the
+        precision of each parameter tensor); empty when nothing is learned.
     classes_ : ndarray of shape (n_classes,)
     posterior_ : GaussianPosterior
     net_ : skorch.NeuralNet

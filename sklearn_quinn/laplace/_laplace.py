@@ -110,8 +110,8 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         evidence (``prior_std=None``) or ``1 / prior_std**2``.
     evidence_history_ : list of dict
         One entry per evidence update of the MAP training (``epoch``,
-        ``log_evidence``, ``noise_std`` in network units, the precision of
-        each parameter tensor); empty when nothing is learned.
+        ``stage``, ``log_evidence``, ``noise_std`` in network units, the
+        precision of each parameter tensor); empty when nothing is learned.
     posterior_ : GaussianPosterior
         The Gaussian over the flat weight vector.
     net_ : skorch.NeuralNet

@@ -74,9 +74,13 @@ class SWAGMixin:
         if its moments leave the finite numbers or if an epoch's training
         loss rises above that of a freshly initialised network of the same
         architecture: SGD has then undone the training, even where the
-        weights (e.g. 1e99) stay finite.
+        weights (e.g. 1e99) stay finite. A MAP no better than that network
+        (labels without signal, where the evidence shrinks the network to a
+        constant) has no training to undo, and only finiteness is checked.
         """
         untrained_loss = self._untrained_loss(X, Y, likelihood)
+        if self._loss(self.net_.module_, X, Y, likelihood) >= untrained_loss:
+            untrained_loss = np.inf
         first = lr_swag
         for cut in range(_MAX_RATE_CUTS + 1):
             lr_swag = first / 10**cut
@@ -103,6 +107,10 @@ class SWAGMixin:
             for layer in module.modules():
                 if hasattr(layer, "reset_parameters"):
                     layer.reset_parameters()
+        return self._loss(module, X, Y, likelihood)
+
+    def _loss(self, module, X, Y, likelihood):
+        """The negative log likelihood per point of ``module`` on the training rows."""
         X, Y = (torch.as_tensor(array, dtype=self._dtype, device=self._device) for array in (X, Y))
         with torch.no_grad():
             return float(-likelihood.log_prob(module(X), Y).mean())
@@ -132,6 +140,7 @@ class SWAGMixin:
                 device=self._device,
                 seed=self._split_seed,
                 verbose=self.verbose,
+                finish=False,  # the trajectory of constant-rate SGD is the point, not a mode
             )
         return collect.state_, net.history[:, "train_loss"]
 
@@ -190,8 +199,8 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         evidence (``prior_std=None``) or ``1 / prior_std**2``.
     evidence_history_ : list of dict
         One entry per evidence update of the MAP training (``epoch``,
-        ``log_evidence``, ``noise_std`` in network units, the precision of
-        each parameter tensor); empty when nothing is learned.
+        ``stage``, ``log_evidence``, ``noise_std`` in network units, the
+        precision of each parameter tensor); empty when nothing is learned.
     posterior_ : GaussianPosterior
         Mean, diagonal std and (low rank) factor of the SWAG Gaussian.
     n_snapshots_ : int
@@ -313,8 +322,8 @@ dtype, device, random_state, verbose
         evidence (``prior_std=None``) or ``1 / prior_std**2``.
     evidence_history_ : list of dict
         One entry per evidence update of the MAP training (``epoch``,
-        ``log_evidence``, ``noise_std`` in network units, the precision of
-        each parameter tensor); empty when nothing is learned.
+        ``stage``, ``log_evidence``, ``noise_std`` in network units, the
+        precision of each parameter tensor); empty when nothing is learned.
     classes_ : ndarray of shape (n_classes,)
     posterior_ : GaussianPosterior
     n_snapshots_ : int
