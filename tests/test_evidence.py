@@ -196,7 +196,8 @@ def test_classifier_prior_scale_is_the_evidence_maximiser_along_it():
     """A classifier's curvature shrinks as a weaker prior lets its probabilities saturate,
     which MacKay's fixed point ignores: its prior is too strong. The common scale of the
     precisions the training ends with is a local maximum of the exact Laplace evidence
-    along it (the MAP re-found at each scale), below the fixed point's, ratios kept."""
+    along it (the MAP re-found at each scale) to the search's resolution (a step must
+    gain 0.1 nats), below the fixed point's, ratios kept."""
     rng = np.random.RandomState(0)
     centres = np.array([[0.0, 2.0], [2.0, -1.0], [-2.0, -1.0]])
     y = np.repeat(np.arange(3), 20)
@@ -209,6 +210,6 @@ def test_classifier_prior_scale_is_the_evidence_maximiser_along_it():
     assert learned["0.bias"] / fixed_point["0.bias"] == pytest.approx(scale)
     at = {step: logistic_laplace_evidence(X, y, learned["0.weight"] * 2**(step / 2), learned["0.bias"] * 2**(step / 2))
           for step in (-1, 0, 1)}
-    assert at[0] >= max(at[-1], at[1])
+    assert at[0] >= max(at[-1], at[1]) - 0.1
     # The polished MAP is that MAP: the classifier's evidence is the exact Laplace evidence there.
     assert clf.log_marginal_likelihood() == pytest.approx(at[0], abs=1e-4)
