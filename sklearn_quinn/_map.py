@@ -144,7 +144,7 @@ class EvidenceMaximisation(Callback):
             steps = None if epoch == max(self.epochs) else _STEPS_PER_UPDATE
             self._maximise(net, self.learn_prior, self.learn_noise, steps, "training")
 
-    def finish(self, net, X, Y):
+    def finish(self, net):
         """End the training at a mode: the MAP polished (:func:`polish`) under
         the last update's hyperparameters, and for a likelihood whose curvature
         varies with the outputs, the common scale of the learned precisions set
@@ -160,16 +160,17 @@ class EvidenceMaximisation(Callback):
         MAP hops between modes), so the ratios of the precisions stay those of
         the training's last update, and their common scale climbs the evidence
         of the re-converged MAP in steps of ``_SCALE_STEP``, first weaker, then
-        stronger, while a step gains at least ``_MIN_SCALE_GAIN`` nats. Under a Gaussian likelihood only
-        the network's Jacobian moves with the weights, and the fixed point is
-        within a step of the maximum, so the scale is not searched.
+        stronger, while a step gains at least ``_MIN_SCALE_GAIN`` nats. Under a
+        Gaussian likelihood only the network's Jacobian moves with the weights,
+        and the fixed point is within a step of the maximum, so the scale is
+        not searched.
         """
-        best = start = self._converged_state(net, X, Y)
+        best = start = self._converged_state(net)
         if self.learn_prior and net.criterion_.likelihood.curvature_varies_with_outputs:
             base = self._precision(net)
             for direction in (-1, 1):
                 for step in range(1, _MAX_SCALE_STEPS + 1):
-                    state = self._converged_state(net, X, Y, _SCALE_STEP ** (direction * step) * base)
+                    state = self._converged_state(net, _SCALE_STEP ** (direction * step) * base)
                     if state["record"]["log_evidence"] < best["record"]["log_evidence"] + _MIN_SCALE_GAIN:
                         break
                     best = state
@@ -178,12 +179,12 @@ class EvidenceMaximisation(Callback):
                     break
         self.history_.append(best["record"])
 
-    def _converged_state(self, net, X, Y, precision=None):
+    def _converged_state(self, net, precision=None):
         """Polish the MAP under the prior ``precision`` (default: the current
         one), and snapshot it with the record of its evidence."""
         if precision is not None:
             net.criterion_.prior_precision = torch.as_tensor(precision, dtype=self.X.dtype)
-        polish(net, X, Y)
+        polish(net, self.X, self.Y)
         self._maximise(net, False, False, None, "final")
         return {"record": self.history_.pop(), "module": copy.deepcopy(net.module_.state_dict()),
                 "criterion": copy.deepcopy(net.criterion_.state_dict()),
@@ -398,7 +399,7 @@ def polish(net, X, Y, max_iterations=_POLISH_ITERATIONS):
     net : PosteriorNet
         A fitted net whose criterion is deterministic (no dropout, no
         reparameterised draws); trained in place.
-    X, Y : ndarray
+    X, Y : ndarray or tensor
         The training data, as the net was fitted on.
     max_iterations : int
     """
@@ -470,7 +471,7 @@ def fit_map(module, X, Y, *, prior_precision, likelihood, lr, lr_schedule, max_e
         if evidence is None:
             polish(net, X, Y)
         else:
-            evidence.finish(net, X, Y)
+            evidence.finish(net)
     return net
 
 

@@ -208,7 +208,8 @@ class LaplaceEvidence:
         upper = _NOISE_SCALE_BOUNDS[1] if max_noise_scale is None else max_noise_scale
         log_det, dof = self._log_det_and_dof(precision, noise_scale)
         value = self._value(precision, noise_scale, log_det)
-        for _ in range(max_iterations or _MAX_ITERATIONS):
+        # With nothing to learn, the evidence at the given hyperparameters is the answer.
+        for _ in range((max_iterations or _MAX_ITERATIONS) if learn_prior or learn_noise else 0):
             if learn_prior:
                 precision = (dof / self._theta_sq).clamp(*_PRECISION_BOUNDS)
             if learn_noise:
