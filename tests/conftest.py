@@ -1,7 +1,17 @@
 """Shared fixtures."""
 
+import os
+
 import numpy as np
 import pytest
+import torch
+
+
+def pytest_configure(config):
+    # Under pytest-xdist each worker is a process of its own: one thread apiece,
+    # so that the workers share the cores instead of oversubscribing them.
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        torch.set_num_threads(1)
 
 
 @pytest.fixture

@@ -39,7 +39,7 @@ ESTIMATORS = [
     MCDropoutRegressor(**FAST, n_samples=20),
     MCDropoutRegressor(**FAST, dropout_rate=0.0, n_samples=5),
     LaplaceClassifier(**FAST, prior_precision="marglik"),
-    LaplaceClassifier(**FAST, hessian_structure="diag", predictive="laplace_bridge"),
+    LaplaceClassifier(**FAST, hessian_structure="diag", predictive="laplace_bridge", prior_std=1.0),
     DeepEnsembleClassifier(**FAST, n_estimators=3),
     RMSClassifier(**FAST, n_estimators=3, predictive="mean_field_2", moment_match=True),
     SWAGClassifier(**FAST, swag_epochs=10, max_rank=4, n_samples=20),
