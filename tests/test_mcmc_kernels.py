@@ -92,7 +92,7 @@ def test_hmc_without_jitter_is_one_proposal_and_one_accept():
     """step_jitter=0 draws no jitter: a step is the momenta, the trajectory and
     the accept draw, in that order (what SMC's moves were written against),
     with per-chain trajectory lengths, and Info carries the proposal."""
-    lengths = torch.tensor([1, 3, 6])
+    lengths = torch.tensor([6, 3, 1])  # per-chain lengths are sorted longest first
     init, step = hmc(gaussian_log_density, lengths, step_jitter=0.0)
     state = init(torch.tensor([[0.5, -1.0], [2.0, 1.0], [-0.3, 0.2]], dtype=torch.float64),
                  torch.tensor([0.3, 0.2, 0.1], dtype=torch.float64))

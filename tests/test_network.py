@@ -187,3 +187,36 @@ def test_linear_skip_fast_path_matches_autograd(hidden, per_row_inputs):
     if not per_row_inputs:
         jacobian = jacrev(lambda t: generic.single(t, X))(theta[0])
         torch.testing.assert_close(model.jacobian(theta[0], X), jacobian)
+
+
+@pytest.mark.parametrize("likelihood", ["gaussian", "categorical"])
+def test_row_blocks_give_the_unblocked_values_and_gradients(monkeypatch, likelihood):
+    """Blocks of 2 weight rows (a block budget of 2 rows x 7 points x 8 units)
+    against one pass over all 5 rows, for the state likelihoods' values,
+    gradients and the residual sums of squares."""
+    from sklearn_quinn._core import network
+    from sklearn_quinn._core.likelihoods import CategoricalStateLikelihood, GaussianStateLikelihood
+
+    X = _inputs()
+    generator = torch.Generator().manual_seed(1)
+    if likelihood == "gaussian":
+        model = FunctionalModel(build_mlp(3, 1, (8,)).double())
+        density = GaussianStateLikelihood(model, X, torch.randn(7, 1, generator=generator, dtype=torch.float64))
+        n_columns = model.n_params + 1  # the log noise std last
+    else:
+        model = FunctionalModel(build_mlp(3, 3, (8,)).double())
+        density = CategoricalStateLikelihood(model, X, torch.tensor([0, 1, 2, 0, 1, 2, 0]))
+        n_columns = model.n_params
+    rows = 0.5 * torch.randn(5, n_columns, generator=generator, dtype=torch.float64)
+    whole = (density(rows), *density.value_and_grad(rows))
+    calls = []
+    monkeypatch.setattr(network, "CPU_BLOCK_ELEMENTS", 2 * 7 * 8)
+    monkeypatch.setattr(model, "_batched_mlp", lambda theta, *args, **kwargs: calls.append(len(theta))
+                        or FunctionalModel._batched_mlp(model, theta, *args, **kwargs))
+    for got, expected in zip((density(rows), *density.value_and_grad(rows)), whole):
+        torch.testing.assert_close(got, expected)
+    assert calls == [2, 2, 1] * 2
+    if likelihood == "gaussian":
+        theta = rows[:, : model.n_params]
+        expected = (density.Y - model(theta, X)).square().sum((-1, -2))
+        torch.testing.assert_close(density.sum_of_squares(theta), expected)

@@ -94,13 +94,20 @@ def test_leapfrog_with_per_row_lengths_equals_separate_runs():
     momentum = torch.randn(3, 2, generator=generator, **DOUBLE)
     gradient = -position * torch.tensor([1.0, 4.0], **DOUBLE)
     epsilon, inverse_mass = torch.full((3, 1), 0.1, **DOUBLE), torch.ones(3, 2, **DOUBLE)
-    lengths = torch.tensor([1, 4, 7])
+    lengths = torch.tensor([7, 4, 1])  # longest first: each step moves the rows still going
     batched = leapfrog(log_density, position, momentum, gradient, epsilon, inverse_mass, lengths)
     for row, length in enumerate(lengths.tolist()):
         alone = leapfrog(log_density, position[row : row + 1], momentum[row : row + 1], gradient[row : row + 1],
                          epsilon[:1], inverse_mass[:1], length)
         for got, expected in zip(batched, alone):
             torch.testing.assert_close(got[row : row + 1], expected)
+
+
+def test_leapfrog_refuses_unsorted_per_row_lengths():
+    position = torch.zeros(2, 1, **DOUBLE)
+    with pytest.raises(ValueError, match="sorted longest first"):
+        leapfrog(lambda x: -0.5 * x.square().sum(-1), position, position, position, torch.full((2, 1), 0.1, **DOUBLE),
+                 torch.ones(2, 1, **DOUBLE), torch.tensor([1, 2]))
 
 
 def test_logistic_prior_density_gradient_and_std():

@@ -182,7 +182,7 @@ class HyperparameterGibbs:
     ----------
     prior : HierarchicalPrior
     log_likelihood : GaussianStateLikelihood, optional
-        Gives the residuals (its ``model``, ``X``, ``Y``); needed when the rows
+        Gives the residual sums of squares (and ``Y``); needed when the rows
         carry a sampled noise.
     """
 
@@ -198,10 +198,7 @@ class HyperparameterGibbs:
         """:class:`Statistics` of weight rows ``(C, K)``: one forward pass when the noise is sampled."""
         sum_of_squares = None
         if self.log_likelihood is not None:
-            likelihood = self.log_likelihood
-            with torch.no_grad():
-                outputs = likelihood.model(theta, likelihood.X)
-            sum_of_squares = (likelihood.Y - outputs).square().sum((-1, -2))
+            sum_of_squares = self.log_likelihood.sum_of_squares(theta)
         return Statistics(self.prior.squares(theta), sum_of_squares)
 
     def draw(self, generator, rows, statistics, temperature=1.0):

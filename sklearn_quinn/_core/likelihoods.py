@@ -250,10 +250,24 @@ class GaussianStateLikelihood:
         return value if log_noise is None else value - self.Y.numel() * log_noise
 
     def __call__(self, rows):
+        return self.model.by_row_blocks(self._log_likelihood, rows, len(self.X))
+
+    def value_and_grad(self, rows):
+        return self.model.by_row_blocks(self._value_and_grad, rows, len(self.X))
+
+    def sum_of_squares(self, theta):
+        """The residual sum of squares ``(S,)`` of weight rows ``theta (S, K)``."""
+        return self.model.by_row_blocks(self._sum_of_squares, theta, len(self.X))
+
+    def _sum_of_squares(self, theta):
+        with torch.no_grad():
+            return (self.Y - self.model(theta, self.X)).square().sum((-1, -2))
+
+    def _log_likelihood(self, rows):
         theta, inverse_noise, log_noise = self._split(rows)
         return self._value(((self.Y - self.model(theta, self.X)) * inverse_noise).square(), log_noise)
 
-    def value_and_grad(self, rows):
+    def _value_and_grad(self, rows):
         with torch.no_grad():
             theta, inverse_noise, log_noise = self._split(rows)
             outputs, vjp = self.model.forward_and_vjp(theta, self.X)
@@ -287,10 +301,16 @@ class CategoricalStateLikelihood:
         return self._one_hot
 
     def __call__(self, rows):
+        return self.model.by_row_blocks(self._log_likelihood, rows, len(self.X))
+
+    def value_and_grad(self, rows):
+        return self.model.by_row_blocks(self._value_and_grad, rows, len(self.X))
+
+    def _log_likelihood(self, rows):
         log_probabilities = log_softmax(self.model(rows, self.X))
         return log_probabilities.gather(-1, self.index.expand(len(rows), -1, 1)).sum((-1, -2))
 
-    def value_and_grad(self, rows):
+    def _value_and_grad(self, rows):
         with torch.no_grad():
             logits, vjp = self.model.forward_and_vjp(rows, self.X)
             log_probabilities = log_softmax(logits)

@@ -13,6 +13,13 @@ import torch
 from torch import nn
 from torch.func import functional_call, jacrev, vmap
 
+#: The most elements one activation tensor (weight rows x points x units) of a
+#: block of weight rows may hold on a CPU: 2 MiB of float64, so that a block's
+#: forward and backward passes stay in a core's cache instead of streaming
+#: every activation through memory (see :meth:`FunctionalModel.by_row_blocks`
+#: and benchmarks/bench_smc_speed.py).
+CPU_BLOCK_ELEMENTS = 2**18
+
 ACTIVATIONS = {
     "identity": nn.Identity,
     "logistic": nn.Sigmoid,
@@ -140,6 +147,9 @@ class FunctionalModel:
         # The weight block of a LinearSkipMLP's linear map, added to the fast path's outputs.
         self._skip = self._slices["linear.weight"] if isinstance(module, LinearSkipMLP) else None
         self._plan = self._fast_plan(module.mlp, "mlp.") if self._skip else self._fast_plan(module)
+        # What one point of one weight row adds to the largest activation tensor (for a generic
+        # module, an estimate from its linear layers).
+        self.max_width = max((m.out_features for m in module.modules() if isinstance(m, nn.Linear)), default=1)
 
     def _fast_plan(self, module, prefix=""):
         """The layer plan of the batched fast path, or None for a generic module."""
@@ -160,6 +170,25 @@ class FunctionalModel:
             else:
                 return None
         return plan
+
+    def by_row_blocks(self, function, rows, n_points):
+        """``function(rows)``, evaluated a block of rows at a time on a CPU and joined.
+
+        ``function`` maps weight rows ``(S, ...)`` to a tensor, or a tuple of
+        tensors, with one leading entry per row, through activations of ``S x
+        n_points x max_width`` elements. On a CPU the blocks keep those
+        activations within :data:`CPU_BLOCK_ELEMENTS`: many particles or
+        chains on a few hundred points otherwise make every element-wise pass
+        read and write tens of megabytes, several times slower per element
+        than the same work in cache. Elsewhere (a GPU) the rows go at once.
+        """
+        size = max(1, CPU_BLOCK_ELEMENTS // (n_points * self.max_width))
+        if rows.device.type != "cpu" or size >= len(rows):
+            return function(rows)
+        results = [function(rows[start : start + size]) for start in range(0, len(rows), size)]
+        if isinstance(results[0], tuple):
+            return tuple(torch.cat(parts) for parts in zip(*results))
+        return torch.cat(results)
 
     def flatten(self):
         """The module's current weights as one detached vector of shape ``(K,)``."""

@@ -67,7 +67,9 @@ class ConditionalDensity:
             self.held = held.clone()
 
     def _rows(self, moved):
-        return torch.cat([moved, self.held], dim=1)
+        # Fewer rows than held: the leading ones (a kernel moving only the chains whose
+        # trajectories have not ended, sorted first).
+        return torch.cat([moved, self.held[: len(moved)]], dim=1)
 
     def __call__(self, moved):
         return self.log_density(self._rows(moved))

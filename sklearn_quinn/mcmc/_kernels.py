@@ -9,8 +9,9 @@ that an adaptation loop can change them between steps; they have one row per
 chain. A proposal whose log density or energy is not finite is a divergence:
 it is rejected, counted in ``Info``, and never propagated.
 
-``log_density`` maps ``(C, K) -> (C,)`` and must treat rows independently; it
-may carry a ``value_and_grad`` attribute ``(C, K) -> ((C,), (C, K))`` that the
+``log_density`` maps ``(C, K) -> (C,)`` and must treat rows independently
+(HMC with per-chain trajectory lengths calls it on a leading block of the
+rows, the chains still moving); it may carry a ``value_and_grad`` attribute ``(C, K) -> ((C,), (C, K))`` that the
 gradient-based kernels then call instead of autograd.
 """
 
@@ -168,26 +169,42 @@ def hmc_proposal(log_density, momentum_noise, state, epsilon, n_leapfrog):
 def leapfrog(log_density, position, momentum, gradient, epsilon, inverse_mass, n_steps):
     """``n_steps`` leapfrog steps of size ``epsilon`` from ``(position, momentum)``.
 
-    ``n_steps`` is an int, or a ``(C,)`` integer tensor: each row then stops
-    after its own number of steps (the batch runs to the longest; a stopped
-    row's position no longer moves, so its density is simply re-evaluated).
+    ``n_steps`` is an int, or a ``(C,)`` integer tensor of per-row lengths
+    sorted longest first: each step then moves only the leading rows whose
+    trajectories have not ended, so that the batch costs the sum of the
+    lengths rather than ``C`` times the longest (``log_density`` is called on
+    those leading rows alone).
 
     Returns
     -------
     position, momentum, log_density, gradient : tensors at the end points
     """
-    per_row = torch.is_tensor(n_steps)
     momentum = momentum + 0.5 * epsilon * gradient
-    for step in range(int(n_steps.max()) if per_row else n_steps):
-        # The step size of the drift and of the kick: the last kick is a half step.
-        if per_row:
-            drift = epsilon * (step < n_steps).unsqueeze(-1)
-            kick = drift * torch.where(step == n_steps - 1, 0.5, 1.0).unsqueeze(-1)
-        else:
-            drift, kick = epsilon, (0.5 if step == n_steps - 1 else 1.0) * epsilon
-        position = position + drift * inverse_mass * momentum
+    if torch.is_tensor(n_steps):
+        return _leapfrog_per_row(log_density, position, momentum, gradient, epsilon, inverse_mass, n_steps)
+    for step in range(n_steps):
+        # The last kick is a half step.
+        kick = (0.5 if step == n_steps - 1 else 1.0) * epsilon
+        position = position + epsilon * inverse_mass * momentum
         value, gradient = value_and_grad(log_density, position)
         momentum = momentum + kick * gradient
+    return position, momentum, value, gradient
+
+
+def _leapfrog_per_row(log_density, position, momentum, gradient, epsilon, inverse_mass, n_steps):
+    """:func:`leapfrog` with per-row lengths sorted longest first, after the first half kick."""
+    if bool((n_steps[1:] > n_steps[:-1]).any()):
+        raise ValueError("Per-row trajectory lengths must be sorted longest first.")
+    steps = torch.arange(int(n_steps[0]), device=n_steps.device)
+    n_moving = (n_steps.unsqueeze(0) > steps.unsqueeze(1)).sum(1).tolist()
+    position, gradient = position.clone(), gradient.clone()
+    value = torch.empty(len(position), dtype=position.dtype, device=position.device)
+    for step, k in enumerate(n_moving):
+        moving = position[:k]
+        moving += epsilon[:k] * inverse_mass[:k] * momentum[:k]
+        value[:k], gradient[:k] = value_and_grad(log_density, moving)
+        last = (n_steps[:k] == step + 1).unsqueeze(-1)
+        momentum[:k] += torch.where(last, 0.5, 1.0) * epsilon[:k] * gradient[:k]
     return position, momentum, value, gradient
 
 

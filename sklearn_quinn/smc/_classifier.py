@@ -76,7 +76,7 @@ step_size_, n_leapfrog_, prior_precisions_, net_
         target_ess=0.5,
         resample_threshold=0.5,
         n_mcmc_steps=5,
-        step_size=0.1,
+        step_size=0.5,
         n_leapfrog=50,
         predictive=None,
         moment_match=False,

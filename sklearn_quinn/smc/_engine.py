@@ -115,7 +115,7 @@ def gibbs_mutation(gibbs, mutation=hmc_mutation):
 
 
 def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_threshold=0.5, n_mcmc_steps=1,
-            step_size=0.1, n_leapfrog=50, mutation=hmc_mutation, generator=None, progress=None):
+            step_size=0.5, n_leapfrog=50, mutation=hmc_mutation, generator=None, progress=None):
     """Anneal ``particles`` drawn from the prior to the posterior; estimate the log evidence.
 
     Parameters
@@ -171,6 +171,10 @@ def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_th
             log_weights = uniform_log_weights(n, dtype, device)
         if jumps is not None:
             epsilon, length = perturb_parameters(epsilon, length, jumps, generator)
+        if length is not None:
+            # Longest trajectories first: the leapfrog steps then move only the rows still going.
+            order = torch.argsort(length, descending=True)
+            particles, log_weights, epsilon, length = (x[order] for x in (particles, log_weights, epsilon, length))
         target = LogPosterior(log_likelihood, log_prior, temperature=lam)
         parameters = MutationParameters(epsilon, length, particle_variance(particles, log_weights))
         particles, acceptance, jumps = move(mutation, target, particles, parameters, n_mcmc_steps, generator)

@@ -141,7 +141,8 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
     hyperpriors at the start and updated by exact Gibbs draws between the
     HMC moves, so that the evidence is the one with the hyperparameters
     integrated out (Neal 1996). Cost: about ``n_stages * n_mcmc_steps *
-    max(L)`` batched gradient evaluations of all particles; no MAP is
+    mean(L)`` batched gradient evaluations of all particles (each leapfrog
+    step moves only the particles whose trajectories have not ended); no MAP is
     trained (except for ``hyperprior='empirical'``).
 
     Parameters
@@ -183,9 +184,12 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         Resample when the ESS falls below this fraction of ``n_particles``.
     n_mcmc_steps : int, default=5
         HMC steps per particle at each stage.
-    step_size : float, default=0.1
+    step_size : float, default=0.5
         Initial step sizes are uniform on ``(0, step_size)``, in units of the
-        particles' standard deviations.
+        particles' standard deviations. The moves' tuning picks among them by
+        their jumps, which narrows the range to a network's small steps within
+        a few stages but widens it only slowly (by perturbations of 0.015 a
+        stage): the range must reach the large steps a small model takes.
     n_leapfrog : int, default=50
         Initial trajectory lengths are uniform on ``{1, ..., n_leapfrog}``.
     lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks
@@ -277,7 +281,7 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         target_ess=0.5,
         resample_threshold=0.5,
         n_mcmc_steps=5,
-        step_size=0.1,
+        step_size=0.5,
         n_leapfrog=50,
         lr=0.01,
         lr_schedule="cosine",

@@ -1,0 +1,143 @@
+"""SMC at its defaults: fit time, the evidence error on an exact linear model, and the cache blocking.
+
+Three measurements, one thread throughout:
+
+1. ``SMCRegressor()`` (every default: 200 particles, hyperpriors on the
+   precisions and the noise) in ``Pipeline([StandardScaler(), ...])`` on 300
+   training rows x 8 features of a smooth non-linear function with unit noise;
+   wall seconds, stages and test log-likelihood per seed (1000 test rows),
+   beside ``BayesianRidge``. Target of issue 18: within 60 s.
+2. The log evidence of a linear model (``hidden_layer_sizes=()``, a fixed
+   ``N(0, 1)`` prior and the true noise, the 50 x 2 table of
+   tests/test_smc.py) at 500 particles against the closed form ``log N(y; 0,
+   s^2 I + X X^T)``, over 5 seeds, with the engine settings of that test and
+   with the estimator's defaults. Target: every error within 0.2 nats.
+3. One batched log-likelihood gradient of 200 particles of the default
+   network, rows in cache-sized blocks (:data:`CPU_BLOCK_ELEMENTS`) against
+   all rows at once, side by side (median of 7 alternating pairs), on 300
+   and on 927 points (a UCI concrete training split).
+
+    python benchmarks/bench_smc_speed.py [--seeds 3] [--evidence-seeds 5] [--threads 1]
+"""
+
+import argparse
+import time
+
+import numpy as np
+import torch
+from defaults_options import pin_threads
+from scipy.stats import multivariate_normal, norm
+from sklearn.linear_model import BayesianRidge
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from timing import median_seconds
+
+from sklearn_quinn import SMCRegressor
+from sklearn_quinn._core import network
+from sklearn_quinn._core.likelihoods import GaussianStateLikelihood
+from sklearn_quinn._core.network import FunctionalModel, build_mlp
+
+SPEED_TARGET_SECONDS = 60
+EVIDENCE_TARGET_NATS = 0.2
+# The engine settings of tests/test_smc.py's exact linear test, and the estimator's defaults.
+EVIDENCE_SETTINGS = {
+    "the exact test's (target_ess=0.8, n_mcmc_steps=5, step_size=0.5, n_leapfrog=10)":
+        dict(target_ess=0.8, n_mcmc_steps=5, step_size=0.5, n_leapfrog=10),
+    "SMCRegressor's defaults": {},
+}
+
+
+def nonlinear_table(seed, n_train=300, n_test=1000, n_features=8):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_train + n_test, n_features))
+    coefficients = rng.normal(size=n_features)
+    f = X @ coefficients + 2 * np.sin(X[:, 0]) + X[:, 1] * X[:, 2]
+    y = f + rng.normal(size=len(f))
+    return X[:n_train], y[:n_train], X[n_train:], y[n_train:]
+
+
+def test_log_likelihood(estimator, X, y):
+    mean, std = estimator.predict(X, return_std=True)
+    return float(norm.logpdf(y, mean, std).mean())
+
+
+def speed(seeds):
+    print("| seed | SMCRegressor() s | stages | test LL | BayesianRidge test LL |")
+    print("|---|---|---|---|---|")
+    seconds = []
+    for seed in range(seeds):
+        X, y, X_test, y_test = nonlinear_table(seed)
+        smc = make_pipeline(StandardScaler(), SMCRegressor(random_state=seed))
+        start = time.perf_counter()
+        smc.fit(X, y)
+        seconds.append(time.perf_counter() - start)
+        ridge = make_pipeline(StandardScaler(), BayesianRidge()).fit(X, y)
+        print(f"| {seed} | {seconds[-1]:.1f} | {smc[-1].n_stages_} | {test_log_likelihood(smc, X_test, y_test):.3f} | "
+              f"{test_log_likelihood(ridge, X_test, y_test):.3f} |")
+    median = float(np.median(seconds))
+    verdict = "yes" if median <= SPEED_TARGET_SECONDS else "NO"
+    print(f"\nMedian fit {median:.1f} s on 300 x 8 (target <= {SPEED_TARGET_SECONDS} s): {verdict}\n")
+
+
+def evidence(seeds, noise_std=0.4):
+    """The log evidence of a linear model against its closed form, at 500 particles."""
+    rng = np.random.RandomState(0)  # the linear data of tests/test_smc.py
+    X = rng.randn(50, 2)
+    y = X @ [1.0, -0.5] + 0.3 + noise_std * rng.randn(50)
+    design = np.c_[X, np.ones(len(X))]  # a unit-variance prior on the weights and the bias
+    exact = multivariate_normal(np.zeros(len(y)), noise_std**2 * np.eye(len(y)) + design @ design.T).logpdf(y)
+    print(f"Linear model (50 x 2, fixed N(0, 1) prior and noise), exact log evidence {exact:.3f}; "
+          f"SMC at 500 particles, {seeds} seeds:\n")
+    print(f"| settings | errors (nats) | max abs error | at most {EVIDENCE_TARGET_NATS} | s a fit |")
+    print("|---|---|---|---|---|")
+    for name, settings in EVIDENCE_SETTINGS.items():
+        errors, seconds = [], []
+        for seed in range(seeds):
+            smc = SMCRegressor(hidden_layer_sizes=(), prior_std=1.0, noise_std=noise_std, normalize_y=False,
+                               n_particles=500, random_state=seed, **settings)
+            start = time.perf_counter()
+            smc.fit(X, y)
+            seconds.append(time.perf_counter() - start)
+            errors.append(smc.log_evidence_ - exact)
+        worst = max(map(abs, errors))
+        print(f"| {name} | {', '.join(f'{e:+.3f}' for e in errors)} | {worst:.3f} | "
+              f"{'yes' if worst <= EVIDENCE_TARGET_NATS else 'NO'} | {np.median(seconds):.1f} |")
+    print()
+
+
+def blocking(n_particles=200):
+    print("| points | all rows at once (ms) | cache blocks (ms) | ratio |")
+    print("|---|---|---|---|")
+    generator = torch.Generator().manual_seed(0)
+    for n_points in (300, 927):
+        model = FunctionalModel(build_mlp(8, 1, (50,), linear_skip=True).double())
+        X = torch.randn(n_points, 8, generator=generator, dtype=torch.float64)
+        likelihood = GaussianStateLikelihood(model, X, torch.randn(n_points, 1, generator=generator,
+                                                                   dtype=torch.float64))
+        rows = 0.3 * torch.randn(n_particles, model.n_params + 1, generator=generator, dtype=torch.float64)
+        blocked = network.CPU_BLOCK_ELEMENTS
+        pairs = []
+        for _ in range(7):
+            network.CPU_BLOCK_ELEMENTS = 2**62
+            whole = median_seconds(lambda: likelihood.value_and_grad(rows), repeats=3)
+            network.CPU_BLOCK_ELEMENTS = blocked
+            pairs.append((whole, median_seconds(lambda: likelihood.value_and_grad(rows), repeats=3)))
+        whole, by_blocks = np.median(pairs, axis=0)
+        print(f"| {n_points} | {1e3 * whole:.1f} | {1e3 * by_blocks:.1f} | {by_blocks / whole:.2f} |")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--evidence-seeds", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    pin_threads(args.threads)
+    blocking()
+    print()
+    evidence(args.evidence_seeds)
+    speed(args.seeds)
+
+
+if __name__ == "__main__":
+    main()
