@@ -1,11 +1,13 @@
-"""MCMCRegressor (HMC) on UCI yacht, concrete and energy: test RMSE and log-likelihood.
+"""MCMCRegressor (HMC or NUTS) on UCI yacht, concrete and energy: test RMSE and log-likelihood.
 
-Protocol in ``uci_protocol.py`` (1x50 ReLU MLP). HMC from the MAP, 4 chains,
-burn-in with step-size and mass-matrix adaptation, noise sampled with the
-weights. Prints mean ± s.e. over splits beside the published MC-dropout and
+Protocol in ``uci_protocol.py`` (1x50 ReLU MLP). HMC (``--leapfrog`` steps a
+proposal) or NUTS (``--sampler nuts``, trajectories of at most
+``2**--max-tree-depth`` steps) from the MAP, 4 chains, burn-in with step-size
+and mass-matrix adaptation, the prior precisions and the noise sampled by
+Gibbs draws (the package's default hyperpriors). Prints mean ± s.e. over splits beside the published MC-dropout and
 PBP columns, and the wall seconds per split (the budget).
 
-    python benchmarks/bench_mcmc_uci.py [--datasets yacht concrete energy] [--splits 5]
+    python benchmarks/bench_mcmc_uci.py [--datasets yacht concrete energy] [--splits 5] [--sampler nuts]
 """
 
 import argparse
@@ -26,19 +28,23 @@ def main():
     parser.add_argument("--burnin", type=int, default=500)
     parser.add_argument("--samples", type=int, default=500)
     parser.add_argument("--thin", type=int, default=1)
+    parser.add_argument("--sampler", choices=["hmc", "nuts"], default="hmc")
     parser.add_argument("--leapfrog", type=int, default=10)
+    parser.add_argument("--max-tree-depth", type=int, default=10)
     parser.add_argument("--map-epochs", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
     estimator = MCMCRegressor(
-        hidden_layer_sizes=(50,), sampler="hmc", n_chains=args.chains, n_burnin=args.burnin,
-        n_samples=args.samples, thin=args.thin, n_leapfrog=args.leapfrog,
+        hidden_layer_sizes=(50,), sampler=args.sampler, n_chains=args.chains, n_burnin=args.burnin,
+        n_samples=args.samples, thin=args.thin, n_leapfrog=args.leapfrog, max_tree_depth=args.max_tree_depth,
         max_epochs=args.map_epochs, lr=1e-2,
     )
-    print(f"HMC: {args.chains} chains, {args.burnin} burn-in + {args.samples} x thin {args.thin} draws, "
-          f"{args.leapfrog} leapfrog; MAP init {args.map_epochs} epochs; {args.threads} thread(s)\n")
+    steps = (f"{args.leapfrog} leapfrog" if args.sampler == "hmc"
+             else f"trajectories of at most 2**{args.max_tree_depth} leapfrog steps")
+    print(f"{args.sampler.upper()}: {args.chains} chains, {args.burnin} burn-in + {args.samples} x thin {args.thin} "
+          f"draws, {steps}; MAP init {args.map_epochs} epochs; {args.threads} thread(s)\n")
     print("| data set | splits | RMSE | test LL | MC dropout LL | PBP LL | R-hat (median) | accept | s / split |")
     print("|---|---|---|---|---|---|---|---|---|")
     for name in args.datasets:

@@ -74,8 +74,7 @@ def main():
         print(f"| {_name(sizes, activation)} | {n_params} | {evidence[:, index].mean():.2f} ± "
               f"{evidence[:, index].std(ddof=1) if args.seeds > 1 else float('nan'):.2f} | "
               f"{stages[:, index].mean():.1f} | {chosen.count(index)} |")
-    print(f"\nBMA test accuracy: {np.mean(accuracy):.4f} (per seed {np.round(accuracy, 4).tolist()}); "
-          f"talk: 0.8667")
+    print(f"\nBMA test accuracy: {np.mean(accuracy):.4f} (per seed {np.round(accuracy, 4).tolist()})")
     print(f"wall seconds per SMC run: {np.mean(seconds):.1f}")
 
 

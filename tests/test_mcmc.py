@@ -14,6 +14,7 @@ NOISE, PRIOR_STD = 0.3, 2.0
 
 SETTINGS = {
     "hmc": dict(n_samples=600, n_burnin=400, n_leapfrog=8),
+    "nuts": dict(n_samples=600, n_burnin=400),
     "mala": dict(n_samples=1500, n_burnin=500),
     "amcmc": dict(n_samples=3000, n_burnin=1000, adapt_start=200, step_size=0.05),
 }
@@ -40,7 +41,7 @@ def small(**params):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sampler", ["hmc", "mala", "amcmc"])
+@pytest.mark.parametrize("sampler", ["hmc", "nuts", "mala", "amcmc"])
 def test_linear_model_posterior_is_exact(linear_data, sampler):
     """Mean within 4 Monte Carlo standard errors (from ess_), std within 15%."""
     X, y = linear_data
@@ -58,7 +59,7 @@ def test_linear_model_posterior_is_exact(linear_data, sampler):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sampler", ["hmc", "mala", "amcmc"])
+@pytest.mark.parametrize("sampler", ["hmc", "nuts", "mala", "amcmc"])
 def test_hierarchical_linear_model_posterior_is_exact(linear_data, sampler):
     """The default prior (prior_std=None): Gamma hyperpriors on the precision of
     the coefficients, of the bias and of the noise, sampled by Gibbs draws
@@ -176,7 +177,8 @@ def test_compile_failure_falls_back_to_eager(wave_data, monkeypatch):
 @pytest.mark.parametrize(
     "params, message",
     [
-        (dict(sampler="nuts"), "'sampler' parameter"),
+        (dict(sampler="slice"), "'sampler' parameter"),
+        (dict(sampler="nuts", max_tree_depth=0), "'max_tree_depth' parameter"),
         (dict(step_size=0.0), "'step_size' parameter"),
         (dict(step_size=-1.0), "'step_size' parameter"),
         (dict(n_samples=0), "'n_samples' parameter"),

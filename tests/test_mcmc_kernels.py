@@ -47,7 +47,7 @@ def _run(log_density, sampler, n_samples=2000, step_size=0.3, seed=0):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sampler", ["hmc", "mala", "amcmc"])
+@pytest.mark.parametrize("sampler", ["hmc", "nuts", "mala", "amcmc"])
 def test_correlated_gaussian_moments(sampler):
     """Mean within 4 Monte Carlo standard errors (from the ESS), standard
     deviations within 10% and the correlation within 0.05."""
@@ -62,7 +62,7 @@ def test_correlated_gaussian_moments(sampler):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sampler", ["hmc", "amcmc"])  # MALA's fixed step stalls in the banana's tails
+@pytest.mark.parametrize("sampler", ["hmc", "nuts", "amcmc"])  # MALA's fixed step stalls in the banana's tails
 def test_banana_moments(sampler):
     """E[x2] = 1 and Var[x2] = 2.25, each within 4 Monte Carlo standard errors
     (the variance's from the draws' fourth central moment), both with the ESS."""
@@ -223,7 +223,7 @@ def test_a_new_sampler_is_one_entry(monkeypatch):
 
 def test_unknown_sampler():
     with pytest.raises(ValueError, match="sampler must be one of"):
-        run_chains(gaussian_log_density, torch.zeros(1, 2), sampler="nuts")
+        run_chains(gaussian_log_density, torch.zeros(1, 2), sampler="gibbs_only")
 
 
 # ------------------------------------------------------------ within Gibbs
@@ -236,7 +236,7 @@ def _hierarchical_prior(n_weights=4, shape=5.0, rate=5.0):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sampler", ["hmc", "mala", "amcmc"])
+@pytest.mark.parametrize("sampler", ["hmc", "nuts", "mala", "amcmc"])
 def test_any_kernel_within_gibbs_samples_the_joint(sampler):
     """The kernel on the weights given the precision, then the exact draw of the
     precision: E[log delta] = digamma(5) - log(5) and E[theta_k^2] = 1.25, each

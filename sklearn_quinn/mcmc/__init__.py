@@ -4,6 +4,7 @@ from ._classifier import MCMCClassifier
 from ._diagnostics import effective_sample_size, split_rhat
 from ._kernels import adaptive_metropolis, hmc, mala
 from ._mcmc import MCMCRegressor
+from ._nuts import nuts
 
 __all__ = [
     "MCMCClassifier",
@@ -12,5 +13,6 @@ __all__ = [
     "effective_sample_size",
     "hmc",
     "mala",
+    "nuts",
     "split_rhat",
 ]

@@ -40,6 +40,7 @@ class MCMCMixin(HyperpriorMixin, DrawsMixin):
         "n_chains": [Interval(Integral, 1, None, closed="left")],
         "step_size": [Interval(Real, 0, None, closed="neither")],
         "n_leapfrog": [Interval(Integral, 1, None, closed="left")],
+        "max_tree_depth": [Interval(Integral, 1, None, closed="left")],
         "target_acceptance": [None, Interval(Real, 0, 1, closed="neither")],
         "adapt_step_size": ["boolean"],
         "gamma": [Interval(Real, 0, None, closed="neither")],
@@ -128,6 +129,7 @@ class MCMCMixin(HyperpriorMixin, DrawsMixin):
             thin=self.thin,
             step_size=self.step_size,
             n_leapfrog=self.n_leapfrog,
+            max_tree_depth=self.max_tree_depth,
             target_acceptance=self.target_acceptance,
             adapt_step_size=self.adapt_step_size,
             gamma=self.gamma,
@@ -171,11 +173,14 @@ class MCMCRegressor(MCMCMixin, BaseBayesianRegressor):
     log-posterior (and gradient) call per step. Predictions average the
     network over the kept draws, each with its own noise. Asymptotically
     exact; the cost is ``n_burnin + n_samples * thin`` full-data gradient
-    evaluations per chain (times ``n_leapfrog`` for HMC), plus one forward
+    evaluations per chain (times ``n_leapfrog`` for HMC, times each
+    trajectory's length, at most ``2**max_tree_depth``, for NUTS), plus one forward
     pass per step for the noise's Gibbs draw.
 
     Samplers: 'hmc' (Hamiltonian Monte Carlo with a diagonal mass matrix and
-    step size adapted in burn-in), 'mala' (Metropolis-adjusted Langevin, step
+    step size adapted in burn-in), 'nuts' (the No-U-Turn sampler: HMC whose
+    trajectory length each step sets itself, stopping at a U-turn, with the
+    same adaptation), 'mala' (Metropolis-adjusted Langevin, step
     size adapted in burn-in), 'amcmc' (Haario's adaptive random-walk
     Metropolis).
 
@@ -213,7 +218,7 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         ``0.14 / |z|``, ``z`` standard normal: median 0.21, 90% of the mass on
         ``[0.06, 1.1]``, weak but proper, for standardised inputs and
         targets.
-    sampler : {'hmc', 'mala', 'amcmc'}, default='hmc'
+    sampler : {'hmc', 'nuts', 'mala', 'amcmc'}, default='hmc'
     n_samples : int, default=500
         Draws kept per chain.
     n_burnin : int, default=500
@@ -225,8 +230,11 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         Initial step size (HMC, MALA) or initial random-walk std (AMCMC).
     n_leapfrog : int, default=10
         Leapfrog steps per HMC proposal.
+    max_tree_depth : int, default=10
+        NUTS doubles a trajectory at most this many times (at most
+        ``2**max_tree_depth`` leapfrog steps a step).
     target_acceptance : float, default=None
-        Target of the step-size search; None gives 0.8 (HMC) or 0.574 (MALA).
+        Target of the step-size search; None gives 0.8 (HMC, NUTS) or 0.574 (MALA).
     adapt_step_size : bool, default=True
         Adapt the step size (and HMC's mass matrix) during burn-in.
     gamma : float, default=1.0
@@ -246,7 +254,7 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         (2-3x less time per gradient for a small MLP on a CPU, after a
         one-off compilation of 15-45 s, which needs a C++ compiler; each
         joblib worker compiles its own). Falls back to eager execution,
-        with a warning, when compiling fails. No effect on MALA and AMCMC.
+        with a warning, when compiling fails. No effect on NUTS, MALA and AMCMC.
     n_jobs : int, default=None
         Split the chains into this many groups run by joblib workers (each
         group batched); None or 1 runs all chains in one batch.
@@ -276,7 +284,9 @@ callbacks, normalize_y, dtype, device, random_state, verbose
     evidence_history_ : list of dict
         The evidence updates of the MAP training, when a MAP is trained.
     n_divergent_ : int
-        Proposals rejected for a non-finite energy or density.
+        Divergent transitions after burn-in: proposals rejected for a
+        non-finite energy or density, and NUTS trajectories whose energy
+        error passed 1000 nats.
     step_size_ : ndarray of shape (n_chains,) or None
         Step size used while sampling (None for AMCMC).
     noise_std_ : float or ndarray of shape (n_targets,)
@@ -343,6 +353,7 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         n_chains=4,
         step_size=0.01,
         n_leapfrog=10,
+        max_tree_depth=10,
         target_acceptance=None,
         adapt_step_size=True,
         gamma=1.0,
@@ -379,6 +390,7 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         self.n_chains = n_chains
         self.step_size = step_size
         self.n_leapfrog = n_leapfrog
+        self.max_tree_depth = max_tree_depth
         self.target_acceptance = target_acceptance
         self.adapt_step_size = adapt_step_size
         self.gamma = gamma

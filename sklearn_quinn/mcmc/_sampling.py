@@ -9,6 +9,7 @@ import torch
 from ._adaptation import DualAveraging, WindowedVariance, slow_window_ends
 from ._gibbs import GibbsState, within_gibbs
 from ._kernels import adaptive_metropolis, hmc, mala
+from ._nuts import nuts
 
 
 class Sampler(NamedTuple):
@@ -30,12 +31,13 @@ class Sampler(NamedTuple):
 
 
 #: The samplers by name; a new one is one more entry. The target acceptances
-#: are Stan's 0.8 for HMC and Roberts & Rosenthal's (1998, "Optimal scaling of
+#: are Stan's 0.8 for HMC and NUTS and Roberts & Rosenthal's (1998, "Optimal scaling of
 #: discrete approximations to Langevin diffusions") optimal 0.574 for MALA;
 #: adaptive Metropolis adapts its proposal covariance itself (Haario, Saksman &
 #: Tamminen 2001, "An adaptive Metropolis algorithm").
 SAMPLERS = {
     "hmc": Sampler(hmc, ("n_leapfrog", "compile"), target_acceptance=0.8, adapt_mass=True),
+    "nuts": Sampler(nuts, ("max_tree_depth",), target_acceptance=0.8, adapt_mass=True),
     "mala": Sampler(mala, (), target_acceptance=0.574, adapt_mass=False),
     "amcmc": Sampler(adaptive_metropolis, ("gamma", "adapt_start", "adapt_every"), target_acceptance=None,
                      adapt_mass=False),
@@ -45,20 +47,23 @@ SAMPLERS = {
 class ChainResult(NamedTuple):
     draws: torch.Tensor  # (C, n_samples, P), whole state rows
     acceptance: torch.Tensor  # (C, n_samples * thin), acceptance probability per sampling step
-    n_divergent: torch.Tensor  # (C,), over burn-in and sampling
+    # (C,), while sampling: burn-in's, while the step size is searched, say nothing of the draws
+    # (Stan reports the sampling phase's alone).
+    n_divergent: torch.Tensor
     step_size: torch.Tensor | None  # (C,), the one used for sampling; None for a kernel without one
     inverse_mass: torch.Tensor | None  # (C, K), the diagonal inverse mass while sampling; None for a kernel without one
 
 
 def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin=1000, thin=1,
                step_size=0.01, n_leapfrog=10, target_acceptance=None, adapt_step_size=True,
-               gamma=1.0, adapt_start=100, adapt_every=10, compile=False, gibbs=None, generator=None,
+               max_tree_depth=10, gamma=1.0, adapt_start=100, adapt_every=10, compile=False, gibbs=None,
+               generator=None,
                progress=None):
     """Run ``C`` chains from ``position (C, P)`` and keep ``n_samples`` thinned draws each.
 
-    What burn-in adapts is the sampler's entry in :data:`SAMPLERS`: HMC and
-    MALA adapt their step size by dual averaging (and HMC its diagonal inverse
-    mass in Stan's windows), then sample with both fixed. Adaptive Metropolis
+    What burn-in adapts is the sampler's entry in :data:`SAMPLERS`: HMC, NUTS and
+    MALA adapt their step size by dual averaging (and HMC and NUTS their
+    diagonal inverse mass in Stan's windows), then sample with both fixed. Adaptive Metropolis
     adapts its proposal covariance as Haario et al. give it, from
     ``adapt_start`` on, every ``adapt_every`` steps.
 
@@ -84,8 +89,8 @@ def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin
     if sampler not in SAMPLERS:
         raise ValueError(f"sampler must be one of {tuple(SAMPLERS)}, got {sampler!r}.")
     spec = SAMPLERS[sampler]
-    options = dict(n_leapfrog=n_leapfrog, gamma=gamma, adapt_start=adapt_start, adapt_every=adapt_every,
-                   compile=compile)
+    options = dict(n_leapfrog=n_leapfrog, max_tree_depth=max_tree_depth, gamma=gamma, adapt_start=adapt_start,
+                   adapt_every=adapt_every, compile=compile)
     options = {name: options[name] for name in spec.options}
     if gibbs is None:
         init, step = spec.kernel(log_density, **options)
@@ -106,7 +111,8 @@ def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin
     accepted_total = 0.0
     for t in range(n_burnin + n_samples * thin):
         state, info = step(generator, state)
-        n_divergent += info.is_divergent
+        if t >= n_burnin:
+            n_divergent += info.is_divergent
         accepted_total += float(info.acceptance_probability.mean())
         if t < n_burnin:
             if adapting:
