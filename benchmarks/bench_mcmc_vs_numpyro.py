@@ -1,4 +1,4 @@
-"""HMC speed against NumPyro: seconds per gradient evaluation inside HMC.
+"""HMC and NUTS speed against NumPyro: seconds per gradient evaluation inside each sampler.
 
 Same model, data, start, fixed step size, 10 leapfrog steps, float64, one
 thread each, one chain; no adaptation on either side:
@@ -29,6 +29,13 @@ run (trace, lowering, XLA compile; these may overlap) are subtracted.
 Ours twice: eager (``compile=False``, the default) and with ``compile=True``
 (the leapfrog trajectory through ``torch.compile``; its compile seconds, from
 the first run, reported apart as NumPyro's are).
+
+NUTS (``--nuts-depth``, default 8; 0 skips it): both samplers from the same
+start with the same fixed step size and maximum tree depth, identity mass, one
+chain, no adaptation; NumPyro's NUTS kernel in an AOT-compiled ``lax.scan``
+as for HMC. Seconds per leapfrog step (each side's tree building included),
+from the leapfrog steps each side reports (NumPyro's ``num_steps``; ours
+counted at the log density's gradient calls).
 
 Context: the bare gradient of each side (our hand-written batched gradient,
 eager; ``jax.jit(jax.value_and_grad(potential_fn))`` called from Python, and
@@ -64,6 +71,8 @@ def parse_args():
     parser.add_argument("--seconds", type=float, default=10.0,
                         help="target sampling seconds per timed run and side")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--nuts-depth", type=int, default=8,
+                        help="max_tree_depth of both NUTS runs (0: skip the NUTS comparison)")
     parser.add_argument("--cpu", type=int, default=0,
                         help="pin the process to this core (-1: no pinning)")
     return parser.parse_args()
@@ -258,6 +267,77 @@ def run_numpyro_compiled(compiled, state, seed):
             float(last.adapt_state.step_size), np.unique(np.asarray(num_steps)))
 
 
+# ------------------------------------------------------------------ NUTS
+class CountingDensity:
+    """A log density that counts its gradient evaluations (one per leapfrog step, one at init)."""
+
+    def __init__(self, log_density):
+        self.log_density, self.n_gradients = log_density, 0
+
+    def __call__(self, rows):
+        return self.log_density(rows)
+
+    def value_and_grad(self, rows):
+        self.n_gradients += 1
+        return self.log_density.value_and_grad(rows)
+
+
+def run_ours_nuts(log_density, start, n_samples, step_size, depth, seed):
+    counting = CountingDensity(log_density)
+    with Clock() as clock:
+        result = run_chains(counting, start, sampler="nuts", n_samples=n_samples, n_burnin=0, step_size=step_size,
+                            max_tree_depth=depth, adapt_step_size=False, generator=torch.Generator().manual_seed(seed))
+    return clock, counting.n_gradients, float(result.acceptance.mean())
+
+
+def numpyro_compiled_nuts(potential_fn, init_sites, step_size, depth, n_samples):
+    """NumPyro's NUTS kernel in one AOT-compiled ``lax.scan`` of ``n_samples`` steps (as for HMC)."""
+    init_kernel, sample_kernel = numpyro_hmc(potential_fn=potential_fn, algo="NUTS")
+    state = init_kernel(init_sites, num_warmup=0, step_size=step_size, adapt_step_size=False,
+                        adapt_mass_matrix=False, dense_mass=False, max_tree_depth=depth, rng_key=jax.random.key(0))
+
+    def chain(state):
+        def body(state, _):
+            state = sample_kernel(state)
+            return state, (state.accept_prob, state.num_steps)
+        return jax.lax.scan(body, state, None, length=n_samples)
+
+    compiled = jax.jit(chain).lower(state).compile()
+    return compiled, state
+
+
+def run_numpyro_nuts(compiled, state, seed):
+    with Clock() as clock:
+        last, (accept, num_steps) = compiled(state._replace(rng_key=jax.random.key(seed)))
+        jax.block_until_ready((last, accept))
+    return clock, int(np.asarray(num_steps).sum()), float(accept.mean())
+
+
+def nuts_comparison(log_density, start, potential_fn, init_sites, step_size, depth, seconds, repeats,
+                    bare_ours, bare_jax_graph):
+    """Seconds per leapfrog step (gradient) inside NUTS, each side's own tree building included."""
+    n_ours = max(5, int(seconds / (2**depth * bare_ours[0])))
+    n_numpyro = max(5, int(seconds / (2**depth * bare_jax_graph[0])))
+    compiled, state = numpyro_compiled_nuts(potential_fn, init_sites, step_size, depth, n_numpyro)
+    run_numpyro_nuts(compiled, state, seed=0)
+    ours, theirs = [], []
+    for repeat in range(repeats):
+        ours.append(run_ours_nuts(log_density, start, n_ours, step_size, depth, seed=repeat))
+        theirs.append(run_numpyro_nuts(compiled, state, seed=repeat + 1))
+    per_ours = statistics.median(clock.wall / n for clock, n, _ in ours)
+    per_theirs = statistics.median(clock.wall / n for clock, n, _ in theirs)
+    print()
+    print(f"NUTS: step size {step_size:g}, max_tree_depth {depth}, identity mass, 1 chain, no adaptation; "
+          f"ours {n_ours} steps, NumPyro {n_numpyro} steps a run, {repeats} interleaved repeats, median")
+    print(f"{'ours: per leapfrog step in NUTS':36s}{fmt_us(per_ours):>11s}   leapfrog steps a NUTS step "
+          + ", ".join(f"{(n - 1) / n_ours:.0f}" for _, n, _ in ours))
+    print(f"{'NumPyro: per leapfrog step in NUTS':36s}{fmt_us(per_theirs):>11s}   leapfrog steps a NUTS step "
+          + ", ".join(f"{n / n_numpyro:.0f}" for _, n, _ in theirs))
+    print(f"{'RATIO ours / NumPyro (NUTS)':36s}{per_ours / per_theirs:>10.2f}x   target <= 1.0: "
+          f"{'MET' if per_ours <= per_theirs else 'NOT MET'}; acceptance ours "
+          f"{statistics.mean(a for *_, a in ours):.3f}, NumPyro {statistics.mean(a for *_, a in theirs):.3f}")
+
+
 # ------------------------------------------------------------ bare grads
 def median_per_call(function, n_calls, repeats=3):
     walls, cpus = [], []
@@ -427,6 +507,9 @@ def main():
           f"(repeats {', '.join(f'{r[1]:.3f}' for r in numpyro_runs)}; divergent "
           f"{sum(r[2] for r in numpyro_runs)}), ours compiled "
           f"{statistics.mean(r[1] for r in compiled_runs):.3f}")
+    if args.nuts_depth:
+        nuts_comparison(log_density, start, potential_fn, init_sites, eps, args.nuts_depth, args.seconds,
+                        args.repeats, bare_ours, bare_jax_graph)
     print(f"load average at end: {os.getloadavg()}")
 
 if __name__ == "__main__":
