@@ -1,5 +1,7 @@
 """MCMCRegressor against the exact posterior of a linear model, and its API."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -81,6 +83,24 @@ def test_hierarchical_linear_model_posterior_is_exact(linear_data, sampler):
     np.testing.assert_allclose(draws.std(0), std, rtol=0.15)
     np.testing.assert_allclose(reg.prior_precision_samples_.mean(0), list(reg.prior_precisions_.values()))
     assert reg.n_divergent_ == 0
+
+
+def test_nuts_reports_its_trajectory_lengths_and_warns_when_they_hit_the_maximum(linear_data):
+    """On the linear posterior NUTS's trajectories turn back long before 2**10
+    steps, with no warning; at max_tree_depth=1 every trajectory is the one
+    leapfrog step the depth allows, and the fit says so. Other samplers report
+    no lengths."""
+    X, y = linear_data
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        deep = linear_mcmc(X, "nuts", n_samples=50, n_burnin=100).fit(X, y)
+    assert not [w for w in caught if "max_tree_depth" in str(w.message)]
+    assert deep.trajectory_length_.shape == (4,)
+    assert (deep.trajectory_length_ > 1).all() and (deep.trajectory_length_ < 100).all()
+    with pytest.warns(UserWarning, match="100% of the NUTS trajectories after burn-in reached max_tree_depth=1"):
+        shallow = linear_mcmc(X, "nuts", n_samples=20, n_burnin=20, max_tree_depth=1).fit(X, y)
+    np.testing.assert_array_equal(shallow.trajectory_length_, np.ones(4))
+    assert linear_mcmc(X, "mala", n_samples=5, n_burnin=5).fit(X, y).trajectory_length_ is None
 
 
 @pytest.mark.slow

@@ -35,7 +35,7 @@ optimizer, callbacks, dtype, device, compile, n_jobs, random_state, verbose
         The kept draws, ``(n_chains * n_samples, K)``.
     chains_ : ndarray of shape (n_chains, n_samples, n_columns)
         The kept draws per chain: the weights, then the log prior precisions when sampled.
-    acceptance_rate_, rhat_, ess_, n_divergent_, step_size_, prior_precisions_, \\
+    acceptance_rate_, rhat_, ess_, n_divergent_, step_size_, trajectory_length_, prior_precisions_, \\
 prior_precision_samples_, evidence_history_
         As for :class:`MCMCRegressor`.
     net_ : skorch.NeuralNet or None

@@ -48,6 +48,9 @@ class Info(NamedTuple):
     # (C, K), the position proposed, accepted or not: a Rao-Blackwellised jump
     # (acceptance_probability times the squared proposed jump) needs it.
     proposed_position: torch.Tensor
+    # (C,), the leapfrog steps each chain's trajectory took, for a kernel whose
+    # trajectories set their own length (NUTS); None for the others.
+    n_leapfrog: torch.Tensor | None = None
 
 
 def metropolis_accept(generator, log_ratio, proposal, state):

@@ -1,5 +1,6 @@
 """MCMCRegressor: posterior draws of the weights from batched chains."""
 
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -154,12 +155,33 @@ class MCMCMixin(HyperpriorMixin, DrawsMixin):
         self.step_size_ = (
             None if results[0].step_size is None else self._to_numpy(torch.cat([r.step_size for r in results]))
         )
+        self.trajectory_length_ = None
+        if results[0].n_leapfrog is not None:
+            n_leapfrog = torch.cat([r.n_leapfrog for r in results])
+            self.trajectory_length_ = self._to_numpy(n_leapfrog.mean(1))
+            self._warn_at_max_depth(n_leapfrog)
         if self.n_samples >= 4:
             self.rhat_ = split_rhat(self.chains_)
             self.ess_ = effective_sample_size(self.chains_)
         else:
             self.rhat_ = self.ess_ = np.full(self.chains_.shape[-1], np.nan)
         return draws.flatten(0, 1)
+
+
+    def _warn_at_max_depth(self, n_leapfrog):
+        """Warn, as Stan does, when NUTS trajectories were cut at ``max_tree_depth``."""
+        longest = 2**self.max_tree_depth - 1
+        share = float((n_leapfrog >= longest).to(torch.float64).mean())
+        if share > 0:
+            warnings.warn(
+                f"{share:.0%} of the NUTS trajectories after burn-in reached max_tree_depth="
+                f"{self.max_tree_depth} ({longest} leapfrog steps) before turning back: the step size the "
+                "adaptation found is small against the posterior's widest directions, so those steps cost "
+                "the most they may. Raise max_tree_depth for longer trajectories, or use sampler='hmc' "
+                "with a fixed n_leapfrog for a fixed cost.",
+                UserWarning,
+                stacklevel=4,
+            )
 
 
 class MCMCRegressor(MCMCMixin, BaseBayesianRegressor):
@@ -289,6 +311,10 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         error passed 1000 nats.
     step_size_ : ndarray of shape (n_chains,) or None
         Step size used while sampling (None for AMCMC).
+    trajectory_length_ : ndarray of shape (n_chains,) or None
+        NUTS: each chain's mean number of leapfrog steps a step while
+        sampling (the cost of a draw, in gradients); None for the other
+        samplers.
     noise_std_ : float or ndarray of shape (n_targets,)
         Root mean square of the noise std over the draws, in the units of y
         (the predictive variance adds its square; ``sample_y`` uses each

@@ -45,7 +45,8 @@ def nuts(log_density, max_tree_depth=10):
     step : callable ``(generator, state) -> (HMCState, Info)``
         ``Info.acceptance_probability`` is the mean over the trajectory's new
         points of ``min(1, exp(H_0 - H))``, the statistic a step size is
-        tuned on (Hoffman & Gelman 2014, section 3.2.1).
+        tuned on (Hoffman & Gelman 2014, section 3.2.1); ``Info.n_leapfrog``
+        the leapfrog steps each chain's trajectory took.
 
     Examples
     --------
@@ -178,4 +179,4 @@ def _trajectory(log_density, generator, state, momentum, max_tree_depth):
     moved = (proposal.position != state.position).any(-1)
     new_state = state._replace(position=proposal.position, log_density=proposal.value, gradient=proposal.gradient)
     acceptance = accept_sum / n_new.clamp(min=1.0)
-    return new_state, Info(acceptance, moved, divergent, proposal.position)
+    return new_state, Info(acceptance, moved, divergent, proposal.position, n_new)

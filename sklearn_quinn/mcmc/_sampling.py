@@ -52,6 +52,9 @@ class ChainResult(NamedTuple):
     n_divergent: torch.Tensor
     step_size: torch.Tensor | None  # (C,), the one used for sampling; None for a kernel without one
     inverse_mass: torch.Tensor | None  # (C, K), the diagonal inverse mass while sampling; None for a kernel without one
+    # (C, n_samples * thin), the leapfrog steps of each sampling step's trajectory, for a kernel that
+    # reports them (NUTS); None for the others.
+    n_leapfrog: torch.Tensor | None = None
 
 
 def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin=1000, thin=1,
@@ -107,7 +110,7 @@ def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin
 
     n_chains = position.shape[0]
     n_divergent = torch.zeros(n_chains, dtype=torch.long, device=position.device)
-    draws, acceptance = [], []
+    draws, acceptance, n_leapfrog = [], [], []
     accepted_total = 0.0
     for t in range(n_burnin + n_samples * thin):
         state, info = step(generator, state)
@@ -127,6 +130,8 @@ def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin
                 state = _retuned(state, step_size=search.final_step_size)
         else:
             acceptance.append(info.acceptance_probability)
+            if info.n_leapfrog is not None:
+                n_leapfrog.append(info.n_leapfrog)
             if (t - n_burnin + 1) % thin == 0:
                 draws.append(state.position)
         if progress is not None:
@@ -134,7 +139,8 @@ def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin
     draws = torch.stack(draws, dim=1)
     final_step_size = getattr(_kernel_state(state), "step_size", None)
     inverse_mass = getattr(_kernel_state(state), "inverse_mass", None)
-    return ChainResult(draws, torch.stack(acceptance, dim=1), n_divergent, final_step_size, inverse_mass)
+    return ChainResult(draws, torch.stack(acceptance, dim=1), n_divergent, final_step_size, inverse_mass,
+                       torch.stack(n_leapfrog, dim=1) if n_leapfrog else None)
 
 
 def _kernel_state(state):
