@@ -282,11 +282,12 @@ class CountingDensity:
         return self.log_density.value_and_grad(rows)
 
 
-def run_ours_nuts(log_density, start, n_samples, step_size, depth, seed):
+def run_ours_nuts(log_density, start, n_samples, step_size, depth, seed, compile=False):
     counting = CountingDensity(log_density)
     with Clock() as clock:
         result = run_chains(counting, start, sampler="nuts", n_samples=n_samples, n_burnin=0, step_size=step_size,
-                            max_tree_depth=depth, adapt_step_size=False, generator=torch.Generator().manual_seed(seed))
+                            max_tree_depth=depth, adapt_step_size=False, compile=compile,
+                            generator=torch.Generator().manual_seed(seed))
     return clock, counting.n_gradients, float(result.acceptance.mean())
 
 
@@ -320,19 +321,27 @@ def nuts_comparison(log_density, start, potential_fn, init_sites, step_size, dep
     n_numpyro = max(5, int(seconds / (2**depth * bare_jax_graph[0])))
     compiled, state = numpyro_compiled_nuts(potential_fn, init_sites, step_size, depth, n_numpyro)
     run_numpyro_nuts(compiled, state, seed=0)
-    ours, theirs = [], []
+    compile_ours, *_ = run_ours_nuts(log_density, start, 1, step_size, depth, seed=0, compile=True)
+    ours, ours_compiled, theirs = [], [], []
     for repeat in range(repeats):
         ours.append(run_ours_nuts(log_density, start, n_ours, step_size, depth, seed=repeat))
+        ours_compiled.append(run_ours_nuts(log_density, start, n_ours, step_size, depth, seed=repeat,
+                                           compile=True))
         theirs.append(run_numpyro_nuts(compiled, state, seed=repeat + 1))
     per_ours = statistics.median(clock.wall / n for clock, n, _ in ours)
+    per_compiled = statistics.median(clock.wall / n for clock, n, _ in ours_compiled)
     per_theirs = statistics.median(clock.wall / n for clock, n, _ in theirs)
     print()
     print(f"NUTS: step size {step_size:g}, max_tree_depth {depth}, identity mass, 1 chain, no adaptation; "
           f"ours {n_ours} steps, NumPyro {n_numpyro} steps a run, {repeats} interleaved repeats, median")
     print(f"{'ours: per leapfrog step in NUTS':36s}{fmt_us(per_ours):>11s}   leapfrog steps a NUTS step "
           + ", ".join(f"{(n - 1) / n_ours:.0f}" for _, n, _ in ours))
+    print(f"{'ours (compile=True): per step':36s}{fmt_us(per_compiled):>11s}   (its first run, compiling: "
+          f"{compile_ours.wall:.1f} s)")
     print(f"{'NumPyro: per leapfrog step in NUTS':36s}{fmt_us(per_theirs):>11s}   leapfrog steps a NUTS step "
           + ", ".join(f"{n / n_numpyro:.0f}" for _, n, _ in theirs))
+    print(f"{'RATIO ours (compile=True) / NumPyro':36s}{per_compiled / per_theirs:>10.2f}x   target <= 1.0: "
+          f"{'MET' if per_compiled <= per_theirs else 'NOT MET'}")
     print(f"{'RATIO ours / NumPyro (NUTS)':36s}{per_ours / per_theirs:>10.2f}x   target <= 1.0: "
           f"{'MET' if per_ours <= per_theirs else 'NOT MET'}; acceptance ours "
           f"{statistics.mean(a for *_, a in ours):.3f}, NumPyro {statistics.mean(a for *_, a in theirs):.3f}")

@@ -258,7 +258,7 @@ callbacks, normalize_y, dtype, device, random_state, verbose
     target_acceptance : float, default=None
         Target of the step-size search; None gives 0.8 (HMC, NUTS) or 0.574 (MALA).
     adapt_step_size : bool, default=True
-        Adapt the step size (and HMC's mass matrix) during burn-in.
+        Adapt the step size (and HMC's and NUTS's mass matrix) during burn-in.
     gamma : float, default=1.0
         Scale of AMCMC's adapted proposal, ``gamma * 2.4**2 / K``.
     adapt_start : int, default=100
@@ -276,7 +276,9 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         (2-3x less time per gradient for a small MLP on a CPU, after a
         one-off compilation of 15-45 s, which needs a C++ compiler; each
         joblib worker compiles its own). Falls back to eager execution,
-        with a warning, when compiling fails. No effect on NUTS, MALA and AMCMC.
+        with a warning, when compiling fails. For NUTS, each leapfrog step
+        and its point's bookkeeping are compiled (the tree's doubling stays
+        eager). No effect on MALA and AMCMC.
     n_jobs : int, default=None
         Split the chains into this many groups run by joblib workers (each
         group batched); None or 1 runs all chains in one batch.

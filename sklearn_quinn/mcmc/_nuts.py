@@ -22,15 +22,18 @@ gradient per leapfrog step, and a chain whose tree has ended waits while the
 others finish theirs (its rows are evaluated and discarded).
 """
 
+from typing import NamedTuple
+
 import torch
 
+from .._core.compiling import compiled_or_eager
 from ._kernels import HMCState, Info, standard_normal, standard_uniform, value_and_grad
 
 #: An energy error beyond this many nats is a divergence (Stan's and NumPyro's threshold).
 DIVERGENCE_THRESHOLD = 1000.0
 
 
-def nuts(log_density, max_tree_depth=10):
+def nuts(log_density, max_tree_depth=10, compile=False):
     """The No-U-Turn sampler with a diagonal mass matrix.
 
     Parameters
@@ -38,6 +41,11 @@ def nuts(log_density, max_tree_depth=10):
     log_density : callable ``(C, K) -> (C,)``
     max_tree_depth : int, default=10
         A trajectory has at most ``2**max_tree_depth`` leapfrog steps.
+    compile : bool, default=False
+        Run each leapfrog step, with the gradient and the multinomial and
+        energy bookkeeping of its new point, through ``torch.compile`` (see
+        :func:`~sklearn_quinn._core.compiling.compiled_or_eager`); the tree's
+        doubling and U-turn checks stay eager.
 
     Returns
     -------
@@ -69,27 +77,43 @@ def nuts(log_density, max_tree_depth=10):
         return HMCState(position, value, gradient, step_size.expand(position.shape[0]).clone(),
                         inverse_mass.expand_as(position).clone())
 
+    def add_leaf(*args):
+        return _add_leaf(log_density, *args)
+
+    leaf = compiled_or_eager(add_leaf) if compile else add_leaf
+
     def step(generator, state):
         momentum = standard_normal(generator, state.position) / state.inverse_mass.sqrt()
-        return _trajectory(log_density, generator, state, momentum, max_tree_depth)
+        return _trajectory(leaf, generator, state, momentum, max_tree_depth)
 
     return init, step
 
 
-class _End:
-    """One end of a batch of trajectories: position, momentum, log density, gradient."""
+class _End(NamedTuple):
+    """One end of a batch of trajectories."""
 
-    def __init__(self, position, momentum, value, gradient):
-        self.position, self.momentum, self.value, self.gradient = position, momentum, value, gradient
+    position: torch.Tensor  # (C, K)
+    momentum: torch.Tensor  # (C, K)
+    value: torch.Tensor  # (C,), the log density
+    gradient: torch.Tensor  # (C, K)
 
-    def copy(self):
-        return _End(self.position, self.momentum, self.value, self.gradient)
 
-    def take(self, mask, other):
-        """Rows of ``other`` where ``mask``, these rows elsewhere."""
-        rows = mask.unsqueeze(-1)
-        return _End(torch.where(rows, other.position, self.position), torch.where(rows, other.momentum, self.momentum),
-                    torch.where(mask, other.value, self.value), torch.where(rows, other.gradient, self.gradient))
+class _Half(NamedTuple):
+    """The half a doubling adds, as its points are made, and the step's running statistics."""
+
+    candidate: _End  # the point multinomial sampling has picked so far
+    log_weight: torch.Tensor  # (C,), log sum of exp(H_0 - H) over its points
+    momentum_sum: torch.Tensor  # (C, K)
+    accept_sum: torch.Tensor  # (C,), sum of min(1, exp(H_0 - H)) over the step's new points
+    n_new: torch.Tensor  # (C,), the step's new points
+    divergent: torch.Tensor  # (C,) bool
+
+
+def _take(mask, new, old):
+    """Rows of ``new`` where ``mask``, of ``old`` elsewhere."""
+    rows = mask.unsqueeze(-1)
+    return _End(torch.where(rows, new.position, old.position), torch.where(rows, new.momentum, old.momentum),
+                torch.where(mask, new.value, old.value), torch.where(rows, new.gradient, old.gradient))
 
 
 def _energy(end, inverse_mass):
@@ -103,12 +127,30 @@ def _is_turning(inverse_mass, momentum_start, momentum_end, momentum_sum):
     return ((inverse_mass * momentum_start * rho).sum(-1) <= 0) | ((inverse_mass * momentum_end * rho).sum(-1) <= 0)
 
 
-def _leapfrog_step(log_density, end, epsilon, inverse_mass):
-    """One leapfrog step of signed size ``epsilon (C, 1)``."""
-    momentum = end.momentum + 0.5 * epsilon * end.gradient
-    position = end.position + epsilon * inverse_mass * momentum
+def _add_leaf(log_density, edge, valid, half, epsilon, uniform, inverse_mass, initial_energy):
+    """One leapfrog step of signed size ``epsilon (C, 1)`` from the edge of the
+    chains still growing their half (``valid``), and the half's sums with the new point.
+
+    Returns the new edge, ``valid`` without the chains that diverged, and the :class:`_Half`.
+    """
+    momentum = edge.momentum + 0.5 * epsilon * edge.gradient
+    position = edge.position + epsilon * inverse_mass * momentum
     value, gradient = value_and_grad(log_density, position)
-    return _End(position, momentum + 0.5 * epsilon * gradient, value, gradient)
+    edge = _take(valid, _End(position, momentum + 0.5 * epsilon * gradient, value, gradient), edge)
+    energy_error = _energy(edge, inverse_mass) - initial_energy
+    diverged = valid & ~(energy_error < DIVERGENCE_THRESHOLD)  # NaN diverges too
+    valid = valid & ~diverged
+    log_weight = torch.where(valid, -energy_error, -torch.inf)
+    new_log_weight = torch.logaddexp(half.log_weight, log_weight)
+    pick = valid & (uniform < torch.exp(log_weight - new_log_weight))
+    return edge, valid, _Half(
+        _take(pick, edge, half.candidate),
+        torch.where(valid, new_log_weight, half.log_weight),
+        half.momentum_sum + torch.where(valid.unsqueeze(-1), edge.momentum, 0.0),
+        half.accept_sum + torch.where(valid, torch.exp(torch.clamp(-energy_error, max=0.0)), 0.0),
+        half.n_new + (valid | diverged).to(half.n_new.dtype),  # a divergent point counts, at zero acceptance
+        half.divergent | diverged,
+    )
 
 
 def _checkpoints(leaf):
@@ -121,62 +163,49 @@ def _checkpoints(leaf):
     return high - trailing_ones + 1, high
 
 
-def _trajectory(log_density, generator, state, momentum, max_tree_depth):
+def _trajectory(add_leaf, generator, state, momentum, max_tree_depth):
     inverse_mass = state.inverse_mass
     n_chains = len(state.position)
     start = _End(state.position, momentum, state.log_density, state.gradient)
     initial_energy = _energy(start, inverse_mass)
-    left, right, proposal = start.copy(), start.copy(), start.copy()
+    left = right = proposal = start
     log_sum_weight = torch.zeros_like(initial_energy)  # the start's weight exp(H_0 - H_0)
-    momentum_sum = momentum.clone()
+    momentum_sum = momentum
     building = torch.ones(n_chains, dtype=torch.bool, device=momentum.device)
-    divergent = torch.zeros_like(building)
-    accept_sum = torch.zeros_like(initial_energy)
-    n_new = torch.zeros_like(initial_energy)
+    zeros = torch.zeros_like(initial_energy)
+    half = _Half(start, zeros, torch.zeros_like(momentum), zeros, zeros, torch.zeros_like(building))
     for depth in range(max_tree_depth):
         forward = standard_uniform(generator, initial_energy) < 0.5
         epsilon = torch.where(forward, 1.0, -1.0).mul(state.step_size).unsqueeze(-1)
-        edge = right.take(~forward, left)
-        # The new half: its multinomial candidate, log weight, momentum sum, and checkpoints.
-        candidate, half_log_weight = edge.copy(), torch.full_like(initial_energy, -torch.inf)
-        half_momentum_sum = torch.zeros_like(momentum)
+        edge = _take(forward, right, left)
+        # The new half: its multinomial candidate, log weight and momentum sum, and checkpoints.
+        half = half._replace(candidate=edge, log_weight=torch.full_like(initial_energy, -torch.inf),
+                             momentum_sum=torch.zeros_like(momentum))
         saved_momentum = momentum.new_zeros(max_tree_depth, *momentum.shape)
         saved_sum = torch.zeros_like(saved_momentum)
-        valid = building.clone()
+        valid = building
         for leaf in range(2**depth):
-            edge = edge.take(valid, _leapfrog_step(log_density, edge, epsilon, inverse_mass))
-            energy_error = _energy(edge, inverse_mass) - initial_energy
-            diverged = valid & ~(energy_error < DIVERGENCE_THRESHOLD)  # NaN diverges too
-            divergent |= diverged
-            valid &= ~diverged
-            log_weight = torch.where(valid, -energy_error, -torch.inf)
-            accept_sum += torch.where(valid, torch.exp(torch.clamp(-energy_error, max=0.0)), 0.0)
-            n_new += (valid | diverged).to(n_new.dtype)  # a divergent point counts, at zero acceptance
-            new_half_log_weight = torch.logaddexp(half_log_weight, log_weight)
-            pick = valid & (standard_uniform(generator, initial_energy) < torch.exp(log_weight - new_half_log_weight))
-            candidate = candidate.take(pick, edge)
-            half_log_weight = torch.where(valid, new_half_log_weight, half_log_weight)
-            half_momentum_sum = half_momentum_sum + torch.where(valid.unsqueeze(-1), edge.momentum, 0.0)
+            uniform = standard_uniform(generator, initial_energy)
+            edge, valid, half = add_leaf(edge, valid, half, epsilon, uniform, inverse_mass, initial_energy)
             low, high = _checkpoints(leaf)
             if leaf % 2 == 0:
-                saved_momentum[high], saved_sum[high] = edge.momentum, half_momentum_sum
+                saved_momentum[high], saved_sum[high] = edge.momentum, half.momentum_sum
             else:
                 for slot in range(low, high + 1):
-                    sub_sum = half_momentum_sum - saved_sum[slot] + saved_momentum[slot]
-                    valid &= ~_is_turning(inverse_mass, saved_momentum[slot], edge.momentum, sub_sum)
+                    sub_sum = half.momentum_sum - saved_sum[slot] + saved_momentum[slot]
+                    valid = valid & ~_is_turning(inverse_mass, saved_momentum[slot], edge.momentum, sub_sum)
             if not bool(valid.any()):
                 break
         # A half that turned or diverged inside is discarded, and its chain's trajectory ends.
         uniform = standard_uniform(generator, initial_energy)
-        accept_half = valid & (uniform < torch.exp(half_log_weight - log_sum_weight))
-        proposal = proposal.take(accept_half, candidate)
-        log_sum_weight = torch.where(valid, torch.logaddexp(log_sum_weight, half_log_weight), log_sum_weight)
-        right, left = right.take(valid & forward, edge), left.take(valid & ~forward, edge)
-        momentum_sum = momentum_sum + torch.where(valid.unsqueeze(-1), half_momentum_sum, 0.0)
+        proposal = _take(valid & (uniform < torch.exp(half.log_weight - log_sum_weight)), half.candidate, proposal)
+        log_sum_weight = torch.where(valid, torch.logaddexp(log_sum_weight, half.log_weight), log_sum_weight)
+        right, left = _take(valid & forward, edge, right), _take(valid & ~forward, edge, left)
+        momentum_sum = momentum_sum + torch.where(valid.unsqueeze(-1), half.momentum_sum, 0.0)
         building = valid & ~_is_turning(inverse_mass, left.momentum, right.momentum, momentum_sum)
         if not bool(building.any()):
             break
     moved = (proposal.position != state.position).any(-1)
     new_state = state._replace(position=proposal.position, log_density=proposal.value, gradient=proposal.gradient)
-    acceptance = accept_sum / n_new.clamp(min=1.0)
-    return new_state, Info(acceptance, moved, divergent, proposal.position, n_new)
+    acceptance = half.accept_sum / half.n_new.clamp(min=1.0)
+    return new_state, Info(acceptance, moved, half.divergent, proposal.position, half.n_new)

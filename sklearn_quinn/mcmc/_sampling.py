@@ -37,7 +37,7 @@ class Sampler(NamedTuple):
 #: Tamminen 2001, "An adaptive Metropolis algorithm").
 SAMPLERS = {
     "hmc": Sampler(hmc, ("n_leapfrog", "compile"), target_acceptance=0.8, adapt_mass=True),
-    "nuts": Sampler(nuts, ("max_tree_depth",), target_acceptance=0.8, adapt_mass=True),
+    "nuts": Sampler(nuts, ("max_tree_depth", "compile"), target_acceptance=0.8, adapt_mass=True),
     "mala": Sampler(mala, (), target_acceptance=0.574, adapt_mass=False),
     "amcmc": Sampler(adaptive_metropolis, ("gamma", "adapt_start", "adapt_every"), target_acceptance=None,
                      adapt_mass=False),
