@@ -391,8 +391,9 @@ def polish(net, X, Y, max_iterations=_POLISH_ITERATIONS):
     evidence updates presume the mode. L-BFGS (Liu & Nocedal 1989, "On the
     limited memory BFGS method for large scale optimization") with a strong
     Wolfe line search from the trained weights takes the full-batch loss to a
-    stationary point in tens of steps (at most ``max_iterations``). It trains what the optimizer trained:
-    the module's and the criterion's parameters that require gradients.
+    stationary point in tens of steps (at most ``max_iterations``). It trains
+    what the optimizer trained: the module's and the criterion's parameters
+    that require gradients.
 
     Parameters
     ----------

@@ -11,8 +11,9 @@ it is rejected, counted in ``Info``, and never propagated.
 
 ``log_density`` maps ``(C, K) -> (C,)`` and must treat rows independently
 (HMC with per-chain trajectory lengths calls it on a leading block of the
-rows, the chains still moving); it may carry a ``value_and_grad`` attribute ``(C, K) -> ((C,), (C, K))`` that the
-gradient-based kernels then call instead of autograd.
+rows, the chains still moving); it may carry a ``value_and_grad`` attribute
+``(C, K) -> ((C,), (C, K))`` that the gradient-based kernels then call
+instead of autograd.
 """
 
 import math
@@ -110,13 +111,7 @@ def hmc(log_density, n_leapfrog, step_jitter=0.2, compile=False):
     """
 
     def init(position, step_size, inverse_mass=None):
-        value, gradient = value_and_grad(log_density, position)
-        n_chains = position.shape[0]
-        step_size = torch.as_tensor(step_size, dtype=position.dtype, device=position.device)
-        step_size = step_size.expand(n_chains).clone()
-        if inverse_mass is None:
-            inverse_mass = torch.ones_like(position)
-        return HMCState(position, value, gradient, step_size, inverse_mass.expand_as(position).clone())
+        return hmc_state(log_density, position, step_size, inverse_mass)
 
     def hmc_transition(state, jitter, momentum_noise, uniform):
         epsilon = state.step_size if jitter is None else state.step_size * (1 + step_jitter * (2 * jitter - 1))
@@ -132,6 +127,18 @@ def hmc(log_density, n_leapfrog, step_jitter=0.2, compile=False):
         return transition(state, jitter, momentum_noise, uniform)
 
     return init, step
+
+
+def hmc_state(log_density, position, step_size, inverse_mass=None):
+    """The :class:`HMCState` of chains at ``position (C, K)``, with one step
+    size per chain and a diagonal inverse mass (the identity by default); the
+    ``init`` of :func:`hmc` and of :func:`~sklearn_quinn.mcmc.nuts`."""
+    value, gradient = value_and_grad(log_density, position)
+    step_size = torch.as_tensor(step_size, dtype=position.dtype, device=position.device)
+    if inverse_mass is None:
+        inverse_mass = torch.ones_like(position)
+    return HMCState(position, value, gradient, step_size.expand(position.shape[0]).clone(),
+                    inverse_mass.expand_as(position).clone())
 
 
 def standard_normal(generator, like):
@@ -161,12 +168,17 @@ def hmc_proposal(log_density, momentum_noise, state, epsilon, n_leapfrog):
     """
     position, value, gradient, _, inverse_mass = state
     momentum = momentum_noise / inverse_mass.sqrt()
-    energy = -value + 0.5 * (momentum.square() * inverse_mass).sum(-1)
+    energy = hamiltonian(value, momentum, inverse_mass)
     position, momentum, value, gradient = leapfrog(
         log_density, position, momentum, gradient, epsilon.unsqueeze(-1), inverse_mass, n_leapfrog
     )
-    new_energy = -value + 0.5 * (momentum.square() * inverse_mass).sum(-1)
+    new_energy = hamiltonian(value, momentum, inverse_mass)
     return state._replace(position=position, log_density=value, gradient=gradient), energy - new_energy
+
+
+def hamiltonian(log_density, momentum, inverse_mass):
+    """``H = -log p(w) + p^T M^-1 p / 2`` per chain, from the log density ``(C,)``."""
+    return -log_density + 0.5 * (momentum.square() * inverse_mass).sum(-1)
 
 
 def leapfrog(log_density, position, momentum, gradient, epsilon, inverse_mass, n_steps):

@@ -27,7 +27,7 @@ from typing import NamedTuple
 import torch
 
 from .._core.compiling import compiled_or_eager
-from ._kernels import HMCState, Info, standard_normal, standard_uniform, value_and_grad
+from ._kernels import Info, hamiltonian, hmc_state, standard_normal, standard_uniform, value_and_grad
 
 #: An energy error beyond this many nats is a divergence (Stan's and NumPyro's threshold).
 DIVERGENCE_THRESHOLD = 1000.0
@@ -70,12 +70,7 @@ def nuts(log_density, max_tree_depth=10, compile=False):
     """
 
     def init(position, step_size, inverse_mass=None):
-        value, gradient = value_and_grad(log_density, position)
-        step_size = torch.as_tensor(step_size, dtype=position.dtype, device=position.device)
-        if inverse_mass is None:
-            inverse_mass = torch.ones_like(position)
-        return HMCState(position, value, gradient, step_size.expand(position.shape[0]).clone(),
-                        inverse_mass.expand_as(position).clone())
+        return hmc_state(log_density, position, step_size, inverse_mass)
 
     def add_leaf(*args):
         return _add_leaf(log_density, *args)
@@ -117,7 +112,7 @@ def _take(mask, new, old):
 
 
 def _energy(end, inverse_mass):
-    return -end.value + 0.5 * (end.momentum.square() * inverse_mass).sum(-1)
+    return hamiltonian(end.value, end.momentum, inverse_mass)
 
 
 def _is_turning(inverse_mass, momentum_start, momentum_end, momentum_sum):
@@ -174,15 +169,17 @@ def _trajectory(add_leaf, generator, state, momentum, max_tree_depth):
     building = torch.ones(n_chains, dtype=torch.bool, device=momentum.device)
     zeros = torch.zeros_like(initial_energy)
     half = _Half(start, zeros, torch.zeros_like(momentum), zeros, zeros, torch.zeros_like(building))
+    # Momenta (and running sums) where sub-trajectories of a half start: each slot is written by an
+    # even leaf before an odd leaf of the same half reads it.
+    saved_momentum = momentum.new_zeros(max_tree_depth, *momentum.shape)
+    saved_sum = torch.zeros_like(saved_momentum)
     for depth in range(max_tree_depth):
         forward = standard_uniform(generator, initial_energy) < 0.5
         epsilon = torch.where(forward, 1.0, -1.0).mul(state.step_size).unsqueeze(-1)
         edge = _take(forward, right, left)
-        # The new half: its multinomial candidate, log weight and momentum sum, and checkpoints.
+        # The new half: its multinomial candidate, log weight and momentum sum.
         half = half._replace(candidate=edge, log_weight=torch.full_like(initial_energy, -torch.inf),
                              momentum_sum=torch.zeros_like(momentum))
-        saved_momentum = momentum.new_zeros(max_tree_depth, *momentum.shape)
-        saved_sum = torch.zeros_like(saved_momentum)
         valid = building
         for leaf in range(2**depth):
             uniform = standard_uniform(generator, initial_energy)

@@ -31,8 +31,8 @@ class Sampler(NamedTuple):
 
 
 #: The samplers by name; a new one is one more entry. The target acceptances
-#: are Stan's 0.8 for HMC and NUTS and Roberts & Rosenthal's (1998, "Optimal scaling of
-#: discrete approximations to Langevin diffusions") optimal 0.574 for MALA;
+#: are Stan's 0.8 for HMC and NUTS and Roberts & Rosenthal's (1998, "Optimal
+#: scaling of discrete approximations to Langevin diffusions") optimal 0.574 for MALA;
 #: adaptive Metropolis adapts its proposal covariance itself (Haario, Saksman &
 #: Tamminen 2001, "An adaptive Metropolis algorithm").
 SAMPLERS = {
@@ -60,14 +60,13 @@ class ChainResult(NamedTuple):
 def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin=1000, thin=1,
                step_size=0.01, n_leapfrog=10, target_acceptance=None, adapt_step_size=True,
                max_tree_depth=10, gamma=1.0, adapt_start=100, adapt_every=10, compile=False, gibbs=None,
-               generator=None,
-               progress=None):
+               generator=None, progress=None):
     """Run ``C`` chains from ``position (C, P)`` and keep ``n_samples`` thinned draws each.
 
-    What burn-in adapts is the sampler's entry in :data:`SAMPLERS`: HMC, NUTS and
-    MALA adapt their step size by dual averaging (and HMC and NUTS their
-    diagonal inverse mass in Stan's windows), then sample with both fixed. Adaptive Metropolis
-    adapts its proposal covariance as Haario et al. give it, from
+    What burn-in adapts is the sampler's entry in :data:`SAMPLERS`: HMC, NUTS
+    and MALA adapt their step size by dual averaging (and HMC and NUTS their
+    diagonal inverse mass in Stan's windows), then sample with both fixed.
+    Adaptive Metropolis adapts its proposal covariance as Haario et al. give it, from
     ``adapt_start`` on, every ``adapt_every`` steps.
 
     Parameters
