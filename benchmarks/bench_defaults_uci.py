@@ -28,7 +28,8 @@ point, from NGBoost, deep evidential regression, concrete dropout and
 Wasserstein gradient boosting, as tabled by Matsubara 2024).
 
     python benchmarks/bench_defaults_uci.py [--datasets boston ...] [--methods laplace de ...] \\
-        [--splits N] [--quick] [--max-epochs N] [--device cpu] [--out uci-defaults.jsonl] [--n-jobs 1] [--threads 1]
+        [--splits N] [--quick] [--max-epochs N] [--device cpu] [--out uci-defaults.jsonl] [--n-jobs 1] [--threads 1] \\
+        [--likelihood gaussian|heteroscedastic]
 
 References
 ----------
@@ -54,8 +55,9 @@ from sklearn_quinn._cli.methods import METHODS, make_estimator
 from sklearn_quinn._cli.references import GPR_MAX_ROWS, make_reference, references_for, subsample_note
 from sklearn_quinn.datasets import load_uci_split, uci_n_splits
 
-LARGE = {"power", "kin8nm", "naval"}  # 5 splits each; the other sets 20
+LARGE = {"power", "kin8nm", "naval", "protein"}  # 5 splits each; the other sets 20
 DATASETS = ("boston", "concrete", "energy", "kin8nm", "naval", "power", "wine", "yacht")
+LIKELIHOODS = ("gaussian", "heteroscedastic")
 # The best published test NLL per point of each set (Matsubara 2024, its table of
 # NGBoost, deep evidential regression, concrete dropout and Wasserstein gradient boosting).
 PUBLISHED_BEST_NLL = {"boston": 2.35, "concrete": 2.83, "energy": 0.53, "kin8nm": -1.24, "naval": -5.87,
@@ -68,7 +70,14 @@ SETS_TO_BEAT = 6  # of the 8
 def settings(args):
     """What makes two runs of a (data set, method, split) the same: a resumed run skips only these."""
     return {"quick": args.quick, "max_epochs": args.max_epochs, "device": args.device,
-            "gpr_max_rows": args.gpr_max_rows}
+            "gpr_max_rows": args.gpr_max_rows, "likelihood": args.likelihood}
+
+
+def matches(record, run_settings):
+    """Whether ``record`` was run with ``run_settings`` (records from before the
+    likelihood was a setting are Gaussian)."""
+    return all(record.get(key, "gaussian" if key == "likelihood" else None) == value
+               for key, value in run_settings.items())
 
 
 def read_lines(path):
@@ -81,7 +90,7 @@ def read_lines(path):
 def estimator_for(method, name, args, n_features):
     if method in METHODS:
         return make_estimator(method, False, quick=args.quick, max_epochs=args.max_epochs, device=args.device,
-                              hidden_layer_sizes=(n_hidden(args.data_dir, name),))
+                              hidden_layer_sizes=(n_hidden(args.data_dir, name),), likelihood=args.likelihood)
     return make_reference(method, n_features, max_rows=args.gpr_max_rows)
 
 
@@ -146,13 +155,10 @@ def print_tables(records, datasets, methods, notes):
     print("Coverage and LL targets all hold." if not failures else f"Targets missed: {', '.join(failures)}.")
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_run_options(parser):
+    """The options of a run of the families on the UCI sets, shared with ``bench_heteroscedastic_uci.py``."""
     parser.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR),
                         help="one folder per UCI data set (default: ../shared/data/uci beside the repository)")
-    parser.add_argument("--datasets", nargs="+", choices=DATASETS, default=list(DATASETS))
-    parser.add_argument("--no-references", dest="references", action="store_false",
-                        help="leave out BayesianRidge and the GPR")
     parser.add_argument("--splits", type=int,
                         help="the first N splits of every set (default: 20, and 5 on power, kin8nm, naval)")
     parser.add_argument("--gpr-max-rows", type=int, default=GPR_MAX_ROWS,
@@ -162,16 +168,16 @@ def main(argv=None):
                              "(default: uci-defaults.jsonl)")
     parser.add_argument("--n-jobs", type=int, default=1, help="splits fitted at once, in separate processes")
     add_defaults_options(parser, threads_help="torch and BLAS threads per process (default: 1)")
-    args = parser.parse_args(argv)
-    pin_threads(args.threads)
+
+
+def run(args, datasets, methods):
+    """Fit every (data set, method, split) of ``methods`` not yet in ``args.out`` with
+    ``args``' settings; returns the records of all of them and the notes on subsampled references."""
     args.data_dir = str(Path(args.data_dir).resolve())
     run_settings = settings(args)
-    methods = args.methods + (references_for(False) if args.references else [])
-
-    done = {(r["dataset"], r["method"], r["split"]) for r in read_lines(args.out)
-            if all(r.get(key) == value for key, value in run_settings.items())}
+    done = {(r["dataset"], r["method"], r["split"]) for r in read_lines(args.out) if matches(r, run_settings)}
     tasks, skipped, notes = [], 0, []
-    for name in args.datasets:
+    for name in datasets:
         n_splits = min(args.splits or (5 if name in LARGE else 20), uci_n_splits(args.data_dir, name))
         X_train = load_uci_split(args.data_dir, name, 0)[0]
         for method in methods:
@@ -184,20 +190,36 @@ def main(argv=None):
                 else:
                     tasks.append(delayed(fit_split)(estimator, args.data_dir, name, method, split, args.threads,
                                                     run_settings))
-    print(f"{len(tasks)} split(s) to fit, {skipped} already in {args.out}", file=sys.stderr, flush=True)
+    print(f"{len(tasks)} split(s) to fit ({args.likelihood}), {skipped} already in {args.out}",
+          file=sys.stderr, flush=True)
     with open(args.out, "a") as file:
         for record in Parallel(n_jobs=args.n_jobs, return_as="generator_unordered")(tasks):
             file.write(json.dumps(record) + "\n")
             file.flush()
-            print(f"{record['dataset']} {record['method']} split {record['split']}: LL {record['ll']:.3f}  "
-                  f"coverage {record['coverage_95']:.3f}  {record['seconds']:.1f} s", file=sys.stderr, flush=True)
+            print(f"{record['dataset']} {record['method']} ({args.likelihood}) split {record['split']}: "
+                  f"LL {record['ll']:.3f}  coverage {record['coverage_95']:.3f}  {record['seconds']:.1f} s",
+                  file=sys.stderr, flush=True)
+    records = [r for r in read_lines(args.out) if matches(r, run_settings)
+               and r["dataset"] in datasets and r["method"] in methods]
+    return records, notes
 
-    records = [r for r in read_lines(args.out) if all(r.get(key) == value for key, value in run_settings.items())
-               and r["dataset"] in args.datasets and r["method"] in methods]
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--datasets", nargs="+", choices=DATASETS, default=list(DATASETS))
+    parser.add_argument("--no-references", dest="references", action="store_false",
+                        help="leave out BayesianRidge and the GPR")
+    parser.add_argument("--likelihood", choices=LIKELIHOODS, default="gaussian",
+                        help="the regressors' likelihood (default: gaussian)")
+    add_run_options(parser)
+    args = parser.parse_args(argv)
+    pin_threads(args.threads)
+    methods = args.methods + (references_for(False) if args.references else [])
+    records, notes = run(args, args.datasets, methods)
     budget = "compare's budgets (--quick)" if args.quick else "the package's defaults"
     epochs = f", max_epochs {args.max_epochs}" if args.max_epochs else ""
-    print(f"UCI, {budget}{epochs}, {args.threads} thread(s) per fit; results in {args.out}. "
-          "Mean ± s.e. over the splits.\n")
+    print(f"UCI, {budget}{epochs}, likelihood {args.likelihood!r}, {args.threads} thread(s) per fit; "
+          f"results in {args.out}. Mean ± s.e. over the splits.\n")
     print_tables(records, args.datasets, methods, notes)
 
 

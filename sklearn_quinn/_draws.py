@@ -18,11 +18,11 @@ class DrawsMixin:
 
     def _keep_draws(self, theta, noise_std=None, weights=None):
         """Keep weight rows ``(S, K)``, their weights ``(S,)`` (None: equal) and,
-        for a regressor, their noise std ``(S, O)`` (network units)."""
+        for a regressor with a homoscedastic noise, their noise std ``(S, O)``
+        (network units; None for a classifier or a heteroscedastic regressor)."""
         self.posterior_ = SamplePosterior(theta, weights)
-        if noise_std is not None:
-            self._draw_noise = noise_std
-            self._keep_noise((self.posterior_.weights @ noise_std.square()).sqrt())
+        self._draw_noise = noise_std
+        self._keep_noise(None if noise_std is None else (self.posterior_.weights @ noise_std.square()).sqrt())
 
     def _outputs(self, X, posterior=None):
         """The network over every kept row, weighted."""
@@ -32,4 +32,5 @@ class DrawsMixin:
     def _sample_outputs(self, X, n_samples, generator):
         weights = self.posterior_.weights
         index = torch.multinomial(weights, n_samples, replacement=True, generator=generator)
-        return self._model(self.posterior_.samples[index], X), self._draw_noise[index].unsqueeze(1)
+        noise_std = None if self._draw_noise is None else self._draw_noise[index].unsqueeze(1)
+        return self._model(self.posterior_.samples[index], X), noise_std

@@ -1,4 +1,4 @@
-"""Shared machinery of the regressors: standardised targets, the Gaussian likelihood, predict and sample_y."""
+"""Shared machinery of the regressors: standardised targets, the likelihood, predict and sample_y."""
 
 from numbers import Real
 
@@ -6,10 +6,12 @@ import numpy as np
 import torch
 from sklearn.base import RegressorMixin
 from sklearn.preprocessing._data import _handle_zeros_in_scale
-from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval
+from sklearn.utils import Bunch, check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
+from ._core.likelihoods import HeteroscedasticGaussianLikelihood
+from ._core.pushforward import GaussianPredictive
 from ._map import gaussian_likelihood
 from .base import _MAX_SEED, BaseBayesianNetwork
 
@@ -28,6 +30,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         **BaseBayesianNetwork._parameter_constraints,
         "noise_std": [None, Interval(Real, 0, None, closed="neither")],
         "normalize_y": ["boolean"],
+        "likelihood": [StrOptions({"gaussian", "heteroscedastic"})],
     }
 
     def __sklearn_tags__(self):
@@ -37,6 +40,11 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
 
     def _validate_training_data(self, X, y):
         """Validated ``X`` and 2-D ``Y`` in the network's (standardised) units."""
+        if self.likelihood == "heteroscedastic" and self.noise_std is not None:
+            raise ValueError(
+                f"noise_std={self.noise_std!r} fixes the noise, which likelihood='heteroscedastic' "
+                "predicts from the inputs; set noise_std=None or likelihood='gaussian'."
+            )
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
         Y = y.reshape(len(y), -1)
         self._single_output = y.ndim == 1 or Y.shape[1] == 1
@@ -49,12 +57,16 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         return X, (Y - self._y_mean) / self._y_scale
 
     def _n_outputs(self, Y):
-        return Y.shape[1]
+        """A mean per target, and under the heteroscedastic likelihood a log noise std per target."""
+        return 2 * Y.shape[1] if self.likelihood == "heteroscedastic" else Y.shape[1]
 
     def _likelihood(self, Y, leading_shape=(), noise_std=None):
-        """The Gaussian likelihood: fixed at ``noise_std`` (network units, ``(O,)``;
-        default: the ``noise_std`` parameter), or a learned noise of shape
+        """The likelihood of a fit. Heteroscedastic: the network's noise head.
+        Gaussian: fixed at ``noise_std`` (network units, ``(O,)``; default: the
+        ``noise_std`` parameter), or a learned noise of shape
         ``leading_shape + (O,)`` (one shared by the outputs)."""
+        if self.likelihood == "heteroscedastic":
+            return HeteroscedasticGaussianLikelihood()
         if noise_std is None:
             noise_std = self._fixed_noise()
         elif isinstance(noise_std, torch.Tensor):
@@ -71,8 +83,12 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         return None if self.noise_std is None else self.noise_std / self._y_scale
 
     def _keep_noise(self, noise_std):
-        """Keep the network-unit noise ``(O,)`` and report ``noise_std_`` in units of y."""
+        """Keep the network-unit noise ``(O,)`` and report ``noise_std_`` in units of y
+        (None under the heteroscedastic likelihood, whose noise varies with the inputs)."""
         self._noise_std = noise_std
+        if noise_std is None:
+            self.noise_std_ = None
+            return
         in_y_units = noise_std.cpu().numpy().astype(np.float64) * self._y_scale
         self.noise_std_ = float(in_y_units[0]) if self._single_output else in_y_units
 
@@ -106,37 +122,89 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
             raise RuntimeError("At most one of return_std or return_cov can be requested.")
         X = self._validated_inputs(X)
         with torch.no_grad():
-            predictive = self._outputs(X)
+            mean, epistemic, aleatoric = self._moments(self._outputs(X))
             if return_cov:
-                eye = torch.eye(X.shape[0], dtype=X.dtype, device=X.device)
-                cov = predictive.covariance() + self._noise_std.square()[:, None, None] * eye
+                cov = epistemic.covariance() + torch.diag_embed(aleatoric.T)
                 cov = self._to_numpy(cov).transpose(1, 2, 0) * self._y_scale**2
-                return self._in_y_units(predictive.mean)[0], self._squeeze(cov)
+                return self._y_units(mean), self._squeeze(cov)
             if return_std:
-                return self._in_y_units(predictive.mean, predictive.variance)
-            return self._in_y_units(predictive.mean)[0]
+                return self._y_units(mean), self._std(epistemic.variance + aleatoric)
+            return self._y_units(mean)
+
+    def predict_uncertainty(self, X):
+        """The predictive mean and its standard deviation, split by source.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        uncertainty : sklearn.utils.Bunch
+            ``mean``, ``std`` (total), ``epistemic_std`` (of the network's
+            mean under the weight posterior: shrinks with more data) and
+            ``aleatoric_std`` (the root mean square observation noise: does
+            not), each an ndarray of shape (n_samples,) or
+            (n_samples, n_targets) in the units of y, with
+            ``std**2 == epistemic_std**2 + aleatoric_std**2``.
+        """
+        X = self._validated_inputs(X)
+        with torch.no_grad():
+            mean, epistemic, aleatoric = self._moments(self._outputs(X))
+            variance = epistemic.variance
+            return Bunch(mean=self._y_units(mean), std=self._std(variance + aleatoric),
+                         epistemic_std=self._std(variance), aleatoric_std=self._std(aleatoric))
+
+    def _moments(self, outputs, noise_std=None):
+        """The predictive of y in network units, by source.
+
+        Parameters
+        ----------
+        outputs : GaussianPredictive or SampledPredictive
+            The distribution of the network outputs.
+        noise_std : tensor of shape (O,), default=None
+            A homoscedastic noise std other than the fitted one.
+
+        Returns
+        -------
+        mean : tensor of shape (N, O)
+            The predictive mean.
+        epistemic : GaussianPredictive or SampledPredictive
+            The distribution of the network's mean for y.
+        aleatoric : tensor of shape (N, O)
+            The expected noise variance: ``E[sigma(x)**2]`` over the outputs
+            under the heteroscedastic likelihood (exact for the Gaussian of a
+            linearised network, ``sigma = exp(s)`` with ``s`` Gaussian).
+        """
+        if self.likelihood == "heteroscedastic":
+            n_outputs = outputs.mean.shape[-1] // 2
+            epistemic = outputs.columns(slice(0, n_outputs))
+            aleatoric = outputs.columns(slice(n_outputs, None)).expected_exp(2.0)
+        else:
+            noise_std = self._noise_std if noise_std is None else noise_std
+            epistemic, aleatoric = outputs, noise_std.square().expand_as(outputs.mean)
+        return epistemic.mean, epistemic, aleatoric
 
     def _summarise(self, outputs, noise_std=None):
         """``(y_mean, y_std)`` from a distribution of the outputs and a noise std (network units)."""
-        return self._in_y_units(outputs.mean, outputs.variance, noise_std)
+        mean, epistemic, aleatoric = self._moments(outputs, noise_std)
+        return self._y_units(mean), self._std(epistemic.variance + aleatoric)
 
     def _summarise_gaussian(self, mean, covariance, noise_std=None):
-        """``(y_mean, y_std)`` from the outputs' mean ``(N, O)`` and covariance ``(N, O, O)``."""
-        return self._in_y_units(mean, covariance.diagonal(dim1=-2, dim2=-1), noise_std)
+        """``(y_mean, y_std)`` from the outputs' mean ``(N, O)`` and covariance ``(N, O, O)``.
 
-    def _in_y_units(self, mean, output_variance=None, noise_std=None):
-        """Network-unit mean (and output variance) to the mean and total std of y.
+        Only each output's marginal enters the summary, so the outputs are
+        taken as independent Gaussians."""
+        marginal_std = covariance.diagonal(dim1=-2, dim2=-1).clamp_min(0).sqrt()
+        return self._summarise(GaussianPredictive(mean, marginal_std.unsqueeze(-1)), noise_std)
 
-        The std adds the observation noise (``noise_std``, network units,
-        default the fitted one) to the output variance; both come back as
-        float64 arrays in the units and shape of y.
-        """
-        y_mean = self._squeeze(self._to_numpy(mean) * self._y_scale + self._y_mean)
-        if output_variance is None:
-            return y_mean, None
-        noise_std = self._noise_std if noise_std is None else noise_std
-        std = (output_variance + noise_std.square()).sqrt()
-        return y_mean, self._squeeze(self._to_numpy(std) * self._y_scale)
+    def _y_units(self, mean):
+        """A network-unit mean ``(N, O)`` as a float64 array in the units and shape of y."""
+        return self._squeeze(self._to_numpy(mean) * self._y_scale + self._y_mean)
+
+    def _std(self, variance):
+        """A network-unit variance ``(N, O)`` as a std in the units and shape of y."""
+        return self._squeeze(self._to_numpy(variance.sqrt()) * self._y_scale)
 
     def sample_y(self, X, n_samples=1, random_state=0):
         """Draw samples of ``y`` from the predictive distribution at ``X``.
@@ -158,6 +226,8 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         generator = self._generator(seed)
         with torch.no_grad():
             outputs, noise_std = self._sample_outputs(X, n_samples, generator)
+            if self.likelihood == "heteroscedastic":
+                outputs, noise_std = HeteroscedasticGaussianLikelihood.split(outputs)
             noise = torch.randn(outputs.shape, generator=generator, dtype=outputs.dtype, device=outputs.device)
             draws = self._to_numpy(outputs + noise * noise_std)
         draws = (draws * self._y_scale + self._y_mean).transpose(1, 2, 0)

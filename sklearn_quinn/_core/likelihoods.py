@@ -128,6 +128,76 @@ class GaussianLikelihood(nn.Module):
         return self.output_noise_std(n_outputs).expand(columns.shape[0], -1)
 
 
+class HeteroscedasticGaussianLikelihood(nn.Module):
+    """``N(y | mu(x), sigma(x)**2)`` per output, the network predicting both.
+
+    The outputs ``(..., N, 2 O)`` hold the means in their first ``O``
+    columns and the log noise stds in their last ``O``. The curvature is the
+    generalised Gauss-Newton of the heteroscedastic Gaussian in its natural
+    parameters ``eta = (mu / sigma**2, -1 / (2 sigma**2))``, whose output
+    Hessian is the Fisher information and so never indefinite (Immer et al.
+    2023, "Effective Bayesian heteroscedastic regression with deep neural
+    networks"). The Fisher information transforms with the link, so that GGN
+    is also ``J^T F J`` with ``F = diag(1 / sigma**2, 2)``, the Fisher in the
+    network's own ``(mu, log sigma)``: the factor below. The noise is a
+    function of the weights, so nothing is learned or sampled beside them.
+    """
+
+    learn_noise = False
+    n_state_columns = 0
+    #: The curvature of the mean, ``1 / sigma(x)**2``, moves with the noise head.
+    curvature_varies_with_outputs = True
+
+    @staticmethod
+    def split(outputs):
+        """The means and noise stds ``(..., N, O)`` from outputs ``(..., N, 2 O)``."""
+        mean, log_std = outputs.chunk(2, dim=-1)
+        return mean, log_std.exp()
+
+    def log_prob(self, outputs, y, perturbation=None):
+        """Log density per point of ``y + sigma(x) * perturbation`` (see :class:`GaussianLikelihood`)."""
+        mean, log_std = outputs.chunk(2, dim=-1)
+        z = (y - mean) * torch.exp(-log_std)
+        if perturbation is not None:
+            z = z + perturbation
+        return (-0.5 * z.square() - log_std - _HALF_LOG_2PI).sum(-1)
+
+    def output_noise_std(self, n_outputs):
+        """None: the noise varies with the inputs."""
+        return None
+
+    def member_noise_std(self, n_outputs):
+        return None
+
+    def frozen(self, n_outputs):
+        """The likelihood itself, which has no parameter to hold fixed."""
+        return self
+
+    def output_gradient(self, outputs, y):
+        """``d(-log p(y | f)) / df`` per point, shape ``(N, 2 O)``: ``-(y - mu) / sigma**2`` and ``1 - z**2``."""
+        mean, log_std = outputs.chunk(2, dim=-1)
+        inverse_std = torch.exp(-log_std)
+        z = (y - mean) * inverse_std
+        return torch.cat([-z * inverse_std, 1.0 - z.square()], dim=-1)
+
+    def whitened_jacobian(self, jacobian, outputs):
+        """``S_n J_n`` for Jacobians ``(N, 2 O, K)``, ``S_n = diag(1 / sigma_n, sqrt(2))``."""
+        log_std = outputs.chunk(2, dim=-1)[1]
+        scale = torch.cat([torch.exp(-log_std), torch.full_like(log_std, math.sqrt(2.0))], dim=-1)
+        return jacobian * scale.unsqueeze(-1)
+
+    def evidence_data_fit(self, outputs, y):
+        """``log p(D | theta*)``, which has no noise scale of its own: a constant."""
+        return ConstantDataFit(float(self.log_prob(outputs, y).sum()))
+
+    def state_log_likelihood(self, model, X, Y):
+        """The log likelihood over state rows (see :class:`HeteroscedasticStateLikelihood`)."""
+        return HeteroscedasticStateLikelihood(model, X, Y)
+
+    def noise_from_state(self, columns, n_outputs):
+        return None
+
+
 class CategoricalLikelihood(nn.Module):
     """``softmax(f)[y]``: logits ``(..., N, C)``, class indices ``(..., N, 1)`` (as floats)."""
 
@@ -279,6 +349,40 @@ class GaussianStateLikelihood:
             # d/d log(noise) of the log likelihood: sum(z^2) - N * O.
             d_log_noise = squares.sum((-1, -2)) - self.Y.numel()
             return value, torch.cat([gradient, d_log_noise[:, None]], dim=1)
+
+
+class HeteroscedasticStateLikelihood:
+    """``log p(Y | X, theta)`` of :class:`HeteroscedasticGaussianLikelihood`, per row of weights.
+
+    The gradient is ``J^T g`` with ``g = ((y - mu) / sigma**2, z**2 - 1)``
+    in the mean and log-std outputs, ``z = (y - mu) / sigma``.
+    """
+
+    def __init__(self, model, X, Y):
+        self.model, self.X, self.Y = model, X, Y
+        self._constant = -Y.numel() * _HALF_LOG_2PI
+
+    def __call__(self, rows):
+        return self.model.by_row_blocks(self._log_likelihood, rows, len(self.X))
+
+    def value_and_grad(self, rows):
+        return self.model.by_row_blocks(self._value_and_grad, rows, len(self.X))
+
+    def _terms(self, outputs):
+        mean, log_std = outputs.chunk(2, dim=-1)
+        inverse_std = torch.exp(-log_std)
+        z = (self.Y - mean) * inverse_std
+        value = self._constant - (0.5 * z.square() + log_std).sum((-1, -2))
+        return value, z, inverse_std
+
+    def _log_likelihood(self, rows):
+        return self._terms(self.model(rows, self.X))[0]
+
+    def _value_and_grad(self, rows):
+        with torch.no_grad():
+            outputs, vjp = self.model.forward_and_vjp(rows, self.X)
+            value, z, inverse_std = self._terms(outputs)
+            return value, vjp(torch.cat([z * inverse_std, z.square() - 1.0], dim=-1))
 
 
 class CategoricalStateLikelihood:

@@ -1,7 +1,9 @@
 """From a weight posterior to a distribution over network outputs.
 
 Two pushforwards, both giving an object with ``mean``, ``variance``,
-``covariance()`` and ``sample(n, generator)`` over outputs of shape ``(N, O)``:
+``covariance()``, ``sample(n, generator)``, ``columns(index)`` (the
+distribution of some of the outputs) and ``expected_exp(c)`` (``E[exp(c f)]``)
+over outputs of shape ``(N, O)``:
 
 - linear (GLM / linearised network): ``N(f(theta*, X), J Sigma J^T)``, kept as
   a factor ``B`` with ``J Sigma J^T = B B^T``;
@@ -37,6 +39,14 @@ class GaussianPredictive:
         per_output = self.factor.transpose(0, 1)
         return per_output @ per_output.mT
 
+    def columns(self, index):
+        """The distribution of the outputs ``index`` (a slice of the last axis)."""
+        return GaussianPredictive(self.mean[..., index], lambda: self.factor[:, index])
+
+    def expected_exp(self, c):
+        """``E[exp(c f)]`` per point and output, ``exp(c m + c**2 v / 2)``, shape ``(N, O)``."""
+        return torch.exp(c * self.mean + 0.5 * c**2 * self.variance)
+
     def sample(self, n, generator=None):
         """Joint draws over all points, shape ``(n, N, O)``."""
         z = torch.randn(
@@ -67,6 +77,14 @@ class SampledPredictive:
     @property
     def mean(self):
         return self.average(self.samples)
+
+    def columns(self, index):
+        """The distribution of the outputs ``index`` (a slice of the last axis)."""
+        return SampledPredictive(self.samples[..., index], self.weights)
+
+    def expected_exp(self, c):
+        """``E[exp(c f)]`` per point and output, shape ``(N, O)``."""
+        return self.average(torch.exp(c * self.samples))
 
     def _unbiased(self, scatter):
         effective = 1.0 - self.weights.square().sum()

@@ -68,7 +68,7 @@ class MCDropoutRegressor(MCDropoutMixin, BaseBayesianRegressor):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, linear_skip, module, prior_std, noise_std, lr, lr_schedule, \\
+    hidden_layer_sizes, activation, linear_skip, module, prior_std, noise_std, likelihood, lr, lr_schedule, \\
 max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor` (they set the training).
         A custom ``module`` has the inputs of each of its ``nn.Linear``
@@ -135,6 +135,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         module=None,
         prior_std=None,
         noise_std=None,
+        likelihood="gaussian",
         dropout_rate=0.1,
         n_samples=100,
         lr=0.01,
@@ -155,6 +156,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         self.module = module
         self.prior_std = prior_std
         self.noise_std = noise_std
+        self.likelihood = likelihood
         self.dropout_rate = dropout_rate
         self.n_samples = n_samples
         self.lr = lr

@@ -155,6 +155,8 @@ _SHARED_DOC = """
         Observation noise std in the units of y; None learns it with the
         prior, once, shared by the members (a noise fitted by each member
         would shrink as it over-fits).
+    likelihood : {'gaussian', 'heteroscedastic'}, default='gaussian'
+        As for :class:`~sklearn_quinn.LaplaceRegressor`.
     lr : float, default=0.01
     lr_schedule : {'cosine', 'constant'}, default='cosine'
     max_epochs : int, default=1000
@@ -251,6 +253,7 @@ class DeepEnsembleRegressor(BaseEnsembleRegressor):
         data_fraction=1.0,
         prior_std=None,
         noise_std=None,
+        likelihood="gaussian",
         lr=0.01,
         lr_schedule="cosine",
         max_epochs=1000,
@@ -272,6 +275,7 @@ class DeepEnsembleRegressor(BaseEnsembleRegressor):
         self.data_fraction = data_fraction
         self.prior_std = prior_std
         self.noise_std = noise_std
+        self.likelihood = likelihood
         self.lr = lr
         self.lr_schedule = lr_schedule
         self.max_epochs = max_epochs
@@ -349,6 +353,7 @@ class RMSRegressor(BaseEnsembleRegressor):
         data_fraction=1.0,
         prior_std=None,
         noise_std=None,
+        likelihood="gaussian",
         perturb_targets=True,
         lr=0.01,
         lr_schedule="cosine",
@@ -371,6 +376,7 @@ class RMSRegressor(BaseEnsembleRegressor):
         self.data_fraction = data_fraction
         self.prior_std = prior_std
         self.noise_std = noise_std
+        self.likelihood = likelihood
         self.perturb_targets = perturb_targets
         self.lr = lr
         self.lr_schedule = lr_schedule

@@ -54,6 +54,12 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         prior, by the evidence (``SSE / (N - gamma)``, not the training
         residual, which shrinks as the network over-fits), and again when
         ``prior_precision='marglik'``.
+    likelihood : {'gaussian', 'heteroscedastic'}, default='gaussian'
+        'gaussian': one noise std per target, the same at every input.
+        'heteroscedastic': the network has a second head, the log noise std of
+        each target at each input, whose weights share the posterior of the
+        mean's (``noise_std`` must then be None); :meth:`predict_uncertainty`
+        splits the predictive std into the weights' part and the noise's.
     hessian_structure : {'full', 'diag'}, default='full'
         Full ``K x K`` curvature or its diagonal.
     curvature : {'ggn', 'hessian', 'ef'}, default='ggn'
@@ -176,6 +182,7 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         module=None,
         prior_std=None,
         noise_std=None,
+        likelihood="gaussian",
         hessian_structure="full",
         curvature="ggn",
         cov_scale=1.0,
@@ -202,6 +209,7 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         self.module = module
         self.prior_std = prior_std
         self.noise_std = noise_std
+        self.likelihood = likelihood
         self.hessian_structure = hessian_structure
         self.curvature = curvature
         self.cov_scale = cov_scale

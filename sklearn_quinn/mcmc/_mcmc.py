@@ -224,6 +224,8 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         (``'empirical'``), or, with a float ``prior_std``, its log under a
         ``N(0, 1)`` prior in the units of the standardised target, moved by
         the sampler with the weights.
+    likelihood : {'gaussian', 'heteroscedastic'}, default='gaussian'
+        As for :class:`~sklearn_quinn.LaplaceRegressor`.
     hyperprior : {'gamma', 'empirical'}, default='gamma'
         With ``prior_std=None``: 'gamma' samples each group's precision and
         the noise precision under ``Gamma(hyperprior_shape,
@@ -371,6 +373,7 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         module=None,
         prior_std=None,
         noise_std=None,
+        likelihood="gaussian",
         hyperprior="gamma",
         hyperprior_shape=DEFAULT_HYPERPRIOR_SHAPE,
         hyperprior_rate=DEFAULT_HYPERPRIOR_RATE,
@@ -408,6 +411,7 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         self.module = module
         self.prior_std = prior_std
         self.noise_std = noise_std
+        self.likelihood = likelihood
         self.hyperprior = hyperprior
         self.hyperprior_shape = hyperprior_shape
         self.hyperprior_rate = hyperprior_rate

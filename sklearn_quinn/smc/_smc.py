@@ -160,6 +160,8 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         (``'empirical'``), or, with a float ``prior_std``, its log under a
         ``N(0, 1)`` prior in the units of the standardised target, moved by
         HMC with the weights.
+    likelihood : {'gaussian', 'heteroscedastic'}, default='gaussian'
+        As for :class:`~sklearn_quinn.LaplaceRegressor`.
     prior : {'gaussian', 'logistic'}, default='gaussian'
         Family of the prior: Gaussian, or independent logistic distributions
         with the same standard deviation (heavier tails; needs a float
@@ -274,6 +276,7 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         prior_std=None,
         prior="gaussian",
         noise_std=None,
+        likelihood="gaussian",
         hyperprior="gamma",
         hyperprior_shape=DEFAULT_HYPERPRIOR_SHAPE,
         hyperprior_rate=DEFAULT_HYPERPRIOR_RATE,
@@ -302,6 +305,7 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         self.prior_std = prior_std
         self.prior = prior
         self.noise_std = noise_std
+        self.likelihood = likelihood
         self.hyperprior = hyperprior
         self.hyperprior_shape = hyperprior_shape
         self.hyperprior_rate = hyperprior_rate

@@ -164,7 +164,7 @@ class SWAGRegressor(SWAGMixin, BaseBayesianRegressor):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, linear_skip, module, prior_std, noise_std, lr, lr_schedule, \\
+    hidden_layer_sizes, activation, linear_skip, module, prior_std, noise_std, likelihood, lr, lr_schedule, \\
 max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor` (they set the MAP
         training).
@@ -249,6 +249,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         module=None,
         prior_std=None,
         noise_std=None,
+        likelihood="gaussian",
         cov_type="lowrank",
         max_rank=20,
         swag_epochs=100,
@@ -274,6 +275,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         self.module = module
         self.prior_std = prior_std
         self.noise_std = noise_std
+        self.likelihood = likelihood
         self.cov_type = cov_type
         self.max_rank = max_rank
         self.swag_epochs = swag_epochs

@@ -169,7 +169,7 @@ class BBBRegressor(VariationalMixin, BaseBayesianRegressor):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, linear_skip, module, noise_std, lr, lr_schedule, max_epochs, \\
+    hidden_layer_sizes, activation, linear_skip, module, noise_std, likelihood, lr, lr_schedule, max_epochs, \\
 batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor`; here they set the
         ELBO's optimisation.
@@ -249,6 +249,7 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
         linear_skip=True,
         module=None,
         noise_std=None,
+        likelihood="gaussian",
         prior_std=None,
         prior_pi=None,
         prior_sigma1=1.0,
@@ -273,6 +274,7 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
         self.linear_skip = linear_skip
         self.module = module
         self.noise_std = noise_std
+        self.likelihood = likelihood
         self.prior_std = prior_std
         self.prior_pi = prior_pi
         self.prior_sigma1 = prior_sigma1

@@ -1,0 +1,209 @@
+"""likelihood='heteroscedastic': a noise head in every regressor, and the split of the predictive std."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from sklearn_quinn import (
+    BBBRegressor,
+    DeepEnsembleRegressor,
+    LaplaceRegressor,
+    MCDropoutRegressor,
+    MCMCRegressor,
+    RMSRegressor,
+    SMCRegressor,
+    SWAGRegressor,
+    metrics,
+)
+from sklearn_quinn._core.likelihoods import GaussianLikelihood, HeteroscedasticGaussianLikelihood
+from sklearn_quinn._core.network import FunctionalModel
+
+FAST = dict(hidden_layer_sizes=(8,), max_epochs=40, random_state=0)
+FAMILIES = {
+    LaplaceRegressor: FAST,
+    DeepEnsembleRegressor: dict(FAST, n_estimators=3),
+    RMSRegressor: dict(FAST, n_estimators=3),
+    SWAGRegressor: dict(FAST, swag_epochs=6, max_rank=3, n_samples=20),
+    BBBRegressor: dict(FAST, n_samples=20),
+    MCDropoutRegressor: dict(FAST, n_samples=20),
+    MCMCRegressor: dict(FAST, n_samples=10, n_burnin=10, n_leapfrog=3, n_chains=2),
+    SMCRegressor: dict(hidden_layer_sizes=(4,), n_particles=16, n_mcmc_steps=1, n_leapfrog=3, random_state=0),
+}
+REGRESSORS = list(FAMILIES)
+
+
+def by_name(cls):
+    return cls.__name__
+
+
+@pytest.fixture(scope="module")
+def two_targets():
+    rng = np.random.RandomState(0)
+    X = rng.randn(60, 2)
+    noise = 0.1 + 0.5 * np.abs(X[:, :1])
+    Y = np.hstack([X[:, :1] + noise * rng.randn(60, 1), X[:, 1:] - 1 + 0.2 * rng.randn(60, 1)])
+    return X, Y
+
+
+# ----------------------------------------------------------------------- the likelihood
+class ConstantNoiseHead(nn.Module):
+    """A linear mean and a log noise std fixed at ``log_std`` (no weights)."""
+
+    def __init__(self, n_features, log_std):
+        super().__init__()
+        self.mean = nn.Linear(n_features, 1)
+        self.log_std = log_std
+
+    def forward(self, X):
+        mean = self.mean(X)
+        return torch.cat([mean, torch.full_like(mean, self.log_std)], dim=-1)
+
+
+def test_likelihood_with_a_constant_noise_head_is_the_gaussian_one():
+    torch.manual_seed(0)
+    noise = 0.3
+    mean, y = torch.randn(5, 7, 2, dtype=torch.float64), torch.randn(7, 2, dtype=torch.float64)
+    outputs = torch.cat([mean, torch.full_like(mean, math.log(noise))], dim=-1)
+    gaussian = GaussianLikelihood(torch.full((2,), noise, dtype=torch.float64))
+    heteroscedastic = HeteroscedasticGaussianLikelihood()
+    perturbation = torch.randn(7, 2, dtype=torch.float64)
+    torch.testing.assert_close(heteroscedastic.log_prob(outputs, y), gaussian.log_prob(mean, y))
+    torch.testing.assert_close(heteroscedastic.log_prob(outputs, y, perturbation),
+                               gaussian.log_prob(mean, y, perturbation))
+    jacobian = torch.randn(7, 4, 3, dtype=torch.float64)
+    whitened = heteroscedastic.whitened_jacobian(jacobian, outputs[0])
+    torch.testing.assert_close(whitened[:, :2], gaussian.whitened_jacobian(jacobian[:, :2], mean[0]))
+    torch.testing.assert_close(whitened[:, 2:], math.sqrt(2) * jacobian[:, 2:])
+    torch.testing.assert_close(heteroscedastic.output_gradient(outputs[0], y)[:, :2],
+                               gaussian.output_gradient(mean[0], y))
+
+
+def test_state_likelihood_with_a_constant_noise_head_is_the_gaussian_one():
+    torch.manual_seed(0)
+    X, Y = torch.randn(30, 3, dtype=torch.float64), torch.randn(30, 1, dtype=torch.float64)
+    model = FunctionalModel(ConstantNoiseHead(3, math.log(0.4)).double())
+    mean_model = FunctionalModel(ConstantNoiseHead(3, 0.0).mean.double())
+    rows = torch.randn(6, model.n_params, dtype=torch.float64)
+    heteroscedastic = HeteroscedasticGaussianLikelihood().state_log_likelihood(model, X, Y)
+    gaussian = GaussianLikelihood(torch.tensor([0.4], dtype=torch.float64)).state_log_likelihood(mean_model, X, Y)
+    value, gradient = heteroscedastic.value_and_grad(rows)
+    expected_value, expected_gradient = gaussian.value_and_grad(rows)
+    torch.testing.assert_close(value, expected_value)
+    torch.testing.assert_close(heteroscedastic(rows), expected_value)
+    torch.testing.assert_close(gradient, expected_gradient)
+
+
+def test_state_likelihood_gradient_is_autograd_of_its_value():
+    torch.manual_seed(1)
+    X, Y = torch.randn(25, 3, dtype=torch.float64), torch.randn(25, 2, dtype=torch.float64)
+    model = FunctionalModel(nn.Sequential(nn.Linear(3, 5), nn.Tanh(), nn.Linear(5, 4)).double())
+    state = HeteroscedasticGaussianLikelihood().state_log_likelihood(model, X, Y)
+    rows = 0.5 * torch.randn(4, model.n_params, dtype=torch.float64)
+    value, gradient = state.value_and_grad(rows)
+    expected = torch.func.vmap(torch.func.grad(lambda row: state(row[None])[0]))(rows)
+    torch.testing.assert_close(gradient, expected)
+    log_prob = HeteroscedasticGaussianLikelihood().log_prob(model(rows, X), Y).sum(-1)
+    torch.testing.assert_close(value, log_prob)
+
+
+# ------------------------------------------------------------------ the estimators
+def test_laplace_with_a_constant_noise_head_is_the_gaussian_laplace(linear_data):
+    """The same MAP, posterior and predictive, whether the noise is a fixed
+    parameter or a head that outputs the same constant."""
+    X, y = linear_data
+    settings = dict(prior_std=1.0, normalize_y=False, max_epochs=200, random_state=0)
+    gaussian = LaplaceRegressor(module=lambda n_in, n_out: nn.Linear(n_in, n_out), noise_std=0.3, **settings)
+    heteroscedastic = LaplaceRegressor(module=lambda n_in, n_out: ConstantNoiseHead(n_in, math.log(0.3)),
+                                       likelihood="heteroscedastic", **settings)
+    mean, std = gaussian.fit(X, y).predict(X, return_std=True)
+    het_mean, het_std = heteroscedastic.fit(X, y).predict(X, return_std=True)
+    np.testing.assert_allclose(het_mean, mean, rtol=1e-6)
+    np.testing.assert_allclose(het_std, std, rtol=1e-6)
+    np.testing.assert_allclose(heteroscedastic.log_marginal_likelihood(), gaussian.log_marginal_likelihood(),
+                               rtol=1e-6)
+
+
+@pytest.mark.parametrize("estimator", REGRESSORS, ids=by_name)
+@pytest.mark.parametrize("likelihood", ["gaussian", "heteroscedastic"])
+def test_predict_uncertainty_splits_the_predictive_variance(estimator, likelihood, two_targets):
+    X, Y = two_targets
+    model = estimator(**FAMILIES[estimator], likelihood=likelihood).fit(X, Y)
+    parts = model.predict_uncertainty(X[:20])
+    mean, std = model.predict(X[:20], return_std=True)
+    np.testing.assert_allclose(parts.mean, mean)
+    np.testing.assert_allclose(parts.std, std)
+    np.testing.assert_allclose(parts.std**2, parts.epistemic_std**2 + parts.aleatoric_std**2)
+    assert parts.aleatoric_std.shape == parts.epistemic_std.shape == (20, 2)
+    assert np.all(parts.aleatoric_std > 0) and np.all(parts.epistemic_std >= 0)
+    if likelihood == "gaussian":
+        np.testing.assert_allclose(parts.aleatoric_std, np.broadcast_to(model.noise_std_, (20, 2)))
+    else:
+        assert model.noise_std_ is None
+        assert len(np.unique(parts.aleatoric_std[:, 0])) > 1
+
+
+def test_heteroscedastic_covariance_and_samples_match_the_std(two_targets):
+    X, Y = two_targets
+    model = LaplaceRegressor(**FAST, likelihood="heteroscedastic").fit(X, Y)
+    _, std = model.predict(X[:10], return_std=True)
+    _, cov = model.predict(X[:10], return_cov=True)
+    np.testing.assert_allclose(np.sqrt(np.diagonal(cov, axis1=0, axis2=1).T), std)
+    draws = model.sample_y(X[:10], n_samples=20000, random_state=0)
+    np.testing.assert_allclose(draws.std(axis=-1), std, rtol=0.05)
+
+
+@pytest.mark.parametrize("estimator", REGRESSORS, ids=by_name)
+def test_fixed_noise_with_heteroscedastic_likelihood_is_refused(estimator, linear_data):
+    with pytest.raises(ValueError, match="noise_std=0.5 fixes the noise.*heteroscedastic"):
+        estimator(likelihood="heteroscedastic", noise_std=0.5).fit(*linear_data)
+
+
+@pytest.mark.parametrize("estimator", REGRESSORS, ids=by_name)
+def test_unknown_likelihood_is_refused(estimator, linear_data):
+    with pytest.raises(ValueError, match="'likelihood' parameter"):
+        estimator(likelihood="student").fit(*linear_data)
+
+
+# ------------------------------------------------------------- noise growing with |x|
+def noisy_wave(n_rows, seed):
+    rng = np.random.RandomState(seed)
+    x = rng.uniform(-3, 3, n_rows)
+    noise = 0.1 + 0.4 * np.abs(x)
+    return x[:, None], np.sin(x) + noise * rng.randn(n_rows), noise
+
+
+@pytest.fixture(scope="module")
+def wave():
+    return noisy_wave(300, 0), noisy_wave(3000, 1)
+
+
+#: 95% coverage in the lowest- and the highest-noise third of the test inputs.
+COVERAGE = (0.88, 0.99)
+#: The heteroscedastic fit's test NLL per point is at least this much below the Gaussian fit's.
+NLL_GAIN = 0.1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("estimator", REGRESSORS, ids=by_name)
+def test_heteroscedastic_fit_follows_noise_growing_with_x(estimator, wave):
+    """300 rows of ``sin(x) + (0.1 + 0.4 |x|) eps`` on [-3, 3], each family at its defaults."""
+    (X, y, _), (X_test, y_test, noise) = wave
+    model = estimator(likelihood="heteroscedastic", random_state=0).fit(X, y)
+    parts = model.predict_uncertainty(X_test)
+    gaussian_mean, gaussian_std = estimator(random_state=0).fit(X, y).predict(X_test, return_std=True)
+    nll = metrics.gaussian_nll(y_test, parts.mean, parts.std)
+    assert nll <= metrics.gaussian_nll(y_test, gaussian_mean, gaussian_std) - NLL_GAIN
+    thirds = np.digitize(noise, np.quantile(noise, [1 / 3, 2 / 3]))
+    for third in (0, 2):
+        rows = thirds == third
+        coverage = metrics.interval_coverage(y_test[rows], parts.mean[rows], parts.std[rows], 0.95)
+        assert COVERAGE[0] <= coverage <= COVERAGE[1], (third, coverage)
+    # The aleatoric std tracks the true noise scale ...
+    assert np.corrcoef(parts.aleatoric_std, noise)[0, 1] > 0.9
+    assert 0.7 < np.median(parts.aleatoric_std / noise) < 1.4
+    # ... and the epistemic std grows away from the data.
+    away = model.predict_uncertainty(np.array([[-6.0], [0.0], [6.0]])).epistemic_std
+    assert min(away[0], away[2]) > 3 * away[1]
