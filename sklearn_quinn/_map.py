@@ -317,6 +317,30 @@ class TensorBatches:
             yield self.X[rows], self.y[rows]
 
 
+#: The heteroscedastic likelihood's warm-up weight falls linearly from 1 to 0
+#: over this fraction of the epochs (:class:`MeanWarmUp`).
+WARM_UP_FRACTION = 0.5
+
+
+class MeanWarmUp(Callback):
+    """Anneal a heteroscedastic likelihood's ``beta`` from 1 to 0 over the first
+    ``WARM_UP_FRACTION`` of the epochs, so that the means are learned first
+    and the training ends on the likelihood itself (see
+    :class:`~sklearn_quinn._core.likelihoods.HeteroscedasticGaussianLikelihood`).
+    A continuation: the objective moves from a mean-first loss to the
+    negative log posterior, whose mode the training and its polish then find."""
+
+    def __init__(self, likelihood, max_epochs):
+        self.likelihood, self.max_epochs = likelihood, max_epochs
+
+    def on_epoch_begin(self, net, **kwargs):
+        done = (len(net.history) - 1) / max(1.0, WARM_UP_FRACTION * self.max_epochs)
+        self.likelihood.beta = max(0.0, 1.0 - done)
+
+    def on_train_end(self, net, **kwargs):
+        self.likelihood.beta = 0.0
+
+
 class EpochProgress(Callback):
     """A tqdm bar over epochs showing the training loss (``verbose=1``)."""
 
@@ -361,6 +385,9 @@ def train_net(module, criterion, X, Y, *, lr, lr_schedule, max_epochs, optimizer
         The fitted skorch net (``net.module_`` is ``module``).
     """
     progress = [("progress", EpochProgress(desc))] if verbose else []
+    likelihood = getattr(criterion, "likelihood", None)
+    if hasattr(likelihood, "beta"):
+        progress.append(("mean_warm_up", MeanWarmUp(likelihood, max_epochs)))
     schedule = []
     if lr_schedule == "cosine":
         annealing = LRScheduler(policy=torch.optim.lr_scheduler.CosineAnnealingLR, T_max=max_epochs)

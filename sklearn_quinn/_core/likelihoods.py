@@ -26,6 +26,13 @@ import torch
 from torch import nn
 
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+# The heteroscedastic noise head's log std is clipped to this bound either way (in
+# the network's units, where the standardised target has std 1; exp(-10) = 5e-5):
+# beyond any noise a table has, it keeps exp(-log_std) finite where an untrained
+# network on unscaled inputs (values near 100) outputs log stds in the hundreds, and
+# the curvature (which scales as 1 / sigma**2) within float64's reach where the mean
+# interpolates a few rows and their noise collapses.
+_LOG_STD_BOUND = 10.0
 
 
 class GaussianLikelihood(nn.Module):
@@ -141,6 +148,20 @@ class HeteroscedasticGaussianLikelihood(nn.Module):
     is also ``J^T F J`` with ``F = diag(1 / sigma**2, 2)``, the Fisher in the
     network's own ``(mu, log sigma)``: the factor below. The noise is a
     function of the weights, so nothing is learned or sampled beside them.
+
+    Attributes
+    ----------
+    beta : float, default=0.0
+        Training's warm-up weight: while positive, each point's term of
+        :meth:`log_prob` is multiplied by ``sigma(x)**(2 beta)``, held
+        constant in the gradient (the beta-NLL of Seitzer et al. 2022, "On the
+        pitfalls of heteroscedastic uncertainty estimation with probabilistic
+        neural networks"). The gradient in the mean, ``(y - mu) / sigma**2``,
+        otherwise makes the noisy points' means learn ever slower once their
+        noise has grown, and the network settles with the residuals in the
+        noise head; at ``beta = 1`` the means learn as under squared error.
+        :class:`~sklearn_quinn._map.MeanWarmUp` anneals it to 0, the
+        likelihood itself, before training ends.
     """
 
     learn_noise = False
@@ -148,19 +169,38 @@ class HeteroscedasticGaussianLikelihood(nn.Module):
     #: The curvature of the mean, ``1 / sigma(x)**2``, moves with the noise head.
     curvature_varies_with_outputs = True
 
+    def __init__(self):
+        super().__init__()
+        self.beta = 0.0
+
     @staticmethod
-    def split(outputs):
-        """The means and noise stds ``(..., N, O)`` from outputs ``(..., N, 2 O)``."""
+    def heads(outputs):
+        """The means and the (clipped) log noise stds ``(..., N, O)`` from outputs ``(..., N, 2 O)``."""
         mean, log_std = outputs.chunk(2, dim=-1)
+        return mean, log_std.clamp(-_LOG_STD_BOUND, _LOG_STD_BOUND)
+
+    @classmethod
+    def split(cls, outputs):
+        """The means and noise stds ``(..., N, O)`` from outputs ``(..., N, 2 O)``."""
+        mean, log_std = cls.heads(outputs)
         return mean, log_std.exp()
+
+    @staticmethod
+    def _clip_slope(outputs):
+        """``d(clipped log std) / d(output)``: 1 within the bound, 0 beyond it."""
+        log_std = outputs.chunk(2, dim=-1)[1]
+        return (log_std.abs() <= _LOG_STD_BOUND).to(outputs.dtype)
 
     def log_prob(self, outputs, y, perturbation=None):
         """Log density per point of ``y + sigma(x) * perturbation`` (see :class:`GaussianLikelihood`)."""
-        mean, log_std = outputs.chunk(2, dim=-1)
+        mean, log_std = self.heads(outputs)
         z = (y - mean) * torch.exp(-log_std)
         if perturbation is not None:
             z = z + perturbation
-        return (-0.5 * z.square() - log_std - _HALF_LOG_2PI).sum(-1)
+        terms = -0.5 * z.square() - log_std - _HALF_LOG_2PI
+        if self.beta:
+            terms = terms * torch.exp(2 * self.beta * log_std.detach())
+        return terms.sum(-1)
 
     def output_noise_std(self, n_outputs):
         """None: the noise varies with the inputs."""
@@ -175,15 +215,15 @@ class HeteroscedasticGaussianLikelihood(nn.Module):
 
     def output_gradient(self, outputs, y):
         """``d(-log p(y | f)) / df`` per point, shape ``(N, 2 O)``: ``-(y - mu) / sigma**2`` and ``1 - z**2``."""
-        mean, log_std = outputs.chunk(2, dim=-1)
+        mean, log_std = self.heads(outputs)
         inverse_std = torch.exp(-log_std)
         z = (y - mean) * inverse_std
-        return torch.cat([-z * inverse_std, 1.0 - z.square()], dim=-1)
+        return torch.cat([-z * inverse_std, (1.0 - z.square()) * self._clip_slope(outputs)], dim=-1)
 
     def whitened_jacobian(self, jacobian, outputs):
         """``S_n J_n`` for Jacobians ``(N, 2 O, K)``, ``S_n = diag(1 / sigma_n, sqrt(2))``."""
-        log_std = outputs.chunk(2, dim=-1)[1]
-        scale = torch.cat([torch.exp(-log_std), torch.full_like(log_std, math.sqrt(2.0))], dim=-1)
+        log_std = self.heads(outputs)[1]
+        scale = torch.cat([torch.exp(-log_std), math.sqrt(2.0) * self._clip_slope(outputs)], dim=-1)
         return jacobian * scale.unsqueeze(-1)
 
     def evidence_data_fit(self, outputs, y):
@@ -369,7 +409,7 @@ class HeteroscedasticStateLikelihood:
         return self.model.by_row_blocks(self._value_and_grad, rows, len(self.X))
 
     def _terms(self, outputs):
-        mean, log_std = outputs.chunk(2, dim=-1)
+        mean, log_std = HeteroscedasticGaussianLikelihood.heads(outputs)
         inverse_std = torch.exp(-log_std)
         z = (self.Y - mean) * inverse_std
         value = self._constant - (0.5 * z.square() + log_std).sum((-1, -2))
@@ -382,7 +422,8 @@ class HeteroscedasticStateLikelihood:
         with torch.no_grad():
             outputs, vjp = self.model.forward_and_vjp(rows, self.X)
             value, z, inverse_std = self._terms(outputs)
-            return value, vjp(torch.cat([z * inverse_std, z.square() - 1.0], dim=-1))
+            slope = HeteroscedasticGaussianLikelihood._clip_slope(outputs)
+            return value, vjp(torch.cat([z * inverse_std, (z.square() - 1.0) * slope], dim=-1))
 
 
 class CategoricalStateLikelihood:
