@@ -147,6 +147,20 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
             not), each an ndarray of shape (n_samples,) or
             (n_samples, n_targets) in the units of y, with
             ``std**2 == epistemic_std**2 + aleatoric_std**2``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_quinn import LaplaceRegressor
+        >>> rng = np.random.RandomState(0)
+        >>> X = rng.uniform(-3, 3, size=(200, 1))
+        >>> y = np.sin(X[:, 0]) + (0.1 + 0.4 * np.abs(X[:, 0])) * rng.randn(200)
+        >>> model = LaplaceRegressor(likelihood="heteroscedastic", max_epochs=300, random_state=0).fit(X, y)
+        >>> parts = model.predict_uncertainty([[0.0], [2.5]])
+        >>> bool(parts.aleatoric_std[1] > 2 * parts.aleatoric_std[0])  # the noise grows with |x|
+        True
+        >>> bool(np.allclose(parts.std**2, parts.epistemic_std**2 + parts.aleatoric_std**2))
+        True
         """
         X = self._validated_inputs(X)
         with torch.no_grad():
