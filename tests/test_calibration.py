@@ -222,7 +222,8 @@ def test_noise_scale_path_is_the_rescaled_predictive(split, count_curvatures, pu
     for c in (0.5, 2.0):
         posterior = reg._laplace.posterior(reg.prior_precision_, c, reg.cov_scale_)
         predictive = reg._outputs(reg._validated_inputs(X_val), posterior)
-        expected = reg._in_y_units(predictive.mean, predictive.variance, reg._map_noise_std * c)
+        variance = predictive.variance + (reg._map_noise_std * c) ** 2
+        expected = reg._y_units(predictive.mean), reg._std(variance)
         np.testing.assert_allclose(path(c), expected, rtol=1e-8)
     result = calibrate(reg, X_val, y_val, param="noise_scale", objective="nll")
     assert reg.noise_std_ == pytest.approx(map_noise * result.best_value)
