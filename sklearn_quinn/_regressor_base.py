@@ -122,14 +122,15 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
             raise RuntimeError("At most one of return_std or return_cov can be requested.")
         X = self._validated_inputs(X)
         with torch.no_grad():
-            mean, epistemic, aleatoric = self._moments(self._outputs(X))
+            epistemic, aleatoric = self._moments(self._outputs(X))
+            mean = self._y_units(epistemic.mean)
             if return_cov:
                 cov = epistemic.covariance() + torch.diag_embed(aleatoric.T)
                 cov = self._to_numpy(cov).transpose(1, 2, 0) * self._y_scale**2
-                return self._y_units(mean), self._squeeze(cov)
+                return mean, self._squeeze(cov)
             if return_std:
-                return self._y_units(mean), self._std(epistemic.variance + aleatoric)
-            return self._y_units(mean)
+                return mean, self._std(epistemic.variance + aleatoric)
+            return mean
 
     def predict_uncertainty(self, X):
         """The predictive mean and its standard deviation, split by source.
@@ -164,9 +165,9 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         """
         X = self._validated_inputs(X)
         with torch.no_grad():
-            mean, epistemic, aleatoric = self._moments(self._outputs(X))
+            epistemic, aleatoric = self._moments(self._outputs(X))
             variance = epistemic.variance
-            return Bunch(mean=self._y_units(mean), std=self._std(variance + aleatoric),
+            return Bunch(mean=self._y_units(epistemic.mean), std=self._std(variance + aleatoric),
                          epistemic_std=self._std(variance), aleatoric_std=self._std(aleatoric))
 
     def _moments(self, outputs, noise_std=None):
@@ -181,28 +182,22 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
 
         Returns
         -------
-        mean : tensor of shape (N, O)
-            The predictive mean.
         epistemic : GaussianPredictive or SampledPredictive
-            The distribution of the network's mean for y.
+            The distribution of the network's mean for y, whose mean is the
+            predictive mean.
         aleatoric : tensor of shape (N, O)
-            The expected noise variance: ``E[sigma(x)**2]`` over the outputs
-            under the heteroscedastic likelihood (exact for the Gaussian of a
-            linearised network, ``sigma = exp(s)`` with ``s`` Gaussian).
+            The expected noise variance (``E[sigma(x)**2]`` under the
+            heteroscedastic likelihood, see its ``predictive``).
         """
         if self.likelihood == "heteroscedastic":
-            n_outputs = outputs.mean.shape[-1] // 2
-            epistemic = outputs.columns(slice(0, n_outputs))
-            aleatoric = outputs.columns(slice(n_outputs, None)).expected_exp(2.0)
-        else:
-            noise_std = self._noise_std if noise_std is None else noise_std
-            epistemic, aleatoric = outputs, noise_std.square().expand_as(outputs.mean)
-        return epistemic.mean, epistemic, aleatoric
+            return HeteroscedasticGaussianLikelihood.predictive(outputs)
+        noise_std = self._noise_std if noise_std is None else noise_std
+        return outputs, noise_std.square().expand_as(outputs.mean)
 
     def _summarise(self, outputs, noise_std=None):
         """``(y_mean, y_std)`` from a distribution of the outputs and a noise std (network units)."""
-        mean, epistemic, aleatoric = self._moments(outputs, noise_std)
-        return self._y_units(mean), self._std(epistemic.variance + aleatoric)
+        epistemic, aleatoric = self._moments(outputs, noise_std)
+        return self._y_units(epistemic.mean), self._std(epistemic.variance + aleatoric)
 
     def _summarise_gaussian(self, mean, covariance, noise_std=None):
         """``(y_mean, y_std)`` from the outputs' mean ``(N, O)`` and covariance ``(N, O, O)``.

@@ -135,7 +135,30 @@ class GaussianLikelihood(nn.Module):
         return self.output_noise_std(n_outputs).expand(columns.shape[0], -1)
 
 
-class HeteroscedasticGaussianLikelihood(nn.Module):
+class NoNoiseParameter:
+    """What a likelihood without a noise std of its own answers: class labels
+    carry none, and a heteroscedastic network predicts its noise from the
+    inputs. Nothing beside the weights is learned, held fixed or sampled."""
+
+    learn_noise = False
+    n_state_columns = 0
+
+    def output_noise_std(self, n_outputs):
+        """None: no noise std the same at every input."""
+        return None
+
+    def member_noise_std(self, n_outputs):
+        return None
+
+    def frozen(self, n_outputs):
+        """The likelihood itself, which has no parameter to hold fixed."""
+        return self
+
+    def noise_from_state(self, columns, n_outputs):
+        return None
+
+
+class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
     """``N(y | mu(x), sigma(x)**2)`` per output, the network predicting both.
 
     The outputs ``(..., N, 2 O)`` hold the means in their first ``O``
@@ -164,8 +187,6 @@ class HeteroscedasticGaussianLikelihood(nn.Module):
         likelihood itself, before training ends.
     """
 
-    learn_noise = False
-    n_state_columns = 0
     #: The curvature of the mean, ``1 / sigma(x)**2``, moves with the noise head.
     curvature_varies_with_outputs = True
 
@@ -202,16 +223,27 @@ class HeteroscedasticGaussianLikelihood(nn.Module):
             terms = terms * torch.exp(2 * self.beta * log_std.detach())
         return terms.sum(-1)
 
-    def output_noise_std(self, n_outputs):
-        """None: the noise varies with the inputs."""
-        return None
+    @staticmethod
+    def predictive(outputs):
+        """The distribution of the mean and the expected noise variance, from the outputs' distribution.
 
-    def member_noise_std(self, n_outputs):
-        return None
+        Parameters
+        ----------
+        outputs : GaussianPredictive or SampledPredictive
+            Over outputs ``(N, 2 O)``.
 
-    def frozen(self, n_outputs):
-        """The likelihood itself, which has no parameter to hold fixed."""
-        return self
+        Returns
+        -------
+        mean : GaussianPredictive or SampledPredictive
+            Over the means ``(N, O)``.
+        noise_variance : tensor of shape (N, O)
+            ``E[sigma(x)**2] = E[exp(2 s)]``, exact for the Gaussian of a
+            linearised network (``exp(2 m + 2 v)``). It is taken on the
+            unclipped head: the clip guards the training and the curvature
+            against log stds no table's noise reaches.
+        """
+        n_outputs = outputs.mean.shape[-1] // 2
+        return outputs.columns(slice(0, n_outputs)), outputs.columns(slice(n_outputs, None)).expected_exp(2.0)
 
     def output_gradient(self, outputs, y):
         """``d(-log p(y | f)) / df`` per point, shape ``(N, 2 O)``: ``-(y - mu) / sigma**2`` and ``1 - z**2``."""
@@ -234,28 +266,12 @@ class HeteroscedasticGaussianLikelihood(nn.Module):
         """The log likelihood over state rows (see :class:`HeteroscedasticStateLikelihood`)."""
         return HeteroscedasticStateLikelihood(model, X, Y)
 
-    def noise_from_state(self, columns, n_outputs):
-        return None
 
-
-class CategoricalLikelihood(nn.Module):
+class CategoricalLikelihood(NoNoiseParameter, nn.Module):
     """``softmax(f)[y]``: logits ``(..., N, C)``, class indices ``(..., N, 1)`` (as floats)."""
 
-    learn_noise = False
-    n_state_columns = 0
     #: The curvature in the logits, ``diag(p) - p p^T``, vanishes as the probabilities saturate.
     curvature_varies_with_outputs = True
-
-    def output_noise_std(self, n_outputs):
-        """None: class labels carry no observation noise."""
-        return None
-
-    def member_noise_std(self, n_outputs):
-        return None
-
-    def frozen(self, n_outputs):
-        """The likelihood itself, which has no parameter to hold fixed."""
-        return self
 
     def log_prob(self, logits, y, perturbation=None):
         index = y[..., :1].long().expand(*logits.shape[:-1], 1)
@@ -296,9 +312,6 @@ class CategoricalLikelihood(nn.Module):
     def state_log_likelihood(self, model, X, Y):
         """The log likelihood over state rows (see :class:`CategoricalStateLikelihood`)."""
         return CategoricalStateLikelihood(model, X, Y[:, 0])
-
-    def noise_from_state(self, columns, n_outputs):
-        return None
 
 
 class GaussianDataFit(NamedTuple):
