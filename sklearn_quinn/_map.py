@@ -361,7 +361,7 @@ class EpochProgress(Callback):
 
 
 def train_net(module, criterion, X, Y, *, lr, lr_schedule, max_epochs, optimizer, callbacks,
-              device, verbose, iterator=TensorBatches, desc="MAP", **iterator_params):
+              device, verbose, iterator=TensorBatches, desc="MAP", warm_up=True, **iterator_params):
     """Minimise ``criterion(module(X_batch), Y_batch, module)`` through skorch.
 
     Parameters
@@ -378,6 +378,10 @@ def train_net(module, criterion, X, Y, *, lr, lr_schedule, max_epochs, optimizer
         among them) are passed to it.
     desc : str
         Label of the progress bar (``verbose=1``).
+    warm_up : bool, default=True
+        Fit the means first (:class:`MeanWarmUp`) when the criterion's
+        likelihood has a warm-up weight; False for a training that starts
+        from a mode (SWAG's trajectory).
 
     Returns
     -------
@@ -386,8 +390,7 @@ def train_net(module, criterion, X, Y, *, lr, lr_schedule, max_epochs, optimizer
     """
     progress = [("progress", EpochProgress(desc))] if verbose else []
     likelihood = getattr(criterion, "likelihood", None)
-    if hasattr(likelihood, "beta"):
-        progress.append(("mean_warm_up", MeanWarmUp(likelihood, max_epochs)))
+    warm = [("mean_warm_up", MeanWarmUp(likelihood, max_epochs))] if warm_up and hasattr(likelihood, "beta") else []
     schedule = []
     if lr_schedule == "cosine":
         annealing = LRScheduler(policy=torch.optim.lr_scheduler.CosineAnnealingLR, T_max=max_epochs)
@@ -402,7 +405,7 @@ def train_net(module, criterion, X, Y, *, lr, lr_schedule, max_epochs, optimizer
         iterator_train=iterator,
         **{f"iterator_train__{name}": value for name, value in iterator_params.items() if name != "batch_size"},
         batch_size=iterator_params.get("batch_size", 128),
-        callbacks=list(callbacks or []) + schedule + progress,
+        callbacks=list(callbacks or []) + warm + schedule + progress,
         device=device,
         verbose=0,
     )
@@ -454,7 +457,7 @@ def polishable(n_rows, module):
 
 
 def fit_map(module, X, Y, *, prior_precision, likelihood, lr, lr_schedule, max_epochs, batch_size,
-            optimizer, callbacks, device, seed, verbose, evidence=None, finish=True):
+            optimizer, callbacks, device, seed, verbose, evidence=None, finish=True, warm_up=True):
     """Train ``module`` to the MAP of ``likelihood`` under a Gaussian prior.
 
     Parameters
@@ -475,6 +478,8 @@ def fit_map(module, X, Y, *, prior_precision, likelihood, lr, lr_schedule, max_e
         through :meth:`EvidenceMaximisation.finish`; False for a loss that is
         random given the weights (dropout) or a trajectory that is not meant
         to reach a mode (SWAG's).
+    warm_up : bool, default=True
+        As for :func:`train_net`.
     seed : int
         Seeds the minibatch shuffling; the caller's global torch state is
         left untouched.
@@ -493,7 +498,7 @@ def fit_map(module, X, Y, *, prior_precision, likelihood, lr, lr_schedule, max_e
         module, NegativeLogPosterior(X.shape[0], prior_precision, likelihood), X, Y, lr=lr,
         lr_schedule=lr_schedule, max_epochs=max_epochs, optimizer=optimizer, callbacks=callbacks,
         device=device, verbose=verbose, batch_size=min(batch_size, X.shape[0]), shuffle=True,
-        generator=torch.Generator().manual_seed(seed),
+        generator=torch.Generator().manual_seed(seed), warm_up=warm_up,
     )
     if finish and polishable(X.shape[0], module):
         if evidence is None:

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from skorch.callbacks import Callback
 from torch import nn
 
 from sklearn_quinn import (
@@ -20,6 +21,7 @@ from sklearn_quinn import (
 )
 from sklearn_quinn._core.likelihoods import GaussianLikelihood, HeteroscedasticGaussianLikelihood
 from sklearn_quinn._core.network import FunctionalModel
+from sklearn_quinn._map import fit_map
 
 FAST = dict(hidden_layer_sizes=(8,), max_epochs=40, random_state=0)
 FAMILIES = {
@@ -122,6 +124,29 @@ def test_warm_up_weight_scales_each_point_by_its_noise():
     torch.testing.assert_close(weighted, plain * torch.exp(2 * log_std.detach()[:, 0]))
     (gradient,) = torch.autograd.grad(weighted.sum(), mean)
     torch.testing.assert_close(gradient, y - mean.detach())
+
+
+class RecordBeta(Callback):
+    """The likelihood's warm-up weight during each epoch (read as it ends)."""
+
+    def __init__(self, likelihood):
+        self.likelihood, self.betas = likelihood, []
+
+    def on_epoch_end(self, net, **kwargs):
+        self.betas.append(self.likelihood.beta)
+
+
+@pytest.mark.parametrize("warm_up", [True, False])
+def test_warm_up_anneals_over_the_first_half_unless_training_starts_at_a_mode(warm_up, linear_data):
+    X, y = linear_data
+    likelihood = HeteroscedasticGaussianLikelihood()
+    record = RecordBeta(likelihood)
+    fit_map(nn.Linear(3, 2).double(), X, y[:, None], prior_precision=1.0, likelihood=likelihood, lr=0.01,
+            lr_schedule="constant", max_epochs=10, batch_size=40, optimizer=torch.optim.Adam,
+            callbacks=[("record", record)], device="cpu", seed=0, verbose=0, finish=False, warm_up=warm_up)
+    expected = [1.0, 0.8, 0.6, 0.4, 0.2, 0.0, 0.0, 0.0, 0.0, 0.0] if warm_up else [0.0] * 10
+    np.testing.assert_allclose(record.betas, expected, atol=1e-12)
+    assert likelihood.beta == 0.0
 
 
 def test_training_ends_on_the_likelihood_itself(linear_data):

@@ -141,6 +141,7 @@ class SWAGMixin:
                 seed=self._split_seed,
                 verbose=self.verbose,
                 finish=False,  # the trajectory of constant-rate SGD is the point, not a mode
+                warm_up=False,  # it starts at the MAP, under the likelihood itself
             )
         return collect.state_, net.history[:, "train_loss"]
 
