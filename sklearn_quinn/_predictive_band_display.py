@@ -1,5 +1,8 @@
 """PredictiveBandDisplay: a regressor's predictive mean and band over its one feature.
 
+The band can show its two sources: the epistemic part (the network's mean under the
+weight posterior) inside the total (epistemic and observation noise).
+
 matplotlib is imported when the Display draws, not before.
 """
 
@@ -23,7 +26,8 @@ def _one_dimensional(name, values):
 class PredictiveBandDisplay:
     """Predictive mean and ``mean ± 2 std`` band of a regressor over its one feature.
 
-    Optionally with draws of ``y`` from the predictive and the data points.
+    Optionally with the epistemic part of the band drawn darker inside it, draws
+    of ``y`` from the predictive and the data points.
     Build it with :meth:`from_estimator` or :meth:`from_predictions`.
 
     Parameters
@@ -34,6 +38,9 @@ class PredictiveBandDisplay:
         Predictive mean at ``x``.
     y_std : ndarray of shape (n_points,)
         Total predictive standard deviation at ``x``.
+    y_epistemic_std : ndarray of shape (n_points,), default=None
+        Epistemic part of ``y_std`` (the standard deviation of the network's
+        mean); None draws the total band only.
     y_samples : ndarray of shape (n_points, n_draws), default=None
         Draws of ``y`` at ``x``, one per column.
     x_data, y_data : ndarray of shape (n_data,), default=None
@@ -45,6 +52,8 @@ class PredictiveBandDisplay:
         The predictive mean.
     band_ : matplotlib PolyCollection
         The band between ``y_pred - 2 y_std`` and ``y_pred + 2 y_std``.
+    epistemic_band_ : matplotlib PolyCollection or None
+        The band between ``y_pred ∓ 2 y_epistemic_std`` (None without it).
     draw_lines_ : list of matplotlib Line2D
         One line per column of ``y_samples`` (empty without draws).
     scatter_ : matplotlib PathCollection or None
@@ -68,10 +77,13 @@ class PredictiveBandDisplay:
     >>> plt.close(display.figure_)
     """
 
-    def __init__(self, *, x, y_pred, y_std, y_samples=None, x_data=None, y_data=None):
+    def __init__(
+        self, *, x, y_pred, y_std, y_epistemic_std=None, y_samples=None, x_data=None, y_data=None
+    ):
         self.x = x
         self.y_pred = y_pred
         self.y_std = y_std
+        self.y_epistemic_std = y_epistemic_std
         self.y_samples = y_samples
         self.x_data = x_data
         self.y_data = y_data
@@ -89,15 +101,11 @@ class PredictiveBandDisplay:
         self : PredictiveBandDisplay
         """
         ax = axes_or_new(f"{type(self).__name__}.plot", ax)
-        self.band_ = ax.fill_between(
-            self.x,
-            self.y_pred - _BAND_STDS * self.y_std,
-            self.y_pred + _BAND_STDS * self.y_std,
-            color="C0",
-            alpha=0.25,
-            linewidth=0,
-            label=f"mean ± {_BAND_STDS} std",
-        )
+        split = self.y_epistemic_std is not None
+        self.band_ = self._band(ax, self.y_std, 0.2, "total std" if split else "std")
+        self.epistemic_band_ = None
+        if split:
+            self.epistemic_band_ = self._band(ax, self.y_epistemic_std, 0.35, "epistemic std")
         self.draw_lines_ = []
         if self.y_samples is not None:
             self.draw_lines_ = ax.plot(self.x, self.y_samples, color="C1", linewidth=0.8, alpha=0.6)
@@ -114,8 +122,22 @@ class PredictiveBandDisplay:
         self.ax_, self.figure_ = ax, ax.figure
         return self
 
+    def _band(self, ax, std, alpha, name):
+        """Fill ``y_pred ± 2 std`` on ``ax``."""
+        return ax.fill_between(
+            self.x,
+            self.y_pred - _BAND_STDS * std,
+            self.y_pred + _BAND_STDS * std,
+            color="C0",
+            alpha=alpha,
+            linewidth=0,
+            label=f"mean ± {_BAND_STDS} {name}",
+        )
+
     @classmethod
-    def from_estimator(cls, estimator, X, y=None, *, n_draws=0, random_state=0, grid=None, ax=None):
+    def from_estimator(
+        cls, estimator, X, y=None, *, n_draws=0, split=True, random_state=0, grid=None, ax=None
+    ):
         """Plot a fitted regressor's predictive along its single feature.
 
         Parameters
@@ -123,12 +145,17 @@ class PredictiveBandDisplay:
         estimator : regressor
             Fitted, with ``predict(X, return_std=True)`` and
             ``sample_y(X, n_samples, random_state)``, on one feature and one target.
+            One with ``predict_uncertainty`` (every regressor of this package)
+            can show the two sources of its band.
         X : array-like of shape (n_samples, 1)
             Inputs: exactly one column. A DataFrame's column name is kept on the grid.
         y : array-like of shape (n_samples,), default=None
             Targets; when given, the points ``(X, y)`` are shown.
         n_draws : int, default=0
             Draws of ``y`` from ``sample_y`` to show.
+        split : bool, default=True
+            Draw the epistemic part of the band inside the total, when the
+            estimator has ``predict_uncertainty``.
         random_state : int, RandomState instance or None, default=0
             Seeds the draws.
         grid : array-like of shape (n_points,), default=None
@@ -156,7 +183,12 @@ class PredictiveBandDisplay:
         # A DataFrame (pandas or polars) keeps its column name, so the estimator sees the
         # feature name it was fitted with.
         grid_X = type(X)({X.columns[0]: grid}) if hasattr(X, "columns") else grid[:, None]
-        y_pred, y_std = estimator.predict(grid_X, return_std=True)
+        y_epistemic_std = None
+        if split and hasattr(estimator, "predict_uncertainty"):
+            parts = estimator.predict_uncertainty(grid_X)
+            y_pred, y_std, y_epistemic_std = parts.mean, parts.std, parts.epistemic_std
+        else:
+            y_pred, y_std = estimator.predict(grid_X, return_std=True)
         y_samples = None
         if n_draws > 0:
             y_samples = estimator.sample_y(grid_X, n_draws, random_state=random_state)
@@ -165,6 +197,7 @@ class PredictiveBandDisplay:
             y_pred,
             y_std,
             y_samples,
+            y_epistemic_std=y_epistemic_std,
             x_data=None if y is None else feature,
             y_data=y,
             ax=ax,
@@ -172,7 +205,16 @@ class PredictiveBandDisplay:
 
     @classmethod
     def from_predictions(
-        cls, x, y_pred, y_std, y_samples=None, x_data=None, y_data=None, *, ax=None
+        cls,
+        x,
+        y_pred,
+        y_std,
+        y_samples=None,
+        x_data=None,
+        y_data=None,
+        *,
+        y_epistemic_std=None,
+        ax=None,
     ):
         """Plot a predictive given on points ``x`` (sorted here, with the values along).
 
@@ -184,6 +226,8 @@ class PredictiveBandDisplay:
         y_samples : array-like of shape (n_points, n_draws), default=None
         x_data, y_data : array-like of shape (n_data,), default=None
             Data points; both or neither.
+        y_epistemic_std : array-like of shape (n_points,), default=None
+            Epistemic part of ``y_std``, drawn as an inner band; at most ``y_std``.
         ax : matplotlib Axes, default=None
 
         Returns
@@ -197,6 +241,13 @@ class PredictiveBandDisplay:
         )
         check_consistent_length(x, y_pred, y_std)
         order = np.argsort(x, kind="stable")
+        if y_epistemic_std is not None:
+            y_epistemic_std = _one_dimensional("y_epistemic_std", y_epistemic_std)
+            check_consistent_length(x, y_epistemic_std)
+            # The epistemic variance is one of the two non-negative terms of the total.
+            if np.any(y_epistemic_std > y_std * (1 + 1e-9)):
+                raise ValueError("y_epistemic_std must not exceed y_std: it is a part of it.")
+            y_epistemic_std = y_epistemic_std[order]
         if y_samples is not None:
             y_samples = np.asarray(y_samples, dtype=np.float64)
             if y_samples.ndim != 2 or len(y_samples) != len(x):
@@ -214,6 +265,7 @@ class PredictiveBandDisplay:
             x=x[order],
             y_pred=y_pred[order],
             y_std=y_std[order],
+            y_epistemic_std=y_epistemic_std,
             y_samples=y_samples,
             x_data=x_data,
             y_data=y_data,

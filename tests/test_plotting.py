@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from numpy.testing import assert_array_equal
 from sklearn.datasets import make_classification
-from sklearn.linear_model import LogisticRegression
+from sklearn.linear_model import BayesianRidge, LogisticRegression
 
 from sklearn_quinn import LaplaceRegressor
 from sklearn_quinn.mcmc import split_rhat
@@ -87,6 +87,11 @@ def test_band_from_estimator_draws_the_predictive_on_the_grid(regressor, wave, t
     band = display.band_.get_paths()[0].vertices[:, 1]
     assert band.min() == pytest.approx((y_pred - 2 * y_std).min())
     assert band.max() == pytest.approx((y_pred + 2 * y_std).max())
+    epistemic_std = regressor.predict_uncertainty(grid[:, None]).epistemic_std
+    assert_array_equal(display.y_epistemic_std, epistemic_std)
+    inner = display.epistemic_band_.get_paths()[0].vertices[:, 1]
+    assert inner.min() == pytest.approx((y_pred - 2 * epistemic_std).min())
+    assert inner.max() == pytest.approx((y_pred + 2 * epistemic_std).max())
     y_samples = regressor.sample_y(grid[:, None], 3, random_state=1)
     assert_array_equal(display.y_samples, y_samples)
     assert len(display.draw_lines_) == 3
@@ -101,6 +106,19 @@ def test_band_defaults_to_no_draws_and_no_data(regressor, wave):
     display = PredictiveBandDisplay.from_estimator(regressor, wave[0])
     assert display.y_samples is None and display.draw_lines_ == []
     assert display.scatter_ is None
+
+
+def test_band_without_the_split_draws_the_total_only(regressor, wave):
+    display = PredictiveBandDisplay.from_estimator(regressor, wave[0], split=False)
+    assert display.y_epistemic_std is None and display.epistemic_band_ is None
+
+
+def test_band_of_an_estimator_without_predict_uncertainty(wave):
+    estimator = BayesianRidge().fit(*wave)
+    display = PredictiveBandDisplay.from_estimator(estimator, wave[0])
+    y_pred, y_std = estimator.predict(display.x[:, None], return_std=True)
+    assert_array_equal(display.y_std, y_std)
+    assert display.epistemic_band_ is None
 
 
 def test_band_sorts_a_given_grid(regressor, wave):
@@ -121,10 +139,13 @@ def test_band_keeps_a_dataframe_column_name(wave):
 def test_band_from_predictions_sorts_every_array_along_x():
     x = np.array([2.0, 0.0, 1.0])
     y_samples = np.array([[20.0, 21.0], [0.0, 1.0], [10.0, 11.0]])
-    display = PredictiveBandDisplay.from_predictions(x, 10 * x, x + 1, y_samples)
+    display = PredictiveBandDisplay.from_predictions(
+        x, 10 * x, x + 1, y_samples, y_epistemic_std=x / 2
+    )
     assert_array_equal(display.x, [0.0, 1.0, 2.0])
     assert_array_equal(display.y_pred, [0.0, 10.0, 20.0])
     assert_array_equal(display.y_std, [1.0, 2.0, 3.0])
+    assert_array_equal(display.y_epistemic_std, [0.0, 0.5, 1.0])
     assert_array_equal(display.y_samples, y_samples[[1, 2, 0]])
 
 
@@ -148,6 +169,8 @@ def test_band_from_estimator_bad_input(regressor, X, kwargs, message):
         ({"y_samples": np.zeros((4, 2))}, "y_samples must have shape"),
         ({"x_data": np.zeros(3)}, "together"),
         ({"y_pred": np.zeros((3, 2))}, "y_pred must be one-dimensional"),
+        ({"y_epistemic_std": np.zeros(4)}, "inconsistent numbers of samples"),
+        ({"y_epistemic_std": np.full(3, 1.5)}, "must not exceed y_std"),
     ],
 )
 def test_band_from_predictions_bad_input(kwargs, message):

@@ -8,7 +8,8 @@ The six regressors of the package, fitted to the same 200 noisy points of
 ``|x| = 3``. Each panel shows the data, the predictive mean and the band
 ``mean ± 2 std`` of the *total* predictive standard deviation (weight
 uncertainty plus the estimated observation noise), as returned by
-``predict(X, return_std=True)``.
+``predict(X, return_std=True)``; the darker band inside it is ``mean ± 2
+epistemic_std``, the weight uncertainty alone, from ``predict_uncertainty``.
 
 What to look for: inside the data the methods recover the curve and a band
 about as wide as the noise (std 0.2); Bayes by backprop with its default
