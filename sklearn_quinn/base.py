@@ -37,6 +37,7 @@ from ._core.network import ACTIVATIONS, FunctionalModel, build_mlp
 from ._core.priors import GaussianPrior
 from ._core.pushforward import nonlinear_pushforward
 from ._map import EvidenceMaximisation, evidence_epochs, fit_map
+from ._persistence import DevicePortablePickle, resolve_device
 
 _DTYPES = {"float64": torch.float64, "float32": torch.float32}
 _MAX_SEED = np.iinfo(np.int32).max
@@ -52,11 +53,13 @@ MAP_TRAINING_CONSTRAINTS: dict = {
 }
 
 
-class BaseBayesianNetwork(BaseEstimator):
+class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
     """What every estimator shares: a torch backbone, its seeds, device and MAP.
 
     Subclasses (the regressor and classifier bases) set the likelihood and
-    turn a weight posterior into predictions.
+    turn a weight posterior into predictions. A fitted estimator pickled on
+    one device unpickles on a machine without it, on the CPU
+    (:class:`~sklearn_quinn._persistence.DevicePortablePickle`).
     """
 
     _parameter_constraints: dict = {
@@ -106,14 +109,8 @@ class BaseBayesianNetwork(BaseEstimator):
         return X, Y
 
     def _torch_setup(self):
-        """Check ``device`` and ``dtype``; keep them as torch objects."""
-        try:
-            device = torch.device(self.device)
-        except (RuntimeError, TypeError) as error:
-            raise ValueError(f"device={self.device!r} is not a torch device: {error}") from None
-        if device.type == "cuda" and not torch.cuda.is_available():
-            raise ValueError(f"device={self.device!r} was requested but CUDA is not available.")
-        self._device = device
+        """Check ``device`` (``'auto'``: CUDA where there is one) and ``dtype``; keep them as torch objects."""
+        self._device = resolve_device(self.device)
         self._dtype = _DTYPES[self.dtype]
 
     def _tensor(self, array):

@@ -103,7 +103,10 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
     dtype : {'float64', 'float32'}, default='float64'
         Torch dtype of the weights and the posterior algebra.
     device : str or torch.device, default='cpu'
-        Torch device for training, curvature and prediction.
+        Torch device for training, curvature and prediction (every family
+        has this parameter); 'auto' is CUDA where there is one, else the CPU.
+        A model fitted on a GPU and pickled unpickles, on the CPU, on a
+        machine without one.
     random_state : int, RandomState instance or None, default=None
         Seeds the initialisation, the minibatches and the weight samples.
     verbose : int, default=0

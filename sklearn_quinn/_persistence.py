@@ -1,0 +1,82 @@
+"""Pickling that survives a change of machine: a model fitted on a GPU loads on a CPU.
+
+Python's pickle rebuilds a CUDA tensor on CUDA, and fails where there is none,
+before the estimator could say where its tensors should go. So a fitted
+estimator pickles its state as one ``torch.save`` blob beside the device it
+was fitted on; unpickling loads the blob onto that device when this machine
+has it, and onto the CPU otherwise (with a warning, since a refit with the same
+``device`` would fail here).
+"""
+
+import io
+import warnings
+
+import torch
+
+_STATE = "_torch_state"
+_DEVICE = "_fitted_device"
+
+
+def device_available(device):
+    """Whether this machine can hold tensors on ``device`` (a torch.device)."""
+    if device.type == "cpu":
+        return True
+    if device.type == "cuda":
+        return torch.cuda.is_available() and (device.index or 0) < torch.cuda.device_count()
+    try:
+        torch.empty(0, device=device)
+    except (RuntimeError, AssertionError):
+        return False
+    return True
+
+
+def resolve_device(device):
+    """The torch.device of a ``device`` parameter: ``'auto'`` is CUDA where there is one, else the CPU.
+
+    Raises ValueError for a name torch does not know or a device this machine lacks.
+    """
+    if isinstance(device, str) and device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError) as error:
+        raise ValueError(f"device={device!r} is not a torch device: {error}") from None
+    if not device_available(resolved):
+        raise ValueError(f"device={device!r} was requested but this machine has no such device.")
+    return resolved
+
+
+class DevicePortablePickle:
+    """Mixin: a fitted estimator unpickles on the CPU when its fitting device is absent.
+
+    Needs a ``_device`` attribute (a torch.device) once fitted; an unfitted
+    estimator pickles as usual.
+    """
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        if "_device" not in state:
+            return state
+        blob = io.BytesIO()
+        torch.save(state, blob)
+        return {_STATE: blob.getvalue(), _DEVICE: str(state["_device"])}
+
+    def __setstate__(self, state):
+        if _STATE in state:
+            device = torch.device(state[_DEVICE])
+            available = device_available(device)
+            # weights_only=False: the blob is this object's own pickled state,
+            # trusted exactly as far as the pickle that holds it.
+            state = torch.load(
+                io.BytesIO(state[_STATE]), map_location=None if available else "cpu", weights_only=False
+            )
+            if not available:
+                warnings.warn(
+                    f"This {type(self).__name__} was fitted on {device}, which this machine does not "
+                    "have; its tensors are loaded on the CPU, where it predicts as fitted. "
+                    "Refitting needs set_params(device='cpu') or device='auto'.",
+                    UserWarning,
+                    stacklevel=2,
+                )
+                state["_device"] = torch.device("cpu")
+        super().__setstate__(state)

@@ -1,0 +1,139 @@
+"""Pickled models move between machines: one fitted on a GPU loads and predicts on a CPU.
+
+No GPU is needed: while pickling, a tagger ahead of torch's own (in its
+storage-location registry) labels every CPU storage 'cuda:0' and the
+estimator records a CUDA device, so the pickle is what a GPU machine writes,
+byte for byte in its device labels. Loaded plainly on a machine without CUDA,
+such a pickle fails (the first test shows it); the estimators load it on the CPU.
+"""
+
+import io
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from numpy.testing import assert_array_equal
+
+from sklearn_quinn import (
+    DeepEnsembleRegressor,
+    LaplaceClassifier,
+    LaplaceRegressor,
+    MCMCRegressor,
+    SMCRegressor,
+)
+from sklearn_quinn._persistence import device_available, resolve_device
+
+needs_no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="the machine has CUDA")
+
+
+@pytest.fixture
+def as_if_saved_on_cuda(monkeypatch):
+    """Storages saved while active are tagged 'cuda:0', as on a GPU machine."""
+
+    def tag_as_cuda(storage):
+        return "cuda:0" if storage.device.type == "cpu" else None
+
+    registry = torch.serialization._package_registry
+    monkeypatch.setattr(torch.serialization, "_package_registry", [(0, tag_as_cuda, lambda *_: None), *registry])
+    yield
+    monkeypatch.setattr(torch.serialization, "_package_registry", registry)
+
+
+def gpu_pickle(estimator, monkeypatch):
+    """``estimator`` pickled as a GPU machine would pickle it."""
+    saved = estimator._device
+    estimator._device = torch.device("cuda:0")
+    if hasattr(getattr(estimator, "net_", None), "device"):  # a skorch net, which has its own device
+        monkeypatch.setattr(estimator.net_, "device", "cuda")
+    try:
+        return pickle.dumps(estimator)
+    finally:
+        estimator._device = saved
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.RandomState(0)
+    X = rng.randn(40, 3)
+    return X, X @ [1.0, -0.5, 0.2] + 0.1 * rng.randn(40)
+
+
+@needs_no_cuda
+def test_a_plain_torch_load_of_a_gpu_pickle_fails(as_if_saved_on_cuda):
+    blob = io.BytesIO()
+    torch.save(torch.ones(2), blob)
+    with pytest.raises(RuntimeError, match="CUDA"):
+        torch.load(io.BytesIO(blob.getvalue()))
+
+
+@needs_no_cuda
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        LaplaceRegressor(hidden_layer_sizes=(8,), max_epochs=20, random_state=0),
+        DeepEnsembleRegressor(hidden_layer_sizes=(8,), n_estimators=2, max_epochs=20, random_state=0),
+        MCMCRegressor(hidden_layer_sizes=(8,), max_epochs=20, n_chains=2, n_burnin=5, n_samples=5, random_state=0),
+        SMCRegressor(hidden_layer_sizes=(4,), n_particles=16, n_mcmc_steps=1, n_leapfrog=5, random_state=0),
+    ],
+    ids=lambda estimator: type(estimator).__name__,
+)
+def test_a_model_fitted_on_a_gpu_predicts_the_same_on_the_cpu(estimator, data, as_if_saved_on_cuda, monkeypatch):
+    X, y = data
+    estimator.fit(X, y)
+    mean, std = estimator.predict(X, return_std=True)
+    blob = gpu_pickle(estimator, monkeypatch)
+    with pytest.warns(UserWarning, match="fitted on cuda:0, which this machine does not have"):
+        loaded = pickle.loads(blob)
+    assert loaded._device == torch.device("cpu")
+    loaded_mean, loaded_std = loaded.predict(X, return_std=True)
+    assert_array_equal(loaded_mean, mean)
+    assert_array_equal(loaded_std, std)
+    assert_array_equal(loaded.sample_y(X[:3], 4, random_state=0), estimator.sample_y(X[:3], 4, random_state=0))
+
+
+@needs_no_cuda
+def test_a_classifier_fitted_on_a_gpu_predicts_the_same_on_the_cpu(data, as_if_saved_on_cuda, monkeypatch):
+    X, y = data
+    classifier = LaplaceClassifier(hidden_layer_sizes=(8,), max_epochs=20, random_state=0).fit(X, y > 0)
+    blob = gpu_pickle(classifier, monkeypatch)
+    with pytest.warns(UserWarning, match="loaded on the CPU"):
+        loaded = pickle.loads(blob)
+    assert_array_equal(loaded.predict_proba(X), classifier.predict_proba(X))
+
+
+def test_a_cpu_pickle_round_trips_without_a_warning(data, recwarn):
+    estimator = LaplaceRegressor(hidden_layer_sizes=(8,), max_epochs=20, random_state=0).fit(*data)
+    loaded = pickle.loads(pickle.dumps(estimator))
+    assert not [w for w in recwarn if "fitted on" in str(w.message)]
+    assert_array_equal(loaded.predict(data[0]), estimator.predict(data[0]))
+
+
+def test_an_unfitted_estimator_pickles_its_parameters_only():
+    estimator = LaplaceRegressor(hidden_layer_sizes=(3,), device="auto")
+    assert "_torch_state" not in estimator.__getstate__()
+    assert pickle.loads(pickle.dumps(estimator)).get_params() == estimator.get_params()
+
+
+def test_auto_device_is_cuda_where_there_is_one():
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert resolve_device("auto").type == expected
+    fitted = LaplaceRegressor(hidden_layer_sizes=(3,), max_epochs=2, device="auto").fit([[0.0], [1.0]], [0.0, 1.0])
+    assert fitted._device.type == expected
+
+
+@needs_no_cuda
+@pytest.mark.parametrize(
+    "device, message",
+    [("tpu:9", "is not a torch device"), ("cuda", "has no such device"), ("cuda:3", "has no such device")],
+)
+def test_a_device_this_machine_lacks_is_refused(device, message):
+    with pytest.raises(ValueError, match=message):
+        LaplaceRegressor(device=device, max_epochs=2).fit([[0.0], [1.0]], [0.0, 1.0])
+
+
+@needs_no_cuda
+def test_device_availability():
+    assert device_available(torch.device("cpu"))
+    assert not device_available(torch.device("cuda:0"))
+    assert device_available(torch.device("meta"))
