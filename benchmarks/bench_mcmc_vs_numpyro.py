@@ -185,7 +185,7 @@ def run_ours(log_density, start, n_samples, step_size, n_leapfrog, seed, compile
         result = run_chains(log_density, start, sampler="hmc", n_samples=n_samples, n_burnin=0,
                             step_size=step_size, n_leapfrog=n_leapfrog, adapt_step_size=False,
                             compile=compile, generator=generator)
-    return clock, float(result.acceptance.mean()), int(result.n_divergent.sum())
+    return clock, float(result.acceptance.mean()), int(result.divergent.sum())
 
 
 # ---------------------------------------------------------------- NumPyro

@@ -58,7 +58,7 @@ def test_correlated_gaussian_moments(sampler):
     assert (np.abs(flat.mean(0)) < 4 * std / np.sqrt(ess)).all()
     np.testing.assert_allclose(flat.std(0), std, rtol=0.10)
     assert abs(np.corrcoef(flat.T)[0, 1] - 0.9) < 0.05
-    assert int(result.n_divergent.sum()) == 0
+    assert int(result.divergent.sum()) == 0
 
 
 @pytest.mark.slow
@@ -168,7 +168,7 @@ def test_divergences_are_rejected_and_counted():
     result = run_chains(steep, torch.full((3, 2), 0.5, dtype=torch.float64), sampler="hmc",
                         n_samples=20, n_burnin=0, step_size=10.0, n_leapfrog=5,
                         generator=torch.Generator().manual_seed(0))
-    assert int(result.n_divergent.sum()) > 0
+    assert int(result.divergent.sum()) > 0
     assert torch.isfinite(result.draws).all()
     torch.testing.assert_close(result.draws, torch.full_like(result.draws, 0.5))
 

@@ -11,6 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._core.log_posterior import log_posterior
 from .._core.priors import GaussianPrior
 from .._draws import DrawsMixin
+from .._inference_data import InferenceDataMixin
 from .._regressor_base import BaseBayesianRegressor
 from ..base import MAP_TRAINING_CONSTRAINTS
 from ._diagnostics import effective_sample_size, split_rhat
@@ -23,7 +24,7 @@ from ._hierarchical import (
 from ._sampling import SAMPLERS, run_chains
 
 
-class MCMCMixin(HyperpriorMixin, DrawsMixin):
+class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
     """Batched chains from the log posterior: starts, joblib groups, diagnostics.
 
     Its ``_fit`` serves :class:`MCMCRegressor` and :class:`MCMCClassifier`; the
@@ -150,16 +151,17 @@ class MCMCMixin(HyperpriorMixin, DrawsMixin):
         self.chains_ = self._to_numpy(draws)
         self.acceptance_rate_ = self._to_numpy(torch.cat([r.acceptance.mean(1) for r in results]))
         self._acceptance = torch.cat([r.acceptance for r in results])
-        self.n_divergent_ = int(sum(int(r.n_divergent.sum()) for r in results))
+        self._divergent = torch.cat([r.divergent for r in results])
+        self.n_divergent_ = int(self._divergent.sum())
         # A kernel without a step size (adaptive Metropolis) reports None.
         self.step_size_ = (
             None if results[0].step_size is None else self._to_numpy(torch.cat([r.step_size for r in results]))
         )
-        self.trajectory_length_ = None
+        self.trajectory_length_ = self._n_leapfrog = None
         if results[0].n_leapfrog is not None:
-            n_leapfrog = torch.cat([r.n_leapfrog for r in results])
-            self.trajectory_length_ = self._to_numpy(n_leapfrog.mean(1))
-            self._warn_at_max_depth(n_leapfrog)
+            self._n_leapfrog = torch.cat([r.n_leapfrog for r in results])
+            self.trajectory_length_ = self._to_numpy(self._n_leapfrog.mean(1))
+            self._warn_at_max_depth(self._n_leapfrog)
         if self.n_samples >= 4:
             self.rhat_ = split_rhat(self.chains_)
             self.ess_ = effective_sample_size(self.chains_)
@@ -167,6 +169,27 @@ class MCMCMixin(HyperpriorMixin, DrawsMixin):
             self.rhat_ = self.ess_ = np.full(self.chains_.shape[-1], np.nan)
         return draws.flatten(0, 1)
 
+
+    def _chain_shape(self):
+        return self.chains_.shape[:2]
+
+    def _sample_stats(self):
+        """Per draw: its thinning block's mean acceptance probability, whether
+        any step of it diverged, the step size and (NUTS) its leapfrog steps."""
+        n_chains, n_draws = self._chain_shape()
+
+        def by_draw(per_step):
+            return per_step.reshape(n_chains, n_draws, self.thin)
+
+        stats = {
+            "acceptance_rate": self._to_numpy(by_draw(self._acceptance).mean(-1)),
+            "diverging": by_draw(self._divergent).any(-1).cpu().numpy(),
+        }
+        if self.step_size_ is not None:
+            stats["step_size"] = np.repeat(self.step_size_[:, None], n_draws, axis=1)
+        if self._n_leapfrog is not None:
+            stats["n_steps"] = by_draw(self._n_leapfrog).sum(-1).cpu().numpy()
+        return stats, {"sampler": self.sampler, "n_burnin": self.n_burnin, "thin": self.thin}
 
     def _warn_at_max_depth(self, n_leapfrog):
         """Warn, as Stan does, when NUTS trajectories were cut at ``max_tree_depth``."""

@@ -47,9 +47,9 @@ SAMPLERS = {
 class ChainResult(NamedTuple):
     draws: torch.Tensor  # (C, n_samples, P), whole state rows
     acceptance: torch.Tensor  # (C, n_samples * thin), acceptance probability per sampling step
-    # (C,), while sampling: burn-in's, while the step size is searched, say nothing of the draws
-    # (Stan reports the sampling phase's alone).
-    n_divergent: torch.Tensor
+    # (C, n_samples * thin), whether each sampling step diverged: burn-in's, while the step size is
+    # searched, say nothing of the draws (Stan reports the sampling phase's alone).
+    divergent: torch.Tensor
     step_size: torch.Tensor | None  # (C,), the one used for sampling; None for a kernel without one
     inverse_mass: torch.Tensor | None  # (C, K), the diagonal inverse mass while sampling; None for a kernel without one
     # (C, n_samples * thin), the leapfrog steps of each sampling step's trajectory, for a kernel that
@@ -107,14 +107,10 @@ def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin
     window = WindowedVariance()
     window_start = int(0.15 * n_burnin)
 
-    n_chains = position.shape[0]
-    n_divergent = torch.zeros(n_chains, dtype=torch.long, device=position.device)
-    draws, acceptance, n_leapfrog = [], [], []
+    draws, acceptance, divergent, n_leapfrog = [], [], [], []
     accepted_total = 0.0
     for t in range(n_burnin + n_samples * thin):
         state, info = step(generator, state)
-        if t >= n_burnin:
-            n_divergent += info.is_divergent
         accepted_total += float(info.acceptance_probability.mean())
         if t < n_burnin:
             if adapting:
@@ -129,6 +125,7 @@ def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin
                 state = _retuned(state, step_size=search.final_step_size)
         else:
             acceptance.append(info.acceptance_probability)
+            divergent.append(info.is_divergent)
             if info.n_leapfrog is not None:
                 n_leapfrog.append(info.n_leapfrog)
             if (t - n_burnin + 1) % thin == 0:
@@ -138,8 +135,8 @@ def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin
     draws = torch.stack(draws, dim=1)
     final_step_size = getattr(_kernel_state(state), "step_size", None)
     inverse_mass = getattr(_kernel_state(state), "inverse_mass", None)
-    return ChainResult(draws, torch.stack(acceptance, dim=1), n_divergent, final_step_size, inverse_mass,
-                       torch.stack(n_leapfrog, dim=1) if n_leapfrog else None)
+    return ChainResult(draws, torch.stack(acceptance, dim=1), torch.stack(divergent, dim=1), final_step_size,
+                       inverse_mass, torch.stack(n_leapfrog, dim=1) if n_leapfrog else None)
 
 
 def _kernel_state(state):

@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._core.log_posterior import state_prior
 from .._core.priors import GaussianPrior, LogisticPrior
 from .._draws import DrawsMixin
+from .._inference_data import InferenceDataMixin
 from .._regressor_base import BaseBayesianRegressor
 from ..base import MAP_TRAINING_CONSTRAINTS
 from ..mcmc._hierarchical import (
@@ -22,7 +23,7 @@ from ._engine import gibbs_mutation, hmc_mutation, run_smc
 PRIORS = {"gaussian": GaussianPrior, "logistic": LogisticPrior}
 
 
-class SMCMixin(HyperpriorMixin, DrawsMixin):
+class SMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
     """Particles from the prior annealed to the posterior; the fitted attributes they give.
 
     Its ``_fit`` serves :class:`SMCRegressor` and :class:`SMCClassifier`. No
@@ -120,6 +121,19 @@ class SMCMixin(HyperpriorMixin, DrawsMixin):
         weights = result.log_weights.exp()
         self.weights_ = self._to_numpy(weights)
         return result.particles, weights, result.log_evidence
+
+    def _chain_shape(self):
+        """The particles are one chain of draws, each with its weight."""
+        return 1, len(self.weights_)
+
+    def _sample_stats(self):
+        """Per particle: its weight and its last mutation's step size and
+        leapfrog steps; the stages (tempering exponents, ESS, acceptance) and
+        the log evidence as attributes."""
+        stats = {"weight": self.weights_, "step_size": self.step_size_, "n_steps": self.n_leapfrog_}
+        stages = {"lambdas": self.lambdas_, "ess_history": self.ess_history_,
+                  "acceptance_history": self.acceptance_history_, "log_evidence": self.log_evidence_}
+        return {name: value[None] for name, value in stats.items()}, stages
 
 
 class SMCRegressor(SMCMixin, BaseBayesianRegressor):

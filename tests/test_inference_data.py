@@ -1,0 +1,119 @@
+"""to_inference_data: the MCMC and SMC draws as ArviZ's InferenceData, value for value."""
+
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.exceptions import NotFittedError
+
+from sklearn_quinn import MCMCClassifier, MCMCRegressor, SMCRegressor
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", FutureWarning)  # ArviZ 0.2x announces its 1.0 refactor
+    arviz = pytest.importorskip("arviz")
+
+SMALL = dict(hidden_layer_sizes=(4,), max_epochs=30, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.RandomState(0)
+    X = rng.randn(40, 2)
+    return X, X @ [1.0, -0.5] + 0.3 * rng.randn(40)
+
+
+@pytest.fixture(scope="module")
+def hmc(data):
+    return MCMCRegressor(n_chains=3, n_burnin=30, n_samples=40, thin=2, **SMALL).fit(*data)
+
+
+def test_the_posterior_holds_every_weight_per_chain_and_draw(hmc):
+    idata = hmc.to_inference_data()
+    assert dict(idata.posterior.sizes)["chain"] == 3 and dict(idata.posterior.sizes)["draw"] == 40
+    start = 0
+    for name, shape, size in zip(hmc._model.names, hmc._model.shapes, hmc._model.sizes):
+        values = idata.posterior[name].values
+        assert values.shape == (3, 40, *shape)
+        assert_array_equal(values.reshape(3, 40, size), hmc.chains_[..., start : start + size])
+        start += size
+    assert idata.attrs["estimator"] == "MCMCRegressor"
+
+
+def test_the_noise_is_per_draw_in_the_units_of_y(hmc):
+    noise = hmc.to_inference_data().posterior["noise_std"].values
+    assert noise.shape == (3, 40, 1)
+    # noise_std_ is the root mean square of the draws' noise std.
+    assert_allclose(np.sqrt(np.mean(noise**2)), hmc.noise_std_, rtol=1e-12)
+    # The sampled column is the log noise std in the network's units (normalize_y scales it).
+    n_params = hmc._model.n_params
+    assert_allclose(noise[..., 0], np.exp(hmc.chains_[..., n_params]) * hmc._y_scale[0], rtol=1e-12)
+
+
+def test_sample_stats_summarise_each_thinning_block(hmc):
+    stats = hmc.to_inference_data().sample_stats
+    assert_allclose(stats["acceptance_rate"].values.mean(1), hmc.acceptance_rate_, rtol=1e-12)
+    assert stats["diverging"].values.dtype == bool
+    assert int(stats["diverging"].values.sum()) <= hmc.n_divergent_
+    assert_array_equal(stats["step_size"].values, np.repeat(hmc.step_size_[:, None], 40, axis=1))
+    assert stats.attrs["sampler"] == "hmc" and stats.attrs["thin"] == 2
+
+
+def test_arviz_diagnostics_agree_with_the_fitted_ones(hmc):
+    """ArviZ's rank-normalised split R-hat and bulk ESS (Vehtari et al. 2021) are the package's."""
+    idata = hmc.to_inference_data()
+    name = hmc._model.names[0]
+    size = hmc._model.sizes[0]
+    assert_allclose(arviz.rhat(idata, var_names=[name])[name].values.ravel(), hmc.rhat_[:size], rtol=1e-6)
+    assert_allclose(arviz.ess(idata, var_names=[name])[name].values.ravel(), hmc.ess_[:size], rtol=1e-6)
+    assert "mean" in arviz.summary(idata, var_names=["noise_std"]).columns
+
+
+def test_nuts_reports_its_leapfrog_steps_and_each_divergence(data):
+    nuts = MCMCRegressor(sampler="nuts", n_chains=2, n_burnin=20, n_samples=15, **SMALL).fit(*data)
+    stats = nuts.to_inference_data().sample_stats
+    assert_allclose(stats["n_steps"].values.mean(1), nuts.trajectory_length_, rtol=1e-12)
+    assert int(stats["diverging"].values.sum()) == nuts.n_divergent_  # thin=1: one step a draw
+
+
+def test_sampled_prior_precisions_are_a_variable_by_group(data):
+    model = MCMCRegressor(hyperprior="gamma", n_chains=2, n_burnin=20, n_samples=10, **SMALL).fit(*data)
+    precision = model.to_inference_data().posterior["prior_precision"]
+    assert list(precision.coords["group"].values) == list(model.prior_precisions_)
+    assert_array_equal(precision.values.reshape(20, -1), model.prior_precision_samples_)
+
+
+def test_a_classifier_and_a_heteroscedastic_regressor_have_no_noise_variable(data):
+    X, y = data
+    classifier = MCMCClassifier(n_chains=2, n_burnin=10, n_samples=5, **SMALL).fit(X, y > 0)
+    heteroscedastic = MCMCRegressor(likelihood="heteroscedastic", n_chains=2, n_burnin=10, n_samples=5,
+                                    **SMALL).fit(X, y)
+    for model in (classifier, heteroscedastic):
+        posterior = model.to_inference_data().posterior
+        assert "noise_std" not in posterior
+        assert set(posterior.data_vars) == {*model._model.names, "prior_precision"}
+
+
+def test_smc_particles_are_one_weighted_chain(data):
+    smc = SMCRegressor(hidden_layer_sizes=(3,), n_particles=32, n_mcmc_steps=1, n_leapfrog=5,
+                       random_state=0).fit(*data)
+    idata = smc.to_inference_data()
+    assert dict(idata.posterior.sizes)["chain"] == 1 and dict(idata.posterior.sizes)["draw"] == 32
+    assert_array_equal(idata.sample_stats["weight"].values[0], smc.weights_)
+    assert_array_equal(idata.sample_stats["n_steps"].values[0], smc.n_leapfrog_)
+    assert idata.sample_stats.attrs["lambdas"][-1] == 1.0
+    assert idata.sample_stats.attrs["log_evidence"] == smc.log_evidence_
+    first = smc._model.names[0]
+    assert_array_equal(idata.posterior[first].values.reshape(32, -1), smc.particles_[:, : smc._model.sizes[0]])
+
+
+def test_without_arviz_the_error_says_how_to_install_it(hmc, monkeypatch):
+    monkeypatch.setitem(sys.modules, "arviz", None)
+    with pytest.raises(ImportError, match=r"pip install 'sklearn_quinn\[arviz\]'"):
+        hmc.to_inference_data()
+
+
+def test_an_unfitted_estimator_has_no_draws():
+    with pytest.raises(NotFittedError):
+        MCMCRegressor().to_inference_data()
