@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._core.curvature import CURVATURES, STRUCTURES
+from .._core.last_layer import LastLayerModel
 from .._core.pushforward import linear_pushforward
 from ..base import MAP_TRAINING_CONSTRAINTS
 from ._engine import LaplaceApproximation
@@ -33,6 +34,7 @@ class LaplaceMixin(GridsearchPriorMixin):
     _laplace_constraints: dict = {
         **MAP_TRAINING_CONSTRAINTS,
         "hessian_structure": [StrOptions(set(STRUCTURES))],
+        "subset_of_weights": [StrOptions({"all", "last_layer"})],
         "curvature": [StrOptions(set(CURVATURES))],
         "cov_scale": [Interval(Real, 0, None, closed="neither")],
         "pushforward": [StrOptions({"linear", "nonlinear"})],
@@ -50,10 +52,16 @@ class LaplaceMixin(GridsearchPriorMixin):
         self._map_noise_std = likelihood.output_noise_std(Y.shape[1])
         # A learned prior keeps its shape across groups; prior_precision_ then scales it.
         learned = self.prior_std is None and not isinstance(self.prior_precision, Real)
+        prior_shape = prior.precision if learned else None
+        if self.subset_of_weights == "last_layer":
+            self._model = LastLayerModel(self._model, theta, self._tensor(X))
+            theta = self._model.flatten()
+            prior_shape = None if prior_shape is None else prior_shape[self._model.index.to(theta.device)]
+            self.prior_precisions_ = {name: self.prior_precisions_[name] for name in self._model.names}
         self._group_precisions = self.prior_precisions_ if learned else dict.fromkeys(self.prior_precisions_, 1.0)
         self._laplace = LaplaceApproximation(
             self._model, theta, self._tensor(X), self._tensor(Y), likelihood.frozen(Y.shape[1]),
-            kind=self.curvature, structure=self.hessian_structure, prior_shape=prior.precision if learned else None,
+            kind=self.curvature, structure=self.hessian_structure, prior_shape=prior_shape,
         )
         self._noise_scale = 1.0
         self.prior_precision_ = 1.0 if learned else (self.prior_std or 1.0) ** -2

@@ -29,6 +29,8 @@ class LaplaceClassifier(LaplaceClassificationMixin, LaplaceMixin, BaseBayesianCl
 batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor`.
     hessian_structure : {'full', 'diag'}, default='full'
+    subset_of_weights : {'all', 'last_layer'}, default='all'
+        As for :class:`~sklearn_quinn.LaplaceRegressor`.
     curvature : {'ggn', 'hessian', 'ef'}, default='ggn'
     cov_scale : float or 'loo', default='loo'
         The ``s`` of ``Sigma = (s H)^-1``. 'loo' picks it on a grid from 1
@@ -122,6 +124,7 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         module=None,
         prior_std=None,
         hessian_structure="full",
+        subset_of_weights="all",
         curvature="ggn",
         cov_scale="loo",
         pushforward="linear",
@@ -147,6 +150,7 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         self.module = module
         self.prior_std = prior_std
         self.hessian_structure = hessian_structure
+        self.subset_of_weights = subset_of_weights
         self.curvature = curvature
         self.cov_scale = cov_scale
         self.pushforward = pushforward

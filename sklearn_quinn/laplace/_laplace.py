@@ -62,6 +62,15 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         splits the predictive std into the weights' part and the noise's.
     hessian_structure : {'full', 'diag'}, default='full'
         Full ``K x K`` curvature or its diagonal.
+    subset_of_weights : {'all', 'last_layer'}, default='all'
+        The weights the posterior covers. 'last_layer' puts it on the final
+        ``nn.Linear`` only, the rest fixed at the MAP (Kristiadi et al. 2020,
+        "Being Bayesian, even just a bit, fixes overconfidence in ReLU
+        networks"): the network is linear in those weights, so the Laplace
+        posterior, its evidence and the linearised predictive are exact for
+        them, at the cost of a linear model of the last hidden layer,
+        whatever the size of the body. The MAP's learned prior precisions of
+        that layer are kept; ``prior_precisions_`` lists its groups only.
     curvature : {'ggn', 'hessian', 'ef'}, default='ggn'
         Generalised Gauss-Newton, exact Hessian, or empirical Fisher (summed over
         the training points) of the negative log-likelihood.
@@ -187,6 +196,7 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         noise_std=None,
         likelihood="gaussian",
         hessian_structure="full",
+        subset_of_weights="all",
         curvature="ggn",
         cov_scale=1.0,
         pushforward="linear",
@@ -214,6 +224,7 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         self.noise_std = noise_std
         self.likelihood = likelihood
         self.hessian_structure = hessian_structure
+        self.subset_of_weights = subset_of_weights
         self.curvature = curvature
         self.cov_scale = cov_scale
         self.pushforward = pushforward

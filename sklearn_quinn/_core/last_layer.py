@@ -1,0 +1,111 @@
+"""The network as a function of its last linear layer alone, the rest fixed at the MAP.
+
+A last-layer Laplace approximation (Snoek et al. 2015, "Scalable Bayesian
+optimization using deep neural networks"; Kristiadi et al. 2020, "Being
+Bayesian, even just a bit, fixes overconfidence in ReLU networks") puts the
+posterior on the weights of the final ``nn.Linear`` only. The network is then
+exactly linear in those weights,
+
+    ``f(x) = W phi(x) + b + r(x)``,
+
+with ``phi(x)`` the layer's input and ``r(x)`` whatever reaches the outputs
+around it (a linear skip's term; zero for a plain MLP), both fixed by the
+other weights. The last layer is the last ``nn.Linear`` of the module (of
+its MLP, for a :class:`~sklearn_quinn._core.network.LinearSkipMLP`). Its
+Jacobian is ``e_o phi(x)^T`` and ``e_o``, so the curvature, evidence and
+predictive cost what a linear model of ``phi`` costs, whatever the size of
+the body.
+"""
+
+import copy
+
+import torch
+from torch import nn
+
+from .network import FunctionalModel, LinearSkipMLP
+
+
+class LastLayerModel:
+    """``f(theta_last, X)`` of a trained network, its other weights at ``theta``.
+
+    Offers what the Laplace engine and the pushforwards use of a
+    :class:`~sklearn_quinn._core.network.FunctionalModel`: ``__call__``,
+    ``single``, ``jacobian``, ``flatten``, ``by_row_blocks`` and the layout
+    (``names``, ``shapes``, ``sizes``, ``n_params``, ``max_width``).
+
+    Parameters
+    ----------
+    model : FunctionalModel
+        The whole network; its module holds the weights ``theta``.
+    theta : tensor of shape (K,)
+        The whole network's weights (the MAP).
+    X : tensor of shape (N, D)
+        Inputs on which the network is checked to be affine in the last layer.
+
+    Raises
+    ------
+    ValueError
+        When the module has no ``nn.Linear``, or its outputs are not the last
+        one's outputs plus a term that does not depend on its weights.
+    """
+
+    def __init__(self, model, theta, X):
+        module = model.module
+        # A linear skip's map is not a layer of the network's depth: the last layer is its MLP's.
+        prefix, body = ("mlp.", module.mlp) if isinstance(module, LinearSkipMLP) else ("", module)
+        linears = [(prefix + name, layer) for name, layer in body.named_modules() if isinstance(layer, nn.Linear)]
+        if not linears:
+            raise ValueError("subset_of_weights='last_layer' needs a module with an nn.Linear layer.")
+        name, self._layer = linears[-1]
+        self._body = module
+        prefix = f"{name}." if name else ""
+        self._head = FunctionalModel(copy.deepcopy(self._layer))
+        self.names = [prefix + local for local in self._head.names]
+        self.shapes, self.sizes = self._head.shapes, self._head.sizes
+        self.n_params, self.max_width = self._head.n_params, self._head.max_width
+        self.index = torch.cat([torch.arange(*model._slices[full][:2]) for full in self.names])
+        self._theta = theta[self.index]
+        self._check_affine(model, theta, X[:8])
+
+    def _check_affine(self, model, theta, X):
+        """Refuse a module whose outputs pass the last layer's through anything but a sum."""
+        moved = self._theta + 1.0
+        full = theta.clone()
+        full[self.index] = moved
+        if not torch.allclose(model.single(full, X), self.single(moved, X), rtol=1e-6, atol=1e-8):
+            raise ValueError(
+                "subset_of_weights='last_layer' needs a network whose outputs are its last nn.Linear's "
+                "outputs plus a term free of that layer's weights (an MLP, with or without a linear skip)."
+            )
+
+    def features(self, X):
+        """The last layer's input ``phi (N, H)`` and the term around it ``r (N, O)``, at the MAP."""
+        captured = []
+        handle = self._layer.register_forward_hook(lambda _, inputs, outputs: captured.append((inputs[0], outputs)))
+        try:
+            with torch.no_grad():
+                outputs = self._body(X)
+        finally:
+            handle.remove()
+        phi, layer_outputs = captured[-1]
+        outputs = outputs.reshape(layer_outputs.shape)  # a custom module's (N,) for one output
+        return phi, outputs - layer_outputs
+
+    def flatten(self):
+        """The last layer's MAP weights ``(k,)``."""
+        return self._theta.clone()
+
+    def __call__(self, theta, X):
+        """Outputs ``(S, N, O)`` for last-layer rows ``theta (S, k)`` and inputs ``X (N, D)``."""
+        phi, rest = self.features(X)
+        return self._head(theta, phi) + rest
+
+    def single(self, theta, X):
+        return self(theta.unsqueeze(0), X)[0]
+
+    def jacobian(self, theta, X):
+        """``(N, O, k)``: the layer's Jacobian at its input ``phi(X)``."""
+        return self._head.jacobian(theta, self.features(X)[0])
+
+    def by_row_blocks(self, function, rows, n_points):
+        return self._head.by_row_blocks(function, rows, n_points)
