@@ -316,8 +316,9 @@ def test_full_curvature_over_the_memory_budget_is_refused(wave_data, monkeypatch
     X, y = wave_data
     monkeypatch.setattr(curvature_module, "MAX_FULL_MATRIX_BYTES", 10_000)
     with pytest.raises(ValueError, match=r"67 x 67 matrix .*hessian_structure='diag'"):
-        fast().fit(X, y)
+        fast(hessian_structure="full").fit(X, y)
     fast(hessian_structure="diag").fit(X, y)
+    assert fast().fit(X, y).hessian_structure_ == "diag"  # 'auto' stays under the budget
 
 
 def test_std_and_cov_together_is_an_error(wave_data):

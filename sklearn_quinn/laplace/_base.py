@@ -8,7 +8,7 @@ import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._core.curvature import CURVATURES, STRUCTURES
+from .._core.curvature import CURVATURES, STRUCTURES, choose_structure, machine_memory_bytes
 from .._core.last_layer import LastLayerModel
 from .._core.pushforward import linear_pushforward
 from ..base import MAP_TRAINING_CONSTRAINTS
@@ -33,7 +33,8 @@ class LaplaceMixin(GridsearchPriorMixin):
 
     _laplace_constraints: dict = {
         **MAP_TRAINING_CONSTRAINTS,
-        "hessian_structure": [StrOptions(set(STRUCTURES))],
+        "hessian_structure": [StrOptions({*STRUCTURES, "auto"})],
+        "memory_budget": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         "subset_of_weights": [StrOptions({"all", "last_layer"})],
         "curvature": [StrOptions(set(CURVATURES))],
         "cov_scale": [Interval(Real, 0, None, closed="neither")],
@@ -59,9 +60,10 @@ class LaplaceMixin(GridsearchPriorMixin):
             prior_shape = None if prior_shape is None else prior_shape[self._model.index.to(theta.device)]
             self.prior_precisions_ = {name: self.prior_precisions_[name] for name in self._model.names}
         self._group_precisions = self.prior_precisions_ if learned else dict.fromkeys(self.prior_precisions_, 1.0)
+        self._choose_structure(theta)
         self._laplace = LaplaceApproximation(
             self._model, theta, self._tensor(X), self._tensor(Y), likelihood.frozen(Y.shape[1]),
-            kind=self.curvature, structure=self.hessian_structure, prior_shape=prior_shape,
+            kind=self.curvature, structure=self.hessian_structure_, prior_shape=prior_shape,
         )
         self._noise_scale = 1.0
         self.prior_precision_ = 1.0 if learned else (self.prior_std or 1.0) ** -2
@@ -77,8 +79,18 @@ class LaplaceMixin(GridsearchPriorMixin):
         if self.prior_precision == "gridsearch":
             self._search_prior_precision(held_out)
 
+    def _choose_structure(self, theta):
+        """Set ``hessian_structure_`` and ``hessian_structure_reason_``."""
+        if self.hessian_structure != "auto":
+            self.hessian_structure_, self.hessian_structure_reason_ = self.hessian_structure, "as asked"
+            return
+        budget = machine_memory_bytes() // 4 if self.memory_budget == "auto" else self.memory_budget
+        self.hessian_structure_, self.hessian_structure_reason_ = choose_structure(
+            theta.shape[0], theta.dtype, budget
+        )
+
     def _warn_noise_inflation(self):
-        if self.hessian_structure == "diag" and self._noise_scale > _NOISE_INFLATION_WARNING:
+        if self.hessian_structure_ == "diag" and self._noise_scale > _NOISE_INFLATION_WARNING:
             warnings.warn(
                 f"The diagonal Laplace evidence raised the noise std {self._noise_scale:.1f}-fold "
                 "over the MAP's. The diagonal's log-determinant overstates the Occam factor "

@@ -28,7 +28,8 @@ class LaplaceClassifier(LaplaceClassificationMixin, LaplaceMixin, BaseBayesianCl
     hidden_layer_sizes, activation, linear_skip, module, prior_std, lr, lr_schedule, max_epochs, \\
 batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor`.
-    hessian_structure : {'full', 'diag'}, default='full'
+    hessian_structure : {'auto', 'full', 'diag'}, default='auto'
+    memory_budget : int or 'auto', default='auto'
     subset_of_weights : {'all', 'last_layer'}, default='all'
         As for :class:`~sklearn_quinn.LaplaceRegressor`.
     curvature : {'ggn', 'hessian', 'ef'}, default='ggn'
@@ -72,6 +73,8 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         precision of each parameter tensor); empty when nothing is learned.
     classes_ : ndarray of shape (n_classes,)
     posterior_ : GaussianPosterior
+    hessian_structure_, hessian_structure_reason_ : str
+        As for :class:`~sklearn_quinn.LaplaceRegressor`.
     net_ : skorch.NeuralNet
         The skorch net of MAP training.
     prior_precision_ : float
@@ -123,7 +126,8 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         linear_skip=True,
         module=None,
         prior_std=None,
-        hessian_structure="full",
+        hessian_structure="auto",
+        memory_budget="auto",
         subset_of_weights="all",
         curvature="ggn",
         cov_scale="loo",
@@ -150,6 +154,7 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         self.module = module
         self.prior_std = prior_std
         self.hessian_structure = hessian_structure
+        self.memory_budget = memory_budget
         self.subset_of_weights = subset_of_weights
         self.curvature = curvature
         self.cov_scale = cov_scale

@@ -60,8 +60,16 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         each target at each input, whose weights share the posterior of the
         mean's (``noise_std`` must then be None); :meth:`predict_uncertainty`
         splits the predictive std into the weights' part and the noise's.
-    hessian_structure : {'full', 'diag'}, default='full'
-        Full ``K x K`` curvature or its diagonal.
+    hessian_structure : {'auto', 'full', 'diag'}, default='auto'
+        Full ``K x K`` curvature or its diagonal. 'auto' takes the full one
+        when its matrices fit ``memory_budget`` and its eigen decomposition
+        takes seconds (at most 5000 weights), the diagonal otherwise; the
+        choice and its reason are in ``hessian_structure_`` and
+        ``hessian_structure_reason_``. A full structure over the memory
+        budget is never allocated.
+    memory_budget : int or 'auto', default='auto'
+        Bytes the curvature may hold, for ``hessian_structure='auto'``;
+        'auto' is a quarter of this machine's physical memory.
     subset_of_weights : {'all', 'last_layer'}, default='all'
         The weights the posterior covers. 'last_layer' puts it on the final
         ``nn.Linear`` only, the rest fixed at the MAP (Kristiadi et al. 2020,
@@ -131,7 +139,12 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         ``stage``, ``log_evidence``, ``noise_std`` in network units, the
         precision of each parameter tensor); empty when nothing is learned.
     posterior_ : GaussianPosterior
-        The Gaussian over the flat weight vector.
+        The Gaussian over the flat weight vector (the last layer's, with
+        ``subset_of_weights='last_layer'``).
+    hessian_structure_ : {'full', 'diag'}
+        The curvature structure used.
+    hessian_structure_reason_ : str
+        Why: "as asked", or the memory and size figures 'auto' weighed.
     net_ : skorch.NeuralNet
         The skorch net of MAP training; ``net_.module_`` is the backbone at the MAP.
     noise_std_ : float or ndarray of shape (n_targets,)
@@ -195,7 +208,8 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         prior_std=None,
         noise_std=None,
         likelihood="gaussian",
-        hessian_structure="full",
+        hessian_structure="auto",
+        memory_budget="auto",
         subset_of_weights="all",
         curvature="ggn",
         cov_scale=1.0,
@@ -224,6 +238,7 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         self.noise_std = noise_std
         self.likelihood = likelihood
         self.hessian_structure = hessian_structure
+        self.memory_budget = memory_budget
         self.subset_of_weights = subset_of_weights
         self.curvature = curvature
         self.cov_scale = cov_scale
