@@ -57,12 +57,9 @@ class InferenceDataMixin:
         def per_draw(rows):
             return np.asarray(rows).reshape(n_chains, n_draws, *np.shape(rows)[1:])
 
-        theta = per_draw(self._to_numpy(self.posterior_.samples))
-        posterior, dims, coords = {}, {}, {}
-        start = 0
-        for name, shape, size in zip(self._model.names, self._model.shapes, self._model.sizes):
-            posterior[name] = theta[..., start : start + size].reshape(n_chains, n_draws, *shape)
-            start += size
+        theta = self.posterior_.samples.reshape(n_chains, n_draws, -1)
+        posterior = {name: self._to_numpy(values) for name, values in self._model.unflatten(theta).items()}
+        dims, coords = {}, {}
         if getattr(self, "_draw_noise", None) is not None:
             posterior["noise_std"] = per_draw(self._to_numpy(self._draw_noise) * self._y_scale)
             dims["noise_std"] = ["target"]

@@ -78,14 +78,16 @@ def choose_structure(n_params, dtype, memory_budget):
     reason : str
         Why, in figures.
     """
+    # Never more than an explicit 'full' may hold (check_full_fits).
+    budget = min(memory_budget, _FULL_MATRICES * MAX_FULL_MATRIX_BYTES)
     need = _FULL_MATRICES * _full_bytes(n_params, dtype)
     size = f"{_FULL_MATRICES} matrices of {n_params} x {n_params} ({need / 1024**3:.3g} GiB)"
-    if need > min(memory_budget, _FULL_MATRICES * MAX_FULL_MATRIX_BYTES):
-        return "diag", f"full needs {size}, over the memory budget of {memory_budget / 1024**3:.3g} GiB"
+    if need > budget:
+        return "diag", f"full needs {size}, over the memory budget of {budget / 1024**3:.3g} GiB"
     if n_params > AUTO_MAX_FULL_PARAMS:
         return "diag", (f"full's eigen decomposition of {n_params} weights (over {AUTO_MAX_FULL_PARAMS}) "
                         "would take minutes")
-    return "full", f"full needs {size}, within the memory budget of {memory_budget / 1024**3:.3g} GiB"
+    return "full", f"full needs {size}, within the memory budget of {budget / 1024**3:.3g} GiB"
 
 
 def _row_chunks(n_rows, row_bytes):

@@ -195,9 +195,10 @@ class FunctionalModel:
         return torch.cat([p.detach().reshape(-1) for p in self.module.parameters()])
 
     def unflatten(self, theta):
-        """Views of a ``(K,)`` vector as a ``{name: tensor}`` dict of parameters."""
+        """Weights ``(..., K)`` as a ``{name: tensor (..., *shape)}`` dict of parameters
+        (views for a ``(K,)`` vector)."""
         return {
-            name: theta[start:stop].view(shape)
+            name: theta[..., start:stop].reshape(*theta.shape[:-1], *shape)
             for name, (start, stop, shape) in self._slices.items()
         }
 
