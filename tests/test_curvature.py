@@ -66,7 +66,7 @@ def test_chunking_does_not_change_the_result(problem, monkeypatch, kind):
 
 def test_full_structure_over_budget_is_refused_before_allocation(monkeypatch):
     monkeypatch.setattr(curvature_module, "MAX_FULL_MATRIX_BYTES", 1024**2)
-    with pytest.raises(ValueError, match=r"1000 x 1000 matrix \(0\.01 GiB.*hessian_structure='diag'"):
+    with pytest.raises(ValueError, match=r"1000 x 1000 matrix \(0\.01 GiB.*hessian_structure='kron', 'diag'"):
         check_full_fits(1000, torch.float64)
     check_full_fits(300, torch.float64)
 

@@ -292,7 +292,7 @@ def test_wrong_number_of_features_at_predict(wave_data):
     [
         (dict(cov_scale=0.0), "'cov_scale' parameter"),
         (dict(cov_scale=-1.0), "'cov_scale' parameter"),
-        (dict(hessian_structure="kron"), "'hessian_structure' parameter"),
+        (dict(hessian_structure="kfac"), "'hessian_structure' parameter"),
         (dict(curvature="fisher"), "'curvature' parameter"),
         (dict(pushforward="probit"), "'pushforward' parameter"),
         (dict(prior_precision="evidence"), "'prior_precision' parameter"),
@@ -315,10 +315,10 @@ def test_bad_parameters_fail_at_fit_naming_the_problem(wave_data, params, messag
 def test_full_curvature_over_the_memory_budget_is_refused(wave_data, monkeypatch):
     X, y = wave_data
     monkeypatch.setattr(curvature_module, "MAX_FULL_MATRIX_BYTES", 10_000)
-    with pytest.raises(ValueError, match=r"67 x 67 matrix .*hessian_structure='diag'"):
+    with pytest.raises(ValueError, match=r"67 x 67 matrix .*hessian_structure='kron'"):
         fast(hessian_structure="full").fit(X, y)
     fast(hessian_structure="diag").fit(X, y)
-    assert fast().fit(X, y).hessian_structure_ == "diag"  # 'auto' stays under the budget
+    assert fast().fit(X, y).hessian_structure_ == "kron"  # 'auto' stays under the budget
 
 
 def test_std_and_cov_together_is_an_error(wave_data):

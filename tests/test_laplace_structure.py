@@ -7,6 +7,7 @@ import torch
 from sklearn_quinn import LaplaceClassifier, LaplaceRegressor
 from sklearn_quinn._core import curvature as curvature_module
 from sklearn_quinn._core.curvature import choose_structure
+from sklearn_quinn._core.kronecker import KroneckerLayer
 
 
 @pytest.fixture(scope="module")
@@ -37,11 +38,26 @@ def test_over_the_memory_budget_auto_takes_the_diagonal(data):
     assert regressor.posterior_.std is not None
 
 
-def test_over_the_size_limit_auto_takes_the_diagonal(data, monkeypatch):
+def test_over_the_size_limit_auto_takes_kron_then_the_diagonal(data, monkeypatch):
+    labels = data[1] > 0
+    # Layers 3 -> 4 -> 2 and the skip 3 -> 2: 36 weights, the widest factor 5 x 5.
     monkeypatch.setattr(curvature_module, "AUTO_MAX_FULL_PARAMS", 10)
-    classifier = LaplaceClassifier(hidden_layer_sizes=(4,), max_epochs=20, random_state=0).fit(data[0], data[1] > 0)
-    assert classifier.hessian_structure_ == "diag"
+    classifier = LaplaceClassifier(hidden_layer_sizes=(4,), max_epochs=20, random_state=0).fit(data[0], labels)
+    assert classifier.hessian_structure_ == "kron"
     assert "would take minutes" in classifier.hessian_structure_reason_
+    monkeypatch.setattr(curvature_module, "AUTO_MAX_FULL_PARAMS", 4)
+    classifier = LaplaceClassifier(hidden_layer_sizes=(4,), max_epochs=20, random_state=0).fit(data[0], labels)
+    assert classifier.hessian_structure_ == "diag"
+    assert "too large to decompose" in classifier.hessian_structure_reason_
+
+
+def test_over_the_memory_budget_for_full_auto_takes_kron(data):
+    # Full: 4 matrices of 44 x 44 doubles (61,952 bytes); kron: factors and eigenvectors of
+    # 8 x 8, 4 x 4, 1 x 1, 9 x 9 and (the skip) 1 x 1, 3 x 3: 2,752 bytes.
+    regressor = small(memory_budget=10_000).fit(*data)
+    assert regressor.hessian_structure_ == "kron"
+    assert "over the memory budget" in regressor.hessian_structure_reason_
+    assert regressor.posterior_.basis is not None
 
 
 def test_the_choice_in_figures():
@@ -51,17 +67,23 @@ def test_the_choice_in_figures():
     assert choose_structure(1000, torch.float64, 32_000_000)[0] == "full"
     assert choose_structure(1000, torch.float32, 16_000_000)[0] == "full"
     assert choose_structure(5001, torch.float64, 10 * 1024**3)[0] == "diag"
+    # One layer of 1000 outputs and 1000 inputs: two 1000 x 1000 pairs of doubles, 32,000,000 bytes.
+    layer = [KroneckerLayer("0", None, 1000, 1000)]
+    assert choose_structure(10**6, torch.float64, 32_000_000, layer)[0] == "kron"
+    assert choose_structure(10**6, torch.float64, 31_999_999, layer)[0] == "diag"
+    wide = [KroneckerLayer("0", None, 1, 5001)]
+    assert choose_structure(5001, torch.float64, 10 * 1024**3, wide)[0] == "diag"
 
 
 @pytest.mark.slow
-def test_auto_on_a_network_of_140k_weights_predicts_finite_positive_stds():
+def test_auto_on_a_network_of_140k_weights_takes_kron_and_predicts_finite_positive_stds():
     rng = np.random.RandomState(0)
     X = rng.randn(200, 20)
     y = np.tanh(X[:, :3].sum(1)) + 0.1 * rng.randn(200)
     regressor = LaplaceRegressor(hidden_layer_sizes=(256, 256, 256), max_epochs=20, random_state=0).fit(X, y)
     n_params = regressor.posterior_.mean.shape[0]
     assert 130_000 < n_params < 150_000
-    assert regressor.hessian_structure_ == "diag"
+    assert regressor.hessian_structure_ == "kron"
     mean, std = regressor.predict(X[:50], return_std=True)
     assert np.all(np.isfinite(mean)) and np.all(np.isfinite(std)) and np.all(std > 0)
 

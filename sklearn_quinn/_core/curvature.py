@@ -21,6 +21,8 @@ import os
 import torch
 from torch.func import grad, jvp, vmap
 
+from .kronecker import kronecker_bytes
+
 CURVATURES = ("ggn", "hessian", "ef")
 STRUCTURES = ("full", "diag")
 
@@ -57,7 +59,7 @@ def check_full_fits(n_params, dtype):
             f"hessian_structure='full' needs a {n_params} x {n_params} matrix "
             f"({_full_bytes(n_params, dtype) / 1024**3:.2f} GiB, about four of them at once), over the budget of "
             f"{MAX_FULL_MATRIX_BYTES / 1024**3:.2f} GiB per matrix. "
-            "Use hessian_structure='diag' or 'auto', subset_of_weights='last_layer', or a smaller network."
+            "Use hessian_structure='kron', 'diag' or 'auto', subset_of_weights='last_layer', or a smaller network."
         )
 
 
@@ -69,12 +71,17 @@ def machine_memory_bytes():
         return 8 * 1024**3
 
 
-def choose_structure(n_params, dtype, memory_budget):
+def choose_structure(n_params, dtype, memory_budget, layers=(), n_rest=0):
     """The richest structure whose memory fits ``memory_budget`` bytes and whose time is a fit's.
+
+    Full when its matrices fit and its eigen decomposition is quick; else
+    Kronecker-factored when the network has linear layers (``layers``, from
+    :func:`~sklearn_quinn._core.kronecker.kronecker_layers`, with ``n_rest``
+    weights in none) whose factors fit and decompose quickly; else diagonal.
 
     Returns
     -------
-    structure : {'full', 'diag'}
+    structure : {'full', 'kron', 'diag'}
     reason : str
         Why, in figures.
     """
@@ -82,12 +89,23 @@ def choose_structure(n_params, dtype, memory_budget):
     budget = min(memory_budget, _FULL_MATRICES * MAX_FULL_MATRIX_BYTES)
     need = _FULL_MATRICES * _full_bytes(n_params, dtype)
     size = f"{_FULL_MATRICES} matrices of {n_params} x {n_params} ({need / 1024**3:.3g} GiB)"
+    gib = f"{budget / 1024**3:.3g} GiB"
+    if need <= budget and n_params <= AUTO_MAX_FULL_PARAMS:
+        return "full", f"full needs {size}, within the memory budget of {gib}"
     if need > budget:
-        return "diag", f"full needs {size}, over the memory budget of {budget / 1024**3:.3g} GiB"
-    if n_params > AUTO_MAX_FULL_PARAMS:
-        return "diag", (f"full's eigen decomposition of {n_params} weights (over {AUTO_MAX_FULL_PARAMS}) "
+        why_not_full = f"full needs {size}, over the memory budget of {gib}"
+    else:
+        why_not_full = (f"full's eigen decomposition of {n_params} weights (over {AUTO_MAX_FULL_PARAMS}) "
                         "would take minutes")
-    return "full", f"full needs {size}, within the memory budget of {budget / 1024**3:.3g} GiB"
+    if layers:
+        kron_need = kronecker_bytes(layers, n_rest, dtype)
+        largest = max(max(layer.n_out, layer.n_in) for layer in layers)
+        kron = (f"kron's factors of {len(layers)} layers (the largest {largest} x {largest}) "
+                f"need {kron_need / 1024**2:.3g} MiB")
+        if kron_need <= budget and largest <= AUTO_MAX_FULL_PARAMS:
+            return "kron", f"{why_not_full}; {kron}"
+        return "diag", f"{why_not_full}; {kron}, over the budget or too large to decompose"
+    return "diag", f"{why_not_full}; no nn.Linear layer to factor"
 
 
 def _row_chunks(n_rows, row_bytes):

@@ -31,7 +31,8 @@ class LastLayerModel:
     Offers what the Laplace engine and the pushforwards use of a
     :class:`~sklearn_quinn._core.network.FunctionalModel`: ``__call__``,
     ``single``, ``jacobian``, ``flatten``, ``by_row_blocks`` and the layout
-    (``names``, ``shapes``, ``sizes``, ``n_params``, ``max_width``).
+    (``names``, ``shapes``, ``sizes``, ``n_params``, ``max_width``); and
+    ``head``, the last layer as a FunctionalModel of its input ``phi``.
 
     Parameters
     ----------
@@ -59,10 +60,10 @@ class LastLayerModel:
         name, self._layer = linears[-1]
         self._body = module
         prefix = f"{name}." if name else ""
-        self._head = FunctionalModel(copy.deepcopy(self._layer))
-        self.names = [prefix + local for local in self._head.names]
-        self.shapes, self.sizes = self._head.shapes, self._head.sizes
-        self.n_params, self.max_width = self._head.n_params, self._head.max_width
+        self.head = FunctionalModel(copy.deepcopy(self._layer))
+        self.names = [prefix + local for local in self.head.names]
+        self.shapes, self.sizes = self.head.shapes, self.head.sizes
+        self.n_params, self.max_width = self.head.n_params, self.head.max_width
         self.index = torch.cat([torch.arange(*model._slices[full][:2]) for full in self.names])
         self._theta = theta[self.index]
         self._check_affine(model, theta, X[:8])
@@ -98,14 +99,14 @@ class LastLayerModel:
     def __call__(self, theta, X):
         """Outputs ``(S, N, O)`` for last-layer rows ``theta (S, k)`` and inputs ``X (N, D)``."""
         phi, rest = self.features(X)
-        return self._head(theta, phi) + rest
+        return self.head(theta, phi) + rest
 
     def single(self, theta, X):
         return self(theta.unsqueeze(0), X)[0]
 
     def jacobian(self, theta, X):
         """``(N, O, k)``: the layer's Jacobian at its input ``phi(X)``."""
-        return self._head.jacobian(theta, self.features(X)[0])
+        return self.head.jacobian(theta, self.features(X)[0])
 
     def by_row_blocks(self, function, rows, n_points):
-        return self._head.by_row_blocks(function, rows, n_points)
+        return self.head.by_row_blocks(function, rows, n_points)

@@ -45,21 +45,27 @@ class GaussianPosterior:
     - full: the lower Cholesky factor ``L`` of the precision, ``Sigma^-1 = L L^T``;
     - diagonal: the standard deviations, ``Sigma = diag(std**2)``;
     - low rank plus diagonal: ``Sigma = diag(std**2) + U U^T`` with ``U`` of
-      shape ``(K, R)`` (SWAG).
+      shape ``(K, R)`` (SWAG);
+    - in a basis: ``Sigma = B diag(std**2) B^T`` with ``B`` an operator
+      (``apply``, ``transpose_apply``, ``squared_apply``), such as the
+      eigenvectors of a Kronecker-factored curvature.
 
-    Build one with :meth:`from_precision_cholesky`, :meth:`from_std` or
-    :meth:`from_low_rank`.
+    Build one with :meth:`from_precision_cholesky`, :meth:`from_std`,
+    :meth:`from_low_rank` or :meth:`from_basis`.
     """
 
-    def __init__(self, mean, precision_cholesky=None, std=None, low_rank=None):
+    def __init__(self, mean, precision_cholesky=None, std=None, low_rank=None, basis=None):
         if (precision_cholesky is None) == (std is None):
             raise ValueError("Give exactly one of precision_cholesky and std.")
-        if low_rank is not None and std is None:
-            raise ValueError("A low-rank factor comes with a diagonal std.")
+        if (low_rank is not None or basis is not None) and std is None:
+            raise ValueError("A low-rank factor or a basis comes with a std.")
+        if low_rank is not None and basis is not None:
+            raise ValueError("Give at most one of low_rank and basis.")
         self.mean = mean
         self.precision_cholesky = precision_cholesky
         self.std = std
         self.low_rank = low_rank
+        self.basis = basis
 
     @classmethod
     def from_precision_cholesky(cls, mean, precision_cholesky):
@@ -73,6 +79,10 @@ class GaussianPosterior:
     def from_low_rank(cls, mean, std, low_rank):
         return cls(mean, std=std, low_rank=low_rank)
 
+    @classmethod
+    def from_basis(cls, mean, basis, std):
+        return cls(mean, std=std, basis=basis)
+
     @property
     def n_params(self):
         return self.mean.shape[0]
@@ -85,6 +95,8 @@ class GaussianPosterior:
         z = self._randn(self.n_params, n, generator=generator)
         if self.std is None:
             deviation = torch.linalg.solve_triangular(self.precision_cholesky.mT, z, upper=True)
+        elif self.basis is not None:
+            return self.mean + self.basis.apply(self.std * z.T)
         else:
             deviation = self.std.unsqueeze(-1) * z
             if self.low_rank is not None:
@@ -100,6 +112,8 @@ class GaussianPosterior:
         """
         if self.std is None:
             return torch.linalg.solve_triangular(self.precision_cholesky, jacobian.T, upper=False).T
+        if self.basis is not None:
+            return self.basis.transpose_apply(jacobian) * self.std
         factor = jacobian * self.std
         if self.low_rank is not None:
             factor = torch.cat([factor, jacobian @ self.low_rank], dim=1)
@@ -110,6 +124,8 @@ class GaussianPosterior:
         """Marginal variances of the weights, shape ``(K,)``."""
         if self.std is None:
             return self.covariance.diagonal()
+        if self.basis is not None:
+            return self.basis.squared_apply(self.std.square())
         if self.low_rank is None:
             return self.std.square()
         return self.std.square() + self.low_rank.square().sum(1)
@@ -119,6 +135,9 @@ class GaussianPosterior:
         """The ``(K, K)`` covariance (formed on request; the factor is what is stored)."""
         if self.std is None:
             return torch.cholesky_inverse(self.precision_cholesky)
+        if self.basis is not None:
+            factor = self.basis.apply(torch.diag(self.std))  # rows std_k e_k, mapped: (B diag(std))^T
+            return factor.T @ factor
         covariance = torch.diag(self.std.square())
         if self.low_rank is not None:
             covariance = covariance + self.low_rank @ self.low_rank.T

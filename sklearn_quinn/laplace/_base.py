@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._core.curvature import CURVATURES, STRUCTURES, choose_structure, machine_memory_bytes
+from .._core.kronecker import kronecker_layers
 from .._core.last_layer import LastLayerModel
 from .._core.pushforward import linear_pushforward
 from ..base import MAP_TRAINING_CONSTRAINTS
@@ -33,7 +34,7 @@ class LaplaceMixin(GridsearchPriorMixin):
 
     _laplace_constraints: dict = {
         **MAP_TRAINING_CONSTRAINTS,
-        "hessian_structure": [StrOptions({*STRUCTURES, "auto"})],
+        "hessian_structure": [StrOptions({*STRUCTURES, "kron", "auto"})],
         "memory_budget": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         "subset_of_weights": [StrOptions({"all", "last_layer"})],
         "curvature": [StrOptions(set(CURVATURES))],
@@ -85,8 +86,9 @@ class LaplaceMixin(GridsearchPriorMixin):
             self.hessian_structure_, self.hessian_structure_reason_ = self.hessian_structure, "as asked"
             return
         budget = machine_memory_bytes() // 4 if self.memory_budget == "auto" else self.memory_budget
+        layers, rest = kronecker_layers(self._model)
         self.hessian_structure_, self.hessian_structure_reason_ = choose_structure(
-            theta.shape[0], theta.dtype, budget
+            theta.shape[0], theta.dtype, budget, layers, len(rest)
         )
 
     def _warn_noise_inflation(self):

@@ -28,7 +28,7 @@ class LaplaceClassifier(LaplaceClassificationMixin, LaplaceMixin, BaseBayesianCl
     hidden_layer_sizes, activation, linear_skip, module, prior_std, lr, lr_schedule, max_epochs, \\
 batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor`.
-    hessian_structure : {'auto', 'full', 'diag'}, default='auto'
+    hessian_structure : {'auto', 'full', 'kron', 'diag'}, default='auto'
     memory_budget : int or 'auto', default='auto'
     subset_of_weights : {'all', 'last_layer'}, default='all'
         As for :class:`~sklearn_quinn.LaplaceRegressor`.

@@ -3,16 +3,19 @@
 The curvature ``C`` of the negative log-likelihood (Gaussian at a reference
 noise level ``noise_std``, or categorical) is computed once and decomposed
 once (an eigen decomposition for the full structure; the diagonal is its own
-spectrum). For the Gaussian likelihood the curvature at noise ``c * noise_std`` is
-``C / c**p`` with ``p = 2`` for the GGN and the Hessian and ``p = 4`` for the
-empirical Fisher, so the posterior precision for any prior precision
+spectrum; for the Kronecker-factored one, the eigen decompositions of each
+layer's two factors, see :mod:`~sklearn_quinn._core.kronecker`). For the
+Gaussian likelihood the curvature at noise ``c * noise_std`` is ``C / c**p``
+with ``p = 2`` for the GGN and the Hessian and ``p = 4`` for the empirical
+Fisher, so the posterior precision for any prior precision
 ``delta``, noise scale ``c`` and ``cov_scale`` ``s``,
 
     ``Sigma^-1 = s * (C / c**p + delta * I) = s * Q diag(lambda / c**p + delta) Q^T``,
 
 its log determinant and the Laplace evidence all follow from the one
 spectrum: tuning ``delta`` and ``c`` by the evidence costs no new curvature
-and no new factorisation. The posterior itself is then factored by Cholesky.
+and no new factorisation. The full posterior itself is then factored by
+Cholesky; the Kronecker one stays in its eigenbasis.
 
 A prior ``N(0, (delta * P)^-1)`` with a per-weight shape ``P = diag(p)`` (the
 precisions learned for each group of weights, which ``delta`` then scales)
@@ -32,6 +35,7 @@ from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 
 from .._core.curvature import curvature
+from .._core.kronecker import KroneckerEigenbasis, kronecker_factors
 from .._core.posterior import GaussianPosterior
 
 # Bounds of the evidence search, on log prior precision and log noise scale.
@@ -53,7 +57,7 @@ class LaplaceApproximation:
         A Gaussian one holds the reference observation noise per output, the
         one the curvature uses; the noise scale ``c`` applies to it only.
     kind : {'ggn', 'hessian', 'ef'}
-    structure : {'full', 'diag'}
+    structure : {'full', 'kron', 'diag'}
     prior_shape : tensor of shape (K,), default=None
         The per-weight shape ``p`` of the prior precision, which the prior
         precision ``delta`` multiplies; None for an isotropic prior.
@@ -64,6 +68,9 @@ class LaplaceApproximation:
         Spectrum of the curvature (its diagonal for 'diag'), negative values
         set to zero.
     eigenvectors : tensor of shape (K, K) or None
+        For 'full'.
+    basis : KroneckerEigenbasis or None
+        For 'kron': the eigenvectors as an operator, the prior's scale included.
     n_negative : int
         Number of Hessian eigenvalues (diagonal entries) that were negative
         beyond round-off and were set to zero (always 0 for the GGN and the
@@ -75,11 +82,17 @@ class LaplaceApproximation:
         self.structure = structure
         self.noise_power = 4 if kind == "ef" else 2
         self._prior_root = None if prior_shape is None else prior_shape.sqrt()
-        matrix = self._whiten(curvature(model, theta, X, Y, likelihood, kind, structure))
+        self.eigenvectors = self.basis = None
+        if structure == "kron":
+            layers, factors, rest = kronecker_factors(model, theta, X, Y, likelihood, kind)
+            rest_curvature = curvature(model, theta, X, Y, likelihood, kind, "diag")[rest] if len(rest) else theta[:0]
+            self.basis = KroneckerEigenbasis(layers, factors, rest, rest_curvature, len(theta), self._prior_root)
+            eigenvalues = matrix = self.basis.eigenvalues
+        else:
+            matrix = self._whiten(curvature(model, theta, X, Y, likelihood, kind, structure))
+            eigenvalues = matrix
         if structure == "full":
             eigenvalues, self.eigenvectors = torch.linalg.eigh(matrix)
-        else:
-            eigenvalues, self.eigenvectors = matrix, None
         # The GGN and the empirical Fisher are positive semi-definite: a negative
         # eigenvalue is round-off. The Hessian can be indefinite away from a minimum.
         self.n_negative = 0
@@ -203,9 +216,12 @@ class LaplaceApproximation:
         """
         with torch.no_grad():
             mean, jacobian = model.single(self.theta, X), model.jacobian(self.theta, X)
-            if self._prior_root is not None:
-                jacobian = jacobian / self._prior_root
-            projected = jacobian if self.eigenvectors is None else jacobian @ self.eigenvectors
+            if self.basis is not None:
+                projected = self.basis.transpose_apply(jacobian)
+            else:
+                if self._prior_root is not None:
+                    jacobian = jacobian / self._prior_root
+                projected = jacobian if self.eigenvectors is None else jacobian @ self.eigenvectors
 
         def covariance(prior_precision, noise_scale=1.0, cov_scale=1.0):
             inverse = self._precision_spectrum(prior_precision, noise_scale, cov_scale).reciprocal()
@@ -216,10 +232,11 @@ class LaplaceApproximation:
     def posterior(self, prior_precision, noise_scale=1.0, cov_scale=1.0):
         """``N(theta*, (cov_scale * (C / c**p + delta P))^-1)``."""
         root = self._prior_root
-        if self.structure == "diag":
-            precision = self._precision_spectrum(prior_precision, noise_scale, cov_scale)
-            std = precision.rsqrt() if root is None else precision.rsqrt() / root
-            return GaussianPosterior.from_std(self.theta, std)
+        if self.structure != "full":
+            std = self._precision_spectrum(prior_precision, noise_scale, cov_scale).rsqrt()
+            if self.basis is not None:
+                return GaussianPosterior.from_basis(self.theta, self.basis, std)
+            return GaussianPosterior.from_std(self.theta, std if root is None else std / root)
         matrix = self._matrix / noise_scale**self.noise_power
         matrix.diagonal().add_(prior_precision)
         cholesky = torch.linalg.cholesky(cov_scale * matrix)

@@ -60,13 +60,17 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         each target at each input, whose weights share the posterior of the
         mean's (``noise_std`` must then be None); :meth:`predict_uncertainty`
         splits the predictive std into the weights' part and the noise's.
-    hessian_structure : {'auto', 'full', 'diag'}, default='auto'
-        Full ``K x K`` curvature or its diagonal. 'auto' takes the full one
-        when its matrices fit ``memory_budget`` and its eigen decomposition
-        takes seconds (at most 5000 weights), the diagonal otherwise; the
-        choice and its reason are in ``hessian_structure_`` and
-        ``hessian_structure_reason_``. A full structure over the memory
-        budget is never allocated.
+    hessian_structure : {'auto', 'full', 'kron', 'diag'}, default='auto'
+        The curvature's structure: the full ``K x K`` matrix; 'kron', a
+        Kronecker product of two small factors per ``nn.Linear`` (KFAC,
+        Ritter et al. 2018), the diagonal for any other weight; or the
+        diagonal. 'auto' takes the full one when its matrices fit
+        ``memory_budget`` and its eigen decomposition takes seconds (at most
+        5000 weights), else 'kron' when its factors fit (each at most 5000
+        wide), else the diagonal; the choice and its reason are in
+        ``hessian_structure_`` and ``hessian_structure_reason_``. A full
+        structure over the memory budget is never allocated. 'kron' needs
+        ``curvature`` 'ggn' or 'ef'.
     memory_budget : int or 'auto', default='auto'
         Bytes the curvature may hold, for ``hessian_structure='auto'``;
         'auto' is a quarter of this machine's physical memory.
@@ -141,7 +145,7 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
     posterior_ : GaussianPosterior
         The Gaussian over the flat weight vector (the last layer's, with
         ``subset_of_weights='last_layer'``).
-    hessian_structure_ : {'full', 'diag'}
+    hessian_structure_ : {'full', 'kron', 'diag'}
         The curvature structure used.
     hessian_structure_reason_ : str
         Why: "as asked", or the memory and size figures 'auto' weighed.
@@ -175,6 +179,9 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
 
     E. Daxberger, A. Kristiadi, A. Immer, R. Eschenhagen, M. Bauer and
     P. Hennig, "Laplace Redux - Effortless Bayesian Deep Learning", NeurIPS 2021.
+
+    H. Ritter, A. Botev and D. Barber, "A Scalable Laplace Approximation for
+    Neural Networks", ICLR 2018.
 
     Examples
     --------

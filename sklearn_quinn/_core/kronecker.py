@@ -1,0 +1,259 @@
+"""Kronecker-factored curvature (KFAC) of a network's ``nn.Linear`` layers.
+
+For a linear layer ``s = W a + b``, write ``W~ = [W b]`` (its weights with the
+bias as a last column) and ``a~ = [a; 1]``. The GGN (or empirical Fisher)
+block of ``W~``, in row-major order, is ``sum_n (B_n B_n^T) (x) (a~_n a~_n^T)``
+with ``B_n`` the layer's output Jacobian ``ds / df`` transposed and whitened by
+the likelihood (the ``O'`` rows of ``S_n df/ds``, ``S_n^T S_n`` the loss
+Hessian in the outputs; for the empirical Fisher, the one row of the loss
+gradient). Kronecker-factored approximate curvature takes the expectation of
+each factor apart (Martens and Grosse 2015, "Optimizing neural networks with
+Kronecker-factored approximate curvature"; for the Laplace approximation,
+Ritter, Botev and Barber 2018, "A scalable Laplace approximation for neural
+networks"):
+
+    ``C_layer ~ G (x) A``,  ``G = 1/N sum_n B_n B_n^T``,  ``A = sum_n a~_n a~_n^T``,
+
+an ``out x out`` and an ``(in + 1) x (in + 1)`` matrix in place of a square of
+``out (in + 1)``. It is exact where ``B_n`` does not depend on the point (the
+last layer under a Gaussian likelihood: a single ``nn.Linear`` is a linear
+model, and then ``G (x) A`` is its curvature). The eigen decompositions
+``G = U_G diag(g) U_G^T`` and ``A = U_A diag(a) U_A^T`` give those of the
+product (eigenvalues ``g_i a_j``, eigenvectors ``U_G (x) U_A``), so the
+evidence, its prior tuning and every re-scaling follow from the spectrum as
+for the full structure, and the posterior never forms a ``K x K`` matrix.
+Weights outside any ``nn.Linear`` keep their diagonal curvature.
+"""
+
+from typing import NamedTuple
+
+import torch
+from torch import nn
+from torch.func import functional_call
+
+from .last_layer import LastLayerModel
+
+# Rows per chunk of the curvature pass (inputs, activations and their gradients held at once).
+_CHUNK_ROWS = 4096
+
+
+class KroneckerLayer(NamedTuple):
+    """One ``nn.Linear`` of the flat weight vector.
+
+    ``index`` gives, in the row-major order of ``W~ = [W b]`` (shape
+    ``(n_out, n_in)``, ``n_in`` counting the bias column), each entry's
+    position in ``theta``.
+    """
+
+    name: str
+    index: torch.Tensor
+    n_out: int
+    n_in: int
+
+
+def _module_and_inputs(model, X):
+    """The module whose linear layers carry the weights, and its inputs for ``X``."""
+    if isinstance(model, LastLayerModel):
+        return model.head, model.features(X)[0]
+    return model, X
+
+
+def kronecker_layers(model):
+    """The ``nn.Linear`` layers of a FunctionalModel (or a LastLayerModel), and the
+    positions of the weights in no layer (kept diagonal)."""
+    functional = model.head if isinstance(model, LastLayerModel) else model
+    layers = []
+    for name, layer in functional.module.named_modules():
+        if not isinstance(layer, nn.Linear):
+            continue
+        prefix = f"{name}." if name else ""
+        start, stop, shape = functional._slices[prefix + "weight"]
+        columns = [torch.arange(start, stop).view(shape)]
+        if layer.bias is not None:
+            bias_start, bias_stop, _ = functional._slices[prefix + "bias"]
+            columns.append(torch.arange(bias_start, bias_stop).view(-1, 1))
+        index = torch.cat(columns, dim=1)
+        layers.append(KroneckerLayer(name, index.flatten(), *index.shape))
+    covered = torch.zeros(functional.n_params, dtype=torch.bool)
+    for layer in layers:
+        covered[layer.index] = True
+    return layers, torch.nonzero(~covered)[:, 0]
+
+
+def kronecker_bytes(layers, n_rest, dtype):
+    """Memory the Kronecker structure holds: each factor and its eigenvectors, the rest's diagonal."""
+    size = torch.empty((), dtype=dtype).element_size()
+    return size * (2 * sum(layer.n_out**2 + layer.n_in**2 for layer in layers) + 2 * n_rest)
+
+
+def _directions(likelihood, outputs, Y, kind):
+    """Cotangents ``(D, N, O)`` on the outputs: the whitening rows ``S_n`` (GGN) or the loss gradient (EF)."""
+    if kind == "ggn":
+        identity = torch.eye(outputs.shape[-1], dtype=outputs.dtype, device=outputs.device)
+        return likelihood.whitened_jacobian(identity.expand(len(outputs), -1, -1), outputs).transpose(0, 1)
+    return likelihood.output_gradient(outputs, Y).unsqueeze(0)
+
+
+def _inputs_and_output_gradients(module, theta, X, directions, layers):
+    """Each layer's input ``(N, in)`` and the gradient of ``directions . f`` in its output, ``(D, N, out)``.
+
+    The gradient in a layer's output is taken through a zero added to it by a
+    forward hook, for all directions in one batched backward pass.
+    """
+    linears = dict(module.module.named_modules())
+    inputs, bumps = {}, {}
+
+    def hook(name):
+        def capture(layer, args, output):
+            if name in inputs or args[0].dim() != 2:
+                raise ValueError(
+                    f"hessian_structure='kron' needs each nn.Linear applied once to a (rows, features) "
+                    f"input; {name or 'the module'!r} is not."
+                )
+            inputs[name] = args[0].detach()
+            bumps[name] = torch.zeros_like(output, requires_grad=True)
+            return output + bumps[name]
+
+        return capture
+
+    handles = [linears[layer.name].register_forward_hook(hook(layer.name)) for layer in layers]
+    try:
+        with torch.enable_grad():
+            weights = {**module.unflatten(theta.detach()), **dict(module.module.named_buffers())}
+            outputs = functional_call(module.module, weights, (X,)).reshape(directions.shape[1:])
+            gradients = torch.autograd.grad(
+                outputs, [bumps[layer.name] for layer in layers], directions, is_grads_batched=True
+            )
+    finally:
+        for handle in handles:
+            handle.remove()
+    return [inputs[layer.name] for layer in layers], gradients
+
+
+def kronecker_factors(model, theta, X, Y, likelihood, kind="ggn"):
+    """The Kronecker factors ``(G, A)`` of each linear layer, accumulated over chunks of rows.
+
+    Parameters
+    ----------
+    model : FunctionalModel or LastLayerModel
+    theta : tensor of shape (K,)
+    X, Y : tensor of shape (N, D) and (N, O)
+    likelihood : GaussianLikelihood, HeteroscedasticGaussianLikelihood or CategoricalLikelihood
+    kind : {'ggn', 'ef'}
+
+    Returns
+    -------
+    layers : list of KroneckerLayer
+    factors : list of (G, A), tensors of shape (n_out, n_out) and (n_in, n_in)
+    rest : tensor of int
+        Positions in ``theta`` of the weights in no linear layer.
+    """
+    if kind not in ("ggn", "ef"):
+        raise ValueError(
+            f"hessian_structure='kron' factors the GGN or the empirical Fisher, not curvature={kind!r}."
+        )
+    layers, rest = kronecker_layers(model)
+    module, inputs = _module_and_inputs(model, X)
+    factors = [
+        [theta.new_zeros(layer.n_out, layer.n_out), theta.new_zeros(layer.n_in, layer.n_in)] for layer in layers
+    ]
+    for start in range(0, X.shape[0], _CHUNK_ROWS):
+        rows = slice(start, start + _CHUNK_ROWS)
+        with torch.no_grad():
+            outputs = model.single(theta, X[rows])
+        directions = _directions(likelihood, outputs, Y[rows], kind)
+        layer_inputs, gradients = _inputs_and_output_gradients(module, theta, inputs[rows], directions, layers)
+        for (output_factor, input_factor), layer, a, b in zip(factors, layers, layer_inputs, gradients):
+            if layer.n_in > a.shape[1]:  # the bias column
+                a = torch.cat([a, a.new_ones(len(a), 1)], dim=1)
+            input_factor += a.T @ a
+            output_factor += torch.einsum("dni,dnj->ij", b, b)
+    n_rows = max(X.shape[0], 1)
+    return layers, [(output_factor / n_rows, input_factor) for output_factor, input_factor in factors], rest
+
+
+class KroneckerEigenbasis:
+    """The eigenvectors of a Kronecker-factored curvature as an operator on ``(..., K)`` weights.
+
+    With the prior's per-weight scale ``P^(1/2)`` (constant within a
+    parameter tensor, so within each input column of ``W~``), the curvature in
+    the whitened weights ``P^(-1/2) C P^(-1/2)`` is again ``G (x) A'`` per
+    layer, with ``A' = R^-1 A R^-1`` and ``R`` the input columns' root
+    precisions. The map from eigen coordinates to weights is then
+    ``B = P^(-1/2) Q`` with ``Q`` block diagonal: ``U_G (x) U_A'`` on each
+    layer, the identity on the rest.
+
+    Parameters
+    ----------
+    layers : list of KroneckerLayer
+    factors : list of (G, A)
+    rest : tensor of int
+    rest_curvature : tensor of shape (len(rest),)
+        The diagonal curvature of the weights in no layer.
+    n_params : int
+    prior_root : tensor of shape (K,), default=None
+        ``p^(1/2)`` per weight; None for an isotropic prior.
+
+    Attributes
+    ----------
+    eigenvalues : tensor of shape (K,)
+        ``g_i a_j`` at each layer's positions (row-major in ``W~``), the
+        diagonal curvature elsewhere.
+    """
+
+    def __init__(self, layers, factors, rest, rest_curvature, n_params, prior_root=None):
+        self.layers, self.rest = layers, rest
+        self.prior_root = prior_root
+        eigenvalues = rest_curvature.new_zeros(n_params)
+        self._vectors = []
+        for layer, (output_factor, input_factor) in zip(layers, factors):
+            if prior_root is not None:
+                column_root = self._columns(prior_root, layer)
+                if not torch.equal(column_root, column_root[:1].expand_as(column_root)):
+                    raise ValueError("hessian_structure='kron' needs a prior precision constant per parameter tensor.")
+                input_factor = input_factor / column_root[0][:, None] / column_root[0][None, :]
+            output_values, output_vectors = torch.linalg.eigh(output_factor)
+            input_values, input_vectors = torch.linalg.eigh(input_factor)
+            eigenvalues[layer.index.to(eigenvalues.device)] = torch.outer(output_values, input_values).flatten()
+            self._vectors.append((output_vectors, input_vectors))
+        whitened_rest = rest_curvature if prior_root is None else rest_curvature / prior_root[rest].square()
+        eigenvalues[rest.to(eigenvalues.device)] = whitened_rest
+        self.eigenvalues = eigenvalues
+
+    @staticmethod
+    def _columns(weights, layer):
+        """A layer's block of ``(..., K)`` weights as ``(..., n_out, n_in)``."""
+        return weights[..., layer.index.to(weights.device)].unflatten(-1, (layer.n_out, layer.n_in))
+
+    def _map(self, weights, transpose):
+        """``weights B`` (``transpose``) or ``weights B^T``, over the last axis of ``(..., K)``."""
+        root = self.prior_root
+        if transpose and root is not None:
+            weights = weights / root
+        result = torch.empty_like(weights)
+        for layer, (output_vectors, input_vectors) in zip(self.layers, self._vectors):
+            block = self._columns(weights, layer)
+            if transpose:  # U_G^T w U_A, per row-major (out, in) block
+                block = output_vectors.T @ block @ input_vectors
+            else:
+                block = output_vectors @ block @ input_vectors.T
+            result[..., layer.index.to(weights.device)] = block.flatten(-2)
+        result[..., self.rest.to(weights.device)] = weights[..., self.rest.to(weights.device)]
+        return result if transpose or root is None else result / root
+
+    def transpose_apply(self, jacobian):
+        """``J B`` for ``J`` of shape ``(..., K)``: the rows in eigen coordinates."""
+        return self._map(jacobian, transpose=True)
+
+    def apply(self, coordinates):
+        """``B z`` for eigen coordinates ``z`` given as rows ``(..., K)``."""
+        return self._map(coordinates, transpose=False)
+
+    def squared_apply(self, values):
+        """``(B * B) v`` for ``v (K,)``: the diagonal of ``B diag(v) B^T``."""
+        result = values.new_empty(values.shape)
+        for layer, (output_vectors, input_vectors) in zip(self.layers, self._vectors):
+            block = output_vectors.square() @ self._columns(values, layer) @ input_vectors.square().T
+            result[layer.index.to(values.device)] = block.flatten()
+        result[self.rest.to(values.device)] = values[self.rest.to(values.device)]
+        return result if self.prior_root is None else result / self.prior_root.square()
