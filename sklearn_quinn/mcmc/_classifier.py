@@ -18,8 +18,8 @@ class MCMCClassifier(MCMCMixin, BaseBayesianClassifier):
     Parameters
     ----------
     hidden_layer_sizes, activation, linear_skip, module, prior_std, hyperprior, hyperprior_shape, hyperprior_rate, \\
-sampler, n_samples, n_burnin, thin, n_chains, step_size, n_leapfrog, max_tree_depth, target_acceptance, \\
-adapt_step_size, gamma, adapt_start, adapt_every, init, lr, lr_schedule, max_epochs, batch_size, \\
+sampler, n_samples, n_burnin, thin, n_chains, step_size, n_leapfrog, max_tree_depth, n_cycles, \\
+target_acceptance, adapt_step_size, gamma, adapt_start, adapt_every, init, lr, lr_schedule, max_epochs, batch_size, \\
 optimizer, callbacks, dtype, device, compile, n_jobs, random_state, verbose
         As for :class:`MCMCRegressor` (a classifier has no noise: with
         ``prior_std=None`` only the prior precisions are sampled or learned).
@@ -80,6 +80,7 @@ prior_precision_samples_, evidence_history_
         step_size=0.01,
         n_leapfrog=10,
         max_tree_depth=10,
+        n_cycles=4,
         target_acceptance=None,
         adapt_step_size=True,
         gamma=1.0,
@@ -117,6 +118,7 @@ prior_precision_samples_, evidence_history_
         self.step_size = step_size
         self.n_leapfrog = n_leapfrog
         self.max_tree_depth = max_tree_depth
+        self.n_cycles = n_cycles
         self.target_acceptance = target_acceptance
         self.adapt_step_size = adapt_step_size
         self.gamma = gamma

@@ -8,6 +8,7 @@ import torch
 from joblib import Parallel, delayed
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._core.curvature import curvature
 from .._core.log_posterior import log_posterior
 from .._core.priors import GaussianPrior
 from .._draws import DrawsMixin
@@ -21,7 +22,8 @@ from ._hierarchical import (
     HYPERPRIOR_CONSTRAINTS,
     HyperpriorMixin,
 )
-from ._sampling import SAMPLERS, run_chains
+from ._sampling import SAMPLERS, ChainResult, run_chains
+from ._sgmcmc import SG_SAMPLERS, MinibatchLogPosterior, run_sg_chains
 
 
 class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
@@ -35,7 +37,8 @@ class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
     _mcmc_constraints: dict = {
         **MAP_TRAINING_CONSTRAINTS,
         **HYPERPRIOR_CONSTRAINTS,
-        "sampler": [StrOptions(set(SAMPLERS))],
+        "sampler": [StrOptions({*SAMPLERS, *SG_SAMPLERS})],
+        "n_cycles": [Interval(Integral, 1, None, closed="left")],
         "n_samples": [Interval(Integral, 1, None, closed="left")],
         "n_burnin": [Interval(Integral, 0, None, closed="left")],
         "thin": [Interval(Integral, 1, None, closed="left")],
@@ -61,7 +64,13 @@ class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
         else:
             theta, likelihood = self._build_model(X, Y), self._likelihood(Y)
         X, Y = self._tensor(X), self._tensor(Y)
-        n_params, gibbs = self._model.n_params, None
+        n_params, gibbs, inverse_mass = self._model.n_params, None, None
+        if self.sampler in SG_SAMPLERS and self._samples_hyperparameters:
+            raise ValueError(
+                f"sampler={self.sampler!r} moves the weights by minibatch gradients, but hyperprior='gamma' "
+                "draws the prior precisions and the noise from full passes over the data at every step: use "
+                "hyperprior='empirical' (the precisions and noise the MAP learns) or a float prior_std."
+            )
         if self._samples_hyperparameters:
             log_density, gibbs = self._hierarchical_posterior(X, Y, likelihood)
             start = self._hierarchical_start(theta, likelihood, prior, log_density.log_prior)
@@ -74,11 +83,27 @@ class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
             if likelihood.n_state_columns:
                 start = torch.cat([start, likelihood.initial_state(self.n_chains)], dim=1)
             log_density = log_posterior(self._model, X, Y, likelihood, prior)
-        rows = self._sample_chains(log_density, start, gibbs)
+            if self.sampler in SG_SAMPLERS:
+                log_density = MinibatchLogPosterior(likelihood.state_log_likelihood, self._model, X, Y,
+                                                    log_density.log_prior, self._batch_size(len(X)))
+                inverse_mass = self._preconditioner(start, X, Y, likelihood, prior)
+        rows = self._sample_chains(log_density, start, gibbs, inverse_mass)
         n_likelihood = n_params + likelihood.n_state_columns
         self._keep_draws(rows[:, :n_params], likelihood.noise_from_state(rows[:, n_params:n_likelihood], Y.shape[1]))
         if gibbs is not None:
             self.prior_precision_samples_ = self._keep_precisions(rows[:, n_likelihood:])
+
+    def _preconditioner(self, start, X, Y, likelihood, prior):
+        """SG-MCMC's diagonal ``M^-1 (C, P)``: per chain, the inverse of the diagonal
+        posterior precision at its start (the GGN's diagonal plus the prior
+        precision; ``2 N O`` for a sampled log noise std, its Fisher information)."""
+        n_params = self._model.n_params
+        frozen = likelihood.frozen(Y.shape[1])
+        precision = torch.stack([curvature(self._model, row[:n_params], X, Y, frozen, "ggn", "diag") for row in start])
+        precision = precision + prior.precision
+        if likelihood.n_state_columns:
+            precision = torch.nn.functional.pad(precision, (0, likelihood.n_state_columns), value=2.0 * Y.numel())
+        return precision.reciprocal()
 
     def _starting_points(self, theta, prior):
         """Chain starts ``(n_chains, K)``: the MAP with a small jitter, or draws of ``prior``."""
@@ -98,19 +123,21 @@ class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
         weights = self._starting_points(theta, prior)
         return torch.cat([weights, self._empirical_state(likelihood, self.n_chains)], dim=1)
 
-    def _sample_chains(self, log_density, start, gibbs=None):
+    def _sample_chains(self, log_density, start, gibbs=None, inverse_mass=None):
         """Run the chains from ``start`` in joblib groups (with the Gibbs updates
-        ``gibbs`` of hyperparameter columns, if any); set ``chains_`` and the
+        ``gibbs`` of hyperparameter columns, if any; with SG-MCMC's
+        preconditioner ``inverse_mass (C, P)``); set ``chains_`` and the
         diagnostics, and return every kept row ``(n_chains * n_samples, P)``."""
         groups = np.array_split(np.arange(self.n_chains), min(self.n_jobs or 1, self.n_chains))
         seeds = np.random.RandomState(self._split_seed).randint(np.iinfo(np.int32).max, size=len(groups))
         results = Parallel(n_jobs=len(groups) if len(groups) > 1 else None)(
-            delayed(self._run_group)(log_density, start[group], seed, gibbs, show=index == 0)
+            delayed(self._run_group)(log_density, start[group], seed, gibbs, show=index == 0,
+                                     inverse_mass=None if inverse_mass is None else inverse_mass[group])
             for index, (group, seed) in enumerate(zip(groups, seeds))
         )
         return self._record(results)
 
-    def _run_group(self, log_density, start, seed, gibbs, show):
+    def _run_group(self, log_density, start, seed, gibbs, show, inverse_mass=None):
         bar = None
         if self.verbose and show:
             from tqdm.auto import tqdm
@@ -122,6 +149,17 @@ class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
             if done % 10 == 0:
                 bar.set_postfix(acceptance=f"{acceptance:.2f}")
 
+        if self.sampler in SG_SAMPLERS:
+            draws, divergent = run_sg_chains(
+                log_density, start, inverse_mass, sampler=self.sampler, n_samples=self.n_samples,
+                n_burnin=self.n_burnin, thin=self.thin, step_size=self.step_size, n_cycles=self.n_cycles,
+                generator=self._generator(seed),
+                progress=progress if bar is not None else None,
+            )
+            result = ChainResult(draws, torch.ones(divergent.shape, dtype=draws.dtype), divergent, None, None)
+            if bar is not None:
+                bar.close()
+            return result
         result = run_chains(
             log_density,
             start,
@@ -227,7 +265,10 @@ class MCMCRegressor(MCMCMixin, BaseBayesianRegressor):
     trajectory length each step sets itself, stopping at a U-turn, with the
     same adaptation), 'mala' (Metropolis-adjusted Langevin, step
     size adapted in burn-in), 'amcmc' (Haario's adaptive random-walk
-    Metropolis).
+    Metropolis); for big tables, 'sgld' and 'sghmc' (stochastic-gradient
+    Langevin dynamics and Hamiltonian Monte Carlo: a minibatch of
+    ``batch_size`` rows per step, no Metropolis correction, a cyclical step
+    size; approximate, see :mod:`~sklearn_quinn.mcmc._sgmcmc`).
 
     Parameters
     ----------
@@ -265,7 +306,11 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         ``0.14 / |z|``, ``z`` standard normal: median 0.21, 90% of the mass on
         ``[0.06, 1.1]``, weak but proper, for standardised inputs and
         targets.
-    sampler : {'hmc', 'nuts', 'mala', 'amcmc'}, default='hmc'
+    sampler : {'hmc', 'nuts', 'mala', 'amcmc', 'sgld', 'sghmc'}, default='hmc'
+        'sgld' and 'sghmc' need hyperparameters that are not sampled
+        (``hyperprior='empirical'`` or a float ``prior_std``); their cost is
+        ``n_burnin + 2 n_samples thin`` minibatch gradients per chain, plus
+        one full pass per chain for the preconditioner.
     n_samples : int, default=500
         Draws kept per chain.
     n_burnin : int, default=500
@@ -275,11 +320,19 @@ callbacks, normalize_y, dtype, device, random_state, verbose
     n_chains : int, default=4
     step_size : float, default=0.01
         Initial step size (HMC, MALA) or initial random-walk std (AMCMC).
+        For SGLD and SGHMC, the fixed step size of burn-in and the peak of
+        each cycle, in units of each weight's posterior std (the steps are
+        preconditioned by the diagonal posterior precision at the start);
+        0.01 to 0.1 are typical, smaller for a larger ``n / batch_size``.
     n_leapfrog : int, default=10
         Leapfrog steps per HMC proposal.
     max_tree_depth : int, default=10
         NUTS doubles a trajectory at most this many times (at most
         ``2**max_tree_depth`` leapfrog steps a step).
+    n_cycles : int, default=4
+        SGLD and SGHMC: cycles of the step size over the sampling phase
+        (Zhang et al. 2020); each explores (no noise) for as many steps as
+        it then samples, ``thin`` steps per kept draw.
     target_acceptance : float, default=None
         Target of the step-size search; None gives 0.8 (HMC, NUTS) or 0.574 (MALA).
     adapt_step_size : bool, default=True
@@ -316,7 +369,8 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         The kept draws per chain: the weights, then the log noise std when
         sampled, then the log prior precisions when sampled.
     acceptance_rate_ : ndarray of shape (n_chains,)
-        Mean acceptance probability of each chain while sampling.
+        Mean acceptance probability of each chain while sampling (1 for
+        SGLD and SGHMC, which accept every step).
     rhat_ : ndarray of shape (n_columns,)
         Rank-normalised split R-hat per column of ``chains_``.
     ess_ : ndarray of shape (n_columns,)
@@ -363,6 +417,10 @@ callbacks, normalize_y, dtype, device, random_state, verbose
     M. Girolami and B. Calderhead, "Riemann manifold Langevin and Hamiltonian
     Monte Carlo methods", JRSS B 73(2), 2011.
     M. D. Hoffman and A. Gelman, "The No-U-Turn sampler", JMLR 15, 2014.
+    T. Chen, E. Fox and C. Guestrin, "Stochastic gradient Hamiltonian Monte
+    Carlo", ICML 2014.
+    R. Zhang, C. Li, J. Zhang, C. Chen and A. G. Wilson, "Cyclical
+    stochastic gradient MCMC for Bayesian deep learning", ICLR 2020.
 
     Examples
     --------
@@ -408,6 +466,7 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         step_size=0.01,
         n_leapfrog=10,
         max_tree_depth=10,
+        n_cycles=4,
         target_acceptance=None,
         adapt_step_size=True,
         gamma=1.0,
@@ -446,6 +505,7 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         self.step_size = step_size
         self.n_leapfrog = n_leapfrog
         self.max_tree_depth = max_tree_depth
+        self.n_cycles = n_cycles
         self.target_acceptance = target_acceptance
         self.adapt_step_size = adapt_step_size
         self.gamma = gamma

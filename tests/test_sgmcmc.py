@@ -1,0 +1,79 @@
+"""Stochastic-gradient MCMC (SGLD, SGHMC with a cyclical step size) against an exact posterior."""
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from sklearn_quinn import MCMCClassifier, MCMCRegressor
+from sklearn_quinn.mcmc._sgmcmc import cyclical_schedule
+
+from .exact import BayesianLinearRegression
+
+
+@pytest.fixture(scope="module")
+def big_linear():
+    """100,000 rows of a linear model with unit noise, and 20 test inputs."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(100_000, 3)
+    y = X @ np.array([0.5, -1.0, 0.3]) + 0.2 + rng.randn(100_000)
+    return X, y, 2 * rng.randn(20, 3)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sampler, step_size", [("sgld", 0.2), ("sghmc", 0.05)])
+def test_on_100k_rows_the_predictive_matches_the_exact_posterior(big_linear, sampler, step_size):
+    X, y, X_test = big_linear
+    regressor = MCMCRegressor(
+        module=nn.Linear(3, 1), prior_std=1.0, noise_std=1.0, normalize_y=False, sampler=sampler,
+        step_size=step_size, n_samples=200, thin=10, n_burnin=1000, batch_size=1000, max_epochs=2, random_state=0,
+    ).fit(X, y)
+    exact = BayesianLinearRegression(X, y, noise_std=1.0, prior_std=1.0)
+    design = exact.design(X_test)
+    exact_mean = design @ exact.mean
+    exact_std = np.sqrt(np.einsum("ij,jk,ik->i", design, exact.covariance, design))
+    draws = regressor.posterior_.samples.numpy()
+    outputs = draws[:, :3] @ X_test.T + draws[:, 3:]
+    # The network's output (the noise-free part of the predictive) under 800 autocorrelated draws
+    # from 4 chains of 4 cycles each, with the minibatch noise uncorrected: its mean within one
+    # posterior std of the exact mean, its std within 20% in the median and 40% at every point.
+    assert np.max(np.abs(outputs.mean(0) - exact_mean) / exact_std) < 1.0
+    ratio = outputs.std(0) / exact_std
+    assert 0.8 < np.median(ratio) < 1.2
+    assert np.all((ratio > 0.6) & (ratio < 1.4))
+    assert regressor.step_size_ is None and np.all(regressor.acceptance_rate_ == 1)
+    assert regressor.chains_.shape == (4, 200, 4)
+
+
+def test_the_cyclical_schedule():
+    sizes, sampling, keep = cyclical_schedule(n_samples=6, thin=2, n_cycles=2, step_size=0.1)
+    assert len(sizes) == 2 * 6 * 2  # each cycle explores as many steps as it samples
+    cycle = sizes[:12]
+    assert cycle[0] == pytest.approx(0.1) and torch.all(cycle[1:] < cycle[:-1]) and cycle[-1] > 0
+    torch.testing.assert_close(sizes[12:], cycle)
+    assert sampling[:12].tolist() == [False] * 6 + [True] * 6
+    assert torch.nonzero(keep)[:, 0].tolist() == [7, 9, 11, 19, 21, 23]  # every 2nd sampling step
+
+
+def test_a_classifier_samples_with_sghmc():
+    rng = np.random.RandomState(0)
+    X = rng.randn(400, 2)
+    labels = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int)
+    classifier = MCMCClassifier(hidden_layer_sizes=(8,), hyperprior="empirical", sampler="sghmc", step_size=0.05,
+                                n_samples=40, n_burnin=100, batch_size=100, max_epochs=30,
+                                random_state=0).fit(X, labels)
+    assert classifier.score(X, labels) > 0.9
+    assert classifier.n_divergent_ == 0
+
+
+@pytest.mark.parametrize("params, message", [
+    (dict(sampler="sgld"), "hyperprior='empirical'"),  # the default Gamma hyperprior samples from full passes
+    (dict(sampler="sghmc", prior_std=1.0, n_samples=3, n_cycles=4), "n_cycles=4"),
+    (dict(sampler="sgld", prior_std=1.0, n_cycles=0), "n_cycles"),
+])
+def test_bad_sg_parameters_are_refused(params, message):
+    rng = np.random.RandomState(0)
+    X = rng.randn(30, 2)
+    with pytest.raises(ValueError, match=message):
+        MCMCRegressor(hidden_layer_sizes=(4,), max_epochs=5, n_burnin=5, **{"n_samples": 10, **params}).fit(
+            X, X[:, 0])
