@@ -32,11 +32,11 @@ import os
 import statistics
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import torch
 from torch.utils.data import DataLoader, TensorDataset
+from uci_protocol import DEFAULT_DATA_DIR, standardise_inputs
 
 from sklearn_quinn import LaplaceRegressor
 from sklearn_quinn._core.last_layer import LastLayerModel
@@ -45,8 +45,6 @@ from sklearn_quinn._core.network import FunctionalModel
 from sklearn_quinn._core.pushforward import linear_pushforward
 from sklearn_quinn.datasets import load_uci_split
 from sklearn_quinn.laplace._engine import LaplaceApproximation
-
-DEFAULT_DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "uci"
 
 #: (label, our structure, subset of weights) of each comparison.
 CASES = [("kron", "kron", "all"), ("last layer", "full", "last_layer")]
@@ -98,10 +96,8 @@ def theirs_predict(laplace, X):
 
 def run(name, hidden, args):
     X_train, X_test, y_train, y_test = load_uci_split(args.data_dir, name, args.split)
-    x_mean, x_std = X_train.mean(0), X_train.std(0)
-    x_std[x_std == 0] = 1.0
+    X_train, X_test = standardise_inputs(X_train, X_test)
     y_mean, y_std = y_train.mean(), y_train.std()
-    X_train, X_test = (X_train - x_mean) / x_std, (X_test - x_mean) / x_std
     y_train, y_test = (y_train - y_mean) / y_std, (y_test - y_mean) / y_std
     t_map, regressor = timed(lambda: LaplaceRegressor(
         hidden_layer_sizes=hidden, linear_skip=False, max_epochs=args.epochs, normalize_y=False, random_state=0,
