@@ -7,9 +7,11 @@ from numpy.testing import assert_allclose
 from torch import nn
 
 from sklearn_quinn import LaplaceClassifier, LaplaceRegressor
+from sklearn_quinn._core import curvature as curvature_module
+from sklearn_quinn._core.curvature import curvature
 from sklearn_quinn._core.evidence import ParameterGroups
 from sklearn_quinn._core.kronecker import KroneckerEigenbasis, kronecker_factors, kronecker_layers
-from sklearn_quinn._core.likelihoods import GaussianLikelihood
+from sklearn_quinn._core.likelihoods import CategoricalLikelihood, GaussianLikelihood
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 from sklearn_quinn._core.posterior import GaussianPosterior
 
@@ -37,6 +39,34 @@ def test_on_a_single_linear_module_kron_is_the_full_laplace(data, prior_precisio
     assert kron.log_marginal_likelihood() == pytest.approx(full.log_marginal_likelihood(), rel=1e-10)
     assert kron.prior_precision_ == pytest.approx(full.prior_precision_, rel=1e-8)
     assert_allclose(kron.posterior_.covariance.numpy(), full.posterior_.covariance.numpy(), rtol=1e-8, atol=1e-14)
+
+
+def test_two_targets_on_a_single_linear_module_kron_is_the_full_laplace(data):
+    # Two outputs make G a 2 x 2 factor, so a Kronecker product in the wrong order would differ.
+    X, y = data
+    Y = np.column_stack([y, X[:, 2] + 0.5 * y])
+    common = dict(module=nn.Linear(3, 2), noise_std=0.3, prior_precision=2.0, max_epochs=50, random_state=0)
+    full = LaplaceRegressor(hessian_structure="full", **common).fit(X, Y)
+    kron = LaplaceRegressor(hessian_structure="kron", **common).fit(X, Y)
+    assert_allclose(kron.posterior_.covariance.numpy(), full.posterior_.covariance.numpy(), rtol=1e-8, atol=1e-14)
+    assert_allclose(kron.predict(X, return_std=True), full.predict(X, return_std=True), rtol=1e-10)
+
+
+@pytest.mark.parametrize("likelihood", ["gaussian", "categorical"])
+def test_on_one_point_the_kronecker_product_is_the_ggn_block(likelihood):
+    # With one point, each layer's GGN block is exactly B B^T (x) a a^T: the order of the
+    # factors and the layout of [W b] in theta must match the full curvature entry for entry.
+    torch.manual_seed(0)
+    model = FunctionalModel(build_mlp(4, 3, (5,)).double())
+    theta, X = model.flatten(), torch.randn(1, 4, dtype=torch.float64)
+    if likelihood == "gaussian":
+        like, Y = GaussianLikelihood(torch.full((3,), 0.5)).double().frozen(3), torch.randn(1, 3, dtype=torch.float64)
+    else:
+        like, Y = CategoricalLikelihood(), torch.tensor([[2.0]], dtype=torch.float64)
+    full = curvature(model, theta, X, Y, like, "ggn", "full")
+    layers, factors, _ = kronecker_factors(model, theta, X, Y, like)
+    for layer, (G, A) in zip(layers, factors):
+        torch.testing.assert_close(torch.kron(G, A), full[layer.index][:, layer.index])
 
 
 def test_on_a_single_linear_module_kron_is_bayesian_linear_regression(data):
@@ -166,3 +196,48 @@ def test_kron_refuses_the_hessian(data):
     with pytest.raises(ValueError, match="kron.*curvature='hessian'"):
         LaplaceRegressor(hidden_layer_sizes=(4,), hessian_structure="kron", curvature="hessian",
                          max_epochs=5).fit(*data)
+
+
+class TwiceApplied(nn.Module):
+    """One nn.Linear applied twice: no Kronecker factorisation of its block."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(3, 3)
+        self.unused = nn.Linear(3, 3)
+        self.out = nn.Linear(3, 1)
+
+    def forward(self, X):
+        return self.out(torch.tanh(self.linear(torch.tanh(self.linear(X)))))
+
+
+def test_a_module_kron_cannot_factor_is_refused_or_falls_back_to_the_diagonal(data, monkeypatch):
+    X, y = data
+    common = dict(module=TwiceApplied(), max_epochs=5, random_state=0)
+    with pytest.raises(ValueError, match="applied once"):
+        LaplaceRegressor(hessian_structure="kron", **common).fit(X, y)
+    monkeypatch.setattr(curvature_module, "AUTO_MAX_FULL_PARAMS", 10)  # so that 'auto' tries kron
+    regressor = LaplaceRegressor(**common).fit(X, y)
+    assert regressor.hessian_structure_ == "diag"
+    assert "applied once" in regressor.hessian_structure_reason_
+
+
+def test_a_layer_the_forward_pass_never_calls_has_zero_curvature(data):
+    # Without the repeated layer, TwiceApplied's 'unused' layer is the only oddity.
+    class WithUnused(TwiceApplied):
+        def forward(self, X):
+            return self.out(torch.tanh(self.linear(X)))
+
+    regressor = LaplaceRegressor(module=WithUnused(), hessian_structure="kron", prior_precision=4.0,
+                                 max_epochs=5, random_state=0).fit(*data)
+    unused = kronecker_layers(regressor._model)[0][1]
+    assert unused.name == "unused"
+    # Its weights keep the prior's variance, 1 / 4.
+    assert_allclose(regressor.posterior_.variance[unused.index].numpy(), 0.25, rtol=1e-10)
+
+
+def test_auto_with_the_exact_hessian_never_takes_kron(data, monkeypatch):
+    monkeypatch.setattr(curvature_module, "AUTO_MAX_FULL_PARAMS", 10)
+    regressor = LaplaceRegressor(hidden_layer_sizes=(4,), curvature="hessian", max_epochs=5,
+                                 random_state=0).fit(*data)
+    assert regressor.hessian_structure_ == "diag"

@@ -33,8 +33,12 @@ from torch.func import functional_call
 
 from .last_layer import LastLayerModel
 
-# Rows per chunk of the curvature pass (inputs, activations and their gradients held at once).
-_CHUNK_ROWS = 4096
+# Elements of the layers' output gradients (directions x rows x units) held at once by the curvature pass.
+_CHUNK_ELEMENTS = 2**23
+
+
+class KroneckerUnsupportedError(ValueError):
+    """The module's linear layers cannot be Kronecker-factored (or the curvature is not the GGN or Fisher)."""
 
 
 class KroneckerLayer(NamedTuple):
@@ -98,7 +102,9 @@ def _inputs_and_output_gradients(module, theta, X, directions, layers):
     """Each layer's input ``(N, in)`` and the gradient of ``directions . f`` in its output, ``(D, N, out)``.
 
     The gradient in a layer's output is taken through a zero added to it by a
-    forward hook, for all directions in one batched backward pass.
+    forward hook, for all directions in one batched backward pass. A layer
+    the forward pass does not call, or whose output does not reach the
+    outputs, gets None: its curvature is zero.
     """
     linears = dict(module.module.named_modules())
     inputs, bumps = {}, {}
@@ -106,7 +112,7 @@ def _inputs_and_output_gradients(module, theta, X, directions, layers):
     def hook(name):
         def capture(layer, args, output):
             if name in inputs or args[0].dim() != 2:
-                raise ValueError(
+                raise KroneckerUnsupportedError(
                     f"hessian_structure='kron' needs each nn.Linear applied once to a (rows, features) "
                     f"input; {name or 'the module'!r} is not."
                 )
@@ -121,13 +127,14 @@ def _inputs_and_output_gradients(module, theta, X, directions, layers):
         with torch.enable_grad():
             weights = {**module.unflatten(theta.detach()), **dict(module.module.named_buffers())}
             outputs = functional_call(module.module, weights, (X,)).reshape(directions.shape[1:])
-            gradients = torch.autograd.grad(
-                outputs, [bumps[layer.name] for layer in layers], directions, is_grads_batched=True
-            )
+            called = [layer for layer in layers if layer.name in inputs]
+            gradients = dict(zip((layer.name for layer in called), torch.autograd.grad(
+                outputs, [bumps[layer.name] for layer in called], directions, is_grads_batched=True, allow_unused=True
+            )))
     finally:
         for handle in handles:
             handle.remove()
-    return [inputs[layer.name] for layer in layers], gradients
+    return [inputs.get(layer.name) for layer in layers], [gradients.get(layer.name) for layer in layers]
 
 
 def kronecker_factors(model, theta, X, Y, likelihood, kind="ggn"):
@@ -149,7 +156,7 @@ def kronecker_factors(model, theta, X, Y, likelihood, kind="ggn"):
         Positions in ``theta`` of the weights in no linear layer.
     """
     if kind not in ("ggn", "ef"):
-        raise ValueError(
+        raise KroneckerUnsupportedError(
             f"hessian_structure='kron' factors the GGN or the empirical Fisher, not curvature={kind!r}."
         )
     layers, rest = kronecker_layers(model)
@@ -157,13 +164,17 @@ def kronecker_factors(model, theta, X, Y, likelihood, kind="ggn"):
     factors = [
         [theta.new_zeros(layer.n_out, layer.n_out), theta.new_zeros(layer.n_in, layer.n_in)] for layer in layers
     ]
-    for start in range(0, X.shape[0], _CHUNK_ROWS):
-        rows = slice(start, start + _CHUNK_ROWS)
+    n_outputs = model.single(theta, X[:1]).shape[-1]
+    chunk = max(1, _CHUNK_ELEMENTS // (n_outputs * sum(layer.n_out for layer in layers) or 1))
+    for start in range(0, X.shape[0], chunk):
+        rows = slice(start, start + chunk)
         with torch.no_grad():
             outputs = model.single(theta, X[rows])
         directions = _directions(likelihood, outputs, Y[rows], kind)
         layer_inputs, gradients = _inputs_and_output_gradients(module, theta, inputs[rows], directions, layers)
         for (output_factor, input_factor), layer, a, b in zip(factors, layers, layer_inputs, gradients):
+            if a is None or b is None:
+                continue
             if layer.n_in > a.shape[1]:  # the bias column
                 a = torch.cat([a, a.new_ones(len(a), 1)], dim=1)
             input_factor += a.T @ a

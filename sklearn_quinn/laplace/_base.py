@@ -9,7 +9,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._core.curvature import CURVATURES, STRUCTURES, choose_structure, machine_memory_bytes
-from .._core.kronecker import kronecker_layers
+from .._core.kronecker import KroneckerUnsupportedError, kronecker_layers
 from .._core.last_layer import LastLayerModel
 from .._core.pushforward import linear_pushforward
 from ..base import MAP_TRAINING_CONSTRAINTS
@@ -62,10 +62,21 @@ class LaplaceMixin(GridsearchPriorMixin):
             self.prior_precisions_ = {name: self.prior_precisions_[name] for name in self._model.names}
         self._group_precisions = self.prior_precisions_ if learned else dict.fromkeys(self.prior_precisions_, 1.0)
         self._choose_structure(theta)
-        self._laplace = LaplaceApproximation(
-            self._model, theta, self._tensor(X), self._tensor(Y), likelihood.frozen(Y.shape[1]),
-            kind=self.curvature, structure=self.hessian_structure_, prior_shape=prior_shape,
-        )
+
+        def laplace():
+            return LaplaceApproximation(
+                self._model, theta, self._tensor(X), self._tensor(Y), likelihood.frozen(Y.shape[1]),
+                kind=self.curvature, structure=self.hessian_structure_, prior_shape=prior_shape,
+            )
+
+        try:
+            self._laplace = laplace()
+        except KroneckerUnsupportedError as error:
+            if self.hessian_structure != "auto":
+                raise
+            self.hessian_structure_ = "diag"
+            self.hessian_structure_reason_ += f"; but {error} So diag."
+            self._laplace = laplace()
         self._noise_scale = 1.0
         self.prior_precision_ = 1.0 if learned else (self.prior_std or 1.0) ** -2
         if isinstance(self.prior_precision, Real):
@@ -86,7 +97,8 @@ class LaplaceMixin(GridsearchPriorMixin):
             self.hessian_structure_, self.hessian_structure_reason_ = self.hessian_structure, "as asked"
             return
         budget = machine_memory_bytes() // 4 if self.memory_budget == "auto" else self.memory_budget
-        layers, rest = kronecker_layers(self._model)
+        # The exact Hessian has no Kronecker factorisation here: only the GGN and the Fisher.
+        layers, rest = kronecker_layers(self._model) if self.curvature != "hessian" else ((), ())
         self.hessian_structure_, self.hessian_structure_reason_ = choose_structure(
             theta.shape[0], theta.dtype, budget, layers, len(rest)
         )

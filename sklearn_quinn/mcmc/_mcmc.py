@@ -142,7 +142,8 @@ class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
         if self.verbose and show:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=self.n_burnin + self.n_samples * self.thin, desc=f"MCMC {self.sampler}", leave=False)
+            sampling_steps = self.n_samples * self.thin * (2 if self.sampler in SG_SAMPLERS else 1)
+            bar = tqdm(total=self.n_burnin + sampling_steps, desc=f"MCMC {self.sampler}", leave=False)
 
         def progress(done, acceptance):
             bar.update(1)

@@ -126,8 +126,8 @@ def run_sg_chains(density, position, inverse_mass, *, sampler="sghmc", n_samples
     Returns
     -------
     draws : tensor of shape (C, n_samples, P)
-    divergent : tensor of bool, shape (C, 2 n_samples thin)
-        Sampling steps whose gradient was not finite.
+    divergent : tensor of bool, shape (C, n_samples thin)
+        The steps of the sampling halves whose gradient was not finite.
     """
     if n_cycles > n_samples:
         raise ValueError(f"n_cycles={n_cycles} is more than the n_samples={n_samples} draws it spreads them over.")
@@ -141,7 +141,8 @@ def run_sg_chains(density, position, inverse_mass, *, sampler="sghmc", n_samples
             index = t - n_burnin
             state, finite = sg_step(sampler, density, state, float(schedule[index]), bool(sampling[index]),
                                     inverse_mass, generator)
-            divergent.append(~finite)
+            if sampling[index]:
+                divergent.append(~finite)
             if keep[index]:
                 draws.append(state.position)
         if progress is not None:
