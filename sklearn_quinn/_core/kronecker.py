@@ -56,10 +56,11 @@ class KroneckerLayer(NamedTuple):
 
 
 def _module_and_inputs(model, X):
-    """The module whose linear layers carry the weights, and its inputs for ``X``."""
+    """The module whose linear layers carry the weights, its inputs for ``X``, and
+    what the model adds to its outputs (None for nothing)."""
     if isinstance(model, LastLayerModel):
-        return model.head, model.features(X)[0]
-    return model, X
+        return model.head, *model.features(X)
+    return model, X, None
 
 
 def kronecker_layers(model):
@@ -98,11 +99,13 @@ def _directions(likelihood, outputs, Y, kind):
     return likelihood.output_gradient(outputs, Y).unsqueeze(0)
 
 
-def _inputs_and_output_gradients(module, theta, X, directions, layers):
+def _inputs_and_output_gradients(module, theta, X, directions_at, layers):
     """Each layer's input ``(N, in)`` and the gradient of ``directions . f`` in its output, ``(D, N, out)``.
 
-    The gradient in a layer's output is taken through a zero added to it by a
-    forward hook, for all directions in one batched backward pass. A layer
+    ``directions_at`` maps the module's outputs ``(N, O)`` (detached) to the
+    cotangents ``(D, N, O)``. The gradient in a layer's output is taken
+    through a zero added to it by a forward hook, for all directions in one
+    batched backward pass, after the one forward pass. A layer
     the forward pass does not call, or whose output does not reach the
     outputs, gets None: its curvature is zero.
     """
@@ -126,7 +129,8 @@ def _inputs_and_output_gradients(module, theta, X, directions, layers):
     try:
         with torch.enable_grad():
             weights = {**module.unflatten(theta.detach()), **dict(module.module.named_buffers())}
-            outputs = functional_call(module.module, weights, (X,)).reshape(directions.shape[1:])
+            outputs = functional_call(module.module, weights, (X,)).reshape(len(X), -1)
+            directions = directions_at(outputs.detach())
             called = [layer for layer in layers if layer.name in inputs]
             gradients = dict(zip((layer.name for layer in called), torch.autograd.grad(
                 outputs, [bumps[layer.name] for layer in called], directions, is_grads_batched=True, allow_unused=True
@@ -160,7 +164,7 @@ def kronecker_factors(model, theta, X, Y, likelihood, kind="ggn"):
             f"hessian_structure='kron' factors the GGN or the empirical Fisher, not curvature={kind!r}."
         )
     layers, rest = kronecker_layers(model)
-    module, inputs = _module_and_inputs(model, X)
+    module, inputs, offset = _module_and_inputs(model, X)
     factors = [
         [theta.new_zeros(layer.n_out, layer.n_out), theta.new_zeros(layer.n_in, layer.n_in)] for layer in layers
     ]
@@ -168,10 +172,11 @@ def kronecker_factors(model, theta, X, Y, likelihood, kind="ggn"):
     chunk = max(1, _CHUNK_ELEMENTS // (n_outputs * sum(layer.n_out for layer in layers) or 1))
     for start in range(0, X.shape[0], chunk):
         rows = slice(start, start + chunk)
-        with torch.no_grad():
-            outputs = model.single(theta, X[rows])
-        directions = _directions(likelihood, outputs, Y[rows], kind)
-        layer_inputs, gradients = _inputs_and_output_gradients(module, theta, inputs[rows], directions, layers)
+
+        def directions_at(outputs):
+            return _directions(likelihood, outputs if offset is None else outputs + offset[rows], Y[rows], kind)
+
+        layer_inputs, gradients = _inputs_and_output_gradients(module, theta, inputs[rows], directions_at, layers)
         for (output_factor, input_factor), layer, a, b in zip(factors, layers, layer_inputs, gradients):
             if a is None or b is None:
                 continue

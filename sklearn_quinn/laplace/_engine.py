@@ -87,10 +87,9 @@ class LaplaceApproximation:
             layers, factors, rest = kronecker_factors(model, theta, X, Y, likelihood, kind)
             rest_curvature = curvature(model, theta, X, Y, likelihood, kind, "diag")[rest] if len(rest) else theta[:0]
             self.basis = KroneckerEigenbasis(layers, factors, rest, rest_curvature, len(theta), self._prior_root)
-            eigenvalues = matrix = self.basis.eigenvalues
+            eigenvalues = self.basis.eigenvalues
         else:
-            matrix = self._whiten(curvature(model, theta, X, Y, likelihood, kind, structure))
-            eigenvalues = matrix
+            eigenvalues = matrix = self._whiten(curvature(model, theta, X, Y, likelihood, kind, structure))
         if structure == "full":
             eigenvalues, self.eigenvectors = torch.linalg.eigh(matrix)
         # The GGN and the empirical Fisher are positive semi-definite: a negative

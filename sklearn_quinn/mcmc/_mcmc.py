@@ -58,6 +58,12 @@ class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
 
     def _fit(self, X, Y):
         """Run the chains: the family's part of ``fit``."""
+        if self.sampler in SG_SAMPLERS and self._samples_hyperparameters:
+            raise ValueError(
+                f"sampler={self.sampler!r} moves the weights by minibatch gradients, but hyperprior='gamma' "
+                "draws the prior precisions and the noise from full passes over the data at every step: use "
+                "hyperprior='empirical' (the precisions and noise the MAP learns) or a float prior_std."
+            )
         prior = None
         if self.init == "map" or self._empirical_hyperparameters:
             theta, likelihood, prior = self._fit_map(X, Y)
@@ -65,12 +71,6 @@ class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
             theta, likelihood = self._build_model(X, Y), self._likelihood(Y)
         X, Y = self._tensor(X), self._tensor(Y)
         n_params, gibbs, inverse_mass = self._model.n_params, None, None
-        if self.sampler in SG_SAMPLERS and self._samples_hyperparameters:
-            raise ValueError(
-                f"sampler={self.sampler!r} moves the weights by minibatch gradients, but hyperprior='gamma' "
-                "draws the prior precisions and the noise from full passes over the data at every step: use "
-                "hyperprior='empirical' (the precisions and noise the MAP learns) or a float prior_std."
-            )
         if self._samples_hyperparameters:
             log_density, gibbs = self._hierarchical_posterior(X, Y, likelihood)
             start = self._hierarchical_start(theta, likelihood, prior, log_density.log_prior)
@@ -150,37 +150,36 @@ class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
             if done % 10 == 0:
                 bar.set_postfix(acceptance=f"{acceptance:.2f}")
 
+        report = progress if bar is not None else None
         if self.sampler in SG_SAMPLERS:
             draws, divergent = run_sg_chains(
                 log_density, start, inverse_mass, sampler=self.sampler, n_samples=self.n_samples,
                 n_burnin=self.n_burnin, thin=self.thin, step_size=self.step_size, n_cycles=self.n_cycles,
                 generator=self._generator(seed),
-                progress=progress if bar is not None else None,
+                progress=report,
             )
             result = ChainResult(draws, torch.ones(divergent.shape, dtype=draws.dtype), divergent, None, None)
-            if bar is not None:
-                bar.close()
-            return result
-        result = run_chains(
-            log_density,
-            start,
-            sampler=self.sampler,
-            n_samples=self.n_samples,
-            n_burnin=self.n_burnin,
-            thin=self.thin,
-            step_size=self.step_size,
-            n_leapfrog=self.n_leapfrog,
-            max_tree_depth=self.max_tree_depth,
-            target_acceptance=self.target_acceptance,
-            adapt_step_size=self.adapt_step_size,
-            gamma=self.gamma,
-            adapt_start=self.adapt_start,
-            adapt_every=self.adapt_every,
-            compile=self.compile,
-            gibbs=gibbs,
-            generator=self._generator(seed),
-            progress=progress if bar is not None else None,
-        )
+        else:
+            result = run_chains(
+                log_density,
+                start,
+                sampler=self.sampler,
+                n_samples=self.n_samples,
+                n_burnin=self.n_burnin,
+                thin=self.thin,
+                step_size=self.step_size,
+                n_leapfrog=self.n_leapfrog,
+                max_tree_depth=self.max_tree_depth,
+                target_acceptance=self.target_acceptance,
+                adapt_step_size=self.adapt_step_size,
+                gamma=self.gamma,
+                adapt_start=self.adapt_start,
+                adapt_every=self.adapt_every,
+                compile=self.compile,
+                gibbs=gibbs,
+                generator=self._generator(seed),
+                progress=report,
+            )
         if bar is not None:
             bar.close()
         return result
