@@ -8,8 +8,8 @@ repository.
 
 from pathlib import Path
 
-from sklearn_quinn._cli.uci_protocol import fmt, mean_se, reference, run_split, standardise_inputs
+from sklearn_quinn._cli.uci_protocol import fmt, mean_se, reference, run_split, score_fit, standardise_inputs
 
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "uci"
 
-__all__ = ["DEFAULT_DATA_DIR", "fmt", "mean_se", "reference", "run_split", "standardise_inputs"]
+__all__ = ["DEFAULT_DATA_DIR", "fmt", "mean_se", "reference", "run_split", "score_fit", "standardise_inputs"]

@@ -5,6 +5,7 @@ import torch
 from torch import nn
 from torch.func import jacrev
 
+from sklearn_quinn._core import network
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 
 
@@ -194,7 +195,6 @@ def test_row_blocks_give_the_unblocked_values_and_gradients(monkeypatch, likelih
     """Blocks of 2 weight rows (a block budget of 2 rows x 7 points x 8 units)
     against one pass over all 5 rows, for the state likelihoods' values,
     gradients and the residual sums of squares."""
-    from sklearn_quinn._core import network
     from sklearn_quinn._core.likelihoods import CategoricalStateLikelihood, GaussianStateLikelihood
 
     X = _inputs()
@@ -220,3 +220,24 @@ def test_row_blocks_give_the_unblocked_values_and_gradients(monkeypatch, likelih
         theta = rows[:, : model.n_params]
         expected = (density.Y - model(theta, X)).square().sum((-1, -2))
         torch.testing.assert_close(density.sum_of_squares(theta), expected)
+
+
+@pytest.mark.parametrize("module", [build_mlp(3, 2, (8,)).double(), TwoHeads()], ids=["mlp", "generic"])
+@pytest.mark.parametrize("shared_inputs", [True, False])
+def test_outputs_without_gradients_go_in_blocks_of_points(module, shared_inputs, monkeypatch):
+    """Predictions of many rows on many points: the points go in blocks whose activations stay
+    under the budget, and the outputs are the same; with gradients, in one pass."""
+    model = FunctionalModel(module)
+    generator = torch.Generator().manual_seed(0)
+    theta = torch.randn(4, model.n_params, generator=generator, dtype=torch.float64)
+    X = _inputs(n=11) if shared_inputs else torch.randn(4, 11, 3, generator=generator, dtype=torch.float64)
+    whole = model(theta, X)
+    calls = []
+    monkeypatch.setattr(network, "INFERENCE_BLOCK_ELEMENTS", 4 * 8 * 3)  # 3 points a block
+    monkeypatch.setattr(model, "_outputs", lambda theta, X: calls.append(X.shape[-2])
+                        or FunctionalModel._outputs(model, theta, X))
+    with torch.no_grad():
+        torch.testing.assert_close(model(theta, X), whole.detach())
+    assert calls == [3, 3, 3, 2]
+    model(theta, X)
+    assert calls[-1] == 11

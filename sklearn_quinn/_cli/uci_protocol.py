@@ -36,18 +36,28 @@ def run_split(estimator, data_dir, name, split):
     Returns
     -------
     dict
+        ``score_fit``'s record of the split.
+    """
+    return score_fit(estimator, *load_uci_split(data_dir, name, split), random_state=split)
+
+
+def score_fit(estimator, X_train, X_test, y_train, y_test, random_state=0):
+    """Fit a clone of ``estimator`` on the standardised inputs and score its predictive on the test rows.
+
+    Returns
+    -------
+    dict
         ``rmse`` and ``ll`` (mean test log-likelihood per point) in the
         original target units, ``coverage_95`` (of the central 95% interval),
         ``seconds`` (fit and predict, wall), ``cpu_seconds`` (the same, CPU time of
         this process: the cost when other work shares the cores), ``n_train``, ``n_test`` and the
         fitted ``estimator``.
     """
-    X_train, X_test, y_train, y_test = load_uci_split(data_dir, name, split)
     X_train, X_test = standardise_inputs(X_train, X_test)
     start, cpu_start = time.perf_counter(), time.process_time()
     fitted = clone(estimator)
     if "random_state" in fitted.get_params():  # not scikit-learn's BayesianRidge, a reference
-        fitted.set_params(random_state=split)
+        fitted.set_params(random_state=random_state)
     fitted.fit(X_train, y_train)
     mean, std = fitted.predict(X_test, return_std=True)
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
