@@ -4,12 +4,13 @@ A (256, 256, 256) ReLU MLP (about 140k weights) on a synthetic 20-feature
 table (``make_friedman1`` with 15 noise features, unit noise), package
 defaults otherwise (evidence-driven MAP training, ``--max-epochs`` of it), as
 ``LaplaceRegressor()`` (where 'auto' picks the Kronecker factors), with the
-diagonal asked for, and with ``subset_of_weights='last_layer'``, and the
-default 1x50 network for comparison. Prints, per fit, the structure chosen and
+diagonal asked for, with its top 100 eigenpairs (``'lowrank'``), and with
+``subset_of_weights='last_layer'``, and the default 1x50 network for
+comparison (``--only TEXT``: the fits whose name holds TEXT). Prints, per fit, the structure chosen and
 why, the weights the posterior covers, the fit's wall time, the process's peak
 resident memory so far, and the test NLL and 95% coverage. One thread.
 
-    python benchmarks/bench_laplace_structure.py [--rows 2000] [--max-epochs 200]
+    python benchmarks/bench_laplace_structure.py [--rows 2000] [--max-epochs 200] [--only lowrank]
 """
 
 import argparse
@@ -31,6 +32,7 @@ def main(argv=None):
     parser.add_argument("--rows", type=int, default=2000)
     parser.add_argument("--max-epochs", type=int, default=200)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--only", default="", help="run only the fits whose name holds this text")
     args = parser.parse_args(argv)
     pin_threads(args.threads)
     X, y = make_friedman1(int(args.rows / 0.8), n_features=20, noise=1.0, random_state=0)
@@ -39,6 +41,8 @@ def main(argv=None):
         "(50,), all weights": dict(),
         "(256, 256, 256), all weights": dict(hidden_layer_sizes=(256, 256, 256)),
         "(256, 256, 256), all weights, diag": dict(hidden_layer_sizes=(256, 256, 256), hessian_structure="diag"),
+        "(256, 256, 256), all weights, lowrank": dict(hidden_layer_sizes=(256, 256, 256),
+                                                      hessian_structure="lowrank"),
         "(256, 256, 256), last layer": dict(hidden_layer_sizes=(256, 256, 256), subset_of_weights="last_layer"),
     }
     print(f"make_friedman1, {args.rows} training rows x 20 features, {args.max_epochs} epochs, "
@@ -46,6 +50,8 @@ def main(argv=None):
     print("| network | structure | weights in the posterior | fit s | peak RSS GiB | test NLL | coverage | why |")
     print("|---|---|---|---|---|---|---|---|")
     for name, params in fits.items():
+        if args.only not in name:
+            continue
         regressor = LaplaceRegressor(max_epochs=args.max_epochs, random_state=0, **params)
         start = time.perf_counter()
         model = make_pipeline(StandardScaler(), regressor).fit(X_train, y_train)

@@ -144,17 +144,35 @@ def curvature(model, theta, X, Y, likelihood, kind="ggn", structure="full"):
 
     shape = (n_params, n_params) if structure == "full" else (n_params,)
     total = theta.new_zeros(shape)
+    for factor in _square_root_chunks(model, theta, X, Y, likelihood, kind):
+        total += factor.T @ factor if structure == "full" else factor.square().sum(0)
+    return total
+
+
+def curvature_matmul(model, theta, X, Y, likelihood, kind, vectors):
+    """``C V`` for the GGN or empirical Fisher ``C`` at ``theta`` and ``V (K, m)``, in one pass over
+    the rows and without forming ``C``."""
+    if kind == "hessian":
+        raise ValueError("curvature products are taken of the GGN or the empirical Fisher, not the Hessian.")
+    total = torch.zeros_like(vectors)
+    for factor in _square_root_chunks(model, theta, X, Y, likelihood, kind):
+        total += factor.T @ (factor @ vectors)
+    return total
+
+
+def _square_root_chunks(model, theta, X, Y, likelihood, kind):
+    """The rows of ``F`` with ``C = F^T F`` (the GGN's whitened Jacobians, the
+    empirical Fisher's per-point gradients), one chunk of data rows at a time."""
+    n_params = theta.shape[0]
     n_outputs = model.single(theta, X[:1]).shape[-1]
     row_bytes = 2 * n_outputs * n_params * theta.element_size()
     for rows in _row_chunks(X.shape[0], row_bytes):
         jac = model.jacobian(theta, X[rows])
         outputs = model.single(theta, X[rows])
         if kind == "ggn":
-            factor = likelihood.whitened_jacobian(jac, outputs).reshape(-1, n_params)
+            yield likelihood.whitened_jacobian(jac, outputs).reshape(-1, n_params)
         else:
-            factor = torch.einsum("no,nok->nk", likelihood.output_gradient(outputs, Y[rows]), jac)
-        total += factor.T @ factor if structure == "full" else factor.square().sum(0)
-    return total
+            yield torch.einsum("no,nok->nk", likelihood.output_gradient(outputs, Y[rows]), jac)
 
 
 def _hessian(model, theta, X, Y, likelihood, structure):

@@ -236,6 +236,11 @@ class KroneckerEigenbasis:
         eigenvalues[rest.to(eigenvalues.device)] = whitened_rest
         self.eigenvalues = eigenvalues
 
+    @property
+    def coordinate_eigenvalues(self):
+        """One eigenvalue per eigen coordinate: ``eigenvalues`` (the basis is square)."""
+        return self.eigenvalues
+
     @staticmethod
     def _columns(weights, layer):
         """A layer's block of ``(..., K)`` weights as ``(..., n_out, n_in)``."""

@@ -47,8 +47,10 @@ class GaussianPosterior:
     - low rank plus diagonal: ``Sigma = diag(std**2) + U U^T`` with ``U`` of
       shape ``(K, R)`` (SWAG);
     - in a basis: ``Sigma = B diag(std**2) B^T`` with ``B`` an operator
-      (``apply``, ``transpose_apply``, ``squared_apply``), such as the
-      eigenvectors of a Kronecker-factored curvature.
+      (``apply``, ``transpose_apply``, ``squared_apply``) from as many
+      coordinates as ``std`` has to the ``K`` weights, such as the
+      eigenvectors of a Kronecker-factored curvature, or the frame of a
+      low-rank one.
 
     Build one with :meth:`from_precision_cholesky`, :meth:`from_std`,
     :meth:`from_low_rank` or :meth:`from_basis`.
@@ -92,7 +94,7 @@ class GaussianPosterior:
 
     def sample(self, n, generator=None):
         """Draw ``n`` weight vectors, shape ``(n, K)``."""
-        z = self._randn(self.n_params, n, generator=generator)
+        z = self._randn(self.n_params if self.std is None else self.std.shape[0], n, generator=generator)
         if self.std is None:
             deviation = torch.linalg.solve_triangular(self.precision_cholesky.mT, z, upper=True)
         elif self.basis is not None:

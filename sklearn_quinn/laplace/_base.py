@@ -34,8 +34,9 @@ class LaplaceMixin(GridsearchPriorMixin):
 
     _laplace_constraints: dict = {
         **MAP_TRAINING_CONSTRAINTS,
-        "hessian_structure": [StrOptions({*STRUCTURES, "kron", "auto"})],
+        "hessian_structure": [StrOptions({*STRUCTURES, "kron", "lowrank", "auto"})],
         "memory_budget": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
+        "max_rank": [Interval(Integral, 1, None, closed="left")],
         "subset_of_weights": [StrOptions({"all", "last_layer"})],
         "curvature": [StrOptions(set(CURVATURES))],
         "cov_scale": [Interval(Real, 0, None, closed="neither")],
@@ -67,6 +68,7 @@ class LaplaceMixin(GridsearchPriorMixin):
             return LaplaceApproximation(
                 self._model, theta, self._tensor(X), self._tensor(Y), likelihood.frozen(Y.shape[1]),
                 kind=self.curvature, structure=self.hessian_structure_, prior_shape=prior_shape,
+                rank=self.max_rank,
             )
 
         try:

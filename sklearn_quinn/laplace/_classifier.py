@@ -28,8 +28,9 @@ class LaplaceClassifier(LaplaceClassificationMixin, LaplaceMixin, BaseBayesianCl
     hidden_layer_sizes, activation, linear_skip, module, prior_std, lr, lr_schedule, max_epochs, \\
 batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor`.
-    hessian_structure : {'auto', 'full', 'kron', 'diag'}, default='auto'
+    hessian_structure : {'auto', 'full', 'kron', 'lowrank', 'diag'}, default='auto'
     memory_budget : int or 'auto', default='auto'
+    max_rank : int, default=100
     subset_of_weights : {'all', 'last_layer'}, default='all'
         As for :class:`~sklearn_quinn.LaplaceRegressor`.
     curvature : {'ggn', 'hessian', 'ef'}, default='ggn'
@@ -128,6 +129,7 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         prior_std=None,
         hessian_structure="auto",
         memory_budget="auto",
+        max_rank=100,
         subset_of_weights="all",
         curvature="ggn",
         cov_scale="loo",
@@ -155,6 +157,7 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         self.prior_std = prior_std
         self.hessian_structure = hessian_structure
         self.memory_budget = memory_budget
+        self.max_rank = max_rank
         self.subset_of_weights = subset_of_weights
         self.curvature = curvature
         self.cov_scale = cov_scale

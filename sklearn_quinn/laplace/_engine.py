@@ -4,7 +4,9 @@ The curvature ``C`` of the negative log-likelihood (Gaussian at a reference
 noise level ``noise_std``, or categorical) is computed once and decomposed
 once (an eigen decomposition for the full structure; the diagonal is its own
 spectrum; for the Kronecker-factored one, the eigen decompositions of each
-layer's two factors, see :mod:`~sklearn_quinn._core.kronecker`). For the
+layer's two factors, see :mod:`~sklearn_quinn._core.kronecker`; for the
+low-rank one, the top eigenpairs found from curvature products, the rest of
+the spectrum zero, see :mod:`~sklearn_quinn._core.low_rank`). For the
 Gaussian likelihood the curvature at noise ``c * noise_std`` is ``C / c**p``
 with ``p = 2`` for the GGN and the Hessian and ``p = 4`` for the empirical
 Fisher, so the posterior precision for any prior precision
@@ -15,7 +17,7 @@ Fisher, so the posterior precision for any prior precision
 its log determinant and the Laplace evidence all follow from the one
 spectrum: tuning ``delta`` and ``c`` by the evidence costs no new curvature
 and no new factorisation. The full posterior itself is then factored by
-Cholesky; the Kronecker one stays in its eigenbasis.
+Cholesky; the Kronecker and low-rank ones stay in their eigenbases.
 
 A prior ``N(0, (delta * P)^-1)`` with a per-weight shape ``P = diag(p)`` (the
 precisions learned for each group of weights, which ``delta`` then scales)
@@ -34,8 +36,9 @@ import torch
 from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 
-from .._core.curvature import curvature
+from .._core.curvature import curvature, curvature_matmul
 from .._core.kronecker import KroneckerEigenbasis, kronecker_factors
+from .._core.low_rank import LowRankEigenbasis, top_eigenpairs
 from .._core.posterior import GaussianPosterior
 
 # Bounds of the evidence search, on log prior precision and log noise scale.
@@ -57,10 +60,12 @@ class LaplaceApproximation:
         A Gaussian one holds the reference observation noise per output, the
         one the curvature uses; the noise scale ``c`` applies to it only.
     kind : {'ggn', 'hessian', 'ef'}
-    structure : {'full', 'kron', 'diag'}
+    structure : {'full', 'kron', 'lowrank', 'diag'}
     prior_shape : tensor of shape (K,), default=None
         The per-weight shape ``p`` of the prior precision, which the prior
         precision ``delta`` multiplies; None for an isotropic prior.
+    rank : int, default=100
+        For 'lowrank': the eigenpairs of the curvature kept.
 
     Attributes
     ----------
@@ -69,15 +74,15 @@ class LaplaceApproximation:
         set to zero.
     eigenvectors : tensor of shape (K, K) or None
         For 'full'.
-    basis : KroneckerEigenbasis or None
-        For 'kron': the eigenvectors as an operator, the prior's scale included.
+    basis : KroneckerEigenbasis, LowRankEigenbasis or None
+        For 'kron' and 'lowrank': the eigenvectors as an operator, the prior's scale included.
     n_negative : int
         Number of Hessian eigenvalues (diagonal entries) that were negative
         beyond round-off and were set to zero (always 0 for the GGN and the
         empirical Fisher, which are positive semi-definite).
     """
 
-    def __init__(self, model, theta, X, Y, likelihood, kind="ggn", structure="full", prior_shape=None):
+    def __init__(self, model, theta, X, Y, likelihood, kind="ggn", structure="full", prior_shape=None, rank=100):
         self.theta = theta
         self.structure = structure
         self.noise_power = 4 if kind == "ef" else 2
@@ -87,6 +92,18 @@ class LaplaceApproximation:
             layers, factors, rest = kronecker_factors(model, theta, X, Y, likelihood, kind)
             rest_curvature = curvature(model, theta, X, Y, likelihood, kind, "diag")[rest] if len(rest) else theta[:0]
             self.basis = KroneckerEigenbasis(layers, factors, rest, rest_curvature, len(theta), self._prior_root)
+            eigenvalues = self.basis.eigenvalues
+        elif structure == "lowrank":
+            if kind == "hessian":
+                raise ValueError("hessian_structure='lowrank' decomposes the GGN or the empirical Fisher, "
+                                 "not curvature='hessian'.")
+            root = 1.0 if self._prior_root is None else self._prior_root[:, None]
+
+            def whitened_matmul(vectors):
+                return curvature_matmul(model, theta, X, Y, likelihood, kind, vectors / root) / root
+
+            values, vectors = top_eigenpairs(whitened_matmul, len(theta), rank, theta.dtype, theta.device)
+            self.basis = LowRankEigenbasis(values, vectors, self._prior_root)
             eigenvalues = self.basis.eigenvalues
         else:
             eigenvalues = matrix = self._whiten(curvature(model, theta, X, Y, likelihood, kind, structure))
@@ -110,6 +127,10 @@ class LaplaceApproximation:
                 stacklevel=2,
             )
         self.eigenvalues = eigenvalues.clamp(min=0.0)
+        # One per coordinate of the posterior's basis: the spectrum itself but for 'lowrank',
+        # whose frame has R + K coordinates.
+        self._coordinate_eigenvalues = (self.eigenvalues if self.basis is None
+                                        else self.basis.coordinate_eigenvalues.clamp(min=0.0))
         # The full curvature, kept for the posterior's Cholesky factor (cheaper and
         # more accurate than rebuilding it from the eigenvectors at every call);
         # rebuilt once from the clipped spectrum when a Hessian was indefinite.
@@ -196,7 +217,7 @@ class LaplaceApproximation:
         return math.exp(result.x[0]), math.exp(result.x[1]) if tune_noise else 1.0
 
     def _precision_spectrum(self, prior_precision, noise_scale, cov_scale):
-        return cov_scale * (self.eigenvalues / noise_scale**self.noise_power + prior_precision)
+        return cov_scale * (self._coordinate_eigenvalues / noise_scale**self.noise_power + prior_precision)
 
     def linearised(self, model, X):
         """The network's outputs at the MAP over ``X`` and, as a function of the

@@ -60,20 +60,26 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         each target at each input, whose weights share the posterior of the
         mean's (``noise_std`` must then be None); :meth:`predict_uncertainty`
         splits the predictive std into the weights' part and the noise's.
-    hessian_structure : {'auto', 'full', 'kron', 'diag'}, default='auto'
+    hessian_structure : {'auto', 'full', 'kron', 'lowrank', 'diag'}, default='auto'
         The curvature's structure: the full ``K x K`` matrix; 'kron', a
         Kronecker product of two small factors per ``nn.Linear`` (KFAC,
-        Ritter et al. 2018), the diagonal for any other weight; or the
+        Ritter et al. 2018), the diagonal for any other weight; 'lowrank',
+        its ``max_rank`` largest eigenpairs, found from a few products with
+        it (randomized Nystrom, no ``K x K`` matrix), the prior alone across
+        the other directions (Daxberger et al. 2021, "Laplace redux"); or the
         diagonal. 'auto' takes the full one when its matrices fit
         ``memory_budget`` and its eigen decomposition takes seconds (at most
         5000 weights), else 'kron' when its factors fit (each at most 5000
         wide), else the diagonal; the choice and its reason are in
         ``hessian_structure_`` and ``hessian_structure_reason_``. A full
-        structure over the memory budget is never allocated. 'kron' needs
-        ``curvature`` 'ggn' or 'ef'.
+        structure over the memory budget is never allocated. 'kron' and
+        'lowrank' need ``curvature`` 'ggn' or 'ef'.
     memory_budget : int or 'auto', default='auto'
         Bytes the curvature may hold, for ``hessian_structure='auto'``;
         'auto' is a quarter of this machine's physical memory.
+    max_rank : int, default=100
+        The eigenpairs ``hessian_structure='lowrank'`` keeps; the others
+        ignore it.
     subset_of_weights : {'all', 'last_layer'}, default='all'
         The weights the posterior covers. 'last_layer' puts it on the final
         ``nn.Linear`` only, the rest fixed at the MAP (Kristiadi et al. 2020,
@@ -145,7 +151,7 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
     posterior_ : GaussianPosterior
         The Gaussian over the flat weight vector (the last layer's, with
         ``subset_of_weights='last_layer'``).
-    hessian_structure_ : {'full', 'kron', 'diag'}
+    hessian_structure_ : {'full', 'kron', 'lowrank', 'diag'}
         The curvature structure used.
     hessian_structure_reason_ : str
         Why: "as asked", or the memory and size figures 'auto' weighed.
@@ -217,6 +223,7 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         likelihood="gaussian",
         hessian_structure="auto",
         memory_budget="auto",
+        max_rank=100,
         subset_of_weights="all",
         curvature="ggn",
         cov_scale=1.0,
@@ -246,6 +253,7 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         self.likelihood = likelihood
         self.hessian_structure = hessian_structure
         self.memory_budget = memory_budget
+        self.max_rank = max_rank
         self.subset_of_weights = subset_of_weights
         self.curvature = curvature
         self.cov_scale = cov_scale
