@@ -10,10 +10,14 @@ from sklearn.utils import Bunch, check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
-from ._core.likelihoods import HeteroscedasticGaussianLikelihood
+from ._core.likelihoods import GaussianLikelihood, HeteroscedasticGaussianLikelihood
 from ._core.pushforward import GaussianPredictive
 from ._map import gaussian_likelihood
 from .base import _MAX_SEED, BaseBayesianNetwork
+
+#: The likelihood of each value of ``likelihood``: its network outputs, and how
+#: they become the means and the noise.
+LIKELIHOODS = {"gaussian": GaussianLikelihood, "heteroscedastic": HeteroscedasticGaussianLikelihood}
 
 
 class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
@@ -30,7 +34,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         **BaseBayesianNetwork._parameter_constraints,
         "noise_std": [None, Interval(Real, 0, None, closed="neither")],
         "normalize_y": ["boolean"],
-        "likelihood": [StrOptions({"gaussian", "heteroscedastic"})],
+        "likelihood": [StrOptions(set(LIKELIHOODS))],
     }
 
     def __sklearn_tags__(self):
@@ -58,7 +62,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
 
     def _n_outputs(self, Y):
         """A mean per target, and under the heteroscedastic likelihood a log noise std per target."""
-        return 2 * Y.shape[1] if self.likelihood == "heteroscedastic" else Y.shape[1]
+        return LIKELIHOODS[self.likelihood].n_network_outputs(Y.shape[1])
 
     def _likelihood(self, Y, leading_shape=(), noise_std=None):
         """The likelihood of a fit. Heteroscedastic: the network's noise head.
@@ -189,10 +193,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
             The expected noise variance (``E[sigma(x)**2]`` under the
             heteroscedastic likelihood, see its ``predictive``).
         """
-        if self.likelihood == "heteroscedastic":
-            return HeteroscedasticGaussianLikelihood.predictive(outputs)
-        noise_std = self._noise_std if noise_std is None else noise_std
-        return outputs, noise_std.square().expand_as(outputs.mean)
+        return LIKELIHOODS[self.likelihood].predictive(outputs, self._noise_std if noise_std is None else noise_std)
 
     def _summarise(self, outputs, noise_std=None):
         """``(y_mean, y_std)`` from a distribution of the outputs and a noise std (network units)."""
@@ -234,9 +235,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         seed = check_random_state(random_state).randint(_MAX_SEED)
         generator = self._generator(seed)
         with torch.no_grad():
-            outputs, noise_std = self._sample_outputs(X, n_samples, generator)
-            if self.likelihood == "heteroscedastic":
-                outputs, noise_std = HeteroscedasticGaussianLikelihood.split(outputs)
+            outputs, noise_std = LIKELIHOODS[self.likelihood].split(*self._sample_outputs(X, n_samples, generator))
             noise = torch.randn(outputs.shape, generator=generator, dtype=outputs.dtype, device=outputs.device)
             draws = self._to_numpy(outputs + noise * noise_std)
         draws = (draws * self._y_scale + self._y_mean).transpose(1, 2, 0)

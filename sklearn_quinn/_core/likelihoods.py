@@ -65,6 +65,24 @@ class GaussianLikelihood(nn.Module):
         """The current noise std (detached), shaped like ``noise_std`` or with one output."""
         return self.log_noise_std.detach().exp()
 
+    @staticmethod
+    def n_network_outputs(n_targets):
+        """The network's outputs for ``n_targets``: one mean each."""
+        return n_targets
+
+    @staticmethod
+    def split(outputs, noise_std):
+        """The means ``(..., N, O)`` and noise stds from outputs ``(..., N, O)`` and the homoscedastic
+        ``noise_std``: the outputs and that noise (the interface of
+        :meth:`HeteroscedasticGaussianLikelihood.split`)."""
+        return outputs, noise_std
+
+    @staticmethod
+    def predictive(outputs, noise_std):
+        """The distribution of the means (the outputs') and the noise variance ``(N, O)``
+        (the interface of :meth:`HeteroscedasticGaussianLikelihood.predictive`)."""
+        return outputs, noise_std.square().expand_as(outputs.mean)
+
     def log_prob(self, outputs, y, perturbation=None):
         """Log density per point of ``y + noise_std * perturbation`` given ``outputs``.
 
@@ -200,9 +218,15 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
         mean, log_std = outputs.chunk(2, dim=-1)
         return mean, log_std.clamp(-_LOG_STD_BOUND, _LOG_STD_BOUND)
 
+    @staticmethod
+    def n_network_outputs(n_targets):
+        """The network's outputs for ``n_targets``: a mean and a log noise std each."""
+        return 2 * n_targets
+
     @classmethod
-    def split(cls, outputs):
-        """The means and noise stds ``(..., N, O)`` from outputs ``(..., N, 2 O)``."""
+    def split(cls, outputs, noise_std=None):
+        """The means and noise stds ``(..., N, O)`` from outputs ``(..., N, 2 O)``
+        (``noise_std``, the homoscedastic one of :class:`GaussianLikelihood`, is unused)."""
         mean, log_std = cls.heads(outputs)
         return mean, log_std.exp()
 
@@ -224,13 +248,15 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
         return terms.sum(-1)
 
     @staticmethod
-    def predictive(outputs):
+    def predictive(outputs, noise_std=None):
         """The distribution of the mean and the expected noise variance, from the outputs' distribution.
 
         Parameters
         ----------
         outputs : GaussianPredictive or SampledPredictive
             Over outputs ``(N, 2 O)``.
+        noise_std : None
+            Unused (the homoscedastic noise of :class:`GaussianLikelihood`).
 
         Returns
         -------
