@@ -6,6 +6,8 @@ import torch
 from torch import nn
 
 from sklearn_quinn import MCMCClassifier, MCMCRegressor
+from sklearn_quinn._core.curvature import curvature
+from sklearn_quinn._core.priors import GaussianPrior
 from sklearn_quinn.mcmc._sgmcmc import SGState, cyclical_schedule, sg_step
 
 from .exact import BayesianLinearRegression
@@ -105,3 +107,26 @@ def test_bad_sg_parameters_are_refused(params, message):
     with pytest.raises(ValueError, match=message):
         MCMCRegressor(hidden_layer_sizes=(4,), max_epochs=5, n_burnin=5, **{"n_samples": 10, **params}).fit(
             X, X[:, 0])
+
+
+def test_a_unit_dead_at_the_start_gets_its_tensors_mean_curvature():
+    # Hidden unit 0 is off on every row at the chain's start, so its weights have no GGN
+    # curvature; scaled by the prior alone, their steps would throw the chain off once it
+    # moves the unit into the data. The preconditioner gives them their tensor's mean curvature.
+    rng = np.random.RandomState(0)
+    X, y = rng.randn(200, 2), rng.randn(200)
+    regressor = MCMCRegressor(hidden_layer_sizes=(4,), linear_skip=False, prior_std=1.0, noise_std=1.0,
+                              sampler="sgld", n_samples=4, n_cycles=1, n_burnin=0, max_epochs=2,
+                              random_state=0).fit(X, y)
+    model = regressor._model
+    start = model.flatten().unsqueeze(0).clone()
+    start[0, 0:2], start[0, 8] = 0.0, -100.0  # unit 0: no input weight, a bias that keeps it off
+    X_, Y_ = regressor._tensor(X), regressor._tensor(y[:, None])
+    likelihood = regressor._likelihood(Y_)
+    inverse_mass = regressor._preconditioner(start, X_, Y_, likelihood, GaussianPrior(1.0))[0]
+    ggn = curvature(model, start[0], X_, Y_, likelihood.frozen(1), "ggn", "diag")
+    output_weights = slice(12, 16)  # mlp.2.weight, after 8 input weights and 4 biases
+    assert float(ggn[12]) == 0.0 and float(ggn[13:16].min()) > 0
+    expected = 1 / (ggn[output_weights].mean() + 1.0)
+    torch.testing.assert_close(inverse_mass[12], expected)
+    torch.testing.assert_close(inverse_mass[13:16], 1 / (torch.maximum(ggn[13:16], ggn[output_weights].mean()) + 1.0))

@@ -9,6 +9,7 @@ from joblib import Parallel, delayed
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.curvature import curvature
+from .._core.evidence import ParameterGroups
 from .._core.log_posterior import log_posterior
 from .._core.priors import GaussianPrior
 from .._draws import DrawsMixin
@@ -96,11 +97,22 @@ class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
     def _preconditioner(self, start, X, Y, likelihood, prior):
         """SG-MCMC's diagonal ``M^-1 (C, P)``: per chain, the inverse of the diagonal
         posterior precision at its start (the GGN's diagonal plus the prior
-        precision; ``2 N O`` for a sampled log noise std, its Fisher information)."""
+        precision; ``2 N O`` for a sampled log noise std, its Fisher information).
+
+        A weight's GGN entry is raised to at least the mean of its parameter
+        tensor's: the weights of a hidden unit that no training row activates
+        at the start have no curvature, but they start to have a tensor's worth
+        of it as soon as the chain moves the unit into the data, and a step
+        scaled by the prior alone then throws the chain off to infinity.
+        """
         n_params = self._model.n_params
         frozen = likelihood.frozen(Y.shape[1])
+        groups = ParameterGroups.of(self._model)
+        index, sizes = groups.index.to(start.device), groups.sizes.to(start)
         precision = torch.stack([curvature(self._model, row[:n_params], X, Y, frozen, "ggn", "diag") for row in start])
-        precision = precision + prior.precision
+        tensor_means = torch.zeros(len(start), len(sizes), dtype=start.dtype, device=start.device)
+        tensor_means = tensor_means.index_add(1, index, precision) / sizes
+        precision = torch.maximum(precision, tensor_means[:, index]) + prior.precision
         if likelihood.n_state_columns:
             precision = torch.nn.functional.pad(precision, (0, likelihood.n_state_columns), value=2.0 * Y.numel())
         return precision.reciprocal()
