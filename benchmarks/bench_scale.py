@@ -9,8 +9,9 @@ so the true model's test NLL is 0.5 log(2 pi e) = 1.419).
 Each family is fitted at the package's defaults in a fresh process of its own,
 so that its peak resident memory (the kernel's high-water mark of that
 process, polled every half second) is its own. ``MCMCRegressor`` runs with
-``sampler='sghmc'``, its mode for big tables: full-data HMC takes one pass
-over every row per leapfrog step. A process still running after ``--timeout``
+``sampler='sghmc'``, its mode for big tables (full-data HMC takes one pass
+over every row per leapfrog step), and ``hyperprior='empirical'`` (the Gibbs
+draws of the default hyperprior would need those passes too). A process still running after ``--timeout``
 seconds (default 900, the 15 minutes issue 20 allows on protein) or above
 ``--max-memory`` GiB (default 8) is killed and recorded as such. On the
 synthetic table the default 1000 epochs would be 5 million minibatch steps a
