@@ -5,7 +5,7 @@ import torch
 from sklearn.base import ClassifierMixin
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import column_or_1d, validate_data
 
 from ._core.likelihoods import CategoricalLikelihood
 from ._core.link_approximations import PREDICTIVES, predictive_probabilities
@@ -48,6 +48,15 @@ class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
 
     def _keep_noise(self, noise_std):
         """A categorical likelihood has no noise to keep."""
+
+    def _draws_log_likelihood(self, outputs, y):
+        """``log p(y_n | draw s)``, ``(S, N)``, for draws' logits ``(S, N, C)`` and class labels ``y``."""
+        y = column_or_1d(y)
+        known = np.isin(y, self.classes_)
+        if not known.all():
+            raise ValueError(f"y holds labels not seen in fit: {np.unique(y[~known]).tolist()!r}.")
+        Y = self._tensor(np.searchsorted(self.classes_, y).reshape(-1, 1).astype(np.float64))
+        return self._likelihood(Y).log_prob(outputs, Y.expand(len(outputs), -1, -1))
 
     def _log_y_scale_total(self, n_rows):
         """Class labels need no change of units: densities are the network's."""

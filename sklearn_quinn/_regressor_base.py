@@ -8,7 +8,7 @@ from sklearn.base import RegressorMixin
 from sklearn.preprocessing._data import _handle_zeros_in_scale
 from sklearn.utils import Bunch, check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_array, validate_data
 
 from ._core.likelihoods import GaussianLikelihood, HeteroscedasticGaussianLikelihood
 from ._core.pushforward import GaussianPredictive
@@ -240,6 +240,18 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
             draws = self._to_numpy(outputs + noise * noise_std)
         draws = (draws * self._y_scale + self._y_mean).transpose(1, 2, 0)
         return draws[:, 0, :] if self._single_output else draws
+
+    def _draws_log_likelihood(self, outputs, y):
+        """``log p(y_n | draw s)`` in the units of y, ``(S, N)``, for draws' outputs ``(S, N, O)``;
+        each draw with its own noise where it has one."""
+        Y = check_array(y, ensure_2d=False, dtype=np.float64).reshape(outputs.shape[1], -1)
+        Y = self._tensor((Y - self._y_mean) / self._y_scale)
+        noise_std = getattr(self, "_draw_noise", None)
+        noise_std = self._noise_std.expand(len(outputs), -1) if noise_std is None and self._noise_std is not None \
+            else noise_std
+        likelihood = self._likelihood(Y, leading_shape=(len(outputs), 1),
+                                      noise_std=None if noise_std is None else noise_std.unsqueeze(1))
+        return likelihood.log_prob(outputs, Y.expand(len(outputs), -1, -1)) - self._log_y_scale_total(1)
 
     def _squeeze(self, array):
         """Drop the target axis (axis 1 of means, the last of covariances) for one target."""

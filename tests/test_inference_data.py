@@ -117,3 +117,51 @@ def test_without_arviz_the_error_says_how_to_install_it(hmc, monkeypatch):
 def test_an_unfitted_estimator_has_no_draws():
     with pytest.raises(NotFittedError):
         MCMCRegressor().to_inference_data()
+
+
+def test_the_log_likelihood_of_each_row_under_each_draw(hmc, data):
+    """With X and y, the pointwise log density in the units of y, each draw with its own noise:
+    what arviz.loo and arviz.waic need."""
+    X, y = data
+    idata = hmc.to_inference_data(X, y)
+    values = idata.log_likelihood["y"].values
+    assert values.shape == (3, 40, len(y))
+    draws = hmc.posterior_.samples
+    outputs = hmc._model(draws, hmc._tensor(X))[..., 0].numpy() * hmc._y_scale[0] + hmc._y_mean[0]
+    noise = hmc._draw_noise.numpy()[:, 0] * hmc._y_scale[0]
+    expected = -0.5 * ((y - outputs) / noise[:, None]) ** 2 - np.log(noise[:, None]) - 0.5 * np.log(2 * np.pi)
+    assert_allclose(values.reshape(120, -1), expected, rtol=1e-10)
+    assert_array_equal(idata.observed_data["y"].values, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # Pareto k of a few rows with 120 draws
+        loo = arviz.loo(idata)
+    assert np.isfinite(loo.elpd_loo) and loo.elpd_loo < values.mean(axis=(0, 1)).sum()
+
+
+def test_a_classifier_scores_labels_and_refuses_unseen_ones(data):
+    X, y = data
+    labels = np.where(y > 0, "up", "down")
+    classifier = MCMCClassifier(n_chains=2, n_burnin=10, n_samples=5, **SMALL).fit(X, labels)
+    values = classifier.to_inference_data(X, labels).log_likelihood["y"].values.reshape(10, -1)
+    logits = classifier._model(classifier.posterior_.samples, classifier._tensor(X)).numpy()
+    log_softmax = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    index = np.searchsorted(classifier.classes_, labels)
+    assert_allclose(values, log_softmax[:, np.arange(len(labels)), index], rtol=1e-10)
+    with pytest.raises(ValueError, match="labels not seen in fit"):
+        classifier.to_inference_data(X, np.where(y > 0, "up", "sideways"))
+
+
+def test_scoring_needs_both_x_and_y(hmc, data):
+    with pytest.raises(ValueError, match="both X and y"):
+        hmc.to_inference_data(data[0])
+
+
+def test_a_heteroscedastic_regressor_scores_each_row_with_its_own_noise(data):
+    X, y = data
+    model = MCMCRegressor(likelihood="heteroscedastic", n_chains=2, n_burnin=10, n_samples=5, **SMALL).fit(X, y)
+    values = model.to_inference_data(X, y).log_likelihood["y"].values.reshape(10, -1)
+    outputs = model._model(model.posterior_.samples, model._tensor(X)).numpy()
+    mean = outputs[..., 0] * model._y_scale[0] + model._y_mean[0]
+    std = np.exp(np.clip(outputs[..., 1], -10, 10)) * model._y_scale[0]  # the log std head is clipped at 10
+    expected = -0.5 * ((y - mean) / std) ** 2 - np.log(std) - 0.5 * np.log(2 * np.pi)
+    assert_allclose(values, expected, rtol=1e-8)
