@@ -3,12 +3,13 @@
 import numpy as np
 import pytest
 import torch
+from numpy.testing import assert_allclose
 from torch import nn
 
 from sklearn_quinn import MCMCClassifier, MCMCRegressor
 from sklearn_quinn._core.curvature import curvature
 from sklearn_quinn._core.priors import GaussianPrior
-from sklearn_quinn.mcmc._sgmcmc import SGState, cyclical_schedule, sg_step
+from sklearn_quinn.mcmc._sgmcmc import SGState, auto_step_size, cyclical_schedule, sg_step
 
 from .exact import BayesianLinearRegression
 
@@ -25,11 +26,14 @@ def big_linear():
 @pytest.mark.slow
 @pytest.mark.parametrize("sampler, step_size", [("sgld", 0.2), ("sghmc", 0.05)])
 def test_on_100k_rows_the_predictive_matches_the_exact_posterior(big_linear, sampler, step_size):
+    # step_size='auto' (the default) at 1000 rows a batch of 100,000: min(0.2, 2 sqrt(B / N)) for
+    # SGLD, min(0.05, 0.5 sqrt(B / N)) for SGHMC.
     X, y, X_test = big_linear
     regressor = MCMCRegressor(
         module=nn.Linear(3, 1), prior_std=1.0, noise_std=1.0, normalize_y=False, sampler=sampler,
-        step_size=step_size, n_samples=200, thin=10, n_burnin=1000, batch_size=1000, max_epochs=2, random_state=0,
+        n_samples=200, thin=10, n_burnin=1000, batch_size=1000, max_epochs=2, random_state=0,
     ).fit(X, y)
+    assert_allclose(regressor.step_size_, step_size)
     exact = BayesianLinearRegression(X, y, noise_std=1.0, prior_std=1.0)
     design = exact.design(X_test)
     exact_mean = design @ exact.mean
@@ -43,7 +47,7 @@ def test_on_100k_rows_the_predictive_matches_the_exact_posterior(big_linear, sam
     ratio = outputs.std(0) / exact_std
     assert 0.8 < np.median(ratio) < 1.2
     assert np.all((ratio > 0.6) & (ratio < 1.4))
-    assert regressor.step_size_ is None and np.all(regressor.acceptance_rate_ == 1)
+    assert np.all(regressor.acceptance_rate_ == 1)
     assert regressor.chains_.shape == (4, 200, 4)
     assert regressor.to_inference_data().sample_stats["diverging"].shape == (4, 200)
 
@@ -130,3 +134,11 @@ def test_a_unit_dead_at_the_start_gets_its_tensors_mean_curvature():
     expected = 1 / (ggn[output_weights].mean() + 1.0)
     torch.testing.assert_close(inverse_mass[12], expected)
     torch.testing.assert_close(inverse_mass[13:16], 1 / (torch.maximum(ggn[13:16], ggn[output_weights].mean()) + 1.0))
+
+
+def test_the_automatic_step_shrinks_as_the_root_of_the_batch_fraction():
+    # Protein: 41,157 rows in batches of 200; the caps where a batch is a large fraction of the rows.
+    assert auto_step_size("sgld", 200, 41_157) == pytest.approx(2 * (200 / 41_157) ** 0.5)
+    assert auto_step_size("sghmc", 200, 41_157) == pytest.approx(0.5 * (200 / 41_157) ** 0.5)
+    assert auto_step_size("sgld", 200, 400) == 0.2 and auto_step_size("sghmc", 200, 400) == 0.05
+    assert auto_step_size("sgld", 100, 1_000_000) == pytest.approx(auto_step_size("sgld", 400, 4_000_000))

@@ -77,7 +77,7 @@ prior_precision_samples_, evidence_history_
         n_burnin=500,
         thin=1,
         n_chains=4,
-        step_size=0.01,
+        step_size="auto",
         n_leapfrog=10,
         max_tree_depth=10,
         n_cycles=4,

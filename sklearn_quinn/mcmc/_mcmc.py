@@ -24,7 +24,11 @@ from ._hierarchical import (
     HyperpriorMixin,
 )
 from ._sampling import SAMPLERS, ChainResult, run_chains
-from ._sgmcmc import SG_SAMPLERS, MinibatchLogPosterior, run_sg_chains
+from ._sgmcmc import SG_SAMPLERS, MinibatchLogPosterior, auto_step_size, run_sg_chains
+
+#: ``step_size='auto'`` for the full-data samplers: the start of the step size's
+#: adaptation (HMC, NUTS, MALA) or the random walk's std (adaptive Metropolis).
+HMC_INITIAL_STEP = 0.01
 
 
 class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
@@ -44,7 +48,7 @@ class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
         "n_burnin": [Interval(Integral, 0, None, closed="left")],
         "thin": [Interval(Integral, 1, None, closed="left")],
         "n_chains": [Interval(Integral, 1, None, closed="left")],
-        "step_size": [Interval(Real, 0, None, closed="neither")],
+        "step_size": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "n_leapfrog": [Interval(Integral, 1, None, closed="left")],
         "max_tree_depth": [Interval(Integral, 1, None, closed="left")],
         "target_acceptance": [None, Interval(Real, 0, 1, closed="neither")],
@@ -164,13 +168,17 @@ class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
 
         report = progress if bar is not None else None
         if self.sampler in SG_SAMPLERS:
+            step_size = self.step_size
+            if step_size == "auto":
+                step_size = auto_step_size(self.sampler, log_density.batch_size, len(log_density.X))
             draws, divergent = run_sg_chains(
                 log_density, start, inverse_mass, sampler=self.sampler, n_samples=self.n_samples,
-                n_burnin=self.n_burnin, thin=self.thin, step_size=self.step_size, n_cycles=self.n_cycles,
+                n_burnin=self.n_burnin, thin=self.thin, step_size=step_size, n_cycles=self.n_cycles,
                 generator=self._generator(seed),
                 progress=report,
             )
-            result = ChainResult(draws, torch.ones(divergent.shape, dtype=draws.dtype), divergent, None, None)
+            result = ChainResult(draws, torch.ones(divergent.shape, dtype=draws.dtype), divergent,
+                                 torch.full((len(start),), step_size, dtype=draws.dtype), None)
         else:
             result = run_chains(
                 log_density,
@@ -179,7 +187,7 @@ class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
                 n_samples=self.n_samples,
                 n_burnin=self.n_burnin,
                 thin=self.thin,
-                step_size=self.step_size,
+                step_size=HMC_INITIAL_STEP if self.step_size == "auto" else self.step_size,
                 n_leapfrog=self.n_leapfrog,
                 max_tree_depth=self.max_tree_depth,
                 target_acceptance=self.target_acceptance,
@@ -330,12 +338,15 @@ callbacks, normalize_y, dtype, device, random_state, verbose
     thin : int, default=1
         Keep every ``thin``-th draw.
     n_chains : int, default=4
-    step_size : float, default=0.01
-        Initial step size (HMC, MALA) or initial random-walk std (AMCMC).
-        For SGLD and SGHMC, the fixed step size of burn-in and the peak of
-        each cycle, in units of each weight's posterior std (the steps are
-        preconditioned by the diagonal posterior precision at the start);
-        0.01 to 0.1 are typical, smaller for a larger ``n / batch_size``.
+    step_size : float or 'auto', default='auto'
+        Initial step size (HMC, NUTS, MALA) or initial random-walk std
+        (AMCMC); 'auto' is 0.01. For SGLD and SGHMC, the fixed step size of
+        burn-in and the peak of each cycle, in units of each weight's
+        posterior std (the steps are preconditioned by the diagonal posterior
+        precision at the start); 'auto' shrinks it as ``sqrt(batch_size /
+        n)``, so that the minibatch noise stays below the injected noise:
+        ``min(0.2, 2 sqrt(B / n))`` for SGLD, ``min(0.05, 0.5 sqrt(B / n))``
+        for SGHMC.
     n_leapfrog : int, default=10
         Leapfrog steps per HMC proposal.
     max_tree_depth : int, default=10
@@ -403,7 +414,8 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         non-finite energy or density, and NUTS trajectories whose energy
         error passed 1000 nats.
     step_size_ : ndarray of shape (n_chains,) or None
-        Step size used while sampling (None for AMCMC).
+        Step size used while sampling (None for AMCMC); for SGLD and SGHMC,
+        that of burn-in and the peak of each cycle.
     trajectory_length_ : ndarray of shape (n_chains,) or None
         NUTS: each chain's mean number of leapfrog steps a step while
         sampling (the cost of a draw, in gradients); None for the other
@@ -475,7 +487,7 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         n_burnin=500,
         thin=1,
         n_chains=4,
-        step_size=0.01,
+        step_size="auto",
         n_leapfrog=10,
         max_tree_depth=10,
         n_cycles=4,
