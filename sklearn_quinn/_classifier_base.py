@@ -52,6 +52,8 @@ class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
     def _draws_log_likelihood(self, outputs, y):
         """``log p(y_n | draw s)``, ``(S, N)``, for draws' logits ``(S, N, C)`` and class labels ``y``."""
         y = column_or_1d(y)
+        if len(y) != outputs.shape[1]:
+            raise ValueError(f"y has {len(y)} labels; expected {outputs.shape[1]}, one per row of X.")
         known = np.isin(y, self.classes_)
         if not known.all():
             raise ValueError(f"y holds labels not seen in fit: {np.unique(y[~known]).tolist()!r}.")

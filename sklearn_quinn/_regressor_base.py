@@ -244,11 +244,15 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
     def _draws_log_likelihood(self, outputs, y):
         """``log p(y_n | draw s)`` in the units of y, ``(S, N)``, for draws' outputs ``(S, N, O)``;
         each draw with its own noise where it has one."""
-        Y = check_array(y, ensure_2d=False, dtype=np.float64).reshape(outputs.shape[1], -1)
+        y = check_array(y, ensure_2d=False, dtype=np.float64)
+        Y = y.reshape(len(y), -1)
+        if len(Y) != outputs.shape[1] or Y.shape[1] != len(self._y_mean):
+            raise ValueError(f"y has shape {y.shape}; expected {outputs.shape[1]} rows, one per row of X, of "
+                             f"{len(self._y_mean)} target(s) as in fit.")
         Y = self._tensor((Y - self._y_mean) / self._y_scale)
         noise_std = getattr(self, "_draw_noise", None)
-        noise_std = self._noise_std.expand(len(outputs), -1) if noise_std is None and self._noise_std is not None \
-            else noise_std
+        if noise_std is None and self._noise_std is not None:
+            noise_std = self._noise_std.expand(len(outputs), -1)
         likelihood = self._likelihood(Y, leading_shape=(len(outputs), 1),
                                       noise_std=None if noise_std is None else noise_std.unsqueeze(1))
         return likelihood.log_prob(outputs, Y.expand(len(outputs), -1, -1)) - self._log_y_scale_total(1)

@@ -149,11 +149,17 @@ def test_a_classifier_scores_labels_and_refuses_unseen_ones(data):
     assert_allclose(values, log_softmax[:, np.arange(len(labels)), index], rtol=1e-10)
     with pytest.raises(ValueError, match="labels not seen in fit"):
         classifier.to_inference_data(X, np.where(y > 0, "up", "sideways"))
+    with pytest.raises(ValueError, match="expected 40, one per row"):
+        classifier.to_inference_data(X, labels[:1])
 
 
-def test_scoring_needs_both_x_and_y(hmc, data):
+def test_scoring_needs_both_x_and_y_of_matching_shapes(hmc, data):
+    X, y = data
     with pytest.raises(ValueError, match="both X and y"):
-        hmc.to_inference_data(data[0])
+        hmc.to_inference_data(X)
+    for wrong in (np.tile(y, 2), y[:-1], np.column_stack([y, y])):
+        with pytest.raises(ValueError, match="expected 40 rows"):
+            hmc.to_inference_data(X, wrong)
 
 
 def test_a_heteroscedastic_regressor_scores_each_row_with_its_own_noise(data):

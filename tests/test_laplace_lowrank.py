@@ -21,10 +21,11 @@ def _data(n_rows):
 
 @pytest.mark.parametrize("prior_precision", [2.0, "marglik"])
 def test_with_the_whole_spectrum_lowrank_is_the_full_laplace(prior_precision):
-    # 30 rows x 1 output: the GGN of the 3-8-1 network (41 weights) has rank at most 30, so its
-    # top 35 eigenpairs are all of it. 'marglik' learns one prior precision per tensor (whitened).
+    # 30 rows x 1 output: the GGN of the 3-16-1 network (81 weights) has rank at most 30, so its
+    # top 35 eigenpairs are all of it, found by the randomized sketch (45 columns of 81).
+    # 'marglik' learns one prior precision per tensor (whitened).
     X, y = _data(30)
-    common = dict(hidden_layer_sizes=(8,), linear_skip=False, prior_precision=prior_precision, max_epochs=100,
+    common = dict(hidden_layer_sizes=(16,), linear_skip=False, prior_precision=prior_precision, max_epochs=100,
                   random_state=0)
     full = LaplaceRegressor(hessian_structure="full", **common).fit(X, y)
     lowrank = LaplaceRegressor(hessian_structure="lowrank", max_rank=35, **common).fit(X, y)
@@ -102,13 +103,21 @@ def test_the_frame_posterior_agrees_with_its_covariance():
 
 
 def test_classifier_with_the_whole_spectrum_is_the_full_laplace():
-    X, y = _data(30)
-    labels = (y > np.median(y)).astype(int)
-    common = dict(hidden_layer_sizes=(6,), prior_std=1.0, prior_precision=1.0, cov_scale=1.0, max_epochs=50,
+    # 3 classes on 20 rows: the softmax GGN has rank at most 20 x 2, within max_rank 45 (a sketch of
+    # 55 columns of the 3-16-3 network's 115 weights, with its linear skip 124).
+    X, y = _data(20)
+    labels = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
+    common = dict(hidden_layer_sizes=(16,), prior_std=1.0, prior_precision=1.0, cov_scale=1.0, max_epochs=50,
                   random_state=0)
     full = LaplaceClassifier(hessian_structure="full", **common).fit(X, labels)
-    lowrank = LaplaceClassifier(hessian_structure="lowrank", max_rank=40, **common).fit(X, labels)
+    lowrank = LaplaceClassifier(hessian_structure="lowrank", max_rank=45, **common).fit(X, labels)
+    assert lowrank._laplace.basis.vectors.shape[1] == 45 < lowrank._laplace.n_params
     assert_allclose(lowrank.predict_proba(X), full.predict_proba(X), rtol=1e-6, atol=1e-9)
+
+
+def test_a_zero_curvature_has_zero_eigenvalues():
+    values, vectors = top_eigenpairs(torch.zeros_like, 50, 5, torch.float64, "cpu")
+    assert torch.equal(values, torch.zeros(5, dtype=torch.float64)) and vectors.shape == (50, 5)
 
 
 def test_lowrank_with_the_last_layer():

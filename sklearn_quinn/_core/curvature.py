@@ -150,10 +150,21 @@ def curvature(model, theta, X, Y, likelihood, kind="ggn", structure="full"):
 
 
 def curvature_matmul(model, theta, X, Y, likelihood, kind, vectors):
-    """``C V`` for the GGN or empirical Fisher ``C`` at ``theta`` and ``V (K, m)``, in one pass over
-    the rows and without forming ``C``."""
-    if kind == "hessian":
-        raise ValueError("curvature products are taken of the GGN or the empirical Fisher, not the Hessian.")
+    """``C V`` for the GGN or empirical Fisher ``C``, in one pass over the rows and without forming ``C``.
+
+    Parameters
+    ----------
+    model, theta, X, Y, likelihood
+        As for :func:`curvature`.
+    kind : {'ggn', 'ef'}
+    vectors : tensor of shape (K, m)
+
+    Returns
+    -------
+    tensor of shape (K, m)
+    """
+    if kind not in ("ggn", "ef"):
+        raise ValueError(f"curvature products are taken of the GGN or the empirical Fisher, not {kind!r}.")
     total = torch.zeros_like(vectors)
     for factor in _square_root_chunks(model, theta, X, Y, likelihood, kind):
         total += factor.T @ (factor @ vectors)

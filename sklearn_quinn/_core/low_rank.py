@@ -40,7 +40,7 @@ def top_eigenpairs(matmul, n_params, rank, dtype, device, seed=0):
     n_params : int
         ``K``.
     rank : int
-        ``R``; all ``K`` (the exact decomposition) where ``R + OVERSAMPLING >= K``.
+        ``R`` (at most ``K``); the decomposition is exact where ``R + OVERSAMPLING >= K``.
     dtype, device
         Of the sketch.
     seed : int, default=0
@@ -60,7 +60,9 @@ def top_eigenpairs(matmul, n_params, rank, dtype, device, seed=0):
         basis = torch.linalg.qr(matmul(basis))[0]
     sketch = matmul(basis)
     # A shift of round-off size keeps the core matrix positive definite (Tropp et al. 2017, algorithm 3).
-    shift = torch.finfo(dtype).eps * n_params**0.5 * float(torch.linalg.matrix_norm(sketch, ord=2))
+    # (At least the smallest normal number: a zero curvature, every unit dead, has a zero sketch.)
+    shift = max(torch.finfo(dtype).eps * n_params**0.5 * float(torch.linalg.matrix_norm(sketch, ord=2)),
+                torch.finfo(dtype).tiny)
     sketch = sketch + shift * basis
     core = basis.T @ sketch
     cholesky = torch.linalg.cholesky(0.5 * (core + core.T))

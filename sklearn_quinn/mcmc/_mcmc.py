@@ -28,7 +28,7 @@ from ._sgmcmc import SG_SAMPLERS, MinibatchLogPosterior, auto_step_size, run_sg_
 
 #: ``step_size='auto'`` for the full-data samplers: the start of the step size's
 #: adaptation (HMC, NUTS, MALA) or the random walk's std (adaptive Metropolis).
-HMC_INITIAL_STEP = 0.01
+FULL_DATA_INITIAL_STEP = 0.01
 
 
 class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
@@ -187,7 +187,7 @@ class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
                 n_samples=self.n_samples,
                 n_burnin=self.n_burnin,
                 thin=self.thin,
-                step_size=HMC_INITIAL_STEP if self.step_size == "auto" else self.step_size,
+                step_size=FULL_DATA_INITIAL_STEP if self.step_size == "auto" else self.step_size,
                 n_leapfrog=self.n_leapfrog,
                 max_tree_depth=self.max_tree_depth,
                 target_acceptance=self.target_acceptance,
