@@ -120,9 +120,11 @@ class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
         proba : ndarray of shape (n_samples, n_classes)
             Columns in the order of ``classes_``; rows sum to one.
         """
-        X = self._validated_inputs(X)
-        with torch.no_grad():
-            return self._summarise(self._outputs(X))
+        def predict_rows(rows):
+            with torch.no_grad():
+                return self._summarise(self._outputs(rows))
+
+        return self._by_row_blocks(predict_rows, self._validated_inputs(X))
 
     def _proba_array(self, probabilities):
         """The float64 array ``predict_proba`` returns: rows renormalised to sum to one."""

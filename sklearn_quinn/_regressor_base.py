@@ -125,16 +125,20 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         if return_std and return_cov:
             raise RuntimeError("At most one of return_std or return_cov can be requested.")
         X = self._validated_inputs(X)
-        with torch.no_grad():
-            epistemic, aleatoric = self._moments(self._outputs(X))
-            mean = self._y_units(epistemic.mean)
-            if return_cov:
+        if return_cov:  # the rows' joint distribution: all at once
+            with torch.no_grad():
+                epistemic, aleatoric = self._moments(self._outputs(X))
                 cov = epistemic.covariance() + torch.diag_embed(aleatoric.T)
                 cov = self._to_numpy(cov).transpose(1, 2, 0) * self._y_scale**2
-                return mean, self._squeeze(cov)
-            if return_std:
-                return mean, self._std(epistemic.variance + aleatoric)
-            return mean
+                return self._y_units(epistemic.mean), self._squeeze(cov)
+
+        def predict_rows(rows):
+            with torch.no_grad():
+                epistemic, aleatoric = self._moments(self._outputs(rows))
+                mean = self._y_units(epistemic.mean)
+                return (mean, self._std(epistemic.variance + aleatoric)) if return_std else mean
+
+        return self._by_row_blocks(predict_rows, X)
 
     def predict_uncertainty(self, X):
         """The predictive mean and its standard deviation, split by source.
@@ -167,12 +171,14 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         >>> bool(np.allclose(parts.std**2, parts.epistemic_std**2 + parts.aleatoric_std**2))
         True
         """
-        X = self._validated_inputs(X)
-        with torch.no_grad():
-            epistemic, aleatoric = self._moments(self._outputs(X))
-            variance = epistemic.variance
-            return Bunch(mean=self._y_units(epistemic.mean), std=self._std(variance + aleatoric),
-                         epistemic_std=self._std(variance), aleatoric_std=self._std(aleatoric))
+        def predict_rows(rows):
+            with torch.no_grad():
+                epistemic, aleatoric = self._moments(self._outputs(rows))
+                variance = epistemic.variance
+                return Bunch(mean=self._y_units(epistemic.mean), std=self._std(variance + aleatoric),
+                             epistemic_std=self._std(variance), aleatoric_std=self._std(aleatoric))
+
+        return self._by_row_blocks(predict_rows, self._validated_inputs(X))
 
     def _moments(self, outputs, noise_std=None):
         """The predictive of y in network units, by source.

@@ -42,6 +42,11 @@ from ._persistence import DevicePortablePickle, resolve_device
 _DTYPES = {"float64": torch.float64, "float32": torch.float32}
 _MAX_SEED = np.iinfo(np.int32).max
 
+#: Rows of X predicted at once: the draws' outputs (draws x rows x outputs) and a
+#: linearised network's Jacobian (rows x outputs x weights) grow with them; 2000
+#: MCMC draws over 100,000 rows otherwise peak at 5 GiB.
+PREDICT_BLOCK_ROWS = 8192
+
 #: Constraints of the MAP-training parameters, for the families that train a network.
 MAP_TRAINING_CONSTRAINTS: dict = {
     "lr": [Interval(Real, 0, None, closed="neither")],
@@ -254,6 +259,19 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return self._tensor(X)
+
+    @staticmethod
+    def _by_row_blocks(predict_rows, X):
+        """``predict_rows(X)`` on blocks of at most :data:`PREDICT_BLOCK_ROWS` rows, joined along
+        the rows: an array, or a tuple or Bunch of arrays, with one row per row of ``X``."""
+        if len(X) <= PREDICT_BLOCK_ROWS:
+            return predict_rows(X)
+        parts = [predict_rows(X[start : start + PREDICT_BLOCK_ROWS]) for start in range(0, len(X), PREDICT_BLOCK_ROWS)]
+        if isinstance(parts[0], tuple):
+            return tuple(np.concatenate(arrays) for arrays in zip(*parts))
+        if isinstance(parts[0], dict):
+            return type(parts[0])(**{key: np.concatenate([part[key] for part in parts]) for key in parts[0]})
+        return np.concatenate(parts)
 
     def _to_numpy(self, tensor):
         return tensor.detach().cpu().numpy().astype(np.float64)

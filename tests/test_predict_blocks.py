@@ -1,0 +1,46 @@
+"""Predictions in blocks of rows: the same numbers as all rows at once, in bounded memory."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from sklearn_quinn import LaplaceClassifier, LaplaceRegressor, MCMCClassifier, MCMCRegressor, base
+
+SMALL = dict(hidden_layer_sizes=(4,), max_epochs=30, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.RandomState(0)
+    X = rng.randn(40, 2)
+    return X, X @ [1.0, -0.5] + 0.3 * rng.randn(40)
+
+
+@pytest.mark.parametrize("regressor", [LaplaceRegressor(**SMALL),
+                                       MCMCRegressor(n_chains=2, n_burnin=10, n_samples=10, **SMALL)],
+                         ids=["laplace", "mcmc"])
+def test_a_regressor_predicts_in_blocks(regressor, data, monkeypatch):
+    X, y = data
+    regressor.fit(X, y)
+    whole = regressor.predict(X, return_std=True), regressor.predict_uncertainty(X), regressor.predict(X)
+    monkeypatch.setattr(base, "PREDICT_BLOCK_ROWS", 7)  # 6 blocks, the last of 5 rows
+    blocked = regressor.predict(X, return_std=True), regressor.predict_uncertainty(X), regressor.predict(X)
+    assert_allclose(blocked[0], whole[0], rtol=1e-12)
+    for key in whole[1]:
+        assert_allclose(blocked[1][key], whole[1][key], rtol=1e-12)
+    assert_allclose(blocked[2], whole[2], rtol=1e-12)
+    assert blocked[2].shape == (40,)
+    # The joint covariance of the rows is taken over all of them at once.
+    assert regressor.predict(X, return_cov=True)[1].shape == (40, 40)
+
+
+@pytest.mark.parametrize("classifier", [LaplaceClassifier(predictive="laplace_bridge", **SMALL),
+                                        MCMCClassifier(n_chains=2, n_burnin=10, n_samples=10, **SMALL)],
+                         ids=["laplace", "mcmc"])
+def test_a_classifier_predicts_in_blocks(classifier, data, monkeypatch):
+    X, y = data
+    labels = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
+    whole = classifier.fit(X, labels).predict_proba(X)
+    monkeypatch.setattr(base, "PREDICT_BLOCK_ROWS", 7)
+    assert_allclose(classifier.predict_proba(X), whole, rtol=1e-12)
+    assert_allclose(classifier.predict_log_proba(X), np.log(whole), rtol=1e-12)
