@@ -134,14 +134,15 @@ def print_table(table, records, args):
     limits = f"{args.timeout:g} s and {args.max_memory:g} GiB"
     print(f"\n{table}: {records[0].get('n_train', '?')} training rows, max_epochs "
           f"{max_epochs_for(table, args) or 'default'}, {args.threads} thread(s)\n")
-    print(f"| method | fit + predict s | peak GiB | test NLL | 95% coverage | RMSE | within {limits} |")
+    print(f"| method | fit + predict s | peak GiB | test NLL | 95% coverage | RMSE | within {limits}, finite |")
     print("|---|---|---|---|---|---|---|")
     for record in records:
         if "failed" in record:
             print(f"| {record['method']} | > {record['seconds']:.0f} | {record['peak_gib']:.2f} | - | - | - | "
                   f"NO ({record['failed']}) |")
             continue
-        within = record["seconds"] <= args.timeout and record["peak_gib"] <= args.max_memory
+        within = (record["seconds"] <= args.timeout and record["peak_gib"] <= args.max_memory
+                  and math.isfinite(record["ll"]))
         print(f"| {record['method']} | {record['seconds']:.0f} | {record['peak_gib']:.2f} | {-record['ll']:.3f} | "
               f"{record['coverage_95']:.3f} | {record['rmse']:.3f} | {'yes' if within else 'NO'} |")
     if table == "synthetic":
