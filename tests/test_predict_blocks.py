@@ -9,18 +9,11 @@ from sklearn_quinn import LaplaceClassifier, LaplaceRegressor, MCMCClassifier, M
 SMALL = dict(hidden_layer_sizes=(4,), max_epochs=30, random_state=0)
 
 
-@pytest.fixture(scope="module")
-def data():
-    rng = np.random.RandomState(0)
-    X = rng.randn(40, 2)
-    return X, X @ [1.0, -0.5] + 0.3 * rng.randn(40)
-
-
 @pytest.mark.parametrize("regressor", [LaplaceRegressor(**SMALL),
                                        MCMCRegressor(n_chains=2, n_burnin=10, n_samples=10, **SMALL)],
                          ids=["laplace", "mcmc"])
-def test_a_regressor_predicts_in_blocks(regressor, data, monkeypatch):
-    X, y = data
+def test_a_regressor_predicts_in_blocks(regressor, linear_data, monkeypatch):
+    X, y = linear_data
     regressor.fit(X, y)
     whole = regressor.predict(X, return_std=True), regressor.predict_uncertainty(X), regressor.predict(X)
     monkeypatch.setattr(base, "PREDICT_BLOCK_ROWS", 7)  # 6 blocks, the last of 5 rows
@@ -37,8 +30,8 @@ def test_a_regressor_predicts_in_blocks(regressor, data, monkeypatch):
 @pytest.mark.parametrize("classifier", [LaplaceClassifier(predictive="laplace_bridge", **SMALL),
                                         MCMCClassifier(n_chains=2, n_burnin=10, n_samples=10, **SMALL)],
                          ids=["laplace", "mcmc"])
-def test_a_classifier_predicts_in_blocks(classifier, data, monkeypatch):
-    X, y = data
+def test_a_classifier_predicts_in_blocks(classifier, linear_data, monkeypatch):
+    X, y = linear_data
     labels = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
     whole = classifier.fit(X, labels).predict_proba(X)
     monkeypatch.setattr(base, "PREDICT_BLOCK_ROWS", 7)
