@@ -37,6 +37,7 @@ import sys
 import time
 from pathlib import Path
 
+from bench_defaults_uci import read_lines
 from defaults_options import pin_threads
 from sklearn.datasets import make_friedman1
 from uci_protocol import DEFAULT_DATA_DIR, score_fit
@@ -122,12 +123,6 @@ def params_for(table):
 def settings(table, args):
     return {"max_epochs": max_epochs_for(table, args), "threads": args.threads, "timeout": args.timeout,
             "max_memory": args.max_memory, "params": params_for(table)}
-
-
-def read_lines(path):
-    if not Path(path).is_file():
-        return []
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
 def print_table(table, records, args):

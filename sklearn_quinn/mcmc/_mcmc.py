@@ -112,11 +112,13 @@ class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
         n_params = self._model.n_params
         frozen = likelihood.frozen(Y.shape[1])
         groups = ParameterGroups.of(self._model)
-        index, sizes = groups.index.to(start.device), groups.sizes.to(start)
-        precision = torch.stack([curvature(self._model, row[:n_params], X, Y, frozen, "ggn", "diag") for row in start])
-        tensor_means = torch.zeros(len(start), len(sizes), dtype=start.dtype, device=start.device)
-        tensor_means = tensor_means.index_add(1, index, precision) / sizes
-        precision = torch.maximum(precision, tensor_means[:, index]) + prior.precision
+        sizes = groups.sizes.to(start)
+
+        def floored_curvature(row):
+            diagonal = curvature(self._model, row[:n_params], X, Y, frozen, "ggn", "diag")
+            return torch.maximum(diagonal, groups.expand(groups.sums(diagonal) / sizes))
+
+        precision = torch.stack([floored_curvature(row) for row in start]) + prior.precision
         if likelihood.n_state_columns:
             precision = torch.nn.functional.pad(precision, (0, likelihood.n_state_columns), value=2.0 * Y.numel())
         return precision.reciprocal()

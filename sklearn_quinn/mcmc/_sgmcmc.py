@@ -26,8 +26,9 @@ for Bayesian deep learning"): the sampling steps are split into
 ``n_cycles`` cycles, in each of which ``eps**2`` falls from ``step_size**2``
 to zero along half a cosine; the first half of a cycle explores (the
 gradient step alone, noise off: Zhang et al.'s ``beta = 0.5``), the second
-samples, and the draws are every ``thin``-th step of the sampling halves. Large steps move the chains between modes,
-small ones sample each finely. Burn-in runs at ``step_size`` with noise.
+samples, and the draws are every ``thin``-th step of the sampling halves.
+Large steps move the chains between modes, small ones sample each finely.
+Burn-in runs at ``step_size`` with noise.
 """
 
 import math
@@ -42,6 +43,7 @@ SG_SAMPLERS = ("sgld", "sghmc")
 
 #: SGHMC's friction: the fraction of momentum lost per step (0.1 as SGD's momentum of 0.9).
 FRICTION = 0.1
+
 
 class MinibatchLogPosterior:
     """``log prior + (N / B) log likelihood`` of ``B`` rows drawn at random, per state row.
