@@ -84,13 +84,21 @@ class NegativeLogPosterior(nn.Module):
 
     def forward(self, y_pred, y_true, module):
         log_likelihood = self.likelihood.log_prob(y_pred, y_true)
-        return -log_likelihood.mean() + 0.5 * self.penalty(module) / self.n_train
+        return -log_likelihood.mean() + self.divergence(module) / self.n_train
 
-    def penalty(self, module):
-        """``sum_g delta_g ||theta_g||^2`` over the module's parameters."""
+    def divergence(self, module):
+        """The weights' negative log prior ``0.5 sum_g delta_g ||theta_g||^2``, the
+        KL divergence of a point estimate from the prior up to a constant; a
+        module that trains a distribution over its weights gives its own
+        divergence, as ``module.divergence(penalty)`` (MC dropout's masks)."""
+        own = getattr(module, "divergence", None)
+        return own(self.penalty) if own is not None else 0.5 * self.penalty(module.parameters())
+
+    def penalty(self, parameters):
+        """``sum_g delta_g ||theta_g||^2`` over the module's parameter tensors, in order."""
         if isinstance(self.prior_precision, torch.Tensor):
-            return sum(delta * p.square().sum() for delta, p in zip(self.prior_precision, module.parameters()))
-        return self.prior_precision * sum(p.square().sum() for p in module.parameters())
+            return sum(delta * p.square().sum() for delta, p in zip(self.prior_precision, parameters))
+        return self.prior_precision * sum(p.square().sum() for p in parameters)
 
 
 class EvidenceMaximisation(Callback):

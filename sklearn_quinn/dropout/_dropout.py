@@ -2,8 +2,9 @@
 
 from numbers import Integral, Real
 
+import numpy as np
 import torch
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._classifier_base import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from .._regressor_base import BaseBayesianRegressor
@@ -20,7 +21,7 @@ class MCDropoutMixin:
 
     _dropout_constraints: dict = {
         **MAP_TRAINING_CONSTRAINTS,
-        "dropout_rate": [Interval(Real, 0, 1, closed="left")],
+        "dropout_rate": [Interval(Real, 0, 1, closed="left"), StrOptions({"auto"})],
         "n_samples": [Interval(Integral, 1, None, closed="left")],
     }
 
@@ -30,9 +31,10 @@ class MCDropoutMixin:
         return self.dropout_rate == 0
 
     def _fit(self, X, Y):
-        """Train the network with dropout to the MAP of its weights: the family's part of ``fit``."""
+        """Train the network (and the rates) with dropout: the family's part of ``fit``."""
         theta, likelihood, _ = self._fit_map(X, Y)
-        self.posterior_ = DropoutPosterior(theta, linear_input_blocks(self._model.module), float(self.dropout_rate))
+        self.dropout_rates_ = self.net_.module_.rates.detach().cpu().numpy().astype(np.float64)
+        self.posterior_ = DropoutPosterior(theta, linear_input_blocks(self._model.module), self.dropout_rates_)
         self._keep_noise(likelihood.output_noise_std(Y.shape[1]))
 
     def _training_module(self, module):
@@ -42,19 +44,22 @@ class MCDropoutMixin:
                 "MC dropout drops the inputs of the module's nn.Linear layers, and module "
                 f"{type(module).__name__} has none."
             )
-        return InputDropout(module, self.dropout_rate)
+        return InputDropout(module, None if self.dropout_rate == "auto" else float(self.dropout_rate))
 
 
 class MCDropoutRegressor(MCDropoutMixin, BaseBayesianRegressor):
     """Neural-network regressor with an MC-dropout posterior.
 
     The network is trained (through skorch) on the negative log posterior
-    with dropout at rate ``dropout_rate`` on the input of every linear layer,
-    the Gaussian prior ``N(0, prior_std**2)`` acting as weight decay. Gal and
-    Ghahramani (2016) show this minimises a KL divergence to the posterior
-    over the weights from the variational family whose draws are the trained
-    weight matrices with their input columns kept with probability
-    ``1 - dropout_rate`` (and scaled by ``1 / (1 - dropout_rate)``).
+    with dropout on the input of every linear layer, the Gaussian prior
+    acting as weight decay. Gal and Ghahramani (2016) show this minimises a
+    KL divergence to the posterior over the weights from the variational
+    family whose draws are the trained weight matrices with their input
+    columns kept with probability ``1 - p`` (and scaled by ``1 / (1 - p)``).
+    At ``dropout_rate='auto'`` the rate ``p`` of each layer is a variational
+    parameter too, trained with the weights through relaxed (Concrete) masks
+    (Gal, Hron and Kendall 2017): it falls as the data leave less room for
+    doubt, where a fixed rate keeps the spread it was given.
     Predictions average the network over ``n_samples`` such draws, the same
     at every call; the std adds the observation noise, fixed or trained with
     the network. Each draw masks the weights once for every point, so
@@ -75,9 +80,10 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         layers dropped (the columns of their weights masked); its other
         parameters are left as trained, and a module without ``nn.Linear``
         is refused.
-    dropout_rate : float in [0, 1), default=0.1
+    dropout_rate : float in [0, 1) or 'auto', default='auto'
         Probability ``p`` of dropping each input of each linear layer, in
-        training and in the posterior's draws.
+        training and in the posterior's draws; 'auto' learns one per layer
+        by the variational objective, starting from 0.1.
     n_samples : int, default=100
         Weight draws (dropout masks) averaged by ``predict``.
 
@@ -90,8 +96,10 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         One entry per evidence update of the MAP training (``epoch``,
         ``stage``, ``log_evidence``, ``noise_std`` in network units, the
         precision of each parameter tensor); empty when nothing is learned.
+    dropout_rates_ : ndarray of shape (n_dropped_layers,)
+        The rate of each dropped weight matrix, learned or ``dropout_rate``.
     posterior_ : DropoutPosterior
-        The trained weights ``theta``, the weight matrices it masks and the rate.
+        The trained weights ``theta``, the weight matrices it masks and their rates.
     noise_std_ : float or ndarray of shape (n_targets,)
         Observation noise std (trained with the network, or the fixed value), units of y.
     net_ : skorch.NeuralNet
@@ -107,6 +115,8 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
     ----------
     Y. Gal and Z. Ghahramani, "Dropout as a Bayesian approximation: representing
     model uncertainty in deep learning", ICML 2016.
+
+    Y. Gal, J. Hron and A. Kendall, "Concrete dropout", NeurIPS 2017.
 
     Examples
     --------
@@ -136,7 +146,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         prior_std=None,
         noise_std=None,
         likelihood="gaussian",
-        dropout_rate=0.1,
+        dropout_rate="auto",
         n_samples=100,
         lr=0.01,
         lr_schedule="cosine",
@@ -201,6 +211,8 @@ max_epochs, batch_size, optimizer, callbacks, dtype, device, random_state, verbo
         ``stage``, ``log_evidence``, ``noise_std`` in network units, the
         precision of each parameter tensor); empty when nothing is learned.
     classes_ : ndarray of shape (n_classes,)
+    dropout_rates_ : ndarray of shape (n_dropped_layers,)
+        The rate of each dropped weight matrix, learned or ``dropout_rate``.
     posterior_ : DropoutPosterior
     net_ : skorch.NeuralNet
         The skorch net trained with dropout.
@@ -209,6 +221,8 @@ max_epochs, batch_size, optimizer, callbacks, dtype, device, random_state, verbo
     ----------
     Y. Gal and Z. Ghahramani, "Dropout as a Bayesian approximation: representing
     model uncertainty in deep learning", ICML 2016.
+
+    Y. Gal, J. Hron and A. Kendall, "Concrete dropout", NeurIPS 2017.
 
     Examples
     --------
@@ -235,7 +249,7 @@ max_epochs, batch_size, optimizer, callbacks, dtype, device, random_state, verbo
         linear_skip=True,
         module=None,
         prior_std=None,
-        dropout_rate=0.1,
+        dropout_rate="auto",
         n_samples=100,
         predictive=None,
         moment_match=False,

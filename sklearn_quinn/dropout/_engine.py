@@ -19,13 +19,32 @@ deep learning: Bayes, bootstrap and the dangers of dropout", NeurIPS 2016
 Workshop on Bayesian Deep Learning): on the linear path it would dwarf the
 posterior's ``O(1 / N)`` variance, and its training would shrink the linear
 fit like a ridge penalty that the prior does not ask for.
+
+The rate of each layer is fixed, or learned with the weights by Gal, Hron and
+Kendall's (2017) "Concrete dropout": the variational objective's KL divergence
+of the masks from the prior, ``0.5 delta ||theta||^2 / (1 - p) - n_in H(p)``
+per layer (``H`` the Bernoulli entropy), is differentiable in ``p``, and so is
+the likelihood's expectation once the Bernoulli masks are relaxed to their
+Concrete (Gumbel-softmax) counterparts. The data pull a rate down as they
+accumulate, and the entropy pulls it towards one half: the spread follows the
+data instead of a chosen rate.
 """
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from .._core.network import LinearSkipMLP
+
+#: Temperature of the Concrete relaxation of the masks (Gal, Hron and Kendall
+#: 2017): low enough that a relaxed mask is nearly 0 or 1, high enough for
+#: useful gradients in the rate.
+RELAXATION_TEMPERATURE = 0.1
+
+#: Where learned rates start: the fixed default of Gal and Ghahramani's (2016)
+#: experiments, and the initial rate of Gal, Hron and Kendall's.
+INITIAL_RATE = 0.1
 
 
 def dropped_layers(module):
@@ -34,12 +53,19 @@ def dropped_layers(module):
     return [layer for layer in module.modules() if isinstance(layer, nn.Linear) and id(layer) not in kept]
 
 
+def dropped_weights(module):
+    """The distinct weight matrices of the :func:`dropped_layers` of ``module``, in their order.
+
+    A weight shared by several layers is listed once, and has one rate.
+    """
+    return list({id(layer.weight): layer.weight for layer in dropped_layers(module)}.values())
+
+
 def linear_input_blocks(module):
-    """Where the weight matrix of each of the :func:`dropped_layers` of ``module`` lies in ``theta``.
+    """Where each of the :func:`dropped_weights` of ``module`` lies in ``theta``.
 
     ``theta`` follows ``module.parameters()``, the order of
-    :class:`~sklearn_quinn._core.network.FunctionalModel`. A weight shared by
-    several layers is listed once.
+    :class:`~sklearn_quinn._core.network.FunctionalModel`.
 
     Returns
     -------
@@ -51,32 +77,85 @@ def linear_input_blocks(module):
     for parameter in module.parameters():
         offsets[id(parameter)] = start
         start += parameter.numel()
-    blocks = {}
-    for layer in dropped_layers(module):
-        if id(layer.weight) in offsets:
-            blocks[offsets[id(layer.weight)]] = tuple(layer.weight.shape)
-    return [(start, *shape) for start, shape in sorted(blocks.items())]
+    return [(offsets[id(weight)], *weight.shape) for weight in dropped_weights(module) if id(weight) in offsets]
+
+
+def bernoulli_entropy(rate):
+    """``H(p) = -p log p - (1 - p) log(1 - p)``, zero at ``p = 0``."""
+    return -(torch.xlogy(rate, rate) + torch.xlogy(1 - rate, 1 - rate))
 
 
 class InputDropout(nn.Module):
-    """``module`` with dropout at rate ``rate`` on the input of its :func:`dropped_layers`, in training mode.
+    """``module`` with dropout on the input of its :func:`dropped_layers`, in training mode.
 
     The dropout is applied by forward pre-hooks that exist only during a
     training-mode forward pass, so the wrapped module is left as it was (and
-    pickles). In evaluation mode, and at ``rate=0``, this is ``module``.
+    pickles). In evaluation mode, and at a fixed rate 0, this is ``module``.
     Each row of a batch gets its own masks (standard dropout), an unbiased
-    minibatch estimate of Gal and Ghahramani's objective.
+    minibatch estimate of the variational objective's expected likelihood.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        The backbone, already in its working dtype and on its device.
+    rate : float in [0, 1) or None
+        The rate of every layer, or None to learn one per weight matrix
+        (``rate_logits``, trained with the weights from :data:`INITIAL_RATE`)
+        through Concrete masks.
     """
 
     def __init__(self, module, rate):
         super().__init__()
         self.module = module
         self.rate = rate
-        # A plain list, found once: the layers stay registered under ``module`` only.
+        # Plain lists, found once: the layers and weights stay registered under ``module`` only.
         self._linear_layers = dropped_layers(module)
+        weights = dropped_weights(module)
+        self._weight_index = {id(weight): index for index, weight in enumerate(weights)}
+        self._n_inputs = [weight.shape[1] for weight in weights]
+        like = next(module.parameters())
+        initial = torch.full((len(weights),), INITIAL_RATE if rate is None else rate, dtype=like.dtype,
+                             device=like.device)
+        if rate is None:
+            self.rate_logits = nn.Parameter(torch.logit(initial))
+        else:
+            self.register_buffer("fixed_rates", initial)
+
+    @property
+    def rates(self):
+        """The rate of each of the :func:`dropped_weights`, shape ``(L,)``."""
+        return torch.sigmoid(self.rate_logits) if self.rate is None else self.fixed_rates
+
+    def divergence(self, penalty):
+        """The KL divergence of the masked weights' distribution from the
+        Gaussian prior, up to a constant (Gal, Hron and Kendall 2017).
+
+        A column of a dropped weight matrix is ``theta_j z_j / (1 - p)``: its
+        quadratic prior term weighs ``theta_j / (1 - p)`` by the probability
+        ``1 - p`` of keeping it, ``0.5 delta ||theta_j||^2 / (1 - p)``; the
+        masks' entropy ``n_in H(p)`` per matrix is subtracted.
+
+        Parameters
+        ----------
+        penalty : callable
+            ``sum_g delta_g ||theta_g||^2`` of a list of the module's parameter
+            tensors (:meth:`~sklearn_quinn._map.NegativeLogPosterior.penalty`).
+        """
+        kept = 1 - self.rates
+        scaled = [parameter * kept[self._weight_index[id(parameter)]].rsqrt()
+                  if id(parameter) in self._weight_index else parameter for parameter in self.module.parameters()]
+        entropy = (torch.as_tensor(self._n_inputs, dtype=kept.dtype, device=kept.device)
+                   * bernoulli_entropy(self.rates)).sum()
+        return 0.5 * penalty(scaled) - entropy
 
     def _drop_input(self, layer, args):
-        return (F.dropout(args[0], self.rate, training=True), *args[1:])
+        X = args[0]
+        if self.rate is not None:
+            return (F.dropout(X, self.rate, training=True), *args[1:])
+        logit = self.rate_logits[self._weight_index[id(layer.weight)]]
+        uniform = torch.rand_like(X)
+        dropped = torch.sigmoid((logit + torch.log(uniform) - torch.log1p(-uniform)) / RELAXATION_TEMPERATURE)
+        return (X * (1 - dropped) / (1 - torch.sigmoid(logit)), *args[1:])
 
     def forward(self, X):
         if not self.training or self.rate == 0:
@@ -92,8 +171,8 @@ class InputDropout(nn.Module):
 class DropoutPosterior:
     """The MC-dropout distribution over the weights.
 
-    A draw is ``theta`` with, for each weight matrix in ``blocks``, column
-    ``j`` multiplied by ``z_j / (1 - rate)``, ``z_j ~ Bernoulli(1 - rate)``
+    A draw is ``theta`` with, for each weight matrix ``l`` in ``blocks``, column
+    ``j`` multiplied by ``z_j / (1 - p_l)``, ``z_j ~ Bernoulli(1 - p_l)``
     independently. Its mean is ``theta``.
 
     Parameters
@@ -102,16 +181,18 @@ class DropoutPosterior:
         The weights trained with dropout.
     blocks : list of (int, int, int)
         The weight matrices to mask, as :func:`linear_input_blocks` gives them.
-    rate : float in [0, 1)
-        The dropout rate ``p``.
+    rate : float in [0, 1), or array-like of them, one per block
+        The dropout rate ``p`` of every block, or of each.
     """
 
     def __init__(self, theta, blocks, rate):
-        if not 0 <= rate < 1:
+        rates = np.broadcast_to(np.asarray(rate, dtype=np.float64), (len(blocks),))
+        if not ((0 <= rates) & (rates < 1)).all():
             raise ValueError(f"rate must be in [0, 1); got {rate!r}.")
         self.theta = theta
         self.blocks = blocks
         self.rate = rate
+        self._rates = rates
 
     @property
     def mean(self):
@@ -120,8 +201,8 @@ class DropoutPosterior:
     def sample(self, n, generator=None):
         """Draw ``n`` masked weight vectors, shape ``(n, K)``."""
         draws = self.theta.expand(n, -1).clone()
-        keep = 1.0 - self.rate
-        for start, n_rows, n_columns in self.blocks:
+        for (start, n_rows, n_columns), rate in zip(self.blocks, self._rates):
+            keep = 1.0 - float(rate)
             probability = torch.full((n, 1, n_columns), keep, dtype=draws.dtype, device=draws.device)
             mask = torch.bernoulli(probability, generator=generator) / keep
             draws[:, start : start + n_rows * n_columns].view(n, n_rows, n_columns).mul_(mask)
