@@ -81,6 +81,10 @@ class ParameterGroups:
         index = self.index.to(values.device)
         return values.new_zeros(len(self)).index_add_(0, index, values)
 
+    def split(self, values):
+        """The columns of ``values (..., K)`` of each group, as views (the groups are contiguous)."""
+        return torch.split(values, self.sizes.tolist(), dim=-1)
+
     def as_dict(self, values):
         """``{name: float}`` from one value per group."""
         return {name: float(value) for name, value in zip(self.names, values)}
@@ -140,8 +144,7 @@ class LaplaceEvidence:
                 factor = likelihood.whitened_jacobian(model.jacobian(theta, X), outputs).reshape(-1, n_params)
                 factor = factor.double()
                 # One Gram matrix W_g W_g^T per group: the kernel is their sum over delta_g.
-                index = groups.index.to(theta.device)
-                self._grams = torch.stack([factor[:, index == g] @ factor[:, index == g].T for g in range(len(groups))])
+                self._grams = torch.stack([block @ block.T for block in groups.split(factor)])
             else:
                 self.structure = "full" if n_params <= _MAX_FULL_PARAMS and full_fits(n_params, theta.dtype) else "diag"
                 self._gauss_newton = curvature(model, theta, X, Y, likelihood, "ggn", self.structure).double()
