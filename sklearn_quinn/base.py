@@ -47,11 +47,19 @@ _MAX_SEED = np.iinfo(np.int32).max
 #: MCMC draws over 100,000 rows otherwise peak at 5 GiB.
 PREDICT_BLOCK_ROWS = 8192
 
+#: ``max_epochs='auto'``: this many epochs, or fewer where they would take
+#: more than ``AUTO_MAX_STEPS`` minibatch steps. Every table of up to 40,000
+#: rows (at the default 200-row batches) gets the full count; a million rows
+#: get 40 epochs, minutes of training instead of hours, where each epoch's
+#: many steps already move a small network far.
+AUTO_EPOCHS = 1000
+AUTO_MAX_STEPS = 200_000
+
 #: Constraints of the MAP-training parameters, for the families that train a network.
 MAP_TRAINING_CONSTRAINTS: dict = {
     "lr": [Interval(Real, 0, None, closed="neither")],
     "lr_schedule": [StrOptions({"cosine", "constant"})],
-    "max_epochs": [Interval(Integral, 1, None, closed="left")],
+    "max_epochs": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
     "batch_size": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
     "optimizer": [callable],
     "callbacks": [None, list],
@@ -188,7 +196,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
                 likelihood.requires_grad_(False)
                 evidence = EvidenceMaximisation(
                     model, self._tensor(X), self._tensor(Y), groups, learn_prior=learn_prior,
-                    learn_noise=likelihood.learn_noise, epochs=evidence_epochs(self.max_epochs),
+                    learn_noise=likelihood.learn_noise, epochs=evidence_epochs(self._n_epochs(len(X))),
                 )
             self.net_ = fit_map(
                 self._training_module(module),
@@ -198,7 +206,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
                 likelihood=likelihood,
                 lr=self.lr,
                 lr_schedule=self.lr_schedule,
-                max_epochs=self.max_epochs,
+                max_epochs=self._n_epochs(len(X)),
                 batch_size=self._batch_size(len(X)),
                 optimizer=self.optimizer,
                 callbacks=self.callbacks,
@@ -235,6 +243,14 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
 
     def _batch_size(self, n_rows):
         return min(200, n_rows) if self.batch_size == "auto" else min(self.batch_size, n_rows)
+
+    def _n_epochs(self, n_rows):
+        """The training epochs on ``n_rows`` rows: ``max_epochs``, or for 'auto'
+        ``AUTO_EPOCHS`` capped at ``AUTO_MAX_STEPS`` minibatch steps."""
+        if self.max_epochs != "auto":
+            return self.max_epochs
+        steps_per_epoch = -(-n_rows // self._batch_size(n_rows))
+        return max(1, min(AUTO_EPOCHS, AUTO_MAX_STEPS // steps_per_epoch))
 
     @contextlib.contextmanager
     def _seeded(self, seed):

@@ -62,7 +62,7 @@ class BaseEnsembleClassifier(EnsembleMixin, BaseBayesianClassifier):
         moment_match=False,
         lr=0.01,
         lr_schedule="cosine",
-        max_epochs=1000,
+        max_epochs="auto",
         batch_size="auto",
         optimizer=torch.optim.Adam,
         callbacks=None,

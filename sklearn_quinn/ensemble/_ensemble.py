@@ -112,7 +112,7 @@ class EnsembleMixin(DrawsMixin):
             batch_size=self._batch_size(n_rows),
             lr=self.lr,
             lr_schedule=self.lr_schedule,
-            max_epochs=self.max_epochs,
+            max_epochs=self._n_epochs(n_rows),
             optimizer=self.optimizer,
             callbacks=self.callbacks,
             device=self._device,
@@ -159,8 +159,9 @@ _SHARED_DOC = """
         As for :class:`~sklearn_quinn.LaplaceRegressor`.
     lr : float, default=0.01
     lr_schedule : {'cosine', 'constant'}, default='cosine'
-    max_epochs : int, default=1000
-        Epochs over each member's rows.
+    max_epochs : int or 'auto', default='auto'
+        Epochs over each member's rows; 'auto' is 1000, or fewer where they
+        would take more than 200,000 minibatch steps.
     batch_size : int or 'auto', default='auto'
         Rows per member per step; 'auto' is ``min(200, rows per member)``.
     optimizer : torch optimizer class, default=torch.optim.Adam
@@ -256,7 +257,7 @@ class DeepEnsembleRegressor(BaseEnsembleRegressor):
         likelihood="gaussian",
         lr=0.01,
         lr_schedule="cosine",
-        max_epochs=1000,
+        max_epochs="auto",
         batch_size="auto",
         optimizer=torch.optim.Adam,
         callbacks=None,
@@ -357,7 +358,7 @@ class RMSRegressor(BaseEnsembleRegressor):
         perturb_targets=True,
         lr=0.01,
         lr_schedule="cosine",
-        max_epochs=1000,
+        max_epochs="auto",
         batch_size="auto",
         optimizer=torch.optim.Adam,
         callbacks=None,

@@ -141,7 +141,7 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         n_samples=100,
         lr=0.01,
         lr_schedule="cosine",
-        max_epochs=1000,
+        max_epochs="auto",
         batch_size="auto",
         optimizer=torch.optim.Adam,
         callbacks=None,

@@ -117,8 +117,10 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
     lr_schedule : {'cosine', 'constant'}, default='cosine'
         'cosine' anneals the learning rate to 0 over ``max_epochs``, so the
         MAP settles into a mode (the Laplace approximation assumes one).
-    max_epochs : int, default=1000
-        Epochs of MAP training.
+    max_epochs : int or 'auto', default='auto'
+        Epochs of MAP training; 'auto' is 1000, or fewer where they would
+        take more than 200,000 minibatch steps (above 40,000 rows at the
+        default batch size).
     batch_size : int or 'auto', default='auto'
         Minibatch size of MAP training; 'auto' is ``min(200, n_samples)``.
     optimizer : torch.optim.Optimizer class, default=torch.optim.Adam
@@ -234,7 +236,7 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         n_samples=100,
         lr=0.01,
         lr_schedule="cosine",
-        max_epochs=1000,
+        max_epochs="auto",
         batch_size="auto",
         optimizer=torch.optim.Adam,
         callbacks=None,

@@ -501,7 +501,7 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         init="map",
         lr=0.01,
         lr_schedule="cosine",
-        max_epochs=1000,
+        max_epochs="auto",
         batch_size="auto",
         optimizer=torch.optim.Adam,
         callbacks=None,

@@ -82,7 +82,7 @@ step_size_, n_leapfrog_, prior_precisions_, net_
         moment_match=False,
         lr=0.01,
         lr_schedule="cosine",
-        max_epochs=1000,
+        max_epochs="auto",
         batch_size="auto",
         optimizer=torch.optim.Adam,
         callbacks=None,

@@ -302,7 +302,7 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         n_leapfrog=50,
         lr=0.01,
         lr_schedule="cosine",
-        max_epochs=1000,
+        max_epochs="auto",
         batch_size="auto",
         optimizer=torch.optim.Adam,
         callbacks=None,

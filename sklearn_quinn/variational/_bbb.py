@@ -61,12 +61,12 @@ class VariationalMixin:
             return ScaleMixturePrior(1.0, self.prior_std, self.prior_std)
         return EmpiricalBayesPrior(model.sizes)
 
-    def _prior_schedule(self, prior):
+    def _prior_schedule(self, prior, n_epochs):
         """The prior that training starts with, and the callbacks that change it."""
         if not isinstance(prior, EmpiricalBayesPrior):
             return prior, []
         warmup_prior = ScaleMixturePrior(1.0, WARMUP_PRIOR_STD, WARMUP_PRIOR_STD)
-        n_warmup = int(PRIOR_WARMUP_FRACTION * self.max_epochs)
+        n_warmup = int(PRIOR_WARMUP_FRACTION * n_epochs)
         return warmup_prior, [("prior_warmup", PriorWarmup(prior, warmup_prior, n_warmup))]
 
     def _keep_prior_precisions(self, prior, mean, std):
@@ -103,7 +103,8 @@ class VariationalMixin:
         with self._seeded(self._map_seed):
             self._model = FunctionalModel(self._build_module(X.shape[1], self._n_outputs(Y)))
             prior = self._weight_prior(self._model)
-            initial_prior, prior_callbacks = self._prior_schedule(prior)
+            n_epochs = self._n_epochs(len(X))
+            initial_prior, prior_callbacks = self._prior_schedule(prior, n_epochs)
             mean = self._model.flatten()
             variational = MeanFieldNetwork(self._model, mean, torch.full_like(mean, INITIAL_STD), self.n_mc_samples)
             n_batches = -(-len(X) // batch_size)
@@ -115,7 +116,7 @@ class VariationalMixin:
                 Y.astype(self.dtype),
                 lr=self.lr,
                 lr_schedule=self.lr_schedule,
-                max_epochs=self.max_epochs,
+                max_epochs=n_epochs,
                 optimizer=self.optimizer,
                 callbacks=list(self.callbacks or []) + [weighting] + prior_callbacks,
                 device=self._device,
@@ -259,7 +260,7 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
         n_samples=100,
         lr=0.01,
         lr_schedule="cosine",
-        max_epochs=1000,
+        max_epochs="auto",
         batch_size="auto",
         optimizer=torch.optim.Adam,
         callbacks=None,
@@ -365,7 +366,7 @@ random_state, verbose
         moment_match=False,
         lr=0.01,
         lr_schedule="cosine",
-        max_epochs=1000,
+        max_epochs="auto",
         batch_size="auto",
         optimizer=torch.optim.Adam,
         callbacks=None,

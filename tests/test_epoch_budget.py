@@ -1,0 +1,54 @@
+"""``max_epochs='auto'``: 1000 epochs, capped at a number of minibatch steps, in every family that trains."""
+
+import numpy as np
+import pytest
+
+from sklearn_quinn import (
+    BBBRegressor,
+    DeepEnsembleRegressor,
+    LaplaceRegressor,
+    MCDropoutRegressor,
+    RMSRegressor,
+    SWAGRegressor,
+)
+from sklearn_quinn import base as base_module
+
+
+@pytest.mark.parametrize("n_rows, batch_size, expected", [
+    (100, "auto", 1000),  # one step an epoch
+    (40_000, "auto", 1000),  # 200 steps an epoch: 200,000 steps
+    (40_001, "auto", 995),  # 201 steps an epoch
+    (1_000_000, "auto", 40),  # 5000 steps an epoch
+    (1_000_000, 1000, 200),
+    (10**9, "auto", 1),  # more steps in one epoch than the cap: still one epoch
+])
+def test_auto_epochs_are_1000_capped_at_200k_steps(n_rows, batch_size, expected):
+    assert LaplaceRegressor(batch_size=batch_size)._n_epochs(n_rows) == expected
+    assert LaplaceRegressor(max_epochs=7)._n_epochs(n_rows) == 7
+
+
+@pytest.mark.parametrize("estimator", [
+    LaplaceRegressor(hidden_layer_sizes=(4,)),
+    MCDropoutRegressor(hidden_layer_sizes=(4,), n_samples=5),
+    SWAGRegressor(hidden_layer_sizes=(4,), swag_epochs=2, n_samples=5),
+    BBBRegressor(hidden_layer_sizes=(4,), n_samples=5),
+    DeepEnsembleRegressor(hidden_layer_sizes=(4,), n_estimators=2),
+    RMSRegressor(hidden_layer_sizes=(4,), n_estimators=2, data_fraction=0.5),
+], ids=lambda estimator: type(estimator).__name__)
+def test_every_family_trains_the_capped_epochs(estimator, monkeypatch):
+    """With the cap lowered to 60 steps, 400 rows in 40-row batches (10 steps an
+    epoch) train 6 epochs; RMS's members, on half the rows, 12. (SWAG's own
+    phase after the MAP has its own ``swag_epochs``.)"""
+    monkeypatch.setattr(base_module, "AUTO_MAX_STEPS", 60)
+    rng = np.random.RandomState(0)
+    X = rng.randn(400, 2)
+    y = X[:, 0] + 0.1 * rng.randn(400)
+    fitted = estimator.set_params(batch_size=40, random_state=0).fit(X, y)
+    expected = 12 if isinstance(estimator, RMSRegressor) else 6
+    nets = fitted.net_ if isinstance(fitted.net_, list) else [fitted.net_]
+    assert [len(net.history) for net in nets] == [expected] * len(nets)
+
+
+def test_unknown_max_epochs_is_refused(linear_data):
+    with pytest.raises(ValueError, match="max_epochs"):
+        LaplaceRegressor(max_epochs="many").fit(*linear_data)
