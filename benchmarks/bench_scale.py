@@ -14,10 +14,11 @@ over every row per leapfrog step), and ``hyperprior='empirical'`` (the Gibbs
 draws of the default hyperprior would need those passes too). A process still running after ``--timeout``
 seconds (default 900, the 15 minutes issue 20 allows on protein) or above
 ``--max-memory`` GiB (default 8) is killed and recorded as such. On the
-synthetic table the default 1000 epochs would be 5 million minibatch steps a
-family, so ``--max-epochs`` (default there 10) caps the training, and SWAG
-collects over 10 epochs of minibatches of 1000 rows (its defaults, 100
-epochs of 32 rows, would be 3 million steps).
+synthetic table the default ``max_epochs='auto'`` is 40 epochs (its cap of
+200,000 minibatch steps; a fixed 1000 would be 5 million), more than fits in
+the time limit with the evidence updates, so ``--max-epochs`` (default there
+10) caps the training, and SWAG collects over 10 epochs of minibatches of 1000
+rows (its defaults, 100 epochs of 32 rows, would be 3 million steps).
 
 Each finished (table, method) is appended as one JSON line to ``--out``; a
 run skips those already there with the same settings. Prints one table per
