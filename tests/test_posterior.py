@@ -81,3 +81,18 @@ def test_sample_posterior_draws_in_proportion_to_weights():
 def test_sample_posterior_rejects_bad_weights():
     with pytest.raises(ValueError, match="non-negative"):
         SamplePosterior(torch.zeros(2, 1), torch.tensor([1.0, -1.0]))
+
+
+@pytest.mark.parametrize("structure", ["full", "diag", "lowrank"])
+def test_scaled_multiplies_the_covariance_and_keeps_the_mean(structure):
+    k = 4
+    mean = torch.arange(k, dtype=torch.float64)
+    std = torch.linspace(0.1, 1.0, k, dtype=torch.float64)
+    posterior = {
+        "full": lambda: GaussianPosterior.from_precision_cholesky(mean, torch.linalg.cholesky(_spd(k))),
+        "diag": lambda: GaussianPosterior.from_std(mean, std),
+        "lowrank": lambda: GaussianPosterior.from_low_rank(mean, std, _spd(k)[:, :2]),
+    }[structure]()
+    scaled = posterior.scaled(2.5)
+    torch.testing.assert_close(scaled.covariance, 2.5 * posterior.covariance)
+    torch.testing.assert_close(scaled.mean, posterior.mean)

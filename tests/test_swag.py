@@ -149,6 +149,8 @@ def test_sgd_phase_diverging_at_every_rate_raises(wave_data):
         ({"max_rank": 1}, "max_rank"),
         ({"lr_swag": 0.0}, "lr_swag"),
         ({"lr_swag": "fast"}, "lr_swag"),
+        ({"cov_scale": 0.0}, "cov_scale"),
+        ({"cov_scale": "wide"}, "cov_scale"),
         ({"swag_epochs": 3, "collect_every": 2}, "fewer than the 2 snapshots"),
         ({"n_samples": 0}, "n_samples"),
     ],
@@ -230,3 +232,60 @@ def test_sampling_rate_of_a_linear_model_by_hand(batch_size, binding):
              "stable": 2 * STABILITY_FRACTION * len(X) / np.linalg.eigvalsh(curvature)[-1]}
     assert min(rates, key=rates.get) == binding
     assert rate == pytest.approx(rates[binding], rel=1e-9)
+
+
+@pytest.mark.parametrize("factor", [1.0, 0.25])
+@pytest.mark.parametrize("low_rank", [True, False])
+def test_misfit_scale_of_the_exact_linear_posterior_by_hand(factor, low_rank):
+    """For ``f = X w + b`` under Gaussian noise the Laplace posterior is exact:
+    ``Sigma = (G + delta I)^-1``. Held as low rank (its eigenvectors times the
+    roots of its eigenvalues, std 0) or as its diagonal, and shrunk by
+    ``factor``, the scale is ``gamma / tr(G factor Sigma)``: ``1 / factor``
+    for the exact covariance, by hand for its diagonal."""
+    from torch import nn
+
+    from sklearn_quinn._core.evidence import ParameterGroups
+    from sklearn_quinn._core.likelihoods import GaussianLikelihood
+    from sklearn_quinn._core.network import FunctionalModel
+    from sklearn_quinn._core.posterior import GaussianPosterior
+    from sklearn_quinn.swag._scale import misfit_scale
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(50, 3) * [1.0, 3.0, 0.3]
+    y = X @ [1.0, -2.0, 0.5] + 0.7 + rng.randn(50)
+    model = FunctionalModel(nn.Linear(3, 1).double())
+    noise_std, delta = 1.3, 2.0
+    design = np.c_[X, np.ones(len(X))]
+    curvature = design.T @ design / noise_std**2
+    covariance = factor * np.linalg.inv(curvature + delta * np.eye(4))
+    mean = torch.as_tensor(np.linalg.solve(curvature + delta * np.eye(4), design.T @ y / noise_std**2))
+    if low_rank:
+        values, vectors = np.linalg.eigh(covariance)
+        posterior = GaussianPosterior.from_low_rank(mean, torch.zeros(4, dtype=torch.float64),
+                                                    torch.as_tensor(vectors * np.sqrt(values)))
+        expected = 1 / factor
+    else:
+        posterior = GaussianPosterior.from_std(mean, torch.as_tensor(np.sqrt(np.diag(covariance))))
+        well_determined = np.trace(curvature @ np.linalg.inv(curvature + delta * np.eye(4)))
+        expected = well_determined / (np.diag(curvature) @ np.diag(covariance))
+    likelihood = GaussianLikelihood(torch.tensor([noise_std], dtype=torch.float64)).frozen(1)
+    scale = misfit_scale(model, posterior, torch.as_tensor(X), torch.as_tensor(y[:, None]), likelihood,
+                         ParameterGroups.of(model), torch.tensor(delta, dtype=torch.float64))
+    assert scale == pytest.approx(expected, rel=1e-9)
+
+
+def test_cov_scale_multiplies_the_covariance(wave_data):
+    """``cov_scale=c``: the same snapshots (same seed) with every draw's
+    deviation from the mean times ``sqrt(c)``; 'auto' reports the scale it took."""
+    X, y = wave_data
+    one = small(cov_scale=1.0).fit(X, y)
+    four = small(cov_scale=4.0).fit(X, y)
+    assert (one.cov_scale_, four.cov_scale_) == (1.0, 4.0)
+    generator = torch.Generator().manual_seed(0)
+    deviations_one = one.posterior_.sample(5, generator) - one.posterior_.mean
+    generator = torch.Generator().manual_seed(0)
+    deviations_four = four.posterior_.sample(5, generator) - four.posterior_.mean
+    torch.testing.assert_close(deviations_four, 2 * deviations_one)
+    auto = small().fit(X, y)
+    assert auto.cov_scale_ > 0 and auto.cov_scale_ != 1.0
+    torch.testing.assert_close(auto.posterior_.variance, auto.cov_scale_ * one.posterior_.variance)

@@ -89,6 +89,13 @@ class GaussianPosterior:
     def n_params(self):
         return self.mean.shape[0]
 
+    def scaled(self, factor):
+        """The Gaussian with the same mean and the covariance times ``factor > 0``."""
+        if self.std is None:
+            return type(self).from_precision_cholesky(self.mean, self.precision_cholesky / factor**0.5)
+        low_rank = None if self.low_rank is None else self.low_rank * factor**0.5
+        return type(self)(self.mean, std=self.std * factor**0.5, low_rank=low_rank, basis=self.basis)
+
     def _randn(self, *shape, generator):
         return torch.randn(*shape, generator=generator, dtype=self.mean.dtype, device=self.mean.device)
 

@@ -20,6 +20,7 @@ from ._callbacks import CollectSnapshots
 from ._engine import gaussian_posterior
 from ._proximal_sgd import ProximalSGD
 from ._rate import sampling_rate
+from ._scale import misfit_scale
 
 _MAX_RATE_CUTS = 3  # tenfold cuts of lr_swag after a diverged SGD phase
 
@@ -34,6 +35,7 @@ class SWAGMixin:
         **MAP_TRAINING_CONSTRAINTS,
         "cov_type": [StrOptions({"lowrank", "diag"})],
         "max_rank": [Interval(Integral, 2, None, closed="left")],
+        "cov_scale": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "swag_epochs": [Interval(Integral, 1, None, closed="left")],
         "collect_every": [Interval(Integral, 1, None, closed="left")],
         "lr_swag": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
@@ -49,13 +51,17 @@ class SWAGMixin:
         # The SGD rate is read in units of the loss's curvature scale: the noise variance.
         rate_unit = 1.0 if noise_std is None else float(noise_std.square().mean())
         frozen = likelihood.frozen(Y.shape[1])
+        groups, precision = ParameterGroups.of(self._model), self.net_.criterion_.prior_precision
         lr_swag = self.lr_swag
         if lr_swag == "auto":
             lr_swag = sampling_rate(
-                self._model, theta, self._tensor(X), self._tensor(Y), frozen, ParameterGroups.of(self._model),
-                self.net_.criterion_.prior_precision, min(self.batch_size_swag, len(X)),
+                self._model, theta, self._tensor(X), self._tensor(Y), frozen, groups, precision,
+                min(self.batch_size_swag, len(X)),
             ) / rate_unit
         self._collect_trajectory(X, Y, frozen, lr_swag, rate_unit)
+        self.cov_scale_ = float(self.cov_scale) if self.cov_scale != "auto" else misfit_scale(
+            self._model, self.posterior_, self._tensor(X), self._tensor(Y), frozen, groups, precision)
+        self.posterior_ = self.posterior_.scaled(self.cov_scale_)
         self._keep_noise(noise_std)
 
     def _check_snapshots(self):
@@ -159,7 +165,8 @@ class SWAGRegressor(SWAGMixin, BaseBayesianRegressor):
         mean + diag(sqrt(var)) z1 / sqrt(2) + D z2 / sqrt(2 (k - 1)),
 
     ``var`` the snapshots' variance, ``D`` the last ``k`` deviations from the
-    mean (the second term only for ``cov_type='lowrank'``). Predictions average
+    mean (the second term only for ``cov_type='lowrank'``), the deviation
+    from the mean scaled by ``sqrt(cov_scale_)``. Predictions average
     the network over ``n_samples`` draws. Cost: one MAP training plus
     ``swag_epochs`` epochs; memory ``O(K max_rank)``.
 
@@ -176,6 +183,13 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         Epochs of SGD after the MAP.
     collect_every : int, default=1
         Epochs between snapshots (at least two snapshots are needed).
+    cov_scale : 'auto' or float, default='auto'
+        Factor on the SWAG covariance. ``'auto'`` sets it so that the draws
+        raise the training data's misfit as much as the Laplace posterior's
+        draws do, ``gamma / tr(G Sigma)`` at the SWA mean (``G`` the
+        generalised Gauss-Newton, ``gamma`` MacKay's count of well-determined
+        weights): SGD capped by its stability limit spreads too little. 1.0
+        is Maddox et al.'s covariance.
     lr_swag : 'auto' or float, default='auto'
         Constant SGD learning rate of the collection phase, on the scale of
         half the mean squared error (the per-point negative log posterior
@@ -206,6 +220,9 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         Mean, diagonal std and (low rank) factor of the SWAG Gaussian.
     n_snapshots_ : int
         Snapshots collected.
+    cov_scale_ : float
+        The factor applied to the SWAG covariance (``cov_scale``, or the one
+        ``'auto'`` chose).
     lr_swag_ : float
         The rate the snapshots were collected at: ``lr_swag`` (or the rate
         ``'auto'`` chose), or a tenth of it (up to three times) when SGD
@@ -255,6 +272,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         max_rank=20,
         swag_epochs=100,
         collect_every=1,
+        cov_scale="auto",
         lr_swag="auto",
         batch_size_swag=32,
         n_samples=100,
@@ -281,6 +299,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         self.max_rank = max_rank
         self.swag_epochs = swag_epochs
         self.collect_every = collect_every
+        self.cov_scale = cov_scale
         self.lr_swag = lr_swag
         self.batch_size_swag = batch_size_swag
         self.n_samples = n_samples
@@ -310,8 +329,8 @@ class SWAGClassifier(SWAGMixin, BaseBayesianClassifier):
     Parameters
     ----------
     hidden_layer_sizes, activation, linear_skip, module, prior_std, cov_type, max_rank, swag_epochs, \
-collect_every, lr_swag, batch_size_swag, n_samples, lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, \
-dtype, device, random_state, verbose
+collect_every, cov_scale, lr_swag, batch_size_swag, n_samples, lr, lr_schedule, max_epochs, batch_size, optimizer, \
+callbacks, dtype, device, random_state, verbose
         As for :class:`SWAGRegressor`.
     predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \
 'mean_field_2'}, default=None
@@ -330,6 +349,7 @@ dtype, device, random_state, verbose
     classes_ : ndarray of shape (n_classes,)
     posterior_ : GaussianPosterior
     n_snapshots_ : int
+    cov_scale_ : float
     lr_swag_ : float
     net_ : skorch.NeuralNet
         The MAP net.
@@ -364,6 +384,7 @@ dtype, device, random_state, verbose
         max_rank=20,
         swag_epochs=100,
         collect_every=1,
+        cov_scale="auto",
         lr_swag="auto",
         batch_size_swag=32,
         n_samples=100,
@@ -389,6 +410,7 @@ dtype, device, random_state, verbose
         self.max_rank = max_rank
         self.swag_epochs = swag_epochs
         self.collect_every = collect_every
+        self.cov_scale = cov_scale
         self.lr_swag = lr_swag
         self.batch_size_swag = batch_size_swag
         self.n_samples = n_samples

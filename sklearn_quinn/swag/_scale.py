@@ -1,0 +1,57 @@
+"""The scale of SWAG's covariance: the data misfit its draws add, set to the Laplace posterior's (pure torch).
+
+SWAG's covariance (Maddox et al. 2019) is the spread of a constant-rate SGD
+trajectory, which is the posterior's only as far as that SGD samples it
+(Mandt, Hoffman and Blei 2017); where gradient descent's stability limit caps
+the rate (small tables: ``swag/_rate.py``), the trajectory is too tight. A
+Gaussian ``N(mu, Sigma)`` under the locally quadratic data misfit
+``E(theta) = E(mu) + (theta - mu)^T G (theta - mu) / 2`` (``G`` the generalised
+Gauss-Newton of the negative log likelihood) raises the misfit of its draws by
+``tr(G Sigma) / 2`` on average. For the Laplace posterior,
+``Sigma = (G + diag(delta))^-1``, that is ``gamma / 2``, with
+``gamma = tr(G (G + diag(delta))^-1)`` MacKay's (1992, "A practical Bayesian
+framework for backpropagation networks") count of the weights the data
+determine. The scale ``c = gamma / tr(G Sigma)`` makes SWAG's draws fit the
+training data as much worse than its mean as the posterior's would: it is 1
+where SWAG's covariance is the Laplace posterior's, and it leaves the shape,
+which is SWAG's own, unchanged. Only the directions the data determine enter:
+the prior-dominated ones, which SGD does not explore, carry no curvature.
+"""
+
+import torch
+
+from .._core.curvature import curvature, curvature_matmul
+from .._core.evidence import LaplaceEvidence
+
+
+def misfit_scale(model, posterior, X, Y, likelihood, groups, precision):
+    """``gamma / tr(G Sigma)`` at the posterior's mean (see the module docstring).
+
+    Parameters
+    ----------
+    model : FunctionalModel
+    posterior : GaussianPosterior
+        SWAG's: diagonal, or low rank plus diagonal.
+    X, Y : tensor of shape (N, D) and (N, O)
+    likelihood : GaussianLikelihood or CategoricalLikelihood
+        With the noise held fixed (``likelihood.frozen``).
+    groups : ParameterGroups
+    precision : tensor of shape (G,) or scalar
+        The prior precision of each group.
+
+    Returns
+    -------
+    float
+        1.0 where the draws add no misfit (a posterior collapsed to a point,
+        or data that determine no weight).
+    """
+    mean = posterior.mean.detach()
+    precision = torch.as_tensor(precision, dtype=torch.float64).expand(len(groups))
+    well_determined = float(LaplaceEvidence(model, mean, X, Y, likelihood, groups).well_determined(precision).sum())
+    spread = float((curvature(model, mean, X, Y, likelihood, "ggn", "diag") * posterior.std.square()).sum())
+    if posterior.low_rank is not None:
+        low_rank = posterior.low_rank
+        spread += float((low_rank * curvature_matmul(model, mean, X, Y, likelihood, "ggn", low_rank)).sum())
+    if spread <= 0.0 or well_determined <= 0.0:
+        return 1.0
+    return well_determined / spread
