@@ -13,6 +13,10 @@ of ``n_hidden.txt`` = 50 units, the default width), or with ``--quick`` at
 plus white noise, fitted on a random ``--gpr-max-rows`` of the training rows
 where there are more (power, kin8nm, naval; wine above 1000).
 
+``--set NAME=VALUE`` sets a parameter of every family away from its default
+(``--set cov_scale=1.0 --methods swag``: SWAG's covariance unscaled), and
+is part of a record's settings.
+
 Splits: 20 on boston, concrete, energy, wine and yacht, 5 on power, kin8nm and
 naval (``--splits N``: the first N on every set). Each finished (data set,
 method, split) is appended at once as one JSON line to ``--out``; a run skips
@@ -29,7 +33,7 @@ Wasserstein gradient boosting, as tabled by Matsubara 2024).
 
     python benchmarks/bench_defaults_uci.py [--datasets boston ...] [--methods laplace de ...] \\
         [--splits N] [--quick] [--max-epochs N] [--device cpu] [--out uci-defaults.jsonl] [--n-jobs 1] [--threads 1] \\
-        [--likelihood gaussian|heteroscedastic]
+        [--likelihood gaussian|heteroscedastic] [--set NAME=VALUE ...]
 
 References
 ----------
@@ -38,6 +42,7 @@ distribution-valued supervised learning", NeurIPS 2024.
 """
 
 import argparse
+import ast
 import json
 import sys
 import time
@@ -70,14 +75,26 @@ SETS_TO_BEAT = 6  # of the 8
 def settings(args):
     """What makes two runs of a (data set, method, split) the same: a resumed run skips only these."""
     return {"quick": args.quick, "max_epochs": args.max_epochs, "device": args.device,
-            "gpr_max_rows": args.gpr_max_rows, "likelihood": args.likelihood}
+            "gpr_max_rows": args.gpr_max_rows, "likelihood": args.likelihood, "params": dict(args.set)}
+
+
+#: What a setting was before it was recorded: Gaussian, no parameters set.
+_UNRECORDED = {"likelihood": "gaussian", "params": {}}
 
 
 def matches(record, run_settings):
-    """Whether ``record`` was run with ``run_settings`` (records from before the
-    likelihood was a setting are Gaussian)."""
-    return all(record.get(key, "gaussian" if key == "likelihood" else None) == value
-               for key, value in run_settings.items())
+    """Whether ``record`` was run with ``run_settings`` (a setting the record
+    predates takes its value of the time, ``_UNRECORDED``)."""
+    return all(record.get(key, _UNRECORDED.get(key)) == value for key, value in run_settings.items())
+
+
+def parameter(text):
+    """``NAME=VALUE`` of ``--set``, the value a Python literal where it is one (``1.0``, ``(50,)``), else a string."""
+    name, _, value = text.partition("=")
+    try:
+        return name, ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return name, value
 
 
 def read_lines(path):
@@ -90,7 +107,8 @@ def read_lines(path):
 def estimator_for(method, name, args, n_features):
     if method in METHODS:
         return make_estimator(method, False, quick=args.quick, max_epochs=args.max_epochs, device=args.device,
-                              hidden_layer_sizes=(n_hidden(args.data_dir, name),), likelihood=args.likelihood)
+                              hidden_layer_sizes=(n_hidden(args.data_dir, name),), likelihood=args.likelihood,
+                              **dict(args.set))
     return make_reference(method, n_features, max_rows=args.gpr_max_rows)
 
 
@@ -167,6 +185,8 @@ def add_run_options(parser):
                         help="JSON-lines results, appended as each split ends and read back to resume "
                              "(default: uci-defaults.jsonl)")
     parser.add_argument("--n-jobs", type=int, default=1, help="splits fitted at once, in separate processes")
+    parser.add_argument("--set", nargs="+", type=parameter, default=[], metavar="NAME=VALUE",
+                        help="estimator parameters of the families, away from the defaults (e.g. cov_scale=1.0)")
     add_defaults_options(parser, threads_help="torch and BLAS threads per process (default: 1)")
 
 
@@ -218,6 +238,7 @@ def main(argv=None):
     records, notes = run(args, args.datasets, methods)
     budget = "compare's budgets (--quick)" if args.quick else "the package's defaults"
     epochs = f", max_epochs {args.max_epochs}" if args.max_epochs else ""
+    epochs += "".join(f", {name}={value!r}" for name, value in args.set)
     print(f"UCI, {budget}{epochs}, likelihood {args.likelihood!r}, {args.threads} thread(s) per fit; "
           f"results in {args.out}. Mean ± s.e. over the splits.\n")
     print_tables(records, args.datasets, methods, notes)

@@ -89,9 +89,10 @@ class NegativeLogPosterior(nn.Module):
     def divergence(self, module):
         """The weights' negative log prior ``0.5 sum_g delta_g ||theta_g||^2``, the
         KL divergence of a point estimate from the prior up to a constant; a
-        module that trains a distribution over its weights gives its own
-        divergence, as ``module.divergence(penalty)`` (MC dropout's masks)."""
-        own = getattr(module, "divergence", None)
+        training module of the package that trains a distribution over its
+        weights gives its own, as ``module._kl_divergence(penalty)`` (MC
+        dropout's :class:`~sklearn_quinn.dropout._engine.InputDropout`)."""
+        own = getattr(module, "_kl_divergence", None)
         return own(self.penalty) if own is not None else 0.5 * self.penalty(module.parameters())
 
     def penalty(self, parameters):

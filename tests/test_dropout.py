@@ -1,5 +1,6 @@
 """MC dropout: the masks by hand, the linear model's closed form, the MAP at rate 0, and the estimators."""
 
+import copy
 import pickle
 
 import numpy as np
@@ -102,7 +103,7 @@ def test_concrete_masks_drop_with_the_learned_rate():
         wrapped.rate_logits.fill_(np.log(0.3 / 0.7))
     with torch.random.fork_rng():
         torch.manual_seed(0)
-        (scaled,) = wrapped._drop_input(layer, (torch.ones(200, 1000),))
+        (scaled,) = wrapped._drop_input(0, layer, (torch.ones(200, 1000),))
     dropped = 1 - scaled.detach().numpy() * 0.7
     assert abs((dropped > 0.5).mean() - 0.3) < 4 * np.sqrt(0.3 * 0.7 / dropped.size)
     edge = 0.1 * np.log(0.95 / 0.05)
@@ -130,21 +131,56 @@ def test_divergence_is_gal_hron_kendall_kl():
     np.testing.assert_allclose(float(divergence), 0.5 * quadratic - float(entropy), rtol=0, atol=1e-12)
     divergence.backward()
     assert torch.isfinite(wrapped.rate_logits.grad).all() and (wrapped.rate_logits.grad != 0).all()
-    np.testing.assert_allclose(float(criterion.divergence(InputDropout(module, 0.0))),
-                               0.5 * float(criterion.penalty(module.parameters())), rtol=1e-12)
+    copied = copy.deepcopy(wrapped)  # positions, not tensor ids, find the matrices of a copy
+    assert criterion.divergence(copied).item() == pytest.approx(divergence.item(), rel=1e-12)
+    fixed = 0.5 * (squares[0] + 2 * squares[1] / 0.7 + 3 * squares[2] + 4 * squares[3] / 0.7 + 5 * squares[4])
+    fixed -= 7 * float(bernoulli_entropy(torch.tensor(0.3, dtype=torch.float64)))
+    assert criterion.divergence(InputDropout(module, 0.3)).item() == pytest.approx(fixed, rel=1e-12)
+    assert criterion.divergence(InputDropout(module, 0.0)).item() == pytest.approx(
+        0.5 * criterion.penalty(module.parameters()).item(), rel=1e-12)
+
+
+class BufferAndParametrizedWeights(nn.Module):
+    """Three linear layers: one with a weight held in a buffer, one weight-normalised
+    (its weight computed from two parameters), one plain."""
+
+    def __init__(self, n_features=2, n_outputs=1):
+        super().__init__()
+        self.frozen = nn.Linear(n_features, 3)
+        weight = self.frozen.weight.detach().clone()
+        del self.frozen.weight
+        self.frozen.register_buffer("weight", weight)
+        self.normalised = torch.nn.utils.parametrizations.weight_norm(nn.Linear(3, 3))
+        self.plain = nn.Linear(3, n_outputs)
+
+    def forward(self, X):
+        return self.plain(torch.tanh(self.normalised(torch.tanh(self.frozen(X)))))
+
+
+@pytest.mark.parametrize("rate", [0.2, "auto"])
+def test_only_weights_that_are_parameters_are_dropped(wave_data, rate):
+    """A weight in a buffer, or computed by a parametrization, is no block of
+    theta: only the plain layer's matrix is masked and gets a rate, in
+    training (the fit runs) and in the posterior's draws."""
+    X, y = wave_data
+    reg = small(module=BufferAndParametrizedWeights, dropout_rate=rate, n_samples=5, max_epochs=5).fit(X, y)
+    plain_start = sum(p.numel() for p in list(reg.net_.module_.module.parameters())[:-2])
+    assert reg.posterior_.blocks == [(plain_start, 1, 3)]
+    assert reg.dropout_rates_.shape == (1,)
+    assert np.isfinite(reg.predict(X)).all()
 
 
 def test_learned_rates_fall_as_data_accumulate():
     """The variational rates (Gal, Hron and Kendall 2017): the entropy's pull
     towards one half weighs 1 / N against the likelihood, so on 2000 rows of
-    the same function the learned rates are below those on 40 rows; a fixed
-    rate is reported as given."""
+    the same function the learned rates are below those on 40 rows, after as
+    many full-batch steps; a fixed rate is reported as given."""
     rng = np.random.RandomState(0)
     X = rng.uniform(-2, 2, size=(2000, 2))
     y = np.sin(2 * X[:, 0]) + 0.5 * X[:, 1] + 0.1 * rng.randn(2000)
     params = dict(hidden_layer_sizes=(16,), max_epochs=30, random_state=0)
-    few = MCDropoutRegressor(**params).fit(X[:40], y[:40]).dropout_rates_
-    many = MCDropoutRegressor(**params).fit(X, y).dropout_rates_
+    few = MCDropoutRegressor(**params, batch_size=40).fit(X[:40], y[:40]).dropout_rates_
+    many = MCDropoutRegressor(**params, batch_size=2000).fit(X, y).dropout_rates_  # the same 30 steps
     assert few.shape == many.shape == (2,)
     assert (many < few).all(), (few, many)
     fixed = MCDropoutRegressor(**params, dropout_rate=0.25).fit(X[:40], y[:40])

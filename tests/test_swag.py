@@ -274,9 +274,10 @@ def test_misfit_scale_of_the_exact_linear_posterior_by_hand(factor, low_rank):
     assert scale == pytest.approx(expected, rel=1e-9)
 
 
-def test_cov_scale_multiplies_the_covariance(wave_data):
-    """``cov_scale=c``: the same snapshots (same seed) with every draw's
-    deviation from the mean times ``sqrt(c)``; 'auto' reports the scale it took."""
+def test_cov_scale_divides_the_covariance(wave_data):
+    """``cov_scale=s`` (Laplace's meaning): the same snapshots (same seed) with
+    every draw's deviation from the mean over ``sqrt(s)``; 'auto' reports the
+    ``s`` it took, ``1 / misfit_scale``."""
     X, y = wave_data
     one = small(cov_scale=1.0).fit(X, y)
     four = small(cov_scale=4.0).fit(X, y)
@@ -285,7 +286,16 @@ def test_cov_scale_multiplies_the_covariance(wave_data):
     deviations_one = one.posterior_.sample(5, generator) - one.posterior_.mean
     generator = torch.Generator().manual_seed(0)
     deviations_four = four.posterior_.sample(5, generator) - four.posterior_.mean
-    torch.testing.assert_close(deviations_four, 2 * deviations_one)
+    torch.testing.assert_close(deviations_four, deviations_one / 2)
     auto = small().fit(X, y)
     assert auto.cov_scale_ > 0 and auto.cov_scale_ != 1.0
-    torch.testing.assert_close(auto.posterior_.variance, auto.cov_scale_ * one.posterior_.variance)
+    torch.testing.assert_close(auto.posterior_.variance, one.posterior_.variance / auto.cov_scale_)
+
+
+def test_a_trajectory_that_barely_moved_warns(wave_data):
+    """At lr_swag=1e-9 the snapshots hardly spread: the
+    scale widens them more than 100-fold, with a warning."""
+    X, y = wave_data
+    with pytest.warns(UserWarning, match="spread .* times too little"):
+        reg = small(lr_swag=1e-9).fit(X, y)
+    assert reg.cov_scale_ < 1 / 100

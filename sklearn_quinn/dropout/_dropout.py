@@ -33,8 +33,10 @@ class MCDropoutMixin:
     def _fit(self, X, Y):
         """Train the network (and the rates) with dropout: the family's part of ``fit``."""
         theta, likelihood, _ = self._fit_map(X, Y)
-        self.dropout_rates_ = self.net_.module_.rates.detach().cpu().numpy().astype(np.float64)
-        self.posterior_ = DropoutPosterior(theta, linear_input_blocks(self._model.module), self.dropout_rates_)
+        blocks = linear_input_blocks(self._model.module)
+        self.dropout_rates_ = (self.net_.module_.rates.detach().cpu().numpy().astype(np.float64)
+                               if self.dropout_rate == "auto" else np.full(len(blocks), float(self.dropout_rate)))
+        self.posterior_ = DropoutPosterior(theta, blocks, self.dropout_rates_)
         self._keep_noise(likelihood.output_noise_std(Y.shape[1]))
 
     def _training_module(self, module):
@@ -50,12 +52,14 @@ class MCDropoutMixin:
 class MCDropoutRegressor(MCDropoutMixin, BaseBayesianRegressor):
     """Neural-network regressor with an MC-dropout posterior.
 
-    The network is trained (through skorch) on the negative log posterior
-    with dropout on the input of every linear layer, the Gaussian prior
-    acting as weight decay. Gal and Ghahramani (2016) show this minimises a
-    KL divergence to the posterior over the weights from the variational
-    family whose draws are the trained weight matrices with their input
-    columns kept with probability ``1 - p`` (and scaled by ``1 / (1 - p)``).
+    The network is trained (through skorch) with dropout on the input of
+    every linear layer, on the expected negative log likelihood plus the KL
+    divergence from the Gaussian prior: weight decay, ``1 / (1 - p)`` times
+    stronger on the dropped matrices, less the masks' entropy. Gal and
+    Ghahramani (2016) show this minimises a KL divergence to the posterior
+    over the weights from the variational family whose draws are the trained
+    weight matrices with their input columns kept with probability ``1 - p``
+    (and scaled by ``1 / (1 - p)``).
     At ``dropout_rate='auto'`` the rate ``p`` of each layer is a variational
     parameter too, trained with the weights through relaxed (Concrete) masks
     (Gal, Hron and Kendall 2017): it falls as the data leave less room for
@@ -96,8 +100,10 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         One entry per evidence update of the MAP training (``epoch``,
         ``stage``, ``log_evidence``, ``noise_std`` in network units, the
         precision of each parameter tensor); empty when nothing is learned.
-    dropout_rates_ : ndarray of shape (n_dropped_layers,)
-        The rate of each dropped weight matrix, learned or ``dropout_rate``.
+    dropout_rates_ : ndarray of shape (n_dropped_matrices,)
+        The rate of each dropped weight matrix (one per ``nn.Linear`` whose
+        inputs are dropped, a shared weight counted once), learned or
+        ``dropout_rate``.
     posterior_ : DropoutPosterior
         The trained weights ``theta``, the weight matrices it masks and their rates.
     noise_std_ : float or ndarray of shape (n_targets,)
@@ -211,8 +217,10 @@ max_epochs, batch_size, optimizer, callbacks, dtype, device, random_state, verbo
         ``stage``, ``log_evidence``, ``noise_std`` in network units, the
         precision of each parameter tensor); empty when nothing is learned.
     classes_ : ndarray of shape (n_classes,)
-    dropout_rates_ : ndarray of shape (n_dropped_layers,)
-        The rate of each dropped weight matrix, learned or ``dropout_rate``.
+    dropout_rates_ : ndarray of shape (n_dropped_matrices,)
+        The rate of each dropped weight matrix (one per ``nn.Linear`` whose
+        inputs are dropped, a shared weight counted once), learned or
+        ``dropout_rate``.
     posterior_ : DropoutPosterior
     net_ : skorch.NeuralNet
         The skorch net trained with dropout.

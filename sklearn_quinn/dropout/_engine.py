@@ -30,6 +30,8 @@ accumulate, and the entropy pulls it towards one half: the spread follows the
 data instead of a chosen rate.
 """
 
+from functools import partial
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -53,16 +55,39 @@ def dropped_layers(module):
     return [layer for layer in module.modules() if isinstance(layer, nn.Linear) and id(layer) not in kept]
 
 
-def dropped_weights(module):
-    """The distinct weight matrices of the :func:`dropped_layers` of ``module``, in their order.
+def dropped_matrices(module):
+    """The dropped layers of ``module`` and the weight matrices they mask.
 
-    A weight shared by several layers is listed once, and has one rate.
+    A layer is dropped when it is one of :func:`dropped_layers` and its weight
+    is a parameter of ``module``: a weight computed from others (a
+    parametrization) or held in a buffer is no block of ``theta`` to mask, and
+    its layer is left undropped. A weight shared by several layers is one
+    matrix, with one rate. Positions, not tensors, identify the matrices, so
+    they hold for a copy of ``module`` too.
+
+    Returns
+    -------
+    layers : list of nn.Linear
+    matrix_of_layer : list of int
+        For each layer, the index of its matrix.
+    positions : list of int
+        For each matrix, its position in ``module.parameters()``.
     """
-    return list({id(layer.weight): layer.weight for layer in dropped_layers(module)}.values())
+    position_of = {id(parameter): position for position, parameter in enumerate(module.parameters())}
+    layers, matrix_of_layer, positions = [], [], []
+    for layer in dropped_layers(module):
+        position = position_of.get(id(layer.weight))
+        if position is None:
+            continue
+        if position not in positions:
+            positions.append(position)
+        layers.append(layer)
+        matrix_of_layer.append(positions.index(position))
+    return layers, matrix_of_layer, positions
 
 
 def linear_input_blocks(module):
-    """Where each of the :func:`dropped_weights` of ``module`` lies in ``theta``.
+    """Where each of the weight matrices of :func:`dropped_matrices` lies in ``theta``.
 
     ``theta`` follows ``module.parameters()``, the order of
     :class:`~sklearn_quinn._core.network.FunctionalModel`.
@@ -73,11 +98,9 @@ def linear_input_blocks(module):
         ``(start, n_rows, n_columns)`` of each matrix, stored row-major from
         ``theta[start]``; column ``j`` multiplies the layer's input ``j``.
     """
-    offsets, start = {}, 0
-    for parameter in module.parameters():
-        offsets[id(parameter)] = start
-        start += parameter.numel()
-    return [(offsets[id(weight)], *weight.shape) for weight in dropped_weights(module) if id(weight) in offsets]
+    parameters = list(module.parameters())
+    starts = np.cumsum([0] + [parameter.numel() for parameter in parameters])
+    return [(int(starts[position]), *parameters[position].shape) for position in dropped_matrices(module)[2]]
 
 
 def bernoulli_entropy(rate):
@@ -108,25 +131,26 @@ class InputDropout(nn.Module):
         super().__init__()
         self.module = module
         self.rate = rate
-        # Plain lists, found once: the layers and weights stay registered under ``module`` only.
-        self._linear_layers = dropped_layers(module)
-        weights = dropped_weights(module)
-        self._weight_index = {id(weight): index for index, weight in enumerate(weights)}
-        self._n_inputs = [weight.shape[1] for weight in weights]
-        like = next(module.parameters())
-        initial = torch.full((len(weights),), INITIAL_RATE if rate is None else rate, dtype=like.dtype,
+        # Plain lists, found once: the layers stay registered under ``module`` only.
+        self._linear_layers, self._matrix_of_layer, positions = dropped_matrices(module)
+        self._matrix_at = dict(zip(positions, range(len(positions))))
+        parameters = list(module.parameters())
+        like = parameters[0]
+        self.register_buffer("n_inputs", torch.tensor([parameters[position].shape[1] for position in positions],
+                                                      dtype=like.dtype, device=like.device), persistent=False)
+        initial = torch.full((len(positions),), INITIAL_RATE if rate is None else rate, dtype=like.dtype,
                              device=like.device)
         if rate is None:
             self.rate_logits = nn.Parameter(torch.logit(initial))
         else:
-            self.register_buffer("fixed_rates", initial)
+            self.register_buffer("fixed_rates", initial, persistent=False)
 
     @property
     def rates(self):
-        """The rate of each of the :func:`dropped_weights`, shape ``(L,)``."""
+        """The rate of each matrix of :func:`dropped_matrices`, shape ``(L,)``."""
         return torch.sigmoid(self.rate_logits) if self.rate is None else self.fixed_rates
 
-    def divergence(self, penalty):
+    def _kl_divergence(self, penalty):
         """The KL divergence of the masked weights' distribution from the
         Gaussian prior, up to a constant (Gal, Hron and Kendall 2017).
 
@@ -141,18 +165,17 @@ class InputDropout(nn.Module):
             ``sum_g delta_g ||theta_g||^2`` of a list of the module's parameter
             tensors (:meth:`~sklearn_quinn._map.NegativeLogPosterior.penalty`).
         """
-        kept = 1 - self.rates
-        scaled = [parameter * kept[self._weight_index[id(parameter)]].rsqrt()
-                  if id(parameter) in self._weight_index else parameter for parameter in self.module.parameters()]
-        entropy = (torch.as_tensor(self._n_inputs, dtype=kept.dtype, device=kept.device)
-                   * bernoulli_entropy(self.rates)).sum()
-        return 0.5 * penalty(scaled) - entropy
+        rates = self.rates
+        kept = 1 - rates
+        scaled = [parameter * kept[self._matrix_at[position]].rsqrt() if position in self._matrix_at else parameter
+                  for position, parameter in enumerate(self.module.parameters())]
+        return 0.5 * penalty(scaled) - (self.n_inputs * bernoulli_entropy(rates)).sum()
 
-    def _drop_input(self, layer, args):
+    def _drop_input(self, matrix, layer, args):
         X = args[0]
         if self.rate is not None:
             return (F.dropout(X, self.rate, training=True), *args[1:])
-        logit = self.rate_logits[self._weight_index[id(layer.weight)]]
+        logit = self.rate_logits[matrix]
         uniform = torch.rand_like(X)
         dropped = torch.sigmoid((logit + torch.log(uniform) - torch.log1p(-uniform)) / RELAXATION_TEMPERATURE)
         return (X * (1 - dropped) / (1 - torch.sigmoid(logit)), *args[1:])
@@ -160,7 +183,8 @@ class InputDropout(nn.Module):
     def forward(self, X):
         if not self.training or self.rate == 0:
             return self.module(X)
-        handles = [layer.register_forward_pre_hook(self._drop_input) for layer in self._linear_layers]
+        handles = [layer.register_forward_pre_hook(partial(self._drop_input, matrix))
+                   for layer, matrix in zip(self._linear_layers, self._matrix_of_layer)]
         try:
             return self.module(X)
         finally:
@@ -191,8 +215,7 @@ class DropoutPosterior:
             raise ValueError(f"rate must be in [0, 1); got {rate!r}.")
         self.theta = theta
         self.blocks = blocks
-        self.rate = rate
-        self._rates = rates
+        self.rates = rates
 
     @property
     def mean(self):
@@ -201,7 +224,7 @@ class DropoutPosterior:
     def sample(self, n, generator=None):
         """Draw ``n`` masked weight vectors, shape ``(n, K)``."""
         draws = self.theta.expand(n, -1).clone()
-        for (start, n_rows, n_columns), rate in zip(self.blocks, self._rates):
+        for (start, n_rows, n_columns), rate in zip(self.blocks, self.rates):
             keep = 1.0 - float(rate)
             probability = torch.full((n, 1, n_columns), keep, dtype=draws.dtype, device=draws.device)
             mask = torch.bernoulli(probability, generator=generator) / keep

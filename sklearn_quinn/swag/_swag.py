@@ -23,6 +23,7 @@ from ._rate import sampling_rate
 from ._scale import misfit_scale
 
 _MAX_RATE_CUTS = 3  # tenfold cuts of lr_swag after a diverged SGD phase
+_MAX_QUIET_WIDENING = 100.0  # cov_scale='auto' warns beyond this widening of the snapshots' covariance
 
 
 class SWAGMixin:
@@ -59,10 +60,22 @@ class SWAGMixin:
                 min(self.batch_size_swag, len(X)),
             ) / rate_unit
         self._collect_trajectory(X, Y, frozen, lr_swag, rate_unit)
-        self.cov_scale_ = float(self.cov_scale) if self.cov_scale != "auto" else misfit_scale(
-            self._model, self.posterior_, self._tensor(X), self._tensor(Y), frozen, groups, precision)
-        self.posterior_ = self.posterior_.scaled(self.cov_scale_)
+        self.cov_scale_ = float(self.cov_scale) if self.cov_scale != "auto" else self._misfit_cov_scale(
+            X, Y, frozen, groups, precision)
+        self.posterior_ = self.posterior_.scaled(1 / self.cov_scale_)
         self._keep_noise(noise_std)
+
+    def _misfit_cov_scale(self, X, Y, likelihood, groups, precision):
+        """``cov_scale='auto'``: ``1 / misfit_scale``, with a warning where it widens the snapshots' spread
+        more than ``_MAX_QUIET_WIDENING``-fold (a trajectory that barely moved says little about the shape)."""
+        factor = misfit_scale(self._model, self.posterior_, self._tensor(X), self._tensor(Y), likelihood, groups,
+                              precision)
+        if factor > _MAX_QUIET_WIDENING:
+            warnings.warn(f"the SGD phase's snapshots spread {factor:.3g} times too little for the data misfit the "
+                          "posterior should have; its covariance is scaled up by that factor, but its shape is "
+                          "a guess: raise lr_swag or swag_epochs, or choose another family", UserWarning,
+                          stacklevel=4)  # fit -> _fit -> _misfit_cov_scale -> here
+        return 1 / factor
 
     def _check_snapshots(self):
         if self.swag_epochs // self.collect_every < 2:
@@ -166,7 +179,7 @@ class SWAGRegressor(SWAGMixin, BaseBayesianRegressor):
 
     ``var`` the snapshots' variance, ``D`` the last ``k`` deviations from the
     mean (the second term only for ``cov_type='lowrank'``), the deviation
-    from the mean scaled by ``sqrt(cov_scale_)``. Predictions average
+    from the mean divided by ``sqrt(cov_scale_)``. Predictions average
     the network over ``n_samples`` draws. Cost: one MAP training plus
     ``swag_epochs`` epochs; memory ``O(K max_rank)``.
 
@@ -184,12 +197,15 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
     collect_every : int, default=1
         Epochs between snapshots (at least two snapshots are needed).
     cov_scale : 'auto' or float, default='auto'
-        Factor on the SWAG covariance. ``'auto'`` sets it so that the draws
-        raise the training data's misfit as much as the Laplace posterior's
-        draws do, ``gamma / tr(G Sigma)`` at the SWA mean (``G`` the
+        The ``s`` of ``Sigma = Sigma_SWAG / s``, as for
+        :class:`~sklearn_quinn.LaplaceRegressor`: values above 1 shrink the
+        posterior, 1.0 is Maddox et al.'s covariance. ``'auto'`` takes
+        ``s = tr(G Sigma_SWAG) / gamma`` at the SWA mean (``G`` the
         generalised Gauss-Newton, ``gamma`` MacKay's count of well-determined
-        weights): SGD capped by its stability limit spreads too little. 1.0
-        is Maddox et al.'s covariance.
+        weights), so that the draws raise the training data's misfit as much
+        as the Laplace posterior's do: SGD capped by its stability limit
+        spreads too little. It warns where that widens the snapshots'
+        covariance more than 100-fold.
     lr_swag : 'auto' or float, default='auto'
         Constant SGD learning rate of the collection phase, on the scale of
         half the mean squared error (the per-point negative log posterior
@@ -221,8 +237,8 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
     n_snapshots_ : int
         Snapshots collected.
     cov_scale_ : float
-        The factor applied to the SWAG covariance (``cov_scale``, or the one
-        ``'auto'`` chose).
+        The ``s`` the SWAG covariance was divided by (``cov_scale``, or the
+        one ``'auto'`` chose).
     lr_swag_ : float
         The rate the snapshots were collected at: ``lr_swag`` (or the rate
         ``'auto'`` chose), or a tenth of it (up to three times) when SGD
