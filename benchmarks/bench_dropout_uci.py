@@ -7,7 +7,7 @@ total predictive std), RMSE and the coverage of the central 95% interval, in
 the original target units, mean ± standard error over the splits,
 ``random_state`` = split index. The estimator runs at the package's defaults
 (one hidden layer of 50 ReLU units, the rates learned from 0.1 as Concrete
-dropout, 1000 epochs of Adam, the prior and the noise learned by the Laplace
+dropout, ``max_epochs='auto'`` (1000 epochs of Adam on these sets), the prior and the noise learned by the Laplace
 evidence, 100 mask draws; ``--dropout-rate 0.1`` fixes the rate). The published MC
 dropout figures of Gal and Ghahramani (2016) are read from the data README for
 comparison (they tuned the rate and the noise precision per data set, and used
