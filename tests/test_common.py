@@ -1,9 +1,11 @@
 """scikit-learn's estimator checks for every estimator, with fast settings.
 
-One configuration per estimator, and a second where it takes a different
+One configuration per estimator, and for some a second that takes another
 path through fit and predict (a heteroscedastic or a last-layer Laplace, a
-classifier's moment-matched predictive, SMC's other prior); the other
-options' behaviour is tested in each family's own tests. The evidence-driven
+classifier's moment-matched predictive, SMC's other prior and heteroscedastic
+likelihood); the other options (the other samplers, structures and
+covariance types, every family's heteroscedastic likelihood) are tested in
+the families' own tests and tests/test_heteroscedastic.py. The evidence-driven
 training is checked here through the regressors and the Laplace, ensemble, BBB
 and MC-dropout classifiers; the other classifiers train under a fixed prior
 (``FIXED_PRIOR``), since a classifier's evidence search costs several
