@@ -299,3 +299,14 @@ def test_a_trajectory_that_barely_moved_warns(wave_data):
     with pytest.warns(UserWarning, match="spread .* times too little"):
         reg = small(lr_swag=1e-9).fit(X, y)
     assert reg.cov_scale_ < 1 / 100
+
+
+def test_auto_scale_is_one_where_the_curvature_varies_with_the_outputs(wave_data):
+    """A classifier's and a heteroscedastic regressor's 'auto' scale is 1:
+    their misfit is not quadratic across the draws."""
+    from sklearn_quinn import SWAGClassifier
+
+    X, y = wave_data
+    params = dict(hidden_layer_sizes=(8,), max_epochs=60, swag_epochs=10, max_rank=4, random_state=0)
+    assert SWAGClassifier(**params).fit(X, y > np.median(y)).cov_scale_ == 1.0
+    assert small(likelihood="heteroscedastic").fit(X, y).cov_scale_ == 1.0
