@@ -6,8 +6,8 @@ classifier's moment-matched predictive, SMC's other prior and heteroscedastic
 likelihood); the other options (the other samplers, structures and
 covariance types, every family's heteroscedastic likelihood) are tested in
 the families' own tests and tests/test_heteroscedastic.py. The evidence-driven
-training is checked here through the regressors and the Laplace, ensemble, BBB
-and MC-dropout classifiers; the other classifiers train under a fixed prior
+training is checked here through the regressors and the Laplace, BBB and
+MC-dropout classifiers; the other classifiers train under a fixed prior
 (``FIXED_PRIOR``), since a classifier's evidence search costs several
 full-batch polishes a fit and these checks run about fifty fits each.
 """
@@ -50,7 +50,7 @@ ESTIMATORS = [
     MCDropoutRegressor(**FAST, n_samples=20),
     LaplaceClassifier(**FAST, prior_precision="marglik"),
     LaplaceClassifier(**FAST, hessian_structure="diag", predictive="laplace_bridge", prior_std=1.0),
-    DeepEnsembleClassifier(**FAST, n_estimators=3),
+    DeepEnsembleClassifier(**FIXED_PRIOR, n_estimators=3),
     RMSClassifier(**FIXED_PRIOR, n_estimators=3, predictive="mean_field_2", moment_match=True),
     SWAGClassifier(**FIXED_PRIOR, swag_epochs=10, max_rank=4, n_samples=20),
     BBBClassifier(**FAST, n_samples=20),
