@@ -189,6 +189,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
             model = FunctionalModel(module)  # reads the module's weights as they train
             groups = ParameterGroups.of(model)
             learn_prior = self.prior_std is None
+            n_epochs = self._n_epochs(len(X))
             precision = torch.ones(len(groups), dtype=self._dtype) if learn_prior else self.prior_std**-2
             evidence = None
             if learn_prior or likelihood.learn_noise:
@@ -196,7 +197,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
                 likelihood.requires_grad_(False)
                 evidence = EvidenceMaximisation(
                     model, self._tensor(X), self._tensor(Y), groups, learn_prior=learn_prior,
-                    learn_noise=likelihood.learn_noise, epochs=evidence_epochs(self._n_epochs(len(X))),
+                    learn_noise=likelihood.learn_noise, epochs=evidence_epochs(n_epochs),
                 )
             self.net_ = fit_map(
                 self._training_module(module),
@@ -206,7 +207,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
                 likelihood=likelihood,
                 lr=self.lr,
                 lr_schedule=self.lr_schedule,
-                max_epochs=self._n_epochs(len(X)),
+                max_epochs=n_epochs,
                 batch_size=self._batch_size(len(X)),
                 optimizer=self.optimizer,
                 callbacks=self.callbacks,

@@ -172,16 +172,20 @@ class LaplaceEvidence:
         value = -0.5 * (precision * self._theta_sq).sum() + 0.5 * (self._sizes * precision.log()).sum() - 0.5 * log_det
         return float(value) + fit
 
+    def _precision(self, precision):
+        """One float64 precision per group ``(G,)`` from ``(G,)`` or a scalar for every group."""
+        return torch.as_tensor(precision, dtype=torch.float64, device=self._theta_sq.device).expand(len(self.groups))
+
     def log_evidence(self, precision, noise_scale=1.0):
-        """The Laplace log evidence at prior precisions ``precision (G,)`` and noise ``c * noise_std``."""
-        precision = torch.as_tensor(precision, dtype=torch.float64, device=self._theta_sq.device)
+        """The Laplace log evidence at prior precisions ``precision`` ((G,) or a scalar) and noise ``c * noise_std``."""
+        precision = self._precision(precision)
         log_det, _ = self._log_det_and_dof(precision, noise_scale)
         return self._value(precision, noise_scale, log_det)
 
     def well_determined(self, precision, noise_scale=1.0):
-        """``gamma_g``, the weights of each group the data determine (MacKay 1992), shape ``(G,)``."""
-        precision = torch.as_tensor(precision, dtype=torch.float64, device=self._theta_sq.device)
-        return self._log_det_and_dof(precision, noise_scale)[1]
+        """``gamma_g``, the weights of each group the data determine (MacKay 1992), shape ``(G,)``,
+        at ``precision`` ((G,) or a scalar)."""
+        return self._log_det_and_dof(self._precision(precision), noise_scale)[1]
 
     def largest_curvature(self):
         """The largest eigenvalue of ``G``; from the diagonal (a lower bound) for the ``'diag'`` structure."""

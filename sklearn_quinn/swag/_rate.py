@@ -22,7 +22,6 @@ posterior: Mandt et al.'s remedy is a preconditioner (the inverse gradient
 noise covariance), which this module does not attempt.
 """
 
-import torch
 from torch.func import grad
 
 from .._core.curvature import curvature
@@ -58,7 +57,6 @@ def sampling_rate(model, theta, X, Y, likelihood, groups, precision, batch_size)
     theta = theta.detach()
     n_rows = X.shape[0]
     evidence = LaplaceEvidence(model, theta, X, Y, likelihood, groups)
-    precision = torch.as_tensor(precision, dtype=torch.float64).expand(len(groups))
     well_determined = float(evidence.well_determined(precision).sum())
     stable = 2 * STABILITY_FRACTION * n_rows / evidence.largest_curvature()
     mean_gradient = grad(lambda weights: -likelihood.log_prob(model.single(weights, X), Y).mean())(theta)

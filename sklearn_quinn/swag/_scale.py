@@ -18,7 +18,6 @@ which is SWAG's own, unchanged. Only the directions the data determine enter:
 the prior-dominated ones, which SGD does not explore, carry no curvature.
 """
 
-import torch
 
 from .._core.curvature import curvature, curvature_matmul
 from .._core.evidence import LaplaceEvidence
@@ -46,7 +45,6 @@ def misfit_scale(model, posterior, X, Y, likelihood, groups, precision):
         or data that determine no weight).
     """
     mean = posterior.mean.detach()
-    precision = torch.as_tensor(precision, dtype=torch.float64).expand(len(groups))
     well_determined = float(LaplaceEvidence(model, mean, X, Y, likelihood, groups).well_determined(precision).sum())
     spread = float((curvature(model, mean, X, Y, likelihood, "ggn", "diag") * posterior.std.square()).sum())
     if posterior.low_rank is not None:
