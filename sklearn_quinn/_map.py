@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from skorch import NeuralNet
 from skorch.callbacks import Callback, EpochTimer, LRScheduler
-from skorch.utils import to_tensor
+from skorch.utils import to_device, to_tensor
 from torch import nn
 
 from ._core.evidence import LaplaceEvidence
@@ -245,13 +245,14 @@ def evidence_epochs(max_epochs):
     return {max(1, k * max_epochs // 20) for k in EVIDENCE_UPDATE_TWENTIETHS}
 
 
-def _acts_on_batches(callback):
-    """Whether a skorch callback defines a batch hook (skorch's LRScheduler
-    defines one, which does nothing unless it steps every batch)."""
+def _acts_within_epochs(callback):
+    """Whether a skorch callback defines a batch or gradient hook (skorch's
+    LRScheduler defines a batch hook, which does nothing unless it steps every
+    batch)."""
     if isinstance(callback, LRScheduler):
         return callback.step_every == "batch"
-    return (type(callback).on_batch_begin is not Callback.on_batch_begin
-            or type(callback).on_batch_end is not Callback.on_batch_end)
+    return any(getattr(type(callback), hook) is not getattr(Callback, hook)
+               for hook in ("on_batch_begin", "on_batch_end", "on_grad_computed"))
 
 
 class PosteriorNet(NeuralNet):
@@ -261,13 +262,15 @@ class PosteriorNet(NeuralNet):
     The criterion is called as ``criterion(y_pred, y_true, module)``. skorch
     records every batch's loss and size in the history, averages them into
     the epoch's loss through a scoring callback, scores an absent validation
-    set and notifies every callback twice a batch: on the small full-batch
-    networks of tabular data that bookkeeping rivals the optimizer step
-    (``benchmarks/bench_training_overhead.py``). Here
-    an epoch records its mean loss (``train_loss``, weighted by the batch
-    rows, as skorch's scoring does) and its duration (``dur``); the batch
-    hooks, and skorch's per-batch history, run only when a callback defines
-    a batch hook.
+    set, sets the training mode of every module and notifies every callback
+    three times a step: on the small full-batch networks of tabular data that
+    bookkeeping rivals the optimizer step
+    (``benchmarks/bench_training_overhead.py``). Here an epoch sets the
+    training mode once, takes its optimizer steps with nothing around them,
+    and records its mean loss (``train_loss``, weighted by the batch rows, as
+    skorch's scoring does) and its duration (``dur``); skorch's own step, its
+    per-batch history and notifications run only when a callback defines a
+    batch or gradient hook, or the fit passes parameters to the module.
     """
 
     def get_default_callbacks(self):
@@ -275,23 +278,42 @@ class PosteriorNet(NeuralNet):
 
     def on_train_begin(self, net, X=None, y=None, **kwargs):
         super().on_train_begin(net, X=X, y=y, **kwargs)
-        self._batch_hooks = any(_acts_on_batches(callback) for _, callback in self.callbacks_)
+        self._batch_hooks = any(_acts_within_epochs(callback) for _, callback in self.callbacks_)
 
     def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
         if iterator is None:
             return
-        losses, rows = [], []
+        lean = training and not self._batch_hooks and not fit_params
+        if lean:
+            self._set_training(True)
+        total, rows = 0.0, 0
         for batch in iterator:
             if self._batch_hooks:
                 self.notify("on_batch_begin", batch=batch, training=training)
-            step = step_fn(batch, **fit_params)
-            losses.append(step["loss"].item())
-            rows.append(len(batch[0]))
+            step = self._optimizer_step(batch) if lean else step_fn(batch, **fit_params)
+            n_rows = len(batch[0])
+            # Summed as a tensor: no synchronisation with an accelerator per step.
+            total, rows = total + step["loss"].detach() * n_rows, rows + n_rows
             if self._batch_hooks:
-                self.history.record_batch(prefix + "_loss", losses[-1])
-                self.history.record_batch(prefix + "_batch_size", rows[-1])
+                self.history.record_batch(prefix + "_loss", step["loss"].item())
+                self.history.record_batch(prefix + "_batch_size", n_rows)
                 self.notify("on_batch_end", batch=batch, training=training, **step)
-        self.history.record(prefix + "_loss", sum(loss * n for loss, n in zip(losses, rows)) / sum(rows))
+        self.history.record(prefix + "_loss", float(total) / rows)
+
+    def _optimizer_step(self, batch):
+        """skorch's ``train_step`` for tensor batches and one optimizer, in
+        the training mode the epoch set: the closure (which an optimizer such
+        as L-BFGS calls several times) zeroes the gradients and backpropagates
+        the loss; the step's loss is the closure's first, as skorch's."""
+        X_batch, y_batch = (to_device(part, self.device) for part in batch)
+
+        def closure():
+            self.optimizer_.zero_grad()
+            loss = self.criterion_(self.module_(X_batch), y_batch, self.module_)
+            loss.backward()
+            return loss
+
+        return {"loss": self.optimizer_.step(closure)}
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
         y_true = to_tensor(y_true, device=self.device)
@@ -466,7 +488,7 @@ def polishable(n_rows, module):
 
 
 def fit_map(module, X, Y, *, prior_precision, likelihood, lr, lr_schedule, max_epochs, batch_size,
-            optimizer, callbacks, device, seed, verbose, evidence=None, finish=True, warm_up=True):
+            optimizer, callbacks, device, seed, verbose, evidence=None, finish=True, warm_up=True, desc="MAP"):
     """Train ``module`` to the MAP of ``likelihood`` under a Gaussian prior.
 
     Parameters
@@ -489,6 +511,8 @@ def fit_map(module, X, Y, *, prior_precision, likelihood, lr, lr_schedule, max_e
         to reach a mode (SWAG's).
     warm_up : bool, default=True
         As for :func:`train_net`.
+    desc : str, default='MAP'
+        Label of the training, as for :func:`train_net`.
     seed : int
         Seeds the minibatch shuffling; the caller's global torch state is
         left untouched.
@@ -507,7 +531,7 @@ def fit_map(module, X, Y, *, prior_precision, likelihood, lr, lr_schedule, max_e
         module, NegativeLogPosterior(X.shape[0], prior_precision, likelihood), X, Y, lr=lr,
         lr_schedule=lr_schedule, max_epochs=max_epochs, optimizer=optimizer, callbacks=callbacks,
         device=device, verbose=verbose, batch_size=min(batch_size, X.shape[0]), shuffle=True,
-        generator=torch.Generator().manual_seed(seed), warm_up=warm_up,
+        generator=torch.Generator().manual_seed(seed), warm_up=warm_up, desc=desc,
     )
     if finish and polishable(X.shape[0], module):
         if evidence is None:

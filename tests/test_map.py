@@ -25,6 +25,16 @@ class BatchLosses(Callback):
         self.rows_.append(len(batch[0]))
 
 
+class GradientCalls(Callback):
+    """Counts skorch's gradient hook."""
+
+    def on_train_begin(self, net, **kwargs):
+        self.calls_ = 0
+
+    def on_grad_computed(self, net, named_parameters, **kwargs):
+        self.calls_ += 1
+
+
 def train(callbacks=None, batch_size=16, max_epochs=3):
     rng = np.random.RandomState(0)
     X = rng.randn(50, 3)
@@ -58,6 +68,14 @@ def test_batch_hooks_reach_callbacks_and_the_epoch_loss_is_the_row_weighted_mean
     _, without_hook = train(max_epochs=1)
     for with_hook, plain in zip(module.parameters(), without_hook.parameters()):
         torch.testing.assert_close(with_hook, plain, rtol=0, atol=0)
+
+
+def test_a_gradient_hook_acts_on_every_step():
+    """A callback's ``on_grad_computed`` runs at every step (3 epochs of 4 batches): training goes
+    through skorch's own step then, as skorch's gradient clipping needs."""
+    counter = GradientCalls()
+    train(callbacks=[("counter", counter)])
+    assert counter.calls_ == 12
 
 
 @pytest.mark.parametrize("batch_size", [40, 16])

@@ -169,6 +169,7 @@ class SWAGMixin:
                 verbose=self.verbose,
                 finish=False,  # the trajectory of constant-rate SGD is the point, not a mode
                 warm_up=False,  # it starts at the MAP, under the likelihood itself
+                desc="SWAG",
             )
         return collect.state_, net.history[:, "train_loss"]
 

@@ -107,8 +107,9 @@ class VariationalMixin:
             initial_prior, prior_callbacks = self._prior_schedule(prior, n_epochs)
             mean = self._model.flatten()
             variational = MeanFieldNetwork(self._model, mean, torch.full_like(mean, INITIAL_STD), self.n_mc_samples)
-            n_batches = -(-len(X) // batch_size)
-            weighting = ("kl_weighting", KLWeighting(self.kl_weighting, n_batches))
+            weighting = []
+            if self.kl_weighting != "uniform":  # uniform: the criterion's own weight 1 on every batch
+                weighting.append(("kl_weighting", KLWeighting(self.kl_weighting, -(-len(X) // batch_size))))
             self.net_ = train_net(
                 variational,
                 NegativeELBO(len(X), initial_prior, likelihood),
@@ -118,7 +119,7 @@ class VariationalMixin:
                 lr_schedule=self.lr_schedule,
                 max_epochs=n_epochs,
                 optimizer=self.optimizer,
-                callbacks=list(self.callbacks or []) + [weighting] + prior_callbacks,
+                callbacks=list(self.callbacks or []) + weighting + prior_callbacks,
                 device=self._device,
                 verbose=self.verbose,
                 iterator=TensorBatches,
