@@ -324,18 +324,22 @@ class TensorBatches:
     """Minibatches of in-memory tensors by bulk indexing, for skorch's ``iterator_train``.
 
     Indexing whole batches avoids the per-row ``__getitem__`` and collate of a
-    ``DataLoader``, which dominate an epoch of a small tabular network.
+    ``DataLoader``, which dominate an epoch of a small tabular network. With
+    ``max_batches``, an epoch is its first ``max_batches`` batches: with
+    ``shuffle``, a random subset of the rows, drawn afresh every epoch.
     """
 
-    def __init__(self, dataset, batch_size, shuffle=False, generator=None):
+    def __init__(self, dataset, batch_size, shuffle=False, generator=None, max_batches=None):
         self.X = torch.as_tensor(dataset.X)
         self.y = torch.as_tensor(dataset.y)
         self.batch_size = batch_size
         self.shuffle = shuffle
         self.generator = generator
+        self.max_batches = max_batches
 
     def __len__(self):
-        return -(-len(self.X) // self.batch_size)
+        n_batches = -(-len(self.X) // self.batch_size)
+        return n_batches if self.max_batches is None else min(n_batches, self.max_batches)
 
     def __iter__(self):
         n_rows = len(self.X)
@@ -343,7 +347,7 @@ class TensorBatches:
             order = torch.randperm(n_rows, generator=self.generator)
         else:
             order = torch.arange(n_rows)
-        for start in range(0, n_rows, self.batch_size):
+        for start in range(0, min(n_rows, len(self) * self.batch_size), self.batch_size):
             rows = order[start : start + self.batch_size]
             yield self.X[rows], self.y[rows]
 
@@ -488,7 +492,8 @@ def polishable(n_rows, module):
 
 
 def fit_map(module, X, Y, *, prior_precision, likelihood, lr, lr_schedule, max_epochs, batch_size,
-            optimizer, callbacks, device, seed, verbose, evidence=None, finish=True, warm_up=True, desc="MAP"):
+            optimizer, callbacks, device, seed, verbose, evidence=None, finish=True, warm_up=True, desc="MAP",
+            max_batches=None):
     """Train ``module`` to the MAP of ``likelihood`` under a Gaussian prior.
 
     Parameters
@@ -513,6 +518,8 @@ def fit_map(module, X, Y, *, prior_precision, likelihood, lr, lr_schedule, max_e
         As for :func:`train_net`.
     desc : str, default='MAP'
         Label of the training, as for :func:`train_net`.
+    max_batches : int, default=None
+        Steps an epoch at most (:class:`TensorBatches`); None: every batch.
     seed : int
         Seeds the minibatch shuffling; the caller's global torch state is
         left untouched.
@@ -531,7 +538,7 @@ def fit_map(module, X, Y, *, prior_precision, likelihood, lr, lr_schedule, max_e
         module, NegativeLogPosterior(X.shape[0], prior_precision, likelihood), X, Y, lr=lr,
         lr_schedule=lr_schedule, max_epochs=max_epochs, optimizer=optimizer, callbacks=callbacks,
         device=device, verbose=verbose, batch_size=min(batch_size, X.shape[0]), shuffle=True,
-        generator=torch.Generator().manual_seed(seed), warm_up=warm_up, desc=desc,
+        generator=torch.Generator().manual_seed(seed), max_batches=max_batches, warm_up=warm_up, desc=desc,
     )
     if finish and polishable(X.shape[0], module):
         if evidence is None:

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import torch
 
 from sklearn_quinn import (
     BBBRegressor,
@@ -11,7 +12,9 @@ from sklearn_quinn import (
     RMSRegressor,
     SWAGRegressor,
 )
+from sklearn_quinn import _map as map_module
 from sklearn_quinn import base as base_module
+from sklearn_quinn.swag import _swag as swag_module
 
 
 @pytest.mark.parametrize("n_rows, batch_size, expected", [
@@ -52,3 +55,38 @@ def test_every_family_trains_the_capped_epochs(estimator, monkeypatch):
 def test_unknown_max_epochs_is_refused(linear_data):
     with pytest.raises(ValueError, match="max_epochs"):
         LaplaceRegressor(max_epochs="many").fit(*linear_data)
+
+
+@pytest.mark.parametrize("n_rows, batch_size_swag, expected", [
+    (1000, 32, None),  # 32 steps an epoch: 100 epochs are 3,200 steps
+    (64_000, 32, None),  # 2,000 steps an epoch: exactly the cap
+    (64_001, 32, 2000),
+    (1_000_000, 32, 2000),  # 31,250 steps an epoch: 2,000 steps between snapshots
+])
+def test_swag_periods_are_epochs_capped_at_200k_steps(n_rows, batch_size_swag, expected):
+    assert SWAGRegressor(batch_size_swag=batch_size_swag)._steps_per_period(n_rows) == expected
+
+
+def test_swag_collects_a_snapshot_a_capped_period(monkeypatch):
+    """With the cap lowered to 20 steps for 4 swag_epochs, 400 rows in 10-row batches (40 steps an
+    epoch) take 5 steps between snapshots, each on fresh random rows, and still give 4 snapshots."""
+    monkeypatch.setattr(swag_module, "AUTO_MAX_STEPS", 20)
+    periods = []
+    original = map_module.TensorBatches.__iter__
+
+    def counted(self):
+        batches = list(original(self))
+        if self.batch_size == 10:
+            periods.append(torch.cat([rows for rows, _ in batches]))
+        return iter(batches)
+
+    monkeypatch.setattr(map_module.TensorBatches, "__iter__", counted)
+    rng = np.random.RandomState(0)
+    X = rng.randn(400, 2)
+    y = X[:, 0] + 0.1 * rng.randn(400)
+    reg = SWAGRegressor(hidden_layer_sizes=(4,), max_epochs=5, swag_epochs=4, batch_size_swag=10, n_samples=5,
+                        random_state=0).fit(X, y)
+    assert reg.n_snapshots_ == 4
+    assert [len(rows) for rows in periods] == [50] * 4
+    assert not torch.equal(periods[0], periods[1])
+    assert np.isfinite(reg.predict(X[:3], return_std=True)[1]).all()

@@ -15,7 +15,7 @@ from .._core.evidence import ParameterGroups
 from .._core.network import FunctionalModel
 from .._map import fit_map
 from .._regressor_base import BaseBayesianRegressor
-from ..base import MAP_TRAINING_CONSTRAINTS
+from ..base import AUTO_MAX_STEPS, MAP_TRAINING_CONSTRAINTS
 from ._callbacks import CollectSnapshots
 from ._engine import gaussian_posterior
 from ._proximal_sgd import ProximalSGD
@@ -125,6 +125,18 @@ class SWAGMixin:
         self.posterior_ = gaussian_posterior(moments, self.cov_type)
         self.n_snapshots_ = int(moments.n_snapshots)
 
+    def _steps_per_period(self, n_rows):
+        """The SGD steps between snapshots: an epoch's, or on a table where
+        ``swag_epochs`` epochs would take more than ``AUTO_MAX_STEPS`` steps,
+        ``AUTO_MAX_STEPS // swag_epochs`` (each period then a fresh random
+        subset of the rows), so that a million rows take minutes, as the MAP's
+        ``max_epochs='auto'`` does. Snapshots a period apart are then closer
+        together than an epoch's; ``cov_scale='auto'`` sets their spread's
+        scale from the data misfit all the same."""
+        batches_per_epoch = -(-n_rows // min(self.batch_size_swag, n_rows))
+        cap = max(1, AUTO_MAX_STEPS // self.swag_epochs)
+        return cap if batches_per_epoch > cap else None
+
     def _untrained_loss(self, X, Y, likelihood):
         """The SGD phase's training loss, the negative log likelihood per
         point, of the backbone freshly initialised (a ``module`` given as a
@@ -162,6 +174,7 @@ class SWAGMixin:
                 lr_schedule="constant",
                 max_epochs=self.swag_epochs,
                 batch_size=min(self.batch_size_swag, len(X)),
+                max_batches=self._steps_per_period(len(X)),
                 optimizer=partial(ProximalSGD, decay=decay),
                 callbacks=[("swag", collect)],
                 device=self._device,
@@ -202,7 +215,10 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
     max_rank : int, default=20
         Number ``k`` of last deviations kept for the low-rank term.
     swag_epochs : int, default=100
-        Epochs of SGD after the MAP.
+        Epochs of SGD after the MAP; where they would take more than 200,000
+        minibatch steps (above 64,000 rows at 32-row batches), periods of
+        ``200,000 // swag_epochs`` steps on fresh random rows instead, as
+        ``max_epochs='auto'`` caps the MAP's training.
     collect_every : int, default=1
         Epochs between snapshots (at least two snapshots are needed).
     cov_scale : 'auto' or float, default='auto'
