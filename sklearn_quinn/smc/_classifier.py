@@ -19,7 +19,7 @@ class SMCClassifier(SMCMixin, BaseBayesianClassifier):
     ----------
     hidden_layer_sizes, activation, linear_skip, module, prior_std, prior, hyperprior, hyperprior_shape, \\
 hyperprior_rate, n_particles, target_ess, resample_threshold, n_mcmc_steps, step_size, n_leapfrog, \\
-lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, random_state, verbose
+waste_free, lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         As for :class:`SMCRegressor` (a classifier has no noise: with
         ``prior_std=None`` only the prior precisions are sampled or learned).
     predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \\
@@ -78,6 +78,7 @@ step_size_, n_leapfrog_, prior_precisions_, net_
         n_mcmc_steps=5,
         step_size=0.5,
         n_leapfrog=50,
+        waste_free=False,
         predictive=None,
         moment_match=False,
         lr=0.01,
@@ -106,6 +107,7 @@ step_size_, n_leapfrog_, prior_precisions_, net_
         self.n_mcmc_steps = n_mcmc_steps
         self.step_size = step_size
         self.n_leapfrog = n_leapfrog
+        self.waste_free = waste_free
         self.predictive = predictive
         self.moment_match = moment_match
         self.lr = lr

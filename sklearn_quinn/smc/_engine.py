@@ -17,6 +17,14 @@ prior) to 1 (the posterior), as in Del Moral, Doucet & Jasra (2006),
    move's jumps (Buchholz, Chopin & Jacob 2021, "Adaptive tuning of
    Hamiltonian Monte Carlo within sequential Monte Carlo").
 
+Waste-free SMC (Dau & Chopin 2022, "Waste-free sequential Monte Carlo")
+replaces steps 3 and 4: every stage resamples ``M = ceil(N / (k + 1))``
+ancestors and runs a chain of ``k = n_mcmc_steps`` steps from each, and all
+``k + 1`` states of every chain are the next particles. A stage then costs
+``k M`` moves of a particle instead of ``k N``, and no state a move reaches is
+thrown away; the particles are correlated within a chain, so at a given ``N``
+its evidence varies more.
+
 SMC is a tempering rule, a resampling function and any MCMC kernel: the
 kernel is built from the tempered log density by a ``mutation`` function and
 stepped through its own ``step(generator, state) -> (state, info)``, unaware
@@ -115,7 +123,7 @@ def gibbs_mutation(gibbs, mutation=hmc_mutation):
 
 
 def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_threshold=0.5, n_mcmc_steps=1,
-            step_size=0.5, n_leapfrog=50, mutation=hmc_mutation, generator=None, progress=None):
+            step_size=0.5, n_leapfrog=50, mutation=hmc_mutation, waste_free=False, generator=None, progress=None):
     """Anneal ``particles`` drawn from the prior to the posterior; estimate the log evidence.
 
     Parameters
@@ -128,9 +136,11 @@ def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_th
     target_ess : float in (0, 1)
         ESS fraction each tempering step keeps.
     resample_threshold : float in (0, 1]
-        Resample when the ESS falls below this fraction of ``N``.
+        Resample when the ESS falls below this fraction of ``N`` (unused by
+        waste-free SMC, which resamples at every stage).
     n_mcmc_steps : int
-        MCMC steps per stage.
+        MCMC steps per stage: of every particle, or with ``waste_free`` of
+        every chain.
     step_size : float
         Initial ``epsilon ~ U(0, step_size)`` per particle.
     n_leapfrog : int or None
@@ -143,6 +153,9 @@ def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_th
         ``position`` ``(N, P)`` and an ``Info`` with ``acceptance_probability``
         and ``proposed_position`` (as the kernels of
         :mod:`sklearn_quinn.mcmc._kernels` do).
+    waste_free : bool, default=False
+        Waste-free SMC (see the module's docstring): the step sizes and
+        trajectory lengths are then one per chain.
     generator : torch.Generator, optional
     progress : callable ``(stage, lambda, ess) -> None``, optional
         Called after each stage.
@@ -155,7 +168,8 @@ def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_th
     dtype, device = particles.dtype, particles.device
     log_weights = uniform_log_weights(n, dtype, device)
     log_like = _finite_log_likelihood(log_likelihood, particles)
-    epsilon, length = initial_parameters(n, step_size, n_leapfrog, generator, dtype, device)
+    n_chains = -(-n // (n_mcmc_steps + 1)) if waste_free else n
+    epsilon, length = initial_parameters(n_chains, step_size, n_leapfrog, generator, dtype, device)
     jumps = None
     lambdas, ess_history, acceptance_history = [0.0], [], []
     log_evidence, lam = 0.0, 0.0
@@ -165,10 +179,10 @@ def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_th
         log_evidence += log_evidence_increment
         lam = 1.0 if increment == 1.0 - lam else lam + increment
         ess = effective_sample_size(log_weights)
-        if ess < resample_threshold * n:
-            index = systematic_resample(log_weights, generator)
-            particles, log_like = particles[index], log_like[index]
-            log_weights = uniform_log_weights(n, dtype, device)
+        variance = particle_variance(particles, log_weights)[:n_chains]
+        if waste_free or ess < resample_threshold * n:
+            particles = particles[systematic_resample(log_weights, generator, n_chains)]
+            log_weights = uniform_log_weights(n_chains, dtype, device)
         if jumps is not None:
             epsilon, length = perturb_parameters(epsilon, length, jumps, generator)
         if length is not None:
@@ -176,8 +190,13 @@ def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_th
             order = torch.argsort(length, descending=True)
             particles, log_weights, epsilon, length = (x[order] for x in (particles, log_weights, epsilon, length))
         target = LogPosterior(log_likelihood, log_prior, temperature=lam)
-        parameters = MutationParameters(epsilon, length, particle_variance(particles, log_weights))
-        particles, acceptance, jumps = move(mutation, target, particles, parameters, n_mcmc_steps, generator)
+        parameters = MutationParameters(epsilon, length, variance)
+        states, acceptance, jumps = move(mutation, target, particles, parameters, n_mcmc_steps, generator)
+        if waste_free:  # every state of every chain, chain by chain, the last chain's tail cut to N
+            particles = torch.stack(states, dim=1).reshape(-1, particles.shape[1])[:n]
+            log_weights = uniform_log_weights(n, dtype, device)
+        else:
+            particles = states[-1]
         log_like = _finite_log_likelihood(log_likelihood, particles)
         lambdas.append(lam)
         ess_history.append(ess)
@@ -203,7 +222,8 @@ def move(mutation, target, particles, parameters, n_steps, generator=None):
 
     Returns
     -------
-    particles : tensor of shape (N, P)
+    states : list of tensor of shape (N, P)
+        The particles before the first step and after each.
     acceptance : float
         Mean acceptance probability over particles and steps.
     jumps : tensor of shape (N,)
@@ -213,13 +233,14 @@ def move(mutation, target, particles, parameters, n_steps, generator=None):
     """
     state, step = mutation(target, particles, parameters)
     acceptance, jumps = 0.0, torch.zeros_like(parameters.step_size)
+    states = [state.position]
     for _ in range(n_steps):
-        start = state.position
         state, info = step(generator, state)
-        jumps += squared_jumping_distance(start, info.proposed_position, parameters.inverse_mass,
+        jumps += squared_jumping_distance(states[-1], info.proposed_position, parameters.inverse_mass,
                                           parameters.n_leapfrog, info.acceptance_probability)
         acceptance += float(info.acceptance_probability.mean())
-    return state.position, acceptance / n_steps, jumps / n_steps
+        states.append(state.position)
+    return states, acceptance / n_steps, jumps / n_steps
 
 
 def _finite_log_likelihood(log_likelihood, particles):

@@ -3,15 +3,16 @@
 import torch
 
 
-def systematic_resample(log_weights, generator=None):
-    """Indices ``(N,)`` of ``N`` particles drawn in proportion to the weights.
+def systematic_resample(log_weights, generator=None, n_draws=None):
+    """Indices ``(n_draws,)`` (default ``N``) of particles drawn in proportion to the weights.
 
     One uniform ``u`` places the ``N`` points ``(u + i) / N`` on the cumulative
     weights: each particle is kept ``floor(N W_i)`` or ``ceil(N W_i)`` times,
     the lowest-variance unbiased scheme of the usual ones (Douc & Cappé 2005).
     """
     n = len(log_weights)
+    draws = n if n_draws is None else n_draws
     weights = torch.softmax(log_weights, 0)
     uniform = torch.rand((), generator=generator, dtype=weights.dtype, device=weights.device)
-    points = (uniform + torch.arange(n, dtype=weights.dtype, device=weights.device)) / n
+    points = (uniform + torch.arange(draws, dtype=weights.dtype, device=weights.device)) / draws
     return torch.searchsorted(weights.cumsum(0), points).clamp(max=n - 1)

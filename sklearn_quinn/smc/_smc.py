@@ -42,6 +42,7 @@ class SMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
         "n_mcmc_steps": [Interval(Integral, 1, None, closed="left")],
         "step_size": [Interval(Real, 0, None, closed="neither")],
         "n_leapfrog": [Interval(Integral, 1, None, closed="left")],
+        "waste_free": ["boolean"],
     }
 
     def _fit(self, X, Y):
@@ -106,6 +107,7 @@ class SMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
             step_size=self.step_size,
             n_leapfrog=self.n_leapfrog,
             mutation=mutation,
+            waste_free=self.waste_free,
             generator=generator,
             progress=progress if bar is not None else None,
         )
@@ -199,7 +201,7 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
     resample_threshold : float in (0, 1], default=0.5
         Resample when the ESS falls below this fraction of ``n_particles``.
     n_mcmc_steps : int, default=5
-        HMC steps per particle at each stage.
+        HMC steps per particle at each stage (per chain with ``waste_free``).
     step_size : float, default=0.5
         Initial step sizes are uniform on ``(0, step_size)``, in units of the
         particles' standard deviations. The moves' tuning picks among them by
@@ -208,6 +210,15 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         stage): the range must reach the large steps a small model takes.
     n_leapfrog : int, default=50
         Initial trajectory lengths are uniform on ``{1, ..., n_leapfrog}``.
+    waste_free : bool, default=False
+        Waste-free SMC (Dau & Chopin 2022): each stage resamples
+        ``ceil(n_particles / (n_mcmc_steps + 1))`` particles and runs a chain
+        of ``n_mcmc_steps`` HMC steps from each, and every state of every
+        chain is a particle of the next stage. A stage then costs
+        ``n_mcmc_steps + 1`` times fewer gradient evaluations; the particles
+        are correlated within a chain, so ``log_evidence_`` varies more at a
+        given ``n_particles`` (use more of them, at the same cost). Unused:
+        ``resample_threshold``.
     lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks
         The MAP training of ``hyperprior='empirical'``, as for
         :class:`~sklearn_quinn.LaplaceRegressor`; unused otherwise.
@@ -300,6 +311,7 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         n_mcmc_steps=5,
         step_size=0.5,
         n_leapfrog=50,
+        waste_free=False,
         lr=0.01,
         lr_schedule="cosine",
         max_epochs="auto",
@@ -329,6 +341,7 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         self.n_mcmc_steps = n_mcmc_steps
         self.step_size = step_size
         self.n_leapfrog = n_leapfrog
+        self.waste_free = waste_free
         self.lr = lr
         self.lr_schedule = lr_schedule
         self.max_epochs = max_epochs
