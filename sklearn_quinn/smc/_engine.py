@@ -179,10 +179,13 @@ def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_th
         log_evidence += log_evidence_increment
         lam = 1.0 if increment == 1.0 - lam else lam + increment
         ess = effective_sample_size(log_weights)
-        variance = particle_variance(particles, log_weights)[:n_chains]
+        # Waste-free moves take their mass from all N weighted particles: its M ancestors estimate it poorly
+        # (the exact linear evidence's spread over seeds doubled); the standard moves, from the particles they move.
+        weighted = particles, log_weights
         if waste_free or ess < resample_threshold * n:
             particles = particles[systematic_resample(log_weights, generator, n_chains)]
             log_weights = uniform_log_weights(n_chains, dtype, device)
+        variance = particle_variance(*(weighted if waste_free else (particles, log_weights)))[:n_chains]
         if jumps is not None:
             epsilon, length = perturb_parameters(epsilon, length, jumps, generator)
         if length is not None:
