@@ -278,23 +278,23 @@ class PosteriorNet(NeuralNet):
 
     def on_train_begin(self, net, X=None, y=None, **kwargs):
         super().on_train_begin(net, X=X, y=y, **kwargs)
-        self._batch_hooks = any(_acts_within_epochs(callback) for _, callback in self.callbacks_)
+        self._hooks_within_epochs = any(_acts_within_epochs(callback) for _, callback in self.callbacks_)
 
     def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
         if iterator is None:
             return
-        lean = training and not self._batch_hooks and not fit_params
+        lean = training and not self._hooks_within_epochs and not fit_params
         if lean:
             self._set_training(True)
         total, rows = 0.0, 0
         for batch in iterator:
-            if self._batch_hooks:
+            if self._hooks_within_epochs:
                 self.notify("on_batch_begin", batch=batch, training=training)
             step = self._optimizer_step(batch) if lean else step_fn(batch, **fit_params)
             n_rows = len(batch[0])
             # Summed as a tensor: no synchronisation with an accelerator per step.
             total, rows = total + step["loss"].detach() * n_rows, rows + n_rows
-            if self._batch_hooks:
+            if self._hooks_within_epochs:
                 self.history.record_batch(prefix + "_loss", step["loss"].item())
                 self.history.record_batch(prefix + "_batch_size", n_rows)
                 self.notify("on_batch_end", batch=batch, training=training, **step)
@@ -306,14 +306,17 @@ class PosteriorNet(NeuralNet):
         as L-BFGS calls several times) zeroes the gradients and backpropagates
         the loss; the step's loss is the closure's first, as skorch's."""
         X_batch, y_batch = (to_device(part, self.device) for part in batch)
+        losses = []
 
         def closure():
             self.optimizer_.zero_grad()
             loss = self.criterion_(self.module_(X_batch), y_batch, self.module_)
             loss.backward()
+            losses.append(loss)
             return loss
 
-        return {"loss": self.optimizer_.step(closure)}
+        self.optimizer_.step(closure)
+        return {"loss": losses[0]}
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
         y_true = to_tensor(y_true, device=self.device)

@@ -51,7 +51,8 @@ PREDICT_BLOCK_ROWS = 8192
 #: more than ``AUTO_MAX_STEPS`` minibatch steps. Every table of up to 40,000
 #: rows (at the default 200-row batches) gets the full count; a million rows
 #: get 40 epochs, minutes of training instead of hours, where each epoch's
-#: many steps already move a small network far.
+#: many steps already move a small network far. SWAG's SGD phase keeps to the
+#: same number of steps.
 AUTO_EPOCHS = 1000
 AUTO_MAX_STEPS = 200_000
 

@@ -95,10 +95,13 @@ def test_a_classifier_and_a_heteroscedastic_regressor_have_no_noise_variable(dat
         assert set(posterior.data_vars) == {*model._model.names, "prior_precision"}
 
 
-def test_smc_particles_are_one_weighted_chain(data):
-    smc = SMCRegressor(hidden_layer_sizes=(3,), n_particles=32, n_mcmc_steps=1, n_leapfrog=5,
+@pytest.mark.parametrize("waste_free", [False, True], ids=["standard", "waste-free"])
+def test_smc_particles_are_one_weighted_chain(data, waste_free):
+    """Every particle with its weight and its move's parameters (waste-free: its chain's)."""
+    smc = SMCRegressor(hidden_layer_sizes=(3,), n_particles=32, n_mcmc_steps=1, n_leapfrog=5, waste_free=waste_free,
                        random_state=0).fit(*data)
     idata = smc.to_inference_data()
+    assert smc.step_size_.shape == smc.n_leapfrog_.shape == (32,)
     assert dict(idata.posterior.sizes)["chain"] == 1 and dict(idata.posterior.sizes)["draw"] == 32
     assert_array_equal(idata.sample_stats["weight"].values[0], smc.weights_)
     assert_array_equal(idata.sample_stats["n_steps"].values[0], smc.n_leapfrog_)

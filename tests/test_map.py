@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 import torch
 from skorch.callbacks import Callback
+from skorch.dataset import Dataset
 from torch import nn
 
 from sklearn_quinn._core.network import build_mlp
-from sklearn_quinn._map import fit_map, gaussian_likelihood
+from sklearn_quinn._map import TensorBatches, fit_map, gaussian_likelihood
 
 from .exact import BayesianLinearRegression
 
@@ -97,3 +98,22 @@ def test_training_ends_at_the_exact_map_of_a_linear_model(linear_data, batch_siz
 
     assert np.abs(trained_map(finish=False) / exact.mean - 1).max() > 1e-2
     np.testing.assert_allclose(trained_map(finish=True), exact.mean, rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("max_batches, sizes", [
+    (None, [16, 16, 16, 2]),
+    (2, [16, 16]),
+    (4, [16, 16, 16, 2]),
+    (9, [16, 16, 16, 2]),  # more than an epoch has: the whole epoch
+])
+def test_tensor_batches_take_at_most_max_batches_an_epoch(max_batches, sizes):
+    """50 rows in batches of 16: an epoch is its first ``max_batches`` batches, no row twice, in a
+    fresh order every epoch."""
+    dataset = Dataset(np.arange(50.0)[:, None], np.zeros((50, 1)))
+    batches = TensorBatches(dataset, 16, shuffle=True, generator=torch.Generator().manual_seed(0),
+                            max_batches=max_batches)
+    first, second = ([X_batch[:, 0] for X_batch, _ in batches] for _ in range(2))
+    assert len(batches) == len(sizes) and [len(rows) for rows in first] == sizes
+    rows = torch.cat(first)
+    assert len(set(rows.tolist())) == len(rows)
+    assert not torch.equal(rows, torch.cat(second))

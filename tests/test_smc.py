@@ -185,40 +185,44 @@ def test_engine_evidence_with_the_hyperparameters_integrated_out(linear_data, se
     assert (np.abs(mean - expected) < 4 * std / np.sqrt(ess / 10)).all()
 
 
-class _Still(NamedTuple):
+class _Walk(NamedTuple):
     position: torch.Tensor
 
 
-class _StillInfo(NamedTuple):
+class _WalkInfo(NamedTuple):
     acceptance_probability: torch.Tensor
     proposed_position: torch.Tensor
 
 
-def _still_mutation(log_density, particles, parameters):
-    """A kernel that rejects every proposal: a chain's states are copies of its start."""
+def _walking_mutation(log_density, particles, parameters):
+    """A deterministic 'kernel' that adds 1 to every coordinate at each step, so a state tells its step."""
 
     def step(generator, state):
-        return state, _StillInfo(torch.zeros(len(state.position), **DOUBLE), state.position + 1.0)
+        moved = state.position + 1.0
+        return _Walk(moved), _WalkInfo(torch.ones(len(moved), **DOUBLE), moved)
 
-    return _Still(particles), step
+    return _Walk(particles), step
 
 
 @pytest.mark.parametrize("n_particles", [50, 48])
-def test_waste_free_particles_are_every_state_of_every_chain(linear_data, n_particles):
+def test_waste_free_particles_are_every_state_of_every_chain(n_particles):
     """Waste-free SMC with 4 steps a chain: ceil(N / 5) = 10 chains, each of 5 states, chain by chain
-    (the last chain cut to N), equally weighted. Under a kernel that never moves, every chain's
-    states are its ancestor's copies."""
-    X, y = linear_data
-    model = FunctionalModel(build_mlp(2, 1, ()).double())
-    log_likelihood = GaussianStateLikelihood(model, torch.tensor(X), torch.tensor(y[:, None]),
-                                             torch.tensor([0.4], **DOUBLE))
-    prior = StatePrior(GaussianPrior(1.0), model.n_params)
+    (the last chain cut to N), equally weighted, each particle with its chain's step size. A flat
+    likelihood tempers in one stage, and a kernel that adds 1 a step makes state j of a chain its
+    start plus j."""
+    prior = StatePrior(GaussianPrior(1.0), 3)
     generator = torch.Generator().manual_seed(0)
-    result = run_smc(log_likelihood, prior, prior.sample(n_particles, generator), n_mcmc_steps=4, n_leapfrog=None,
-                     mutation=_still_mutation, waste_free=True, generator=generator)
-    assert result.particles.shape == (n_particles, model.n_params) and len(result.step_size) == 10
-    chains = torch.cat([result.particles, result.particles[-1:].expand(50 - n_particles, -1)]).reshape(10, 5, -1)
-    assert torch.equal(chains, chains[:, :1].expand_as(chains))
+    flat = lambda rows: torch.zeros(len(rows), **DOUBLE)  # noqa: E731
+    result = run_smc(flat, prior, prior.sample(n_particles, generator), n_mcmc_steps=4, n_leapfrog=None,
+                     mutation=_walking_mutation, waste_free=True, generator=generator)
+    assert result.lambdas == [0.0, 1.0]
+    assert result.particles.shape == (n_particles, 3) and result.step_size.shape == (n_particles,)
+    padding = 50 - n_particles
+    chains = torch.cat([result.particles, result.particles[-1:].expand(padding, -1) + torch.arange(
+        1, padding + 1, **DOUBLE)[:, None]]).reshape(10, 5, 3)
+    torch.testing.assert_close(chains, chains[:, :1] + torch.arange(5, **DOUBLE)[None, :, None], rtol=0, atol=1e-12)
+    steps = torch.cat([result.step_size, result.step_size[-1:].expand(padding)]).reshape(10, 5)
+    assert torch.equal(steps, steps[:, :1].expand_as(steps))
     torch.testing.assert_close(result.log_weights, torch.full((n_particles,), -math.log(n_particles), **DOUBLE))
 
 

@@ -23,7 +23,9 @@ ancestors and runs a chain of ``k = n_mcmc_steps`` steps from each, and all
 ``k + 1`` states of every chain are the next particles. A stage then costs
 ``k M`` moves of a particle instead of ``k N``, and no state a move reaches is
 thrown away; the particles are correlated within a chain, so at a given ``N``
-its evidence varies more.
+its evidence can vary more. The moves' mass is the variance of all ``N``
+weighted particles before resampling, which the ``M`` ancestors alone would
+estimate poorly.
 
 SMC is a tempering rule, a resampling function and any MCMC kernel: the
 kernel is built from the tempered log density by a ``mutation`` function and
@@ -179,13 +181,13 @@ def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_th
         log_evidence += log_evidence_increment
         lam = 1.0 if increment == 1.0 - lam else lam + increment
         ess = effective_sample_size(log_weights)
-        # Waste-free moves take their mass from all N weighted particles: its M ancestors estimate it poorly
-        # (the exact linear evidence's spread over seeds doubled); the standard moves, from the particles they move.
-        weighted = particles, log_weights
+        if waste_free:  # the mass from all N weighted particles, which the M ancestors would estimate poorly
+            variance = particle_variance(particles, log_weights)[:n_chains]
         if waste_free or ess < resample_threshold * n:
             particles = particles[systematic_resample(log_weights, generator, n_chains)]
             log_weights = uniform_log_weights(n_chains, dtype, device)
-        variance = particle_variance(*(weighted if waste_free else (particles, log_weights)))[:n_chains]
+        if not waste_free:  # the standard moves', from the particles they move
+            variance = particle_variance(particles, log_weights)
         if jumps is not None:
             epsilon, length = perturb_parameters(epsilon, length, jumps, generator)
         if length is not None:
@@ -194,7 +196,8 @@ def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_th
             particles, log_weights, epsilon, length = (x[order] for x in (particles, log_weights, epsilon, length))
         target = LogPosterior(log_likelihood, log_prior, temperature=lam)
         parameters = MutationParameters(epsilon, length, variance)
-        states, acceptance, jumps = move(mutation, target, particles, parameters, n_mcmc_steps, generator)
+        states, acceptance, jumps = move(mutation, target, particles, parameters, n_mcmc_steps, generator,
+                                         keep_states=waste_free)
         if waste_free:  # every state of every chain, chain by chain, the last chain's tail cut to N
             particles = torch.stack(states, dim=1).reshape(-1, particles.shape[1])[:n]
             log_weights = uniform_log_weights(n, dtype, device)
@@ -206,10 +209,13 @@ def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_th
         acceptance_history.append(acceptance)
         if progress is not None:
             progress(len(lambdas) - 1, lam, ess)
+    if waste_free:  # each chain's parameters for each of its states, as the particles are laid out
+        epsilon = epsilon.repeat_interleave(n_mcmc_steps + 1)[:n]
+        length = None if length is None else length.repeat_interleave(n_mcmc_steps + 1)[:n]
     return SMCResult(particles, log_weights, log_evidence, lambdas, ess_history, acceptance_history, epsilon, length)
 
 
-def move(mutation, target, particles, parameters, n_steps, generator=None):
+def move(mutation, target, particles, parameters, n_steps, generator=None, keep_states=False):
     """``n_steps`` steps of the kernel ``mutation`` builds for ``target``, from the particles.
 
     Parameters
@@ -222,11 +228,14 @@ def move(mutation, target, particles, parameters, n_steps, generator=None):
     parameters : MutationParameters
     n_steps : int
     generator : torch.Generator, optional
+    keep_states : bool, default=False
+        Return every state of the chains, not only the last.
 
     Returns
     -------
     states : list of tensor of shape (N, P)
-        The particles before the first step and after each.
+        The particles before the first step and after each (``keep_states``),
+        or after the last step alone.
     acceptance : float
         Mean acceptance probability over particles and steps.
     jumps : tensor of shape (N,)
@@ -238,11 +247,12 @@ def move(mutation, target, particles, parameters, n_steps, generator=None):
     acceptance, jumps = 0.0, torch.zeros_like(parameters.step_size)
     states = [state.position]
     for _ in range(n_steps):
+        start = state.position
         state, info = step(generator, state)
-        jumps += squared_jumping_distance(states[-1], info.proposed_position, parameters.inverse_mass,
+        jumps += squared_jumping_distance(start, info.proposed_position, parameters.inverse_mass,
                                           parameters.n_leapfrog, info.acceptance_probability)
         acceptance += float(info.acceptance_probability.mean())
-        states.append(state.position)
+        states = [*states, state.position] if keep_states else [state.position]
     return states, acceptance / n_steps, jumps / n_steps
 
 

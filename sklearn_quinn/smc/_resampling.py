@@ -4,10 +4,10 @@ import torch
 
 
 def systematic_resample(log_weights, generator=None, n_draws=None):
-    """Indices ``(n_draws,)`` (default ``N``) of particles drawn in proportion to the weights.
+    """Indices ``(M,)`` of ``M = n_draws`` (default ``N``) particles drawn in proportion to the weights.
 
-    One uniform ``u`` places the ``N`` points ``(u + i) / N`` on the cumulative
-    weights: each particle is kept ``floor(N W_i)`` or ``ceil(N W_i)`` times,
+    One uniform ``u`` places the ``M`` points ``(u + i) / M`` on the cumulative
+    weights: each particle is kept ``floor(M W_i)`` or ``ceil(M W_i)`` times,
     the lowest-variance unbiased scheme of the usual ones (Douc & Cappé 2005).
     """
     n = len(log_weights)

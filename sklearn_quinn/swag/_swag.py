@@ -126,7 +126,8 @@ class SWAGMixin:
         self.n_snapshots_ = int(moments.n_snapshots)
 
     def _steps_per_period(self, n_rows):
-        """The SGD steps between snapshots: an epoch's, or on a table where
+        """The SGD steps of each of the ``swag_epochs`` periods (the unit of
+        ``collect_every``): None for a whole epoch, or on a table where
         ``swag_epochs`` epochs would take more than ``AUTO_MAX_STEPS`` steps,
         ``AUTO_MAX_STEPS // swag_epochs`` (each period then a fresh random
         subset of the rows), so that a million rows take minutes, as the MAP's
@@ -217,8 +218,9 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
     swag_epochs : int, default=100
         Epochs of SGD after the MAP; where they would take more than 200,000
         minibatch steps (above 64,000 rows at 32-row batches), periods of
-        ``200,000 // swag_epochs`` steps on fresh random rows instead, as
-        ``max_epochs='auto'`` caps the MAP's training.
+        ``200,000 // swag_epochs`` steps on fresh random rows instead (and
+        ``collect_every`` counts periods), as ``max_epochs='auto'`` caps the
+        MAP's training.
     collect_every : int, default=1
         Epochs between snapshots (at least two snapshots are needed).
     cov_scale : 'auto' or float, default='auto'

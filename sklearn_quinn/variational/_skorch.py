@@ -23,7 +23,7 @@ class NegativeELBO(nn.Module):
     Attributes
     ----------
     kl_weight : float
-        The current batch's KL weight, set by :class:`KLWeighting`.
+        The current batch's KL weight: 1, or set by :class:`KLWeighting`.
     """
 
     def __init__(self, n_train, prior, likelihood):
