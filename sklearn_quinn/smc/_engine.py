@@ -181,13 +181,14 @@ def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_th
         log_evidence += log_evidence_increment
         lam = 1.0 if increment == 1.0 - lam else lam + increment
         ess = effective_sample_size(log_weights)
-        if waste_free:  # the mass from all N weighted particles, which the M ancestors would estimate poorly
-            variance = particle_variance(particles, log_weights)[:n_chains]
+        # The moves' mass: the weighted particles' variance, waste-free's from all N of them (its M ancestors
+        # would estimate it poorly), the standard moves' from the particles they move, resampled or not.
+        variance = particle_variance(particles, log_weights)[:n_chains]
         if waste_free or ess < resample_threshold * n:
             particles = particles[systematic_resample(log_weights, generator, n_chains)]
             log_weights = uniform_log_weights(n_chains, dtype, device)
-        if not waste_free:  # the standard moves', from the particles they move
-            variance = particle_variance(particles, log_weights)
+            if not waste_free:
+                variance = particle_variance(particles, log_weights)
         if jumps is not None:
             epsilon, length = perturb_parameters(epsilon, length, jumps, generator)
         if length is not None:
