@@ -304,13 +304,15 @@ class PosteriorNet(NeuralNet):
         """skorch's ``train_step`` for tensor batches and one optimizer, in
         the training mode the epoch set: the closure (which an optimizer such
         as L-BFGS calls several times) zeroes the gradients and backpropagates
-        the loss; the step's loss is the closure's first, as skorch's."""
+        the loss, through ``infer`` and ``get_loss`` as skorch's does (a
+        subclass's overrides hold); the step's loss is the closure's first, as
+        skorch's."""
         X_batch, y_batch = (to_device(part, self.device) for part in batch)
         losses = []
 
         def closure():
             self.optimizer_.zero_grad()
-            loss = self.criterion_(self.module_(X_batch), y_batch, self.module_)
+            loss = self.get_loss(self.infer(X_batch), y_batch, X_batch, training=True)
             loss.backward()
             losses.append(loss)
             return loss

@@ -8,7 +8,7 @@ from skorch.dataset import Dataset
 from torch import nn
 
 from sklearn_quinn._core.network import build_mlp
-from sklearn_quinn._map import TensorBatches, fit_map, gaussian_likelihood
+from sklearn_quinn._map import NegativeLogPosterior, PosteriorNet, TensorBatches, fit_map, gaussian_likelihood
 
 from .exact import BayesianLinearRegression
 
@@ -77,6 +77,30 @@ def test_a_gradient_hook_acts_on_every_step():
     counter = GradientCalls()
     train(callbacks=[("counter", counter)])
     assert counter.calls_ == 12
+
+
+def test_the_lean_step_goes_through_infer_and_get_loss():
+    """Without batch hooks the step skips skorch's ``train_step`` but not the
+    net's ``infer`` and ``get_loss``: a subclass's overrides act on every step
+    (2 epochs of 4 batches)."""
+    calls = []
+
+    class Recording(PosteriorNet):
+        def infer(self, x, **fit_params):
+            calls.append("infer")
+            return super().infer(x, **fit_params)
+
+        def get_loss(self, y_pred, y_true, X=None, training=False):
+            calls.append(("get_loss", training))
+            return super().get_loss(y_pred, y_true, X=X, training=training)
+
+    rng = np.random.RandomState(0)
+    X, Y = rng.randn(50, 3), rng.randn(50, 1)
+    module = build_mlp(3, 1, (8,), "relu").double()
+    criterion = NegativeLogPosterior(50, 1.0, gaussian_likelihood(Y, 1.0, torch.float64, "cpu"))
+    Recording(module=module, criterion=criterion, optimizer=torch.optim.SGD, lr=0.01, max_epochs=2,
+              train_split=None, iterator_train=TensorBatches, batch_size=16, verbose=0).fit(X, Y)
+    assert calls == ["infer", ("get_loss", True)] * 8
 
 
 @pytest.mark.parametrize("batch_size", [40, 16])

@@ -57,7 +57,7 @@ class SWAGMixin:
         if lr_swag == "auto":
             lr_swag = sampling_rate(
                 self._model, theta, self._tensor(X), self._tensor(Y), frozen, groups, precision,
-                min(self.batch_size_swag, len(X)),
+                self._swag_batch_size(len(X)),
             ) / rate_unit
         self._collect_trajectory(X, Y, frozen, lr_swag, rate_unit)
         self.cov_scale_ = float(self.cov_scale) if self.cov_scale != "auto" else self._misfit_cov_scale(
@@ -125,6 +125,10 @@ class SWAGMixin:
         self.posterior_ = gaussian_posterior(moments, self.cov_type)
         self.n_snapshots_ = int(moments.n_snapshots)
 
+    def _swag_batch_size(self, n_rows):
+        """Rows per SGD step: ``batch_size_swag``, at most the table."""
+        return min(self.batch_size_swag, n_rows)
+
     def _steps_per_period(self, n_rows):
         """The SGD steps of each of the ``swag_epochs`` periods (the unit of
         ``collect_every``): None for a whole epoch, or on a table where
@@ -134,7 +138,7 @@ class SWAGMixin:
         ``max_epochs='auto'`` does. Snapshots a period apart are then closer
         together than an epoch's; ``cov_scale='auto'`` sets their spread's
         scale from the data misfit all the same."""
-        batches_per_epoch = -(-n_rows // min(self.batch_size_swag, n_rows))
+        batches_per_epoch = -(-n_rows // self._swag_batch_size(n_rows))
         cap = max(1, AUTO_MAX_STEPS // self.swag_epochs)
         return cap if batches_per_epoch > cap else None
 
@@ -174,7 +178,7 @@ class SWAGMixin:
                 lr=lr,
                 lr_schedule="constant",
                 max_epochs=self.swag_epochs,
-                batch_size=min(self.batch_size_swag, len(X)),
+                batch_size=self._swag_batch_size(len(X)),
                 max_batches=self._steps_per_period(len(X)),
                 optimizer=partial(ProximalSGD, decay=decay),
                 callbacks=[("swag", collect)],
