@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from scipy import integrate, stats
 from scipy.special import digamma, polygamma
 
 from sklearn_quinn._core.evidence import ParameterGroups
@@ -32,15 +33,16 @@ def banana_log_density(x):
     return -0.5 * x[:, 0].square() - 0.5 * ((x[:, 1] - x[:, 0].square()) / 0.5).square()
 
 
-def _run(log_density, sampler, n_samples=2000, step_size=0.3, seed=0):
+def _run(log_density, sampler, n_samples=2000, step_size=0.3, seed=0, n_chains=8, target_acceptance=None):
     result = run_chains(
         log_density,
-        torch.zeros(8, 2, dtype=torch.float64),
+        torch.zeros(n_chains, 2, dtype=torch.float64),
         sampler=sampler,
         n_samples=n_samples,
         n_burnin=500,
         step_size=step_size,
         n_leapfrog=8,
+        target_acceptance=target_acceptance,
         generator=torch.Generator().manual_seed(seed),
     )
     return result.draws.numpy(), result
@@ -61,17 +63,33 @@ def test_correlated_gaussian_moments(sampler):
     assert int(result.divergent.sum()) == 0
 
 
+def banana_tail(threshold):
+    """``P(x2 > threshold)`` of the banana, by quadrature over x1."""
+    return integrate.quad(lambda x1: stats.norm.pdf(x1) * stats.norm.sf((threshold - x1**2) / 0.5),
+                          -np.inf, np.inf)[0]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("sampler", ["hmc", "nuts", "amcmc"])  # MALA's fixed step stalls in the banana's tails
-def test_banana_moments(sampler):
-    """E[x2] = 1 and Var[x2] = 2.25, each within 4 Monte Carlo standard errors
-    (the variance's from the draws' fourth central moment), both with the ESS."""
-    draws, _ = _run(banana_log_density, sampler, n_samples=2000)
+@pytest.mark.parametrize("sampler, target_acceptance", [("hmc", None), ("nuts", 0.95), ("amcmc", None)])
+def test_banana_moments(sampler, target_acceptance):
+    """E[x2] = 1 and the tail probabilities P(x2 > 3) and P(x2 > 6) (0.088 and
+    0.015, where |x1| > 1.7), each within 4 Monte Carlo standard errors from
+    its own ESS, over 32 chains. (MALA's fixed step stalls in the tails.)
+
+    The tails are checked through bounded statistics: Var[x2] = 2.25 rests on
+    x2's fourth moment, made by rare excursions to large |x1| that the ESS
+    does not count reliably (8-chain runs scattered over several of its
+    standard errors). NUTS's long trajectories reach the tails, whose
+    curvature grows as x1**2, where a step tuned to Stan's 0.8 acceptance
+    diverges (80-220 divergences of 16,000 draws on 8 chains, the tails then
+    under-visited); Stan's remedy, a higher target acceptance, is used."""
+    draws, _ = _run(banana_log_density, sampler, n_chains=32, target_acceptance=target_acceptance)
     x2 = draws[:, :, 1]
-    ess = effective_sample_size(x2)
-    assert abs(x2.mean() - 1.0) < 4 * math.sqrt(2.25 / ess)
-    fourth = np.mean((x2 - x2.mean()) ** 4)
-    assert abs(x2.var() - 2.25) < 4 * math.sqrt((fourth - x2.var() ** 2) / ess)
+    assert abs(x2.mean() - 1.0) < 4 * math.sqrt(2.25 / effective_sample_size(x2))
+    for threshold in (3.0, 6.0):
+        exceeds, probability = (x2 > threshold).astype(np.float64), banana_tail(threshold)
+        error = 4 * math.sqrt(probability * (1 - probability) / effective_sample_size(exceeds))
+        assert abs(exceeds.mean() - probability) < error, threshold
 
 
 def test_kernels_step_every_chain_in_one_batch():

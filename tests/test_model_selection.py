@@ -22,14 +22,17 @@ def one_unit_data():
 @pytest.fixture(scope="module")
 def smc_search(one_unit_data):
     X, y = one_unit_data
-    estimator = SMCRegressor(activation="tanh", n_particles=60, n_leapfrog=20, random_state=0)
+    # Gentler tempering than the default target_ess=0.5: the one-unit network's posterior
+    # is a narrow mode that larger increments let 60 particles miss (its log evidence was
+    # then -22 to +34 by seed, against +43 where found).
+    estimator = SMCRegressor(activation="tanh", n_particles=60, n_leapfrog=20, target_ess=0.8, random_state=0)
     return EvidenceSearch(estimator, {"hidden_layer_sizes": [(), (1,), (20,)]}).fit(X, y)
 
 
 def test_ranks_the_generating_architecture_first(smc_search):
     """One hidden unit made the data: it wins, the linear model (which cannot
     bend) comes last, 20 units pay for their flexibility in between.
-    (Measured log evidences: linear -50, one unit +43, twenty units +1.)"""
+    (Measured log evidences: linear -48, one unit +43, twenty units +34, seeds 0-2.)"""
     results = smc_search.results_
     assert smc_search.best_params_ == {"hidden_layer_sizes": (1,)}
     assert results["rank"].tolist() == [3, 1, 2]
