@@ -17,9 +17,11 @@ from torch import nn
 import sklearn_quinn
 from sklearn_quinn import LaplaceRegressor
 from sklearn_quinn._core import evidence as evidence_module
+from sklearn_quinn._core.curvature import curvature
 from sklearn_quinn._core.evidence import LaplaceEvidence, ParameterGroups
+from sklearn_quinn._core.kronecker import kronecker_factors
 from sklearn_quinn._core.likelihoods import GaussianLikelihood
-from sklearn_quinn._core.network import FunctionalModel
+from sklearn_quinn._core.network import FunctionalModel, build_mlp
 
 ALL_ESTIMATORS = [getattr(sklearn_quinn, name) for name in sklearn_quinn.__all__
                   if name.endswith(("Regressor", "Classifier"))]
@@ -74,6 +76,58 @@ def force_structure(monkeypatch, structure):
     monkeypatch.setattr(evidence_module, "_MAX_FULL_PARAMS", 0)
     if structure == "diag":
         monkeypatch.setattr(evidence_module, "_kronecker_curvature", lambda *args: None)
+
+
+class ScaledSkipNetwork(nn.Module):
+    """A tanh layer with biases, an output layer, a bias-free linear skip path,
+    and per-output scales that are in no ``nn.Linear`` (the Kronecker
+    structure's diagonal 'rest'); one layer is never called."""
+
+    def __init__(self):
+        super().__init__()
+        self.mlp = build_mlp(3, 2, (4,), "tanh", linear_skip=True)
+        self.unused = nn.Linear(3, 2)
+        self.scale = nn.Parameter(torch.tensor([1.3, 0.7]))
+
+    def forward(self, X):
+        return self.mlp(X) * self.scale
+
+
+def test_kronecker_log_det_and_well_determined_weights_match_the_dense_matrix(monkeypatch):
+    """The Kronecker structure's log determinant and gamma_g equal those of the
+    dense ``K x K`` matrix assembled from the same factors (each layer's block
+    ``G (x) A`` at its weights' positions, the diagonal curvature elsewhere)
+    plus ``diag(delta)``, for every kind of group: weights and biases of a
+    layer, a layer without biases, weights in no layer, a layer never called."""
+    force_structure(monkeypatch, "kron")
+    rng = np.random.RandomState(0)
+    X = torch.as_tensor(rng.randn(30, 3))
+    Y = torch.as_tensor(rng.randn(30, 2))
+    torch.manual_seed(0)
+    model = FunctionalModel(ScaledSkipNetwork().double())
+    theta, groups = model.flatten(), ParameterGroups.of(model)
+    likelihood = GaussianLikelihood(torch.tensor([0.8, 1.1], dtype=torch.float64))
+    evidence = LaplaceEvidence(model, theta, X, Y, likelihood, groups)
+    assert evidence.structure == "kron"
+    layers, factors, rest = kronecker_factors(model, theta, X, Y, likelihood)
+    curvature_matrix = torch.diag(torch.zeros(model.n_params, dtype=torch.float64).index_put(
+        (rest,), curvature(model, theta, X, Y, likelihood, "ggn", "diag")[rest]))
+    for layer, (output_factor, input_factor) in zip(layers, factors):
+        curvature_matrix[layer.index[:, None], layer.index[None, :]] = torch.kron(output_factor, input_factor)
+    noise_scale, offsets = 1.3, []
+    for seed in range(3):
+        precision = torch.as_tensor(np.exp(np.random.RandomState(seed).randn(len(groups))))
+        posterior = curvature_matrix / noise_scale**2 + torch.diag(groups.expand(precision))
+        covariance = torch.linalg.inv(posterior)
+        expected = groups.sizes - precision * groups.sums(covariance.diagonal())
+        np.testing.assert_allclose(evidence.well_determined(precision, noise_scale), expected, rtol=1e-9, atol=1e-12)
+        prior_terms = (-0.5 * (precision * groups.sums(theta.square())).sum()
+                       + 0.5 * (groups.sizes * precision.log()).sum())
+        offsets.append(evidence.log_evidence(precision, noise_scale) - float(prior_terms)
+                       + 0.5 * float(torch.linalg.slogdet(posterior)[1]))
+    # What remains is the data fit at the noise scale, the same for every precision.
+    np.testing.assert_allclose(offsets, offsets[0], rtol=0, atol=1e-9)
+    assert float(evidence.well_determined(torch.ones(len(groups)))[groups.names.index("unused.weight")]) == 0.0
 
 
 @pytest.mark.parametrize("n_rows, structure", [(6, "kernel"), (40, "full"), (40, "kron"), (40, "diag")])

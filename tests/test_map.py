@@ -98,8 +98,9 @@ def test_the_lean_step_goes_through_infer_and_get_loss():
     X, Y = rng.randn(50, 3), rng.randn(50, 1)
     module = build_mlp(3, 1, (8,), "relu").double()
     criterion = NegativeLogPosterior(50, 1.0, gaussian_likelihood(Y, 1.0, torch.float64, "cpu"))
-    Recording(module=module, criterion=criterion, optimizer=torch.optim.SGD, lr=0.01, max_epochs=2,
-              train_split=None, iterator_train=TensorBatches, batch_size=16, verbose=0).fit(X, Y)
+    net = Recording(module=module, criterion=criterion, optimizer=torch.optim.SGD, lr=0.01, max_epochs=2,
+                    train_split=None, iterator_train=TensorBatches, batch_size=16, verbose=0).fit(X, Y)
+    assert not net._hooks_within_epochs  # the lean path, not skorch's train_step
     assert calls == ["infer", ("get_loss", True)] * 8
 
 

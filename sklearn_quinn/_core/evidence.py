@@ -19,8 +19,8 @@ observations are fewer than the ``K`` weights (the matrix determinant lemma),
 through the ``K x K`` matrix otherwise. For a network too large for either,
 each ``nn.Linear`` layer's block of ``G`` is Kronecker-factored (Martens and
 Grosse 2015, as Immer et al. 2021 do for the evidence) and the weights in no
-layer keep the diagonal of ``G``; a network with no layer to factor keeps the
-diagonal alone.
+layer keep the diagonal of ``G``; a network with no layer to factor, or whose
+layers the factors refuse, keeps the diagonal alone.
 
 Its maximiser over the hyperparameters is MacKay's fixed point: with
 ``gamma_g = K_g - delta_g tr_g(Sigma)`` the number of weights of group ``g``
@@ -37,7 +37,7 @@ from typing import NamedTuple
 import torch
 
 from .curvature import curvature, full_fits
-from .kronecker import KroneckerUnsupportedError, kronecker_factors
+from .kronecker import KroneckerEigenbasis, KroneckerUnsupportedError, kronecker_factors
 
 #: Largest number of observations (rows of ``W``) and of weights for the exact
 #: log determinant, through the kernel or the full matrix.
@@ -111,41 +111,42 @@ def _cholesky(matrix, eps):
 
 
 class _KroneckerCurvature(NamedTuple):
-    """A GGN's Kronecker factors in float64: each layer's ``G``, as its eigen
-    decomposition, and ``A``; the diagonal curvature of the weights in no layer."""
+    """A GGN's Kronecker factors ``(G, A)`` per layer, in float64, and the
+    diagonal curvature of the weights in no layer."""
 
     layers: list
+    factors: list
     rest: torch.Tensor
     rest_curvature: torch.Tensor
+    n_params: int
 
-    def largest(self):
-        """The largest eigenvalue: ``max g * max a`` over the layers, or the rest's largest diagonal entry."""
-        products = [float(g[-1] * torch.linalg.eigvalsh(a)[-1]) for _, g, _, a in self.layers]
-        return max(products + self.rest_curvature.tolist())
+    def eigenbasis(self, prior_root=None):
+        """Its eigen decomposition in the weights whitened by ``prior_root`` (per weight, ``p^(1/2)``)."""
+        return KroneckerEigenbasis(self.layers, self.factors, self.rest, self.rest_curvature, self.n_params,
+                                   prior_root)
 
 
 def _kronecker_curvature(model, theta, X, Y, likelihood):
     """The GGN of ``model``'s ``nn.Linear`` layers Kronecker-factored (Martens and
     Grosse 2015; for the evidence, Immer et al. 2021), or None for a model with
-    no layer to factor. Its log determinant, unlike the diagonal's, keeps the
-    correlations within a layer: the diagonal's exceeds the full one's (Hadamard's
-    inequality), an Occam factor that over-penalises a wide layer, whose learned
-    precision then grows until the layer is pruned (docs/evidence.rst)."""
+    no layer to factor, or whose layers the factors refuse (a layer applied
+    twice, or to inputs of more than two dimensions): the diagonal then serves.
+    Its log determinant, unlike the diagonal's, keeps the correlations within a
+    layer: the diagonal's exceeds the full one's (Hadamard's inequality), an
+    Occam factor that over-penalises a wide layer, whose learned precision then
+    grows until the layer is pruned (docs/evidence.rst)."""
     try:
         layers, factors, rest = kronecker_factors(model, theta, X, Y, likelihood, "ggn")
     except KroneckerUnsupportedError:
         return None
     if not layers:
         return None
-    decomposed = []
-    for layer, (output_factor, input_factor) in zip(layers, factors):
-        output_values, output_vectors = torch.linalg.eigh(output_factor.double())
-        decomposed.append((layer, output_values.clamp(min=0.0), output_vectors, input_factor.double()))
+    factors = [(output_factor.double(), input_factor.double()) for output_factor, input_factor in factors]
     rest = rest.to(theta.device)
     rest_curvature = theta.new_zeros(0, dtype=torch.float64)
     if len(rest):
         rest_curvature = curvature(model, theta, X, Y, likelihood, "ggn", "diag").double()[rest]
-    return _KroneckerCurvature(decomposed, rest, rest_curvature)
+    return _KroneckerCurvature(layers, factors, rest, rest_curvature, theta.shape[0])
 
 
 class LaplaceEvidence:
@@ -221,25 +222,18 @@ class LaplaceEvidence:
         """The Kronecker-factored ``log det`` and ``gamma_g`` (see ``_kronecker_curvature``).
 
         A layer's prior precision is constant within each input column of
-        ``[W b]``, so in the weights whitened by it, ``p^(-1/2) w``, its
-        curvature is ``G (x) A'`` with ``A' = R^-1 A R^-1`` (``R`` the
-        columns' root precisions): the posterior precision's eigenvalues are
-        ``p (1 + g_i a'_j / c**2)`` and ``delta_k Sigma_kk`` is the diagonal of
-        ``(U_G (x) U_A') diag(1 / (1 + g_i a'_j / c**2)) (U_G (x) U_A')^T``.
+        ``[W b]``, so in the weights whitened by it, ``p^(-1/2) w``, the
+        curvature's eigenvalues are those of ``G (x) A'`` with
+        ``A' = R^-1 A R^-1`` (``R`` the columns' root precisions; the weights
+        in no layer: ``h / p``). The posterior precision's eigenvalues are then
+        ``p (1 + lambda / c**2)``, and ``delta_k Sigma_kk`` is ``p_k`` times the
+        diagonal of ``B diag(1 / (p (1 + lambda / c**2))) B^T`` in the whitened
+        basis, ``(B * B) (1 / (1 + lambda / c**2))``.
         """
-        shrinkage = torch.empty_like(per_weight)  # delta_k Sigma_kk
-        log_det = per_weight.log().sum()
-        for layer, output_values, output_vectors, input_factor in self._kronecker.layers:
-            index = layer.index.to(per_weight.device)
-            root = per_weight[index].view(layer.n_out, layer.n_in)[0].rsqrt()
-            input_values, input_vectors = torch.linalg.eigh(root[:, None] * input_factor * root)
-            ratio = 1.0 / (1.0 + data_weight * torch.outer(output_values, input_values.clamp(min=0.0)))
-            log_det = log_det - ratio.log().sum()
-            shrinkage[index] = (output_vectors.square() @ ratio @ input_vectors.square().T).flatten()
-        rest = self._kronecker.rest
-        ratio = per_weight[rest] / (per_weight[rest] + data_weight * self._kronecker.rest_curvature)
-        shrinkage[rest] = ratio
-        return log_det - ratio.log().sum(), self._sizes - self.groups.sums(shrinkage)
+        basis = self._kronecker.eigenbasis(per_weight.sqrt())
+        ratio = 1.0 / (1.0 + data_weight * basis.eigenvalues.clamp(min=0.0))
+        log_det = per_weight.log().sum() - ratio.log().sum()
+        return log_det, self._sizes - self.groups.sums(per_weight * basis.squared_apply(ratio))
 
     def _value(self, precision, noise_scale, log_det):
         fit, _ = self._data_fit(math.log(noise_scale))
@@ -262,13 +256,14 @@ class LaplaceEvidence:
         return self._log_det_and_dof(self._precision(precision), noise_scale)[1]
 
     def largest_curvature(self):
-        """The largest eigenvalue of ``G``; from the diagonal (a lower bound) for the ``'diag'`` structure."""
+        """The largest eigenvalue of ``G``; from the diagonal (a lower bound) for the ``'diag'``
+        structure, and for ``'kron'`` of its Kronecker factors' blocks (an estimate, not a bound)."""
         if self.structure == "kernel":
             return float(torch.linalg.eigvalsh(self._grams.sum(0))[-1])
         if self.structure == "full":
             return float(torch.linalg.eigvalsh(self._gauss_newton)[-1])
         if self.structure == "kron":
-            return self._kronecker.largest()
+            return float(self._kronecker.eigenbasis().eigenvalues.max())
         return float(self._gauss_newton.max())
 
     def maximise(self, precision, learn_prior=True, learn_noise=False, max_iterations=None, max_noise_scale=None):
