@@ -225,10 +225,11 @@ class LaplaceEvidence:
         ``[W b]``, so in the weights whitened by it, ``p^(-1/2) w``, the
         curvature's eigenvalues are those of ``G (x) A'`` with
         ``A' = R^-1 A R^-1`` (``R`` the columns' root precisions; the weights
-        in no layer: ``h / p``). The posterior precision's eigenvalues are then
-        ``p (1 + lambda / c**2)``, and ``delta_k Sigma_kk`` is ``p_k`` times the
-        diagonal of ``B diag(1 / (p (1 + lambda / c**2))) B^T`` in the whitened
-        basis, ``(B * B) (1 / (1 + lambda / c**2))``.
+        in no layer: ``h / p``), and with ``B = P^(-1/2) Q`` the map from eigen
+        coordinates to weights (``KroneckerEigenbasis``) the posterior is
+        ``Sigma = B diag(r) B^T``, ``r = 1 / (1 + lambda / c**2)``: its log
+        determinant is ``sum log p - sum log r``, and
+        ``delta_k Sigma_kk = p_k ((B * B) r)_k``.
         """
         basis = self._kronecker.eigenbasis(per_weight.sqrt())
         ratio = 1.0 / (1.0 + data_weight * basis.eigenvalues.clamp(min=0.0))
