@@ -21,7 +21,7 @@ import os
 import torch
 from torch.func import grad, jvp, vmap
 
-from .kronecker import kronecker_bytes
+from .kronecker import kronecker_bytes, kronecker_factors
 
 CURVATURES = ("ggn", "hessian", "ef")
 STRUCTURES = ("full", "diag")
@@ -147,6 +147,23 @@ def curvature(model, theta, X, Y, likelihood, kind="ggn", structure="full"):
     for factor in _square_root_chunks(model, theta, X, Y, likelihood, kind):
         total += factor.T @ factor if structure == "full" else factor.square().sum(0)
     return total
+
+
+def kronecker_curvature(model, theta, X, Y, likelihood, kind="ggn"):
+    """The Kronecker factors of each ``nn.Linear`` layer
+    (:func:`~sklearn_quinn._core.kronecker.kronecker_factors`) and the diagonal
+    curvature of the weights in no layer: what a
+    :class:`~sklearn_quinn._core.kronecker.KroneckerEigenbasis` is built from.
+
+    Returns
+    -------
+    layers, factors, rest
+        As :func:`~sklearn_quinn._core.kronecker.kronecker_factors` returns them.
+    rest_curvature : tensor of shape (len(rest),)
+    """
+    layers, factors, rest = kronecker_factors(model, theta, X, Y, likelihood, kind)
+    rest_curvature = curvature(model, theta, X, Y, likelihood, kind, "diag")[rest] if len(rest) else theta[:0]
+    return layers, factors, rest, rest_curvature
 
 
 def curvature_matmul(model, theta, X, Y, likelihood, kind, vectors):

@@ -36,8 +36,8 @@ from typing import NamedTuple
 
 import torch
 
-from .curvature import curvature, full_fits
-from .kronecker import KroneckerEigenbasis, KroneckerUnsupportedError, kronecker_factors
+from .curvature import curvature, full_fits, kronecker_curvature
+from .kronecker import KroneckerEigenbasis, KroneckerUnsupportedError, kronecker_layers
 
 #: Largest number of observations (rows of ``W``) and of weights for the exact
 #: log determinant, through the kernel or the full matrix.
@@ -135,18 +135,14 @@ def _kronecker_curvature(model, theta, X, Y, likelihood):
     layer: the diagonal's exceeds the full one's (Hadamard's inequality), an
     Occam factor that over-penalises a wide layer, whose learned precision then
     grows until the layer is pruned (docs/evidence.rst)."""
+    if not kronecker_layers(model)[0]:
+        return None
     try:
-        layers, factors, rest = kronecker_factors(model, theta, X, Y, likelihood, "ggn")
+        layers, factors, rest, rest_curvature = kronecker_curvature(model, theta, X, Y, likelihood, "ggn")
     except KroneckerUnsupportedError:
         return None
-    if not layers:
-        return None
     factors = [(output_factor.double(), input_factor.double()) for output_factor, input_factor in factors]
-    rest = rest.to(theta.device)
-    rest_curvature = theta.new_zeros(0, dtype=torch.float64)
-    if len(rest):
-        rest_curvature = curvature(model, theta, X, Y, likelihood, "ggn", "diag").double()[rest]
-    return _KroneckerCurvature(layers, factors, rest, rest_curvature, theta.shape[0])
+    return _KroneckerCurvature(layers, factors, rest.to(theta.device), rest_curvature.double(), theta.shape[0])
 
 
 class LaplaceEvidence:

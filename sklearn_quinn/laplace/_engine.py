@@ -36,8 +36,8 @@ import torch
 from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 
-from .._core.curvature import curvature, curvature_matmul
-from .._core.kronecker import KroneckerEigenbasis, kronecker_factors
+from .._core.curvature import curvature, curvature_matmul, kronecker_curvature
+from .._core.kronecker import KroneckerEigenbasis
 from .._core.low_rank import LowRankEigenbasis, top_eigenpairs
 from .._core.posterior import GaussianPosterior
 
@@ -89,8 +89,7 @@ class LaplaceApproximation:
         self._prior_root = None if prior_shape is None else prior_shape.sqrt()
         self.eigenvectors = self.basis = None
         if structure == "kron":
-            layers, factors, rest = kronecker_factors(model, theta, X, Y, likelihood, kind)
-            rest_curvature = curvature(model, theta, X, Y, likelihood, kind, "diag")[rest] if len(rest) else theta[:0]
+            layers, factors, rest, rest_curvature = kronecker_curvature(model, theta, X, Y, likelihood, kind)
             self.basis = KroneckerEigenbasis(layers, factors, rest, rest_curvature, len(theta), self._prior_root)
             eigenvalues = self.basis.eigenvalues
         elif structure == "lowrank":
