@@ -19,7 +19,7 @@ blocks of basis vectors (its diagonal never forms the full matrix).
 import os
 
 import torch
-from torch.func import grad, jvp, vmap
+from torch.func import grad, jvp, vjp, vmap
 
 from .kronecker import kronecker_bytes, kronecker_factors
 
@@ -41,6 +41,10 @@ _FULL_MATRICES = 4
 
 # Per-example Jacobian chunks are kept under this many bytes.
 _CHUNK_BYTES = 64 * 1024**2
+
+#: Block of vectors of the subspace iteration for the GGN's largest eigenvalue,
+#: its relative tolerance and its most iterations.
+_EIGEN_BLOCK, _EIGEN_TOLERANCE, _EIGEN_MAX_ITERATIONS = 8, 1e-6, 300
 
 
 def _full_bytes(n_params, dtype):
@@ -223,3 +227,66 @@ def _hessian(model, theta, X, Y, likelihood, structure):
         blocks.append(columns if structure == "full" else columns[:, index].diagonal())
     result = torch.cat(blocks)
     return 0.5 * (result + result.T) if structure == "full" else result
+
+
+def ggn_matmul(model, theta, X, likelihood):
+    """The map ``V -> G V`` for the GGN at ``theta``, through forward- and
+    reverse-mode products, never a Jacobian: ``G v = sum_n J_n^T S_n^T S_n J_n v``
+    (Schraudolph 2002, "Fast curvature matrix-vector products for second-order
+    gradient descent"), ``S_n`` the likelihood's whitening of the outputs.
+
+    Parameters
+    ----------
+    model, theta, X, likelihood
+        As for :func:`curvature` (no targets: the GGN does not read them).
+
+    Returns
+    -------
+    callable
+        ``V (m, K) -> G V (m, K)``, one pass over the rows forward and one
+        backward for the whole block.
+    """
+    theta = theta.detach()
+
+    def single(weights):
+        return model.single(weights, X)
+
+    outputs, backward = vjp(single, theta)
+    outputs = outputs.detach()
+    # The whitening is linear in what it whitens: its transpose is its vjp at any point.
+    _, whiten_transpose = vjp(lambda tangent: likelihood.whitened_jacobian(tangent.unsqueeze(-1), outputs),
+                              torch.zeros_like(outputs))
+
+    def product(vector):
+        whitened = likelihood.whitened_jacobian(jvp(single, (theta,), (vector,))[1].unsqueeze(-1), outputs)
+        return backward(whiten_transpose(whitened)[0])[0]
+
+    return vmap(product)
+
+
+def largest_ggn_eigenvalue(model, theta, X, likelihood):
+    """The largest eigenvalue of the GGN at ``theta``, by subspace iteration
+    on :func:`ggn_matmul` products (the Rayleigh-Ritz value of a block of
+    ``_EIGEN_BLOCK`` vectors, to a relative ``_EIGEN_TOLERANCE``).
+
+    The iteration converges from below and costs a few dozen passes over the
+    rows. The GGN's diagonal, or its Kronecker-factored blocks, do not bound
+    it: the largest curvature direction mixes the layers.
+
+    Returns
+    -------
+    float
+    """
+    matmul = ggn_matmul(model, theta, X, likelihood)
+    n_params = theta.shape[0]
+    generator = torch.Generator(device=theta.device).manual_seed(0)
+    block = torch.randn(min(_EIGEN_BLOCK, n_params), n_params, generator=generator, dtype=theta.dtype,
+                        device=theta.device)
+    value = 0.0
+    for _ in range(_EIGEN_MAX_ITERATIONS):
+        basis = torch.linalg.qr(block.T).Q.T
+        block = matmul(basis)
+        previous, value = value, float(torch.linalg.eigvalsh(basis @ block.T)[-1])
+        if abs(value - previous) <= _EIGEN_TOLERANCE * abs(value):
+            break
+    return value

@@ -252,17 +252,6 @@ class LaplaceEvidence:
         at ``precision`` ((G,) or a scalar)."""
         return self._log_det_and_dof(self._precision(precision), noise_scale)[1]
 
-    def largest_curvature(self):
-        """The largest eigenvalue of ``G``; from the diagonal (a lower bound) for the ``'diag'``
-        structure, and for ``'kron'`` of its Kronecker factors' blocks (an estimate, not a bound)."""
-        if self.structure == "kernel":
-            return float(torch.linalg.eigvalsh(self._grams.sum(0))[-1])
-        if self.structure == "full":
-            return float(torch.linalg.eigvalsh(self._gauss_newton)[-1])
-        if self.structure == "kron":
-            return float(self._kronecker.eigenbasis().eigenvalues.max())
-        return float(self._gauss_newton.max())
-
     def maximise(self, precision, learn_prior=True, learn_noise=False, max_iterations=None, max_noise_scale=None):
         """The prior precisions and noise scale that maximise the evidence at ``theta``.
 

@@ -14,7 +14,9 @@ noise, so ``D`` is MacKay's count ``gamma`` of well-determined weights at the
 MAP's prior (the evidence's), not the number of weights. On small tables that
 rate lies beyond gradient descent's stability limit ``2 / lambda_max``
 (``lambda_max`` the largest curvature of the per-point loss, the generalised
-Gauss-Newton's ``G / N``), where SGD bounces across the stiffest direction
+Gauss-Newton's ``G / N``, by subspace iteration: the GGN's diagonal or
+Kronecker-factored blocks understate it, and a rate capped by them can pass
+the limit), where SGD bounces across the stiffest direction
 instead of settling into a stationary distribution; the rate is then capped
 at ``STABILITY_FRACTION`` of that limit. A scalar rate spreads every direction
 alike, so the iterates still under-explore the flat directions of the
@@ -24,7 +26,7 @@ noise covariance), which this module does not attempt.
 
 from torch.func import grad
 
-from .._core.curvature import curvature
+from .._core.curvature import curvature, largest_ggn_eigenvalue
 from .._core.evidence import LaplaceEvidence
 
 #: The cap on the rate, as a fraction of gradient descent's stability limit ``2 / lambda_max``.
@@ -58,7 +60,7 @@ def sampling_rate(model, theta, X, Y, likelihood, groups, precision, batch_size)
     n_rows = X.shape[0]
     evidence = LaplaceEvidence(model, theta, X, Y, likelihood, groups)
     well_determined = float(evidence.well_determined(precision).sum())
-    stable = 2 * STABILITY_FRACTION * n_rows / evidence.largest_curvature()
+    stable = 2 * STABILITY_FRACTION * n_rows / largest_ggn_eigenvalue(model, theta, X, likelihood)
     mean_gradient = grad(lambda weights: -likelihood.log_prob(model.single(weights, X), Y).mean())(theta)
     second_moment = float(curvature(model, theta, X, Y, likelihood, "ef", "diag").sum()) / n_rows
     noise_trace = second_moment - float(mean_gradient.square().sum())
