@@ -46,6 +46,9 @@ _CHUNK_BYTES = 64 * 1024**2
 #: its relative tolerance and its most iterations.
 _EIGEN_BLOCK, _EIGEN_TOLERANCE, _EIGEN_MAX_ITERATIONS = 8, 1e-6, 300
 
+#: Activations of the widest layer per row that a GGN product holds for each vector (forward, tangent, cotangent).
+_PRODUCT_ACTIVATIONS = 4
+
 
 def _full_bytes(n_params, dtype):
     return n_params**2 * torch.empty((), dtype=dtype).element_size()
@@ -171,12 +174,14 @@ def kronecker_curvature(model, theta, X, Y, likelihood, kind="ggn"):
 
 
 def curvature_matmul(model, theta, X, Y, likelihood, kind, vectors):
-    """``C V`` for the GGN or empirical Fisher ``C``, in one pass over the rows and without forming ``C``.
+    """``C V`` for the GGN or empirical Fisher ``C``, without forming ``C``: the
+    GGN's by Jacobian-vector products over blocks of vectors, the empirical
+    Fisher's in one pass over chunks of the rows' gradients.
 
     Parameters
     ----------
     model, theta, X, Y, likelihood
-        As for :func:`curvature`.
+        As for :func:`curvature` (the GGN's products do not read ``Y``).
     kind : {'ggn', 'ef'}
     vectors : tensor of shape (K, m)
 
@@ -186,6 +191,12 @@ def curvature_matmul(model, theta, X, Y, likelihood, kind, vectors):
     """
     if kind not in ("ggn", "ef"):
         raise ValueError(f"curvature products are taken of the GGN or the empirical Fisher, not {kind!r}.")
+    if kind == "ggn":
+        product = _ggn_products(model, theta, X, likelihood)
+        # A vector's forward and backward passes hold a few activations of every row.
+        vector_bytes = _PRODUCT_ACTIVATIONS * X.shape[0] * model.max_width * theta.element_size()
+        width = max(1, _CHUNK_BYTES // vector_bytes)
+        return torch.cat([product(chunk.T).T for chunk in vectors.split(width, dim=1)], dim=1)
     total = torch.zeros_like(vectors)
     for factor in _square_root_chunks(model, theta, X, Y, likelihood, kind):
         total += factor.T @ (factor @ vectors)
@@ -229,23 +240,13 @@ def _hessian(model, theta, X, Y, likelihood, structure):
     return 0.5 * (result + result.T) if structure == "full" else result
 
 
-def ggn_matmul(model, theta, X, likelihood):
-    """The map ``V -> G V`` for the GGN at ``theta``, through forward- and
-    reverse-mode products, never a Jacobian: ``G v = sum_n J_n^T S_n^T S_n J_n v``
-    (Schraudolph 2002, "Fast curvature matrix-vector products for second-order
-    gradient descent"), ``S_n`` the likelihood's whitening of the outputs.
-
-    Parameters
-    ----------
-    model, theta, X, likelihood
-        As for :func:`curvature` (no targets: the GGN does not read them).
-
-    Returns
-    -------
-    callable
-        ``V (m, K) -> G V (m, K)``, one pass over the rows forward and one
-        backward for the whole block.
-    """
+def _ggn_products(model, theta, X, likelihood):
+    """The map ``V (m, K) -> V G (m, K)`` for the GGN at ``theta``, through
+    forward- and reverse-mode products, never a Jacobian:
+    ``G v = sum_n J_n^T S_n^T S_n J_n v`` (Schraudolph 2002, "Fast curvature
+    matrix-vector products for second-order gradient descent"), ``S_n`` the
+    likelihood's whitening of the outputs. One pass over the rows forward and
+    one backward for the whole block."""
     theta = theta.detach()
 
     def single(weights):
@@ -266,27 +267,31 @@ def ggn_matmul(model, theta, X, likelihood):
 
 def largest_ggn_eigenvalue(model, theta, X, likelihood):
     """The largest eigenvalue of the GGN at ``theta``, by subspace iteration
-    on :func:`ggn_matmul` products (the Rayleigh-Ritz value of a block of
-    ``_EIGEN_BLOCK`` vectors, to a relative ``_EIGEN_TOLERANCE``).
+    on :func:`curvature_matmul` products (the Rayleigh-Ritz value of a block
+    of ``_EIGEN_BLOCK`` vectors, to a relative ``_EIGEN_TOLERANCE``).
 
     The iteration converges from below and costs a few dozen passes over the
     rows. The GGN's diagonal, or its Kronecker-factored blocks, do not bound
     it: the largest curvature direction mixes the layers.
 
+    Parameters
+    ----------
+    model, theta, X, likelihood
+        As for :func:`curvature` (no targets: the GGN does not read them).
+
     Returns
     -------
     float
     """
-    matmul = ggn_matmul(model, theta, X, likelihood)
     n_params = theta.shape[0]
     generator = torch.Generator(device=theta.device).manual_seed(0)
-    block = torch.randn(min(_EIGEN_BLOCK, n_params), n_params, generator=generator, dtype=theta.dtype,
+    block = torch.randn(n_params, min(_EIGEN_BLOCK, n_params), generator=generator, dtype=theta.dtype,
                         device=theta.device)
     value = 0.0
     for _ in range(_EIGEN_MAX_ITERATIONS):
-        basis = torch.linalg.qr(block.T).Q.T
-        block = matmul(basis)
-        previous, value = value, float(torch.linalg.eigvalsh(basis @ block.T)[-1])
+        basis = torch.linalg.qr(block).Q
+        block = curvature_matmul(model, theta, X, None, likelihood, "ggn", basis)
+        previous, value = value, float(torch.linalg.eigvalsh(basis.T @ block)[-1])
         if abs(value - previous) <= _EIGEN_TOLERANCE * abs(value):
             break
     return value
