@@ -7,7 +7,9 @@ log density (and its gradient) serves every chain at each step. Tuning
 parameters (step size, inverse mass, proposal factor) are part of the state so
 that an adaptation loop can change them between steps; they have one row per
 chain. A proposal whose log density or energy is not finite is a divergence:
-it is rejected, counted in ``Info``, and never propagated.
+it is rejected, counted in ``Info``, and never propagated. A Hamiltonian
+trajectory (HMC, NUTS) whose energy error passes ``DIVERGENCE_THRESHOLD`` is
+one too, as Stan and NumPyro count it.
 
 ``log_density`` maps ``(C, K) -> (C,)`` and must treat rows independently
 (HMC with per-chain trajectory lengths calls it on a leading block of the
@@ -40,6 +42,10 @@ def value_and_grad(log_density, position):
     return value.detach(), gradient
 
 
+#: An energy error beyond this many nats is a divergence (Stan's and NumPyro's threshold).
+DIVERGENCE_THRESHOLD = 1000.0
+
+
 class Info(NamedTuple):
     """What one step did, per chain."""
 
@@ -63,9 +69,14 @@ def metropolis_accept(generator, log_ratio, proposal, state):
     return metropolis_select(standard_uniform(generator, log_ratio), log_ratio, proposal, state)
 
 
-def metropolis_select(uniform, log_ratio, proposal, state):
-    """:func:`metropolis_accept` given its uniform draws ``(C,)``: no generator, so it compiles."""
-    divergent = ~torch.isfinite(log_ratio)
+def metropolis_select(uniform, log_ratio, proposal, state, divergence_threshold=math.inf):
+    """:func:`metropolis_accept` given its uniform draws ``(C,)``: no generator, so it compiles.
+
+    A ratio below ``-divergence_threshold`` (an energy error above it, for a
+    Hamiltonian proposal) is a divergence too; its acceptance probability,
+    under ``exp(-divergence_threshold)``, is set to 0.
+    """
+    divergent = ~(log_ratio > -divergence_threshold) | ~torch.isfinite(log_ratio)  # NaN diverges too
     log_ratio = torch.where(divergent, torch.full_like(log_ratio, -math.inf), log_ratio)
     probability = log_ratio.clamp(max=0.0).exp()
     accepted = uniform < probability
@@ -116,7 +127,7 @@ def hmc(log_density, n_leapfrog, step_jitter=0.2, compile=False):
     def hmc_transition(state, jitter, momentum_noise, uniform):
         epsilon = state.step_size if jitter is None else state.step_size * (1 + step_jitter * (2 * jitter - 1))
         proposal, log_ratio = hmc_proposal(log_density, momentum_noise, state, epsilon, n_leapfrog)
-        return metropolis_select(uniform, log_ratio, proposal, state)
+        return metropolis_select(uniform, log_ratio, proposal, state, DIVERGENCE_THRESHOLD)
 
     transition = compiled_or_eager(hmc_transition) if compile else hmc_transition
 

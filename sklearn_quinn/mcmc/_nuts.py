@@ -27,10 +27,15 @@ from typing import NamedTuple
 import torch
 
 from .._core.compiling import compiled_or_eager
-from ._kernels import Info, hamiltonian, hmc_state, standard_normal, standard_uniform, value_and_grad
-
-#: An energy error beyond this many nats is a divergence (Stan's and NumPyro's threshold).
-DIVERGENCE_THRESHOLD = 1000.0
+from ._kernels import (
+    DIVERGENCE_THRESHOLD,
+    Info,
+    hamiltonian,
+    hmc_state,
+    standard_normal,
+    standard_uniform,
+    value_and_grad,
+)
 
 
 def nuts(log_density, max_tree_depth=10, compile=False):
