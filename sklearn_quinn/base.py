@@ -116,7 +116,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         X, Y = self._validate_training_data(X, y)
         self._torch_setup()
         rng = check_random_state(self.random_state)
-        # MAP training; weight draws at predict time; any data split of the family.
+        # MAP training; weight draws at predict time; the family's own draws (a data split, a random sketch).
         self._map_seed, self._sample_seed, self._split_seed = (
             int(seed) for seed in rng.randint(_MAX_SEED, size=3)
         )

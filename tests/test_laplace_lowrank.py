@@ -138,3 +138,22 @@ def test_max_rank_must_be_positive():
     X, y = _data(30)
     with pytest.raises(ValueError, match="max_rank"):
         LaplaceRegressor(hessian_structure="lowrank", max_rank=0).fit(X, y)
+
+
+def test_random_state_seeds_the_sketch(monkeypatch):
+    """The sketch is drawn from the estimator's seeds: the same random_state
+    gives the same sketch, another one another."""
+    from sklearn_quinn.laplace import _engine
+
+    seeds = []
+
+    def recording(*args):
+        seeds.append(args[-1])
+        return top_eigenpairs(*args)
+
+    monkeypatch.setattr(_engine, "top_eigenpairs", recording)
+    X, y = _data(30)
+    for random_state in (0, 0, 1):
+        LaplaceRegressor(hidden_layer_sizes=(8,), hessian_structure="lowrank", max_rank=5, max_epochs=5,
+                         random_state=random_state).fit(X, y)
+    assert seeds[0] == seeds[1] != seeds[2]

@@ -68,7 +68,7 @@ class LaplaceMixin(GridsearchPriorMixin):
             return LaplaceApproximation(
                 self._model, theta, self._tensor(X), self._tensor(Y), likelihood.frozen(Y.shape[1]),
                 kind=self.curvature, structure=self.hessian_structure_, prior_shape=prior_shape,
-                rank=self.max_rank,
+                rank=self.max_rank, seed=self._split_seed,
             )
 
         try:

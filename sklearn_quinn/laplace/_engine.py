@@ -66,6 +66,8 @@ class LaplaceApproximation:
         precision ``delta`` multiplies; None for an isotropic prior.
     rank : int, default=100
         For 'lowrank': the eigenpairs of the curvature kept.
+    seed : int, default=0
+        For 'lowrank': the seed of the random sketch that finds them.
 
     Attributes
     ----------
@@ -82,7 +84,8 @@ class LaplaceApproximation:
         empirical Fisher, which are positive semi-definite).
     """
 
-    def __init__(self, model, theta, X, Y, likelihood, kind="ggn", structure="full", prior_shape=None, rank=100):
+    def __init__(self, model, theta, X, Y, likelihood, kind="ggn", structure="full", prior_shape=None, rank=100,
+                 seed=0):
         self.theta = theta
         self.structure = structure
         self.noise_power = 4 if kind == "ef" else 2
@@ -101,7 +104,7 @@ class LaplaceApproximation:
             def whitened_matmul(vectors):
                 return curvature_matmul(model, theta, X, Y, likelihood, kind, vectors / root) / root
 
-            values, vectors = top_eigenpairs(whitened_matmul, len(theta), rank, theta.dtype, theta.device)
+            values, vectors = top_eigenpairs(whitened_matmul, len(theta), rank, theta.dtype, theta.device, seed)
             self.basis = LowRankEigenbasis(values, vectors, self._prior_root)
             eigenvalues = self.basis.eigenvalues
         else:

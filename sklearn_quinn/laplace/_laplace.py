@@ -78,8 +78,8 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         Bytes the curvature may hold, for ``hessian_structure='auto'``;
         'auto' is a quarter of this machine's physical memory.
     max_rank : int, default=100
-        The eigenpairs ``hessian_structure='lowrank'`` keeps; the others
-        ignore it.
+        The eigenpairs ``hessian_structure='lowrank'`` keeps (found by a
+        random sketch that ``random_state`` seeds); the others ignore it.
     subset_of_weights : {'all', 'last_layer'}, default='all'
         The weights the posterior covers. 'last_layer' puts it on the final
         ``nn.Linear`` only, the rest fixed at the MAP (Kristiadi et al. 2020,
@@ -137,7 +137,8 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         A model fitted on a GPU and pickled unpickles, on the CPU, on a
         machine without one.
     random_state : int, RandomState instance or None, default=None
-        Seeds the initialisation, the minibatches and the weight samples.
+        Seeds the initialisation, the minibatches, the weight samples and
+        the low-rank structure's random sketch.
     verbose : int, default=0
         1 shows a progress bar over the MAP epochs.
 
