@@ -8,7 +8,8 @@ method, so that differences are paired. Each split runs ``compare``'s own code
 ``Pipeline([StandardScaler(), estimator])``, seeded with the split's
 ``random_state``, scored on the test rows (NLL, accuracy, ECE over 15
 equal-width bins). The families are the command line's registry (``METHODS``),
-at the package's defaults (``--quick``: ``compare``'s smaller budgets); the
+at the package's defaults (``--quick``: ``compare``'s smaller budgets;
+``--set NAME=VALUE``: a parameter of every family away from them); the
 reference is ``compare``'s ``LogisticRegression(max_iter=1000)``.
 
 A family's own MAP network is the MAP of its backbone under its own MAP training:
@@ -35,14 +36,15 @@ issue 17: each difference at most one standard error. Per-fit lines go to stderr
 the tables to stdout.
 
     python benchmarks/bench_defaults_classification.py [--datasets iris wine breast_cancer digits] \\
-        [--methods laplace de ...] [--splits 20] [--quick] [--max-epochs N] [--device cpu] [--threads 1]
+        [--methods laplace de ...] [--splits 20] [--quick] [--max-epochs N] [--device cpu] [--threads 1] \\
+        [--set NAME=VALUE ...]
 """
 
 import argparse
 import sys
 
 import numpy as np
-from defaults_options import add_defaults_options, pin_threads
+from defaults_options import add_defaults_options, add_set_option, pin_threads
 from scipy.special import softmax
 from uci_protocol import fmt, mean_se
 
@@ -90,11 +92,13 @@ def main(argv=None):
     parser.add_argument("--datasets", nargs="+", choices=DATASETS, default=list(DATASETS))
     parser.add_argument("--splits", type=int, default=20, help="paired splits, random_state 0 to SPLITS - 1")
     add_defaults_options(parser)
+    add_set_option(parser)
     args = parser.parse_args(argv)
     pin_threads(args.threads)
 
     budget = "compare's budgets (--quick)" if args.quick else "the package's defaults"
     epochs = f", max_epochs {args.max_epochs}" if args.max_epochs else ""
+    epochs += "".join(f", {name}={value!r}" for name, value in args.set)
     print(f"{args.splits} paired stratified 80/20 splits per data set (random_state 0 = compare's), {budget}"
           f"{epochs}, {args.threads} thread(s). Mean ± s.e. over the splits; 'NLL - X' is paired by split, "
           "'<= X' is whether its mean is at most one s.e.\n")
@@ -110,6 +114,8 @@ def main(argv=None):
             todo = candidates(args.methods, True, X_train, quick=args.quick, max_epochs=args.max_epochs,
                               random_state=seed, device=args.device)
             for candidate in todo:
+                if candidate.name in METHODS:
+                    candidate.estimator.set_params(**dict(args.set))
                 scored = fit_and_score(candidate.estimator, X_train, y_train, X_test, y_test, True).scores
                 scores.setdefault(candidate.name, []).append(scored)
                 print(f"{data} split {seed} {candidate.name}: NLL {scored['NLL']:.3f}  {scored['fit s']:.1f} s",

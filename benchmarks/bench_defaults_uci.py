@@ -42,7 +42,6 @@ distribution-valued supervised learning", NeurIPS 2024.
 """
 
 import argparse
-import ast
 import json
 import sys
 import time
@@ -50,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from defaults_options import add_defaults_options, pin_threads
+from defaults_options import add_defaults_options, add_set_option, pin_threads
 from joblib import Parallel, delayed
 from threadpoolctl import threadpool_limits
 from uci_protocol import DEFAULT_DATA_DIR, fmt, mean_se, run_split
@@ -86,15 +85,6 @@ def matches(record, run_settings):
     """Whether ``record`` was run with ``run_settings`` (a setting the record
     predates takes its value of the time, ``_UNRECORDED``)."""
     return all(record.get(key, _UNRECORDED.get(key)) == value for key, value in run_settings.items())
-
-
-def parameter(text):
-    """``NAME=VALUE`` of ``--set``, the value a Python literal where it is one (``1.0``, ``(50,)``), else a string."""
-    name, _, value = text.partition("=")
-    try:
-        return name, ast.literal_eval(value)
-    except (ValueError, SyntaxError):
-        return name, value
 
 
 def read_lines(path):
@@ -185,8 +175,7 @@ def add_run_options(parser):
                         help="JSON-lines results, appended as each split ends and read back to resume "
                              "(default: uci-defaults.jsonl)")
     parser.add_argument("--n-jobs", type=int, default=1, help="splits fitted at once, in separate processes")
-    parser.add_argument("--set", nargs="+", type=parameter, default=[], metavar="NAME=VALUE",
-                        help="estimator parameters of the families, away from the defaults (e.g. cov_scale=1.0)")
+    add_set_option(parser)
     add_defaults_options(parser, threads_help="torch and BLAS threads per process (default: 1)")
 
 

@@ -5,6 +5,8 @@
 and threads.
 """
 
+import ast
+
 import torch
 from threadpoolctl import threadpool_limits
 
@@ -24,3 +26,18 @@ def pin_threads(threads):
     """Limit torch and the BLAS libraries to ``threads`` threads."""
     torch.set_num_threads(threads)
     threadpool_limits(threads)
+
+
+def parameter(text):
+    """``NAME=VALUE`` of ``--set``, the value a Python literal where it is one (``1.0``, ``(50,)``), else a string."""
+    name, _, value = text.partition("=")
+    try:
+        return name, ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return name, value
+
+
+def add_set_option(parser):
+    """Add ``--set NAME=VALUE ...``: estimator parameters of the families away from their defaults."""
+    parser.add_argument("--set", nargs="+", type=parameter, default=[], metavar="NAME=VALUE",
+                        help="estimator parameters of the families, away from the defaults (e.g. cov_scale=1.0)")
