@@ -15,7 +15,8 @@ trajectories instead); NumPyro runs each chain on its own
 ``--fixed-steps 0.2 0.3 0.4`` compares the kernels alone instead: no
 adaptation, the given step sizes and the inverse mass ``(1, 2.25)`` (the
 target's variances), 16 chains x 4000 draws from exact draws of the target;
-divergences per draw, mean acceptance statistic and leapfrog steps per draw.
+divergences per draw (mean ± s.e. over the chains: a chain's excursions to the
+tails make its count), mean acceptance statistic and leapfrog steps per draw.
 
     python benchmarks/bench_nuts_banana.py [--seeds 3] [--burnin 500] [--target-acceptance 0.8]
     python benchmarks/bench_nuts_banana.py --fixed-steps 0.2 0.3 0.4
@@ -74,13 +75,13 @@ def ours_fixed(step_size):
     init, step = nuts(banana_log_density)
     state = init(torch.as_tensor(exact_draws(FIXED_CHAINS, 0)), step_size,
                  torch.tensor(INVERSE_MASS, dtype=torch.float64).expand(FIXED_CHAINS, 2))
-    divergences = acceptance = leapfrog = 0.0
+    divergences, acceptance, leapfrog = torch.zeros(FIXED_CHAINS, dtype=torch.float64), 0.0, 0.0
     for _ in range(FIXED_DRAWS):
         state, info = step(generator, state)
-        divergences += float(info.is_divergent.sum())
+        divergences += info.is_divergent
         acceptance += float(info.acceptance_probability.sum())
         leapfrog += float(info.n_leapfrog.sum())
-    return divergences, acceptance, leapfrog
+    return divergences.numpy(), acceptance, leapfrog
 
 
 def numpyro_fixed(step_size):
@@ -88,7 +89,7 @@ def numpyro_fixed(step_size):
     import jax.numpy as jnp
     from numpyro.infer import MCMC, NUTS
 
-    divergences = acceptance = leapfrog = 0.0
+    divergences, acceptance, leapfrog = [], 0.0, 0.0
     for chain, start in enumerate(exact_draws(FIXED_CHAINS, 0)):
         kernel = NUTS(potential_fn=lambda z: -banana_log_density(z), step_size=step_size, adapt_step_size=False,
                       adapt_mass_matrix=False, inverse_mass_matrix=jnp.array(INVERSE_MASS))
@@ -96,10 +97,10 @@ def numpyro_fixed(step_size):
         mcmc.run(jax.random.PRNGKey(chain), init_params=jnp.array(start),
                  extra_fields=("diverging", "accept_prob", "num_steps"))
         fields = mcmc.get_extra_fields()
-        divergences += float(fields["diverging"].sum())
+        divergences.append(float(fields["diverging"].sum()))
         acceptance += float(fields["accept_prob"].sum())
         leapfrog += float(fields["num_steps"].sum())
-    return divergences, acceptance, leapfrog
+    return np.array(divergences), acceptance, leapfrog
 
 
 def main():
@@ -125,13 +126,15 @@ def main():
     if args.fixed_steps:
         draws = FIXED_CHAINS * FIXED_DRAWS
         print(f"{FIXED_CHAINS} chains x {FIXED_DRAWS} draws from exact draws, inverse mass {INVERSE_MASS}\n")
-        print("| sampler | step size | divergences per draw | mean acceptance | leapfrog steps per draw |")
+        print("| sampler | step size | divergences per draw (± s.e. over chains) | mean acceptance "
+              "| leapfrog steps per draw |")
         print("|---|---|---|---|---|")
         for name, run in fixed.items():
             for step_size in args.fixed_steps:
                 divergences, acceptance, leapfrog = run(step_size)
-                print(f"| {name} | {step_size} | {divergences / draws:.4f} | {acceptance / draws:.3f} "
-                      f"| {leapfrog / draws:.2f} |", flush=True)
+                rates = divergences / FIXED_DRAWS
+                print(f"| {name} | {step_size} | {rates.mean():.4f} ± {rates.std(ddof=1) / np.sqrt(len(rates)):.4f} "
+                      f"| {acceptance / draws:.3f} | {leapfrog / draws:.2f} |", flush=True)
         return
     print(f"{N_CHAINS} chains x {N_DRAWS} draws, burn-in {args.burnin}, target acceptance "
           f"{args.target_acceptance}\n")

@@ -1,4 +1,6 @@
-"""Curvature of the Gaussian negative log-likelihood, against autograd."""
+"""Curvature of the negative log-likelihood, and products with it, against autograd and the assembled matrices."""
+
+import math
 
 import pytest
 import torch
@@ -88,16 +90,34 @@ def _likelihood_and_targets(name, noise, Y):
     return CategoricalLikelihood(), (Y[:, :1] > 0).double()
 
 
+@pytest.mark.parametrize("chunk_bytes", [None, 1], ids=["whole", "a row and a vector at a time"])
 @pytest.mark.parametrize("name", ["gaussian", "heteroscedastic", "categorical"])
-def test_ggn_products_and_largest_eigenvalue_are_the_full_matrix_s(problem, name):
-    """Jacobian-free products ``G V`` (the targets unread) equal the assembled GGN's, and the
-    subspace iteration finds its largest eigenvalue, for every likelihood's
-    weighting of the outputs (a two-output network read as a mean and a log
-    std, or as two logits)."""
+def test_ggn_products_and_largest_eigenvalue_are_the_assembled_ggn_s(problem, monkeypatch, name, chunk_bytes):
+    """Jacobian-free products ``G V`` (the targets unread) equal the assembled
+    GGN's, whole or in chunks of rows and blocks of vectors, and the subspace
+    iteration finds its largest eigenvalue, for every likelihood's weighting of
+    the outputs (a two-output network read as two means, as a mean and a log
+    std, or as two logits). The heteroscedastic case puts some log stds past
+    the clip, where the whitening's slope is 0."""
     model, theta, X, Y, noise = problem
     likelihood, targets = _likelihood_and_targets(name, noise, Y)
+    if name == "heteroscedastic":
+        log_std_bias = model._slices["2.bias"][0] + 1  # the output layer's second bias: the log std head
+        theta = theta.clone()
+        theta[log_std_bias] += 10.0 - model.single(theta, X)[:, 1].median()  # half the rows past the clip at 10
+        log_std = model.single(theta, X)[:, 1]
+        assert (log_std > 10.0).any() and (log_std < 10.0).any()
     full = curvature(model, theta, X, targets, likelihood, "ggn", "full")
+    if chunk_bytes is not None:
+        monkeypatch.setattr(curvature_module, "_CHUNK_BYTES", chunk_bytes)
     vectors = torch.randn(3, theta.shape[0], dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     torch.testing.assert_close(curvature_matmul(model, theta, X, None, likelihood, "ggn", vectors.T), full @ vectors.T)
     largest = largest_ggn_eigenvalue(model, theta, X, likelihood)
     assert largest == pytest.approx(float(torch.linalg.eigvalsh(full)[-1]), rel=1e-5)
+
+
+def test_largest_eigenvalue_of_a_zero_ggn_is_zero(problem):
+    """Outputs that no weight moves (a network of zeros behind a dead ReLU has
+    only its output bias; a zero noise weighting removes even that)."""
+    model, theta, X, Y, _ = problem
+    assert largest_ggn_eigenvalue(model, theta, X, gaussian(torch.tensor([math.inf, math.inf]))) == 0.0

@@ -234,6 +234,34 @@ def test_sampling_rate_of_a_linear_model_by_hand(batch_size, binding):
     assert rate == pytest.approx(rates[binding], rel=1e-9)
 
 
+@pytest.mark.parametrize("structure", ["kron", "diag"])
+def test_rate_cap_is_the_ggn_s_largest_eigenvalue_whatever_the_evidence_s_structure(monkeypatch, structure):
+    """A network too large for the evidence's exact log determinants (forced
+    here) still caps the rate at ``2 f N / lambda_max`` of its whole GGN: the
+    diagonal and the Kronecker-factored blocks understate ``lambda_max`` (the
+    largest curvature direction mixes the layers), and a cap read from them
+    lets SGD pass its stability limit. A batch of 10**9 rows puts Mandt's rate
+    far above the cap."""
+    from sklearn_quinn._core.curvature import curvature
+    from sklearn_quinn._core.evidence import ParameterGroups
+    from sklearn_quinn._core.likelihoods import CategoricalLikelihood
+    from sklearn_quinn._core.network import FunctionalModel, build_mlp
+    from sklearn_quinn.swag._rate import STABILITY_FRACTION, sampling_rate
+
+    from .test_evidence import force_structure
+
+    force_structure(monkeypatch, structure)
+    torch.manual_seed(0)
+    model = FunctionalModel(build_mlp(4, 3, (6,), "tanh").double())
+    X = torch.randn(200, 4, dtype=torch.float64)
+    Y = torch.randint(0, 3, (200, 1)).double()
+    theta, likelihood = model.flatten(), CategoricalLikelihood()
+    rate = sampling_rate(model, theta, X, Y, likelihood, ParameterGroups.of(model),
+                         torch.tensor(1.0, dtype=torch.float64), 10**9)
+    largest = float(torch.linalg.eigvalsh(curvature(model, theta, X, Y, likelihood, "ggn", "full"))[-1])
+    assert rate == pytest.approx(2 * STABILITY_FRACTION * len(X) / largest, rel=1e-5)
+
+
 @pytest.mark.parametrize("factor", [1.0, 0.25])
 @pytest.mark.parametrize("low_rank", [True, False])
 def test_misfit_scale_of_the_exact_linear_posterior_by_hand(factor, low_rank):

@@ -13,10 +13,16 @@ categorical over logits):
 Each comes as a full ``(K, K)`` matrix or as its diagonal ``(K,)``. The GGN
 and empirical Fisher come from per-example Jacobians, accumulated over chunks
 of rows so memory stays bounded; the Hessian from Hessian-vector products over
-blocks of basis vectors (its diagonal never forms the full matrix).
+blocks of basis vectors (its diagonal never forms the full matrix). Products
+``C V`` with a block of vectors (:func:`curvature_matmul`) never form ``C``:
+the GGN's come from forward- and reverse-mode products over chunks of rows
+(the module must support forward-mode differentiation, as every torch layer
+does; a custom ``autograd.Function`` needs its ``jvp``), the empirical
+Fisher's from the per-point gradients.
 """
 
 import os
+import warnings
 
 import torch
 from torch.func import grad, jvp, vjp, vmap
@@ -46,7 +52,9 @@ _CHUNK_BYTES = 64 * 1024**2
 #: its relative tolerance and its most iterations.
 _EIGEN_BLOCK, _EIGEN_TOLERANCE, _EIGEN_MAX_ITERATIONS = 8, 1e-6, 300
 
-#: Activations of the widest layer per row that a GGN product holds for each vector (forward, tangent, cotangent).
+#: Copies of a row's activations that a GGN product keeps per vector: the
+#: primal and tangent of the forward-mode pass, the cotangent of the backward
+#: one, and the primal the backward pass was built from.
 _PRODUCT_ACTIVATIONS = 4
 
 
@@ -192,11 +200,7 @@ def curvature_matmul(model, theta, X, Y, likelihood, kind, vectors):
     if kind not in ("ggn", "ef"):
         raise ValueError(f"curvature products are taken of the GGN or the empirical Fisher, not {kind!r}.")
     if kind == "ggn":
-        product = _ggn_products(model, theta, X, likelihood)
-        # A vector's forward and backward passes hold a few activations of every row.
-        vector_bytes = _PRODUCT_ACTIVATIONS * X.shape[0] * model.max_width * theta.element_size()
-        width = max(1, _CHUNK_BYTES // vector_bytes)
-        return torch.cat([product(chunk.T).T for chunk in vectors.split(width, dim=1)], dim=1)
+        return _ggn_matmul(model, theta, X, likelihood, vectors)
     total = torch.zeros_like(vectors)
     for factor in _square_root_chunks(model, theta, X, Y, likelihood, kind):
         total += factor.T @ (factor @ vectors)
@@ -240,9 +244,23 @@ def _hessian(model, theta, X, Y, likelihood, structure):
     return 0.5 * (result + result.T) if structure == "full" else result
 
 
+def _ggn_matmul(model, theta, X, likelihood, vectors):
+    """``G V`` for ``V (K, m)`` through :func:`_ggn_products`, in blocks of
+    vectors and chunks of rows whose activations stay under ``_CHUNK_BYTES``."""
+    n_rows, n_vectors = X.shape[0], vectors.shape[1]
+    # Per row and vector, a product keeps each activation a few times (see _PRODUCT_ACTIVATIONS).
+    row_bytes = _PRODUCT_ACTIVATIONS * model.total_width * theta.element_size()
+    width = max(1, min(n_vectors, _CHUNK_BYTES // (n_rows * row_bytes)))
+    total = torch.zeros_like(vectors)
+    for rows in _row_chunks(n_rows, width * row_bytes):
+        product = _ggn_products(model, theta, X[rows], likelihood)
+        total += torch.cat([product(block.T).T for block in vectors.split(width, dim=1)], dim=1)
+    return total
+
+
 def _ggn_products(model, theta, X, likelihood):
-    """The map ``V (m, K) -> V G (m, K)`` for the GGN at ``theta``, through
-    forward- and reverse-mode products, never a Jacobian:
+    """The map ``V (m, K) -> V G (m, K)`` for the GGN of the rows ``X`` at
+    ``theta``, through forward- and reverse-mode products, never a Jacobian:
     ``G v = sum_n J_n^T S_n^T S_n J_n v`` (Schraudolph 2002, "Fast curvature
     matrix-vector products for second-order gradient descent"), ``S_n`` the
     likelihood's whitening of the outputs. One pass over the rows forward and
@@ -267,12 +285,14 @@ def _ggn_products(model, theta, X, likelihood):
 
 def largest_ggn_eigenvalue(model, theta, X, likelihood):
     """The largest eigenvalue of the GGN at ``theta``, by subspace iteration
-    on :func:`curvature_matmul` products (the Rayleigh-Ritz value of a block
-    of ``_EIGEN_BLOCK`` vectors, to a relative ``_EIGEN_TOLERANCE``).
+    on :func:`curvature_matmul` products: the Rayleigh-Ritz value of a block
+    of ``_EIGEN_BLOCK`` vectors, once its vector's residual ``||G q - lambda q||``
+    is within ``_EIGEN_TOLERANCE`` of ``lambda`` (0 for a zero GGN, every
+    unit dead).
 
-    The iteration converges from below and costs a few dozen passes over the
-    rows. The GGN's diagonal, or its Kronecker-factored blocks, do not bound
-    it: the largest curvature direction mixes the layers.
+    The Ritz value converges from below, in a few dozen passes over the rows.
+    The GGN's diagonal, or its Kronecker-factored blocks, do not bound it: the
+    largest curvature direction mixes the layers.
 
     Parameters
     ----------
@@ -287,11 +307,15 @@ def largest_ggn_eigenvalue(model, theta, X, likelihood):
     generator = torch.Generator(device=theta.device).manual_seed(0)
     block = torch.randn(n_params, min(_EIGEN_BLOCK, n_params), generator=generator, dtype=theta.dtype,
                         device=theta.device)
-    value = 0.0
     for _ in range(_EIGEN_MAX_ITERATIONS):
         basis = torch.linalg.qr(block).Q
         block = curvature_matmul(model, theta, X, None, likelihood, "ggn", basis)
-        previous, value = value, float(torch.linalg.eigvalsh(basis.T @ block)[-1])
-        if abs(value - previous) <= _EIGEN_TOLERANCE * abs(value):
-            break
+        values, vectors = torch.linalg.eigh(basis.T @ block)
+        value, top = float(values[-1]), basis @ vectors[:, -1]
+        residual = float(torch.linalg.vector_norm(block @ vectors[:, -1] - value * top))
+        if residual <= _EIGEN_TOLERANCE * value or value <= 0.0:
+            return max(value, 0.0)
+    warnings.warn(f"the GGN's largest eigenvalue did not converge in {_EIGEN_MAX_ITERATIONS} iterations "
+                  f"(residual {residual:.3g} at {value:.6g}); its estimate, a lower bound, is used", UserWarning,
+                  stacklevel=2)
     return value

@@ -31,7 +31,7 @@ class LastLayerModel:
     Offers what the Laplace engine and the pushforwards use of a
     :class:`~sklearn_quinn._core.network.FunctionalModel`: ``__call__``,
     ``single``, ``jacobian``, ``flatten``, ``by_row_blocks`` and the layout
-    (``names``, ``shapes``, ``sizes``, ``n_params``, ``max_width``); and
+    (``names``, ``shapes``, ``sizes``, ``n_params``, ``max_width``, ``total_width``); and
     ``head``, the last layer as a FunctionalModel of its input ``phi``.
 
     Parameters
@@ -63,7 +63,7 @@ class LastLayerModel:
         self.head = FunctionalModel(copy.deepcopy(self._layer))
         self.names = [prefix + local for local in self.head.names]
         self.shapes, self.sizes = self.head.shapes, self.head.sizes
-        self.n_params, self.max_width = self.head.n_params, self.head.max_width
+        self.n_params, self.max_width, self.total_width = self.head.n_params, self.head.max_width, self.head.total_width
         self.index = torch.cat([torch.arange(*model._slices[full][:2]) for full in self.names])
         self._theta = theta[self.index]
         self._check_affine(model, theta, X[:8])

@@ -156,6 +156,8 @@ class FunctionalModel:
         # What one point of one weight row adds to the largest activation tensor (for a generic
         # module, an estimate from its linear layers).
         self.max_width = max((m.out_features for m in module.modules() if isinstance(m, nn.Linear)), default=1)
+        # And to all its activations together (what a pass keeps for its backward pass).
+        self.total_width = sum(m.out_features for m in module.modules() if isinstance(m, nn.Linear)) or 1
 
     def _fast_plan(self, module, prefix=""):
         """The layer plan of the batched fast path, or None for a generic module."""

@@ -9,7 +9,7 @@ that an adaptation loop can change them between steps; they have one row per
 chain. A proposal whose log density or energy is not finite is a divergence:
 it is rejected, counted in ``Info``, and never propagated. A Hamiltonian
 trajectory (HMC, NUTS) whose energy error passes ``DIVERGENCE_THRESHOLD`` is
-one too, as Stan and NumPyro count it.
+one too, as NumPyro counts it for HMC and NUTS, and Stan for NUTS.
 
 ``log_density`` maps ``(C, K) -> (C,)`` and must treat rows independently
 (HMC with per-chain trajectory lengths calls it on a leading block of the
@@ -42,7 +42,7 @@ def value_and_grad(log_density, position):
     return value.detach(), gradient
 
 
-#: An energy error beyond this many nats is a divergence (Stan's and NumPyro's threshold).
+#: An energy error beyond this many nats is a divergence (Stan's and NumPyro's threshold for NUTS, NumPyro's for HMC).
 DIVERGENCE_THRESHOLD = 1000.0
 
 

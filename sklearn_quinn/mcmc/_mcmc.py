@@ -413,8 +413,8 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         The evidence updates of the MAP training, when a MAP is trained.
     n_divergent_ : int
         Divergent transitions after burn-in: proposals rejected for a
-        non-finite energy or density, and NUTS trajectories whose energy
-        error passed 1000 nats.
+        non-finite energy or density, and HMC and NUTS trajectories whose
+        energy error passed 1000 nats.
     step_size_ : ndarray of shape (n_chains,) or None
         Step size used while sampling (None for AMCMC); for SGLD and SGHMC,
         that of burn-in and the peak of each cycle.

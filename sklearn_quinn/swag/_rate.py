@@ -55,12 +55,17 @@ def sampling_rate(model, theta, X, Y, likelihood, groups, precision, batch_size)
     Returns
     -------
     float
+        1.0 where no weight moves the outputs (a zero GGN): the rate then only
+        scales the prior's shrinkage.
     """
     theta = theta.detach()
     n_rows = X.shape[0]
     evidence = LaplaceEvidence(model, theta, X, Y, likelihood, groups)
     well_determined = float(evidence.well_determined(precision).sum())
-    stable = 2 * STABILITY_FRACTION * n_rows / largest_ggn_eigenvalue(model, theta, X, likelihood)
+    largest = largest_ggn_eigenvalue(model, theta, X, likelihood)
+    if largest <= 0.0:  # no weight moves the outputs: the rate only scales the prior's shrinkage
+        return 1.0
+    stable = 2 * STABILITY_FRACTION * n_rows / largest
     mean_gradient = grad(lambda weights: -likelihood.log_prob(model.single(weights, X), Y).mean())(theta)
     second_moment = float(curvature(model, theta, X, Y, likelihood, "ef", "diag").sum()) / n_rows
     noise_trace = second_moment - float(mean_gradient.square().sum())
