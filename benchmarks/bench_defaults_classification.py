@@ -112,10 +112,8 @@ def main(argv=None):
         for seed in range(args.splits):
             X_train, X_test, y_train, y_test = split_table(X, y, True, test_size=0.2, random_state=seed)
             todo = candidates(args.methods, True, X_train, quick=args.quick, max_epochs=args.max_epochs,
-                              random_state=seed, device=args.device)
+                              random_state=seed, device=args.device, params=dict(args.set))
             for candidate in todo:
-                if candidate.name in METHODS:
-                    candidate.estimator.set_params(**dict(args.set))
                 scored = fit_and_score(candidate.estimator, X_train, y_train, X_test, y_test, True).scores
                 scores.setdefault(candidate.name, []).append(scored)
                 print(f"{data} split {seed} {candidate.name}: NLL {scored['NLL']:.3f}  {scored['fit s']:.1f} s",

@@ -53,7 +53,7 @@ def split_table(X, y, classification, *, test_size=0.2, random_state=0):
 
 
 def candidates(methods, classification, X_train, *, references=True, quick=True, max_epochs=None, random_state=0,
-               device="cpu"):
+               device="cpu", params=None):
     """The networks of ``methods``, then the scikit-learn references of the task.
 
     Parameters
@@ -70,6 +70,9 @@ def candidates(methods, classification, X_train, *, references=True, quick=True,
     max_epochs, random_state, device
         See :func:`~sklearn_quinn._cli.methods.make_estimator`; ``random_state``
         also seeds the references.
+    params : dict, default=None
+        Parameters of every method's estimator away from its settings (the
+        benchmarks' ``--set``); not the references'.
 
     Returns
     -------
@@ -78,7 +81,7 @@ def candidates(methods, classification, X_train, *, references=True, quick=True,
     n_rows, n_features = X_train.shape
     rows = [Candidate(name, f"{METHODS[name].label} ({name})",
                       make_estimator(name, classification, quick=quick, max_epochs=max_epochs,
-                                     random_state=random_state, device=device))
+                                     random_state=random_state, device=device, **(params or {})))
             for name in methods]
     if references:
         rows += [Candidate(name, f"scikit-learn {REFERENCES[name].label}",
