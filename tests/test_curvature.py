@@ -117,7 +117,7 @@ def test_ggn_products_and_largest_eigenvalue_are_the_assembled_ggn_s(problem, mo
 
 
 def test_largest_eigenvalue_of_a_zero_ggn_is_zero(problem):
-    """Outputs that no weight moves (a network of zeros behind a dead ReLU has
-    only its output bias; a zero noise weighting removes even that)."""
+    """Outputs of infinite noise carry no curvature: the GGN is zero, and so is
+    its largest eigenvalue (the QR of a zero block gives no NaN)."""
     model, theta, X, Y, _ = problem
     assert largest_ggn_eigenvalue(model, theta, X, gaussian(torch.tensor([math.inf, math.inf]))) == 0.0

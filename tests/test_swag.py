@@ -262,6 +262,23 @@ def test_rate_cap_is_the_ggn_s_largest_eigenvalue_whatever_the_evidence_s_struct
     assert rate == pytest.approx(2 * STABILITY_FRACTION * len(X) / largest, rel=1e-5)
 
 
+def test_rate_without_curvature_is_the_unit_rate():
+    """Outputs of infinite noise: no curvature and no gradient noise, so no
+    stability limit and no Mandt rate; the unit rate, not a division by zero."""
+    from sklearn_quinn._core.evidence import ParameterGroups
+    from sklearn_quinn._core.likelihoods import GaussianLikelihood
+    from sklearn_quinn._core.network import FunctionalModel, build_mlp
+    from sklearn_quinn.swag._rate import sampling_rate
+
+    torch.manual_seed(0)
+    model = FunctionalModel(build_mlp(2, 1, (4,), "tanh").double())
+    X, Y = torch.randn(20, 2, dtype=torch.float64), torch.randn(20, 1, dtype=torch.float64)
+    likelihood = GaussianLikelihood(torch.tensor([math.inf], dtype=torch.float64)).frozen(1)
+    rate = sampling_rate(model, model.flatten(), X, Y, likelihood, ParameterGroups.of(model),
+                         torch.tensor(1.0, dtype=torch.float64), 5)
+    assert rate == 1.0
+
+
 @pytest.mark.parametrize("factor", [1.0, 0.25])
 @pytest.mark.parametrize("low_rank", [True, False])
 def test_misfit_scale_of_the_exact_linear_posterior_by_hand(factor, low_rank):
