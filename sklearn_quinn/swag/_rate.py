@@ -15,12 +15,13 @@ MAP's prior (the evidence's), not the number of weights.
 
 That stationary law is the continuous-time limit of small rates. The
 iteration itself, along a direction of curvature ``lambda`` (of the per-point
-loss, the generalised Gauss-Newton's ``G / N``) with gradient noise of
-variance ``v``, is ``x' = (1 - eps lambda) x - eps xi`` and settles at the
+loss, the generalised Gauss-Newton's ``G / N``) with per-point gradient noise
+of variance ``v`` (a minibatch's ``xi`` has variance ``v / S``), is
+``x' = (1 - eps lambda) x - eps xi`` and settles at the
 variance ``eps v / (S lambda (2 - eps lambda))``: ``2 / (2 - eps lambda)``
 times the limit's, without bound as the rate nears gradient descent's
-stability limit ``2 / lambda``. Where Mandt's rate is larger (it often is),
-the rate is capped at ``STABILITY_FRACTION`` of the limit of the stiffest
+stability limit ``2 / lambda``. Where Mandt's rate is larger (on every table
+measured, it is), the rate is capped at ``STABILITY_FRACTION`` of the limit of the stiffest
 direction, ``lambda_max``, found by subspace iteration (the GGN's diagonal or
 Kronecker-factored blocks understate it: its direction mixes the layers), so
 that no direction's variance exceeds the continuous law's by more than a

@@ -248,7 +248,8 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         ``gamma`` the weights the data determine at the MAP, ``C`` the
         per-point gradients' covariance there), capped at 0.2 of the
         stability limit of gradient descent on the MAP's curvature (where
-        the iterates' variance is at most 1.25 times that distribution's).
+        the iterates' variance is at most 1.25 times the continuous-time
+        stationary law's at that rate).
     batch_size_swag : int, default=32
         Minibatch rows of the SGD phase: the gradient noise of small batches
         is what spreads the snapshots (full-batch descent would settle on the
