@@ -208,9 +208,14 @@ def run(args, datasets, methods):
             print(f"{record['dataset']} {record['method']} ({args.likelihood}) split {record['split']}: "
                   f"LL {record['ll']:.3f}  coverage {record['coverage_95']:.3f}  {record['seconds']:.1f} s",
                   file=sys.stderr, flush=True)
-    records = [r for r in read_lines(args.out) if matches(r, run_settings)
-               and r["dataset"] in datasets and r["method"] in methods]
-    return records, notes
+    return recorded(args, datasets, methods), notes
+
+
+def recorded(args, datasets, methods):
+    """The records in ``args.out`` of ``datasets`` and ``methods`` under ``args``' settings."""
+    run_settings = settings(args)
+    return [r for r in read_lines(args.out) if matches(r, run_settings)
+            and r["dataset"] in datasets and r["method"] in methods]
 
 
 def main(argv=None):
