@@ -100,11 +100,25 @@ class LowRankEigenbasis:
         self.coordinate_eigenvalues = torch.cat([eigenvalues, eigenvalues.new_zeros(n_params)])
 
     def transpose_apply(self, jacobian):
-        """``J B`` for ``J`` of shape ``(..., K)``: ``(..., R + K)``."""
-        if self.prior_root is not None:
-            jacobian = jacobian / self.prior_root
-        along = jacobian @ self.vectors
-        return torch.cat([along, jacobian - along @ self.vectors.T], dim=-1)
+        """``J B`` for ``J`` of shape ``(..., K)``: ``(..., R + K)``.
+
+        Written into one new tensor, the complement's block updated in place:
+        the only ``(..., K)``-sized memory beside ``J`` is the result (a
+        Jacobian of many points and weights is the largest tensor of a
+        prediction).
+        """
+        n_params, rank = self.vectors.shape
+        rows = jacobian.reshape(-1, n_params)
+        result = rows.new_empty(rows.shape[0], rank + n_params)
+        across = result[:, rank:]
+        if self.prior_root is None:
+            across.copy_(rows)
+        else:
+            torch.div(rows, self.prior_root, out=across)
+        along = across @ self.vectors
+        result[:, :rank] = along
+        across.addmm_(along, self.vectors.T, alpha=-1.0)
+        return result.reshape(*jacobian.shape[:-1], rank + n_params)
 
     def apply(self, coordinates):
         """``B z`` for coordinates ``z`` given as rows ``(..., R + K)``: ``(..., K)``."""

@@ -47,8 +47,9 @@ class GaussianPosterior:
     - low rank plus diagonal: ``Sigma = diag(std**2) + U U^T`` with ``U`` of
       shape ``(K, R)`` (SWAG);
     - in a basis: ``Sigma = B diag(std**2) B^T`` with ``B`` an operator
-      (``apply``, ``transpose_apply``, ``squared_apply``) from as many
-      coordinates as ``std`` has to the ``K`` weights, such as the
+      (``apply``, ``transpose_apply``, ``squared_apply``; each returns a new
+      tensor) from as many coordinates as ``std`` has to the ``K`` weights,
+      such as the
       eigenvectors of a Kronecker-factored curvature, or the frame of a
       low-rank one.
 
@@ -122,7 +123,7 @@ class GaussianPosterior:
         if self.std is None:
             return torch.linalg.solve_triangular(self.precision_cholesky, jacobian.T, upper=False).T
         if self.basis is not None:
-            return self.basis.transpose_apply(jacobian) * self.std
+            return self.basis.transpose_apply(jacobian).mul_(self.std)
         factor = jacobian * self.std
         if self.low_rank is not None:
             factor = torch.cat([factor, jacobian @ self.low_rank], dim=1)
