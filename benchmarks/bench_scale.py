@@ -26,7 +26,8 @@ data set: seconds, peak GiB, test NLL, 95% coverage, RMSE, and whether the
 fit stayed within the limits.
 
     python benchmarks/bench_scale.py [--tables protein synthetic] [--methods laplace ...] \\
-        [--timeout 900] [--max-memory 8] [--max-epochs N] [--out scale.jsonl] [--threads 1]
+        [--timeout 900] [--max-memory 8] [--max-epochs N] [--set NAME=VALUE ...] [--out scale.jsonl] \\
+        [--threads 1]
 """
 
 import argparse
@@ -39,7 +40,7 @@ import time
 from pathlib import Path
 
 from bench_defaults_uci import read_lines
-from defaults_options import pin_threads
+from defaults_options import add_set_option, pin_threads
 from sklearn.datasets import make_friedman1
 from uci_protocol import DEFAULT_DATA_DIR, score_fit
 
@@ -72,11 +73,16 @@ def fit_one(table, method, args):
     pin_threads(args.threads)
     data, hidden = load_table(table, args.data_dir)
     estimator = make_estimator(method, False, quick=False, max_epochs=max_epochs_for(table, args),
-                               hidden_layer_sizes=hidden, **BIG_TABLE_PARAMS.get(method, {}))
+                               hidden_layer_sizes=hidden, **params(method, args))
     record = score_fit(estimator, *data)
     del record["estimator"]
     record["worker_peak_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2  # KiB on Linux
     print(json.dumps(record), flush=True)
+
+
+def params(method, args):
+    """The parameters of ``method`` away from its defaults: its big-table mode, then ``--set``'s."""
+    return {**BIG_TABLE_PARAMS.get(method, {}), **dict(args.set)}
 
 
 def peak_gib(pid):
@@ -92,7 +98,8 @@ def peak_gib(pid):
 def run_in_process(table, method, args):
     """Run the worker of (``table``, ``method``) in a fresh process under the time and memory limits."""
     command = [sys.executable, __file__, "--worker", table, method, "--data-dir", args.data_dir,
-               "--threads", str(args.threads)] + (["--max-epochs", str(args.max_epochs)] if args.max_epochs else [])
+               "--threads", str(args.threads)] + (["--max-epochs", str(args.max_epochs)] if args.max_epochs else []) \
+        + (["--set", *(f"{name}={value!r}" for name, value in args.set)] if args.set else [])
     start, peak, stopped = time.perf_counter(), 0.0, None
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     while process.poll() is None:
@@ -117,7 +124,7 @@ def run_in_process(table, method, args):
 
 def settings(table, args):
     return {"max_epochs": max_epochs_for(table, args), "threads": args.threads, "timeout": args.timeout,
-            "max_memory": args.max_memory, "params": BIG_TABLE_PARAMS}
+            "max_memory": args.max_memory, "params": BIG_TABLE_PARAMS, **({"set": dict(args.set)} if args.set else {})}
 
 
 def print_table(table, records, args):
@@ -149,6 +156,7 @@ def main(argv=None):
     parser.add_argument("--max-epochs", type=int, help="training epochs (default: the package's; 10 on synthetic)")
     parser.add_argument("--out", default="scale.jsonl")
     parser.add_argument("--threads", type=int, default=1)
+    add_set_option(parser)
     parser.add_argument("--worker", nargs=2, metavar=("TABLE", "METHOD"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
