@@ -81,10 +81,13 @@ def settings(args):
 _UNRECORDED = {"likelihood": "gaussian", "params": {}}
 
 
-def matches(record, run_settings):
+def matches(record, run_settings, unrecorded=None):
     """Whether ``record`` was run with ``run_settings`` (a setting the record
-    predates takes its value of the time, ``_UNRECORDED``)."""
-    return all(record.get(key, _UNRECORDED.get(key)) == value for key, value in run_settings.items())
+    predates takes its value of the time, from ``unrecorded``, default
+    ``_UNRECORDED``). Settings compare as JSON stores them (a tuple as a list)."""
+    unrecorded = _UNRECORDED if unrecorded is None else unrecorded
+    return all(record.get(key, unrecorded.get(key)) == json.loads(json.dumps(value))
+               for key, value in run_settings.items())
 
 
 def read_lines(path):

@@ -47,6 +47,11 @@ def by_cell(records):
     return cells
 
 
+def cell(records, key, decimals=3):
+    """Mean ± s.e. of ``key`` over ``records``, or "not run" for a likelihood without them (None)."""
+    return "not run" if records is None else fmt([r[key] for r in records], decimals)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", nargs="+", choices=SETS, default=list(SETS))
@@ -79,9 +84,6 @@ def main(argv=None):
             values = [[run_[s] for s in splits] if run_ else None for run_ in runs]
             ll = [None if value is None else [r["ll"] for r in value] for value in values]
             digits = 4 if np.mean([r["rmse"] for r in present[0].values()]) < 0.1 else 2
-
-            def cell(value, key, decimals=3):
-                return "not run" if value is None else fmt([r[key] for r in value], decimals)
 
             gain = "" if None in ll else fmt(np.subtract(ll[1], ll[0]), 2)
             print(f"| {name} | {method} | {len(splits)} | {cell(values[0], 'll', 2)} | {cell(values[1], 'll', 2)} | "

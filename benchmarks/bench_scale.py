@@ -39,7 +39,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench_defaults_uci import read_lines
+from bench_defaults_uci import matches, read_lines
 from defaults_options import add_set_option, pin_threads
 from sklearn.datasets import make_friedman1
 from uci_protocol import DEFAULT_DATA_DIR, score_fit
@@ -72,8 +72,8 @@ def fit_one(table, method, args):
     """The worker: fit ``method`` on ``table`` and print its record as one JSON line."""
     pin_threads(args.threads)
     data, hidden = load_table(table, args.data_dir)
-    estimator = make_estimator(method, False, quick=False, max_epochs=max_epochs_for(table, args),
-                               hidden_layer_sizes=hidden, **params(method, args))
+    estimator = make_estimator(method, False, quick=False, **{"max_epochs": max_epochs_for(table, args),
+                                                              "hidden_layer_sizes": hidden, **params(method, args)})
     record = score_fit(estimator, *data)
     del record["estimator"]
     record["worker_peak_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2  # KiB on Linux
@@ -81,7 +81,8 @@ def fit_one(table, method, args):
 
 
 def params(method, args):
-    """The parameters of ``method`` away from its defaults: its big-table mode, then ``--set``'s."""
+    """The parameters of ``method`` away from its defaults: its big-table mode, then ``--set``'s (which
+    may override the table's ``hidden_layer_sizes`` and ``max_epochs`` too)."""
     return {**BIG_TABLE_PARAMS.get(method, {}), **dict(args.set)}
 
 
@@ -124,7 +125,7 @@ def run_in_process(table, method, args):
 
 def settings(table, args):
     return {"max_epochs": max_epochs_for(table, args), "threads": args.threads, "timeout": args.timeout,
-            "max_memory": args.max_memory, "params": BIG_TABLE_PARAMS, **({"set": dict(args.set)} if args.set else {})}
+            "max_memory": args.max_memory, "params": BIG_TABLE_PARAMS, "set": dict(args.set)}
 
 
 def print_table(table, records, args):
@@ -166,7 +167,7 @@ def main(argv=None):
         records = []
         for method in args.methods:
             record = next((r for r in done if r["table"] == table and r["method"] == method
-                           and all(r.get(k) == v for k, v in settings(table, args).items())), None)
+                           and matches(r, settings(table, args), {"set": {}})), None)
             if record is None:
                 record = run_in_process(table, method, args)
                 with open(args.out, "a") as file:

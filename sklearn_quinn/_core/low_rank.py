@@ -105,7 +105,8 @@ class LowRankEigenbasis:
         Written into one new tensor, the complement's block updated in place:
         the only ``(..., K)``-sized memory beside ``J`` is the result (a
         Jacobian of many points and weights is the largest tensor of a
-        prediction).
+        prediction), where ``J`` flattens to rows without a copy. Not
+        differentiable (predictions run without gradients).
         """
         n_params, rank = self.vectors.shape
         rows = jacobian.reshape(-1, n_params)

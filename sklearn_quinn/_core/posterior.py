@@ -49,9 +49,8 @@ class GaussianPosterior:
     - in a basis: ``Sigma = B diag(std**2) B^T`` with ``B`` an operator
       (``apply``, ``transpose_apply``, ``squared_apply``; each returns a new
       tensor) from as many coordinates as ``std`` has to the ``K`` weights,
-      such as the
-      eigenvectors of a Kronecker-factored curvature, or the frame of a
-      low-rank one.
+      such as the eigenvectors of a Kronecker-factored curvature, or the
+      frame of a low-rank one.
 
     Build one with :meth:`from_precision_cholesky`, :meth:`from_std`,
     :meth:`from_low_rank` or :meth:`from_basis`.
