@@ -81,10 +81,11 @@ def main(argv=None):
                 continue
             # Paired over the splits both likelihoods have; a likelihood not run shows as such.
             splits = sorted(set.intersection(*(set(run_) for run_ in present)))
+            if not splits:  # both run, on different splits: nothing to pair
+                continue
             values = [[run_[s] for s in splits] if run_ else None for run_ in runs]
             ll = [None if value is None else [r["ll"] for r in value] for value in values]
             digits = 4 if np.mean([r["rmse"] for r in present[0].values()]) < 0.1 else 2
-
             gain = "" if None in ll else fmt(np.subtract(ll[1], ll[0]), 2)
             print(f"| {name} | {method} | {len(splits)} | {cell(values[0], 'll', 2)} | {cell(values[1], 'll', 2)} | "
                   f"{gain} | {cell(values[0], 'coverage_95')} | {cell(values[1], 'coverage_95')} | "
