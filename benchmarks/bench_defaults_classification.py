@@ -44,7 +44,7 @@ import argparse
 import sys
 
 import numpy as np
-from defaults_options import add_defaults_options, add_set_option, pin_threads
+from defaults_options import add_defaults_options, add_set_option, pin_threads, set_arguments
 from scipy.special import softmax
 from uci_protocol import fmt, mean_se
 
@@ -98,7 +98,7 @@ def main(argv=None):
 
     budget = "compare's budgets (--quick)" if args.quick else "the package's defaults"
     epochs = f", max_epochs {args.max_epochs}" if args.max_epochs else ""
-    epochs += "".join(f", {name}={value!r}" for name, value in args.set)
+    epochs += "".join(f", {text}" for text in set_arguments(args.set))
     print(f"{args.splits} paired stratified 80/20 splits per data set (random_state 0 = compare's), {budget}"
           f"{epochs}, {args.threads} thread(s). Mean ± s.e. over the splits; 'NLL - X' is paired by split, "
           "'<= X' is whether its mean is at most one s.e.\n")

@@ -49,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from defaults_options import add_defaults_options, add_set_option, pin_threads
+from defaults_options import add_defaults_options, add_set_option, pin_threads, set_arguments
 from joblib import Parallel, delayed
 from threadpoolctl import threadpool_limits
 from uci_protocol import DEFAULT_DATA_DIR, fmt, mean_se, run_split
@@ -235,7 +235,7 @@ def main(argv=None):
     records, notes = run(args, args.datasets, methods)
     budget = "compare's budgets (--quick)" if args.quick else "the package's defaults"
     epochs = f", max_epochs {args.max_epochs}" if args.max_epochs else ""
-    epochs += "".join(f", {name}={value!r}" for name, value in args.set)
+    epochs += "".join(f", {text}" for text in set_arguments(args.set))
     print(f"UCI, {budget}{epochs}, likelihood {args.likelihood!r}, {args.threads} thread(s) per fit; "
           f"results in {args.out}. Mean ± s.e. over the splits.\n")
     print_tables(records, args.datasets, methods, notes)

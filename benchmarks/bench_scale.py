@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 
 from bench_defaults_uci import matches, read_lines
-from defaults_options import add_set_option, pin_threads
+from defaults_options import add_set_option, pin_threads, set_arguments
 from sklearn.datasets import make_friedman1
 from uci_protocol import DEFAULT_DATA_DIR, score_fit
 
@@ -100,7 +100,7 @@ def run_in_process(table, method, args):
     """Run the worker of (``table``, ``method``) in a fresh process under the time and memory limits."""
     command = [sys.executable, __file__, "--worker", table, method, "--data-dir", args.data_dir,
                "--threads", str(args.threads)] + (["--max-epochs", str(args.max_epochs)] if args.max_epochs else []) \
-        + (["--set", *(f"{name}={value!r}" for name, value in args.set)] if args.set else [])
+        + (["--set", *set_arguments(args.set)] if args.set else [])
     start, peak, stopped = time.perf_counter(), 0.0, None
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     while process.poll() is None:

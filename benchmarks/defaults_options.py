@@ -37,6 +37,11 @@ def parameter(text):
         return name, value
 
 
+def set_arguments(pairs):
+    """``--set``'s ``(NAME, VALUE)`` pairs back as ``NAME=VALUE`` texts that :func:`parameter` reads again."""
+    return [f"{name}={value!r}" for name, value in pairs]
+
+
 def add_set_option(parser):
     """Add ``--set NAME=VALUE ...``: estimator parameters of the families away from their defaults."""
     parser.add_argument("--set", nargs="+", type=parameter, default=[], metavar="NAME=VALUE",

@@ -153,11 +153,11 @@ class FunctionalModel:
         # The weight block of a LinearSkipMLP's linear map, added to the fast path's outputs.
         self._skip = self._slices["linear.weight"] if isinstance(module, LinearSkipMLP) else None
         self._plan = self._fast_plan(module.mlp, "mlp.") if self._skip else self._fast_plan(module)
-        # What one point of one weight row adds to the largest activation tensor (for a generic
-        # module, an estimate from its linear layers).
-        self.max_width = max((m.out_features for m in module.modules() if isinstance(m, nn.Linear)), default=1)
-        # And to all its activations together (what a pass keeps for its backward pass).
-        self.total_width = sum(m.out_features for m in module.modules() if isinstance(m, nn.Linear)) or 1
+        # What one point of one weight row adds to the largest activation tensor, and to all of them
+        # together (what a pass keeps for its backward pass); for a generic module, estimates from its
+        # linear layers.
+        widths = [m.out_features for m in module.modules() if isinstance(m, nn.Linear)]
+        self.max_width, self.total_width = max(widths, default=1), sum(widths) or 1
 
     def _fast_plan(self, module, prefix=""):
         """The layer plan of the batched fast path, or None for a generic module."""
