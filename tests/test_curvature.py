@@ -7,7 +7,9 @@ import torch
 from torch.func import grad, hessian
 
 from sklearn_quinn._core import curvature as curvature_module
+from sklearn_quinn._core import kronecker as kronecker_module
 from sklearn_quinn._core.curvature import check_full_fits, curvature, curvature_matmul, largest_ggn_eigenvalue
+from sklearn_quinn._core.last_layer import LastLayerModel
 from sklearn_quinn._core.likelihoods import CategoricalLikelihood, GaussianLikelihood, HeteroscedasticGaussianLikelihood
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 
@@ -64,6 +66,57 @@ def test_chunking_does_not_change_the_result(problem, monkeypatch, kind):
     whole = curvature(model, theta, X, Y, gaussian(noise), kind, "full")
     monkeypatch.setattr(curvature_module, "_CHUNK_BYTES", 1)  # one row (or column) at a time
     torch.testing.assert_close(curvature(model, theta, X, Y, gaussian(noise), kind, "full"), whole)
+
+
+def _jacobian_route(model, theta, X, Y, likelihood, kind):
+    """The full curvature from the per-example Jacobians (or gradients), never through the layers."""
+    chunks = curvature_module._square_root_chunks(model, theta, X, Y, likelihood, kind)
+    return sum(factor.T @ factor for factor in chunks)
+
+
+@pytest.mark.parametrize("chunk_elements", [None, 7], ids=["whole", "a few elements at a time"])
+@pytest.mark.parametrize("kind", ["ggn", "ef"])
+@pytest.mark.parametrize("name", ["gaussian", "heteroscedastic", "categorical"])
+def test_layered_curvature_is_the_jacobians_for_a_skip_network(monkeypatch, name, kind, chunk_elements):
+    # Three outputs (softmax classes), two hidden layers and the linear skip: every cross-layer block is exercised.
+    torch.manual_seed(1)
+    model = FunctionalModel(build_mlp(3, 3, (4, 5), "relu", linear_skip=True).double())
+    theta = model.flatten()
+    X, Y = torch.randn(11, 3, dtype=torch.float64), torch.randn(11, 3, dtype=torch.float64)
+    likelihood, targets = _likelihood_and_targets(name, torch.tensor([0.5, 2.0, 1.0], dtype=torch.float64), Y)
+    if name == "categorical":
+        targets = torch.randint(0, 3, (11, 1)).double()
+    if name == "heteroscedastic":
+        model = FunctionalModel(build_mlp(3, 2, (4, 5), "relu", linear_skip=True).double())
+        theta = model.flatten()
+    if chunk_elements is not None:
+        monkeypatch.setattr(kronecker_module, "_CHUNK_ELEMENTS", chunk_elements)
+    expected = _jacobian_route(model, theta, X, targets, likelihood, kind)
+    torch.testing.assert_close(curvature(model, theta, X, targets, likelihood, kind, "full"), expected)
+
+
+def test_layered_curvature_of_a_last_layer_and_a_weight_outside_any_layer():
+    torch.manual_seed(2)
+    X, Y = torch.randn(8, 3, dtype=torch.float64), torch.randn(8, 2, dtype=torch.float64)
+    likelihood = gaussian(torch.tensor([0.5, 2.0], dtype=torch.float64))
+    full = FunctionalModel(build_mlp(3, 2, (4,), "tanh").double())
+    last = LastLayerModel(full, full.flatten(), X)
+    torch.testing.assert_close(curvature(last, last.flatten(), X, Y, likelihood, "ggn", "full"),
+                               _jacobian_route(last, last.flatten(), X, Y, likelihood, "ggn"))
+
+    class Scaled(torch.nn.Module):  # a weight in no nn.Linear: the Jacobians serve
+        def __init__(self):
+            super().__init__()
+            self.layer, self.scale = torch.nn.Linear(3, 2), torch.nn.Parameter(torch.tensor([1.5]))
+
+        def forward(self, inputs):
+            return self.scale * torch.tanh(self.layer(inputs))
+
+    scaled = FunctionalModel(Scaled().double())
+    with pytest.raises(kronecker_module.KroneckerUnsupportedError, match="every weight"):
+        kronecker_module.layered_curvature(scaled, scaled.flatten(), X, Y, likelihood)
+    torch.testing.assert_close(curvature(scaled, scaled.flatten(), X, Y, likelihood, "ggn", "full"),
+                               _jacobian_route(scaled, scaled.flatten(), X, Y, likelihood, "ggn"))
 
 
 def test_full_structure_over_budget_is_refused_before_allocation(monkeypatch):

@@ -12,7 +12,10 @@ categorical over logits):
 
 Each comes as a full ``(K, K)`` matrix or as its diagonal ``(K,)``. The GGN
 and empirical Fisher come from per-example Jacobians, accumulated over chunks
-of rows so memory stays bounded; the Hessian from Hessian-vector products over
+of rows so memory stays bounded; a full one of a network whose every weight
+sits in an ``nn.Linear`` layer, from the layers' inputs and output gradients
+(:func:`~sklearn_quinn._core.kronecker.layered_curvature`, a softmax's classes
+times cheaper); the Hessian from Hessian-vector products over
 blocks of basis vectors (its diagonal never forms the full matrix). Products
 ``C V`` with a block of vectors (:func:`curvature_matmul`) never form ``C``:
 the GGN's come from forward- and reverse-mode products over chunks of rows
@@ -27,7 +30,7 @@ import warnings
 import torch
 from torch.func import grad, jvp, vjp, vmap
 
-from .kronecker import kronecker_bytes, kronecker_factors
+from .kronecker import KroneckerUnsupportedError, kronecker_bytes, kronecker_factors, layered_curvature
 
 CURVATURES = ("ggn", "hessian", "ef")
 STRUCTURES = ("full", "diag")
@@ -157,6 +160,11 @@ def curvature(model, theta, X, Y, likelihood, kind="ggn", structure="full"):
     if kind == "hessian":
         return _hessian(model, theta, X, Y, likelihood, structure)
 
+    if structure == "full":
+        try:
+            return layered_curvature(model, theta, X, Y, likelihood, kind)
+        except KroneckerUnsupportedError:
+            pass
     shape = (n_params, n_params) if structure == "full" else (n_params,)
     total = theta.new_zeros(shape)
     for factor in _square_root_chunks(model, theta, X, Y, likelihood, kind):

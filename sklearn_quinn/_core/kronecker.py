@@ -141,6 +141,35 @@ def _inputs_and_output_gradients(module, theta, X, directions_at, layers):
     return [inputs.get(layer.name) for layer in layers], [gradients.get(layer.name) for layer in layers]
 
 
+def _layer_chunks(model, theta, X, Y, likelihood, kind):
+    """The layers of ``model`` and, one chunk of rows at a time, each layer's
+    input ``a~`` with its bias column ``(n, n_in)`` and its whitened output
+    gradients ``B`` ``(D, n, n_out)`` (None for a layer without curvature)."""
+    if kind not in ("ggn", "ef"):
+        raise KroneckerUnsupportedError(
+            f"hessian_structure='kron' factors the GGN or the empirical Fisher, not curvature={kind!r}."
+        )
+    layers, rest = kronecker_layers(model)
+    module, inputs, offset = _module_and_inputs(model, X)
+    n_outputs = model.single(theta, X[:1]).shape[-1]
+    chunk = max(1, _CHUNK_ELEMENTS // (n_outputs * sum(layer.n_out for layer in layers) or 1))
+
+    def chunks():
+        for start in range(0, X.shape[0], chunk):
+            rows = slice(start, start + chunk)
+
+            def directions_at(outputs):
+                return _directions(likelihood, outputs if offset is None else outputs + offset[rows], Y[rows], kind)
+
+            layer_inputs, gradients = _inputs_and_output_gradients(module, theta, inputs[rows], directions_at, layers)
+            with_bias = [None if a is None or b is None else
+                         torch.cat([a, a.new_ones(len(a), 1)], dim=1) if layer.n_in > a.shape[1] else a
+                         for layer, a, b in zip(layers, layer_inputs, gradients)]
+            yield with_bias, gradients
+
+    return layers, rest, chunks()
+
+
 def kronecker_factors(model, theta, X, Y, likelihood, kind="ggn"):
     """The Kronecker factors ``(G, A)`` of each linear layer, accumulated over chunks of rows.
 
@@ -159,33 +188,64 @@ def kronecker_factors(model, theta, X, Y, likelihood, kind="ggn"):
     rest : tensor of int
         Positions in ``theta`` of the weights in no linear layer.
     """
-    if kind not in ("ggn", "ef"):
-        raise KroneckerUnsupportedError(
-            f"hessian_structure='kron' factors the GGN or the empirical Fisher, not curvature={kind!r}."
-        )
-    layers, rest = kronecker_layers(model)
-    module, inputs, offset = _module_and_inputs(model, X)
+    layers, rest, chunks = _layer_chunks(model, theta, X, Y, likelihood, kind)
     factors = [
         [theta.new_zeros(layer.n_out, layer.n_out), theta.new_zeros(layer.n_in, layer.n_in)] for layer in layers
     ]
-    n_outputs = model.single(theta, X[:1]).shape[-1]
-    chunk = max(1, _CHUNK_ELEMENTS // (n_outputs * sum(layer.n_out for layer in layers) or 1))
-    for start in range(0, X.shape[0], chunk):
-        rows = slice(start, start + chunk)
-
-        def directions_at(outputs):
-            return _directions(likelihood, outputs if offset is None else outputs + offset[rows], Y[rows], kind)
-
-        layer_inputs, gradients = _inputs_and_output_gradients(module, theta, inputs[rows], directions_at, layers)
-        for (output_factor, input_factor), layer, a, b in zip(factors, layers, layer_inputs, gradients):
-            if a is None or b is None:
-                continue
-            if layer.n_in > a.shape[1]:  # the bias column
-                a = torch.cat([a, a.new_ones(len(a), 1)], dim=1)
-            input_factor += a.T @ a
-            output_factor += torch.einsum("dni,dnj->ij", b, b)
+    for layer_inputs, gradients in chunks:
+        for (output_factor, input_factor), a, b in zip(factors, layer_inputs, gradients):
+            if a is not None:
+                input_factor += a.T @ a
+                output_factor += torch.einsum("dni,dnj->ij", b, b)
     n_rows = max(X.shape[0], 1)
     return layers, [(output_factor / n_rows, input_factor) for output_factor, input_factor in factors], rest
+
+
+def layered_curvature(model, theta, X, Y, likelihood, kind="ggn"):
+    """The full ``(K, K)`` GGN (or empirical Fisher) of a network whose every
+    weight sits in an ``nn.Linear`` layer, from the sum that KFAC factors,
+    taken exactly.
+
+    The block of layers ``l`` and ``m`` is ``sum_n (B_n^l B_n^m^T) (x)
+    (a~_n^l a~_n^m^T)``: the products over the ``D`` output directions are
+    summed first, so the block costs ``N`` times its size where the
+    per-example Jacobians cost ``N D`` times it (``D`` the classes of a
+    softmax), and no Jacobian is formed.
+
+    Raises
+    ------
+    KroneckerUnsupportedError
+        For a weight in no linear layer, or layers the hooks refuse.
+    """
+    layers, rest, chunks = _layer_chunks(model, theta, X, Y, likelihood, kind)
+    if len(rest) or not layers:
+        raise KroneckerUnsupportedError("the layered curvature needs every weight in an nn.Linear layer.")
+    total = theta.new_zeros(theta.shape[0], theta.shape[0])
+    for layer_inputs, gradients in chunks:
+        for i, (first, a, b) in enumerate(zip(layers, layer_inputs, gradients)):
+            for second, c, d in list(zip(layers, layer_inputs, gradients))[i:]:
+                if a is None or c is None:
+                    continue
+                block = _layer_pair_block(first, a, b, second, c, d)
+                total[first.index[:, None], second.index[None, :]] += block
+                if second is not first:
+                    total[second.index[:, None], first.index[None, :]] += block.T
+    return total
+
+
+def _layer_pair_block(first, a, b, second, c, d):
+    """``sum_n (B_n^T D_n) (x) (a_n c_n^T)``, ``(first.n_out first.n_in, second.n_out second.n_in)``,
+    for a chunk of rows, in sub-chunks whose two per-row products stay under ``_CHUNK_ELEMENTS``."""
+    per_row = first.n_out * second.n_out + first.n_in * second.n_in
+    step = max(1, _CHUNK_ELEMENTS // per_row)
+    block = a.new_zeros(first.n_out * second.n_out, first.n_in * second.n_in)
+    for start in range(0, a.shape[0], step):
+        rows = slice(start, start + step)
+        outputs = torch.einsum("dni,dnk->nik", b[:, rows], d[:, rows]).flatten(1)
+        inputs = torch.einsum("nj,nl->njl", a[rows], c[rows]).flatten(1)
+        block += outputs.T @ inputs
+    shape = (first.n_out, second.n_out, first.n_in, second.n_in)
+    return block.view(shape).permute(0, 2, 1, 3).reshape(first.n_out * first.n_in, second.n_out * second.n_in)
 
 
 class KroneckerEigenbasis:
