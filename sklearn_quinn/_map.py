@@ -25,6 +25,7 @@ from skorch.callbacks import Callback, EpochTimer, LRScheduler
 from skorch.utils import to_device, to_tensor
 from torch import nn
 
+from ._core.curvature import AUTO_MAX_FULL_PARAMS
 from ._core.evidence import LaplaceEvidence
 from ._core.likelihoods import GaussianLikelihood
 
@@ -173,6 +174,14 @@ class EvidenceMaximisation(Callback):
         Gaussian likelihood only the network's Jacobian moves with the weights,
         and the fixed point is within a step of the maximum, so the scale is
         not searched.
+
+        The evidence of these converged states is exact wherever the
+        posterior's curvature is (up to ``AUTO_MAX_FULL_PARAMS`` weights), not
+        Kronecker-factored as the training's updates may take it: the factors
+        over-penalise a weak prior, by hundreds of nats on a softmax network
+        of a few thousand weights, and the scale is what a classifier's
+        calibration turns on. One factorisation per step, where an update
+        iterates many.
         """
         best = start = self._converged_state(net)
         if self.learn_prior and net.criterion_.likelihood.curvature_varies_with_outputs:
@@ -194,7 +203,7 @@ class EvidenceMaximisation(Callback):
         if precision is not None:
             net.criterion_.prior_precision = torch.as_tensor(precision, dtype=self.X.dtype)
         polish(net, self.X, self.Y)
-        self._maximise(net, False, False, None, "final")
+        self._maximise(net, False, False, None, "final", max_full_params=AUTO_MAX_FULL_PARAMS)
         return {"record": self.history_.pop(), "module": copy.deepcopy(net.module_.state_dict()),
                 "criterion": copy.deepcopy(net.criterion_.state_dict()),
                 "precision": net.criterion_.prior_precision}
@@ -210,14 +219,16 @@ class EvidenceMaximisation(Callback):
         precision = torch.as_tensor(net.criterion_.prior_precision).cpu().numpy()
         return np.broadcast_to(precision, len(self.groups)).copy()
 
-    def _maximise(self, net, learn_prior, learn_noise, max_iterations, stage):
+    def _maximise(self, net, learn_prior, learn_noise, max_iterations, stage, max_full_params=None):
         """Maximise the evidence at the current weights over the precisions and
         the noise (those learned: ``learn_prior``, ``learn_noise``), set them,
-        and record the update (with nothing learned: only the evidence)."""
+        and record the update (with nothing learned: only the evidence);
+        ``max_full_params`` as for ``LaplaceEvidence``."""
         criterion = net.criterion_
         likelihood = criterion.likelihood
         evidence = LaplaceEvidence(
-            self.model, self.model.flatten(), self.X, self.Y, likelihood.frozen(self.Y.shape[1]), self.groups
+            self.model, self.model.flatten(), self.X, self.Y, likelihood.frozen(self.Y.shape[1]), self.groups,
+            max_full_params=max_full_params,
         )
         current = likelihood.output_noise_std(self.Y.shape[1])
         precision, noise_scale, value = evidence.maximise(

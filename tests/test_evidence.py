@@ -280,3 +280,27 @@ def test_classifier_prior_scale_is_the_evidence_maximiser_along_it():
     assert at[0] >= max(at[-1], at[1]) - 0.1
     # The polished MAP is that MAP: the classifier's evidence is the exact Laplace evidence there.
     assert clf.log_marginal_likelihood() == pytest.approx(at[0], abs=1e-4)
+
+
+def test_the_classifier_ends_at_the_exact_evidence_where_its_updates_are_kronecker_factored(monkeypatch):
+    """The training's updates take the Kronecker-factored evidence (forced here, as for a
+    network too large for the exact ones); the converged states of ``finish`` take the
+    full GGN's wherever the posterior's curvature is full: the final record is the
+    exact Laplace evidence of the fitted posterior, which the factors' is not."""
+    force_structure(monkeypatch, "kron")
+    rng = np.random.RandomState(1)
+    centres = np.array([[0.0, 2.0], [2.0, -1.0], [-2.0, -1.0]])
+    y = np.repeat(np.arange(3), 20)
+    X = centres[y] + 0.8 * rng.randn(60, 2)
+    clf = sklearn_quinn.LaplaceClassifier(hidden_layer_sizes=(6,), max_epochs=200, random_state=0).fit(X, y)
+    final = clf.evidence_history_[-1]
+    assert final["stage"] == "final"
+    exact = clf.log_marginal_likelihood()
+    assert final["log_evidence"] == pytest.approx(exact, abs=1e-6)
+    model = clf._model
+    labels = torch.as_tensor(np.searchsorted(clf.classes_, y)[:, None])
+    likelihood = clf.net_.criterion_.likelihood.frozen(1)
+    factored = LaplaceEvidence(model, model.flatten().detach(), torch.as_tensor(X), labels,
+                               likelihood, ParameterGroups.of(model))
+    assert factored.structure == "kron"
+    assert abs(factored.log_evidence(list(clf.prior_precisions_.values())) - exact) > 0.1

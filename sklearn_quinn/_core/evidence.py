@@ -20,7 +20,12 @@ through the ``K x K`` matrix otherwise. For a network too large for either,
 each ``nn.Linear`` layer's block of ``G`` is Kronecker-factored (Martens and
 Grosse 2015, as Immer et al. 2021 do for the evidence) and the weights in no
 layer keep the diagonal of ``G``; a network with no layer to factor, or whose
-layers the factors refuse, keeps the diagonal alone.
+layers the factors refuse, keeps the diagonal alone. The factors' log
+determinant exceeds the exact one the more, the weaker the prior: each
+factor averages over the rows what varies from row to row, and the product
+of the averages spreads the curvature over directions no row has. It
+therefore favours a strong prior (``benchmarks/bench_evidence_end_state.py
+--exact``; docs/evidence.rst).
 
 Its maximiser over the hyperparameters is MacKay's fixed point: with
 ``gamma_g = K_g - delta_g tr_g(Sigma)`` the number of weights of group ``g``
@@ -40,7 +45,8 @@ from .curvature import curvature, full_fits, kronecker_curvature
 from .kronecker import KroneckerEigenbasis, KroneckerUnsupportedError, kronecker_layers
 
 #: Largest number of observations (rows of ``W``) and of weights for the exact
-#: log determinant, through the kernel or the full matrix.
+#: log determinant, through the kernel or the full matrix (by default: a
+#: caller may allow the full matrix further, ``max_full_params``).
 _MAX_KERNEL_ROWS = 2048
 _MAX_FULL_PARAMS = 2048
 
@@ -157,6 +163,9 @@ class LaplaceEvidence:
     likelihood : GaussianLikelihood or CategoricalLikelihood
         With the current noise, held fixed (``likelihood.frozen``).
     groups : ParameterGroups
+    max_full_params : int, default=None
+        The most weights for the full ``K x K`` matrix when the kernel is
+        larger; None: ``_MAX_FULL_PARAMS``.
 
     Attributes
     ----------
@@ -169,7 +178,7 @@ class LaplaceEvidence:
     nearly noise-free fit spans many orders of magnitude.
     """
 
-    def __init__(self, model, theta, X, Y, likelihood, groups):
+    def __init__(self, model, theta, X, Y, likelihood, groups, max_full_params=None):
         theta = theta.detach()
         self.groups = groups
         self._sizes = groups.sizes.double().to(theta.device)
@@ -185,7 +194,7 @@ class LaplaceEvidence:
                 factor = factor.double()
                 # One Gram matrix W_g W_g^T per group: the kernel is their sum over delta_g.
                 self._grams = torch.stack([block @ block.T for block in groups.split(factor)])
-            elif n_params <= _MAX_FULL_PARAMS and full_fits(n_params, theta.dtype):
+            elif n_params <= (max_full_params or _MAX_FULL_PARAMS) and full_fits(n_params, theta.dtype):
                 self.structure = "full"
                 self._gauss_newton = curvature(model, theta, X, Y, likelihood, "ggn", "full").double()
             else:
