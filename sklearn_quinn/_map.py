@@ -130,7 +130,9 @@ class EvidenceMaximisation(Callback):
     history_ : list of dict
         One entry per update: ``epoch``, ``stage`` ('training' during the
         epochs, 'final' at the polished MAP of :meth:`finish`),
-        ``log_evidence`` (network units),
+        ``log_evidence`` (network units; a 'final' one exact up to
+        ``AUTO_MAX_FULL_PARAMS`` weights, where 'training' ones may be
+        Kronecker-factored),
         ``noise_std`` (None without a noise) and the precision of every group.
     """
 
