@@ -177,13 +177,14 @@ class EvidenceMaximisation(Callback):
         and the fixed point is within a step of the maximum, so the scale is
         not searched.
 
-        The evidence of these converged states is exact wherever the
-        posterior's curvature is (up to ``AUTO_MAX_FULL_PARAMS`` weights), not
-        Kronecker-factored as the training's updates may take it: the factors
-        over-penalise a weak prior, by hundreds of nats on a softmax network
-        of a few thousand weights, and the scale is what a classifier's
-        calibration turns on. One factorisation per step, where an update
-        iterates many.
+        The evidence of these converged states is exact up to
+        ``AUTO_MAX_FULL_PARAMS`` weights (where ``hessian_structure='auto'``
+        gives the posterior the full curvature), whatever structure the
+        posterior asks for, not Kronecker-factored as the training's updates
+        may take it: the factors over-penalise a weak prior, by hundreds of
+        nats on a softmax network of a few thousand weights, and the scale is
+        what a classifier's calibration turns on. One factorisation per step,
+        where an update iterates many.
         """
         best = start = self._converged_state(net)
         if self.learn_prior and net.criterion_.likelihood.curvature_varies_with_outputs:

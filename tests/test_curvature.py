@@ -95,14 +95,78 @@ def test_layered_curvature_is_the_jacobians_for_a_skip_network(monkeypatch, name
     torch.testing.assert_close(curvature(model, theta, X, targets, likelihood, kind, "full"), expected)
 
 
-def test_layered_curvature_of_a_last_layer_and_a_weight_outside_any_layer():
+@pytest.mark.parametrize("kind", ["ggn", "ef"])
+def test_layered_curvature_of_a_last_layer_beside_a_skip_path(kind):
+    # The skip path's outputs are the last-layer model's offset, which a softmax's GGN and the EF read.
+    torch.manual_seed(2)
+    X = torch.randn(8, 3, dtype=torch.float64)
+    targets = torch.randint(0, 3, (8, 1)).double()
+    full = FunctionalModel(build_mlp(3, 3, (4,), "tanh", linear_skip=True).double())
+    last = LastLayerModel(full, full.flatten(), X)
+    likelihood = CategoricalLikelihood()
+    torch.testing.assert_close(curvature(last, last.flatten(), X, targets, likelihood, kind, "full"),
+                               _jacobian_route(last, last.flatten(), X, targets, likelihood, kind))
+
+
+def test_layered_curvature_sums_every_sub_chunk_of_a_wide_layer(monkeypatch):
+    # 6 inputs: a pair of first-layer blocks holds 36 + 16 elements per row, so 60 elements give one row per sub-chunk.
+    torch.manual_seed(3)
+    model = FunctionalModel(build_mlp(6, 2, (4,), "tanh").double())
+    X, Y = torch.randn(9, 6, dtype=torch.float64), torch.randn(9, 2, dtype=torch.float64)
+    likelihood = gaussian(torch.tensor([0.5, 2.0], dtype=torch.float64))
+    monkeypatch.setattr(kronecker_module, "_CHUNK_ELEMENTS", 60)
+    torch.testing.assert_close(curvature(model, model.flatten(), X, Y, likelihood, "ggn", "full"),
+                               _jacobian_route(model, model.flatten(), X, Y, likelihood, "ggn"))
+
+
+class _TiedDecoder(torch.nn.Module):
+    """A decoder that reuses the encoder's weights outside the encoder's call."""
+
+    def __init__(self):
+        super().__init__()
+        self.encoder = torch.nn.Linear(3, 4)
+
+    def forward(self, inputs):
+        return torch.nn.functional.linear(torch.tanh(self.encoder(inputs)), self.encoder.weight.T)
+
+
+class _DoubledLinear(torch.nn.Linear):
+    """An nn.Linear whose forward is not ``W a + b``."""
+
+    def forward(self, inputs):
+        return torch.nn.functional.linear(inputs, 2 * self.weight, self.bias)
+
+
+class _SharedLinear(torch.nn.Module):
+    """Two nn.Linear modules holding one weight tensor."""
+
+    def __init__(self):
+        super().__init__()
+        self.first, self.second = torch.nn.Linear(3, 3), torch.nn.Linear(3, 3)
+        self.second.weight = self.first.weight
+
+    def forward(self, inputs):
+        return self.second(torch.tanh(self.first(inputs)))
+
+
+@pytest.mark.parametrize("module", [_TiedDecoder, lambda: _DoubledLinear(3, 3), _SharedLinear],
+                         ids=["tied decoder", "own forward", "shared weight"])
+def test_layers_that_do_not_carry_their_weights_gradient_take_the_jacobians(module):
+    torch.manual_seed(4)
+    model = FunctionalModel(module().double())
+    X = torch.randn(8, 3, dtype=torch.float64)
+    Y = torch.randn(8, model.single(model.flatten(), X[:1]).shape[-1], dtype=torch.float64)
+    likelihood = gaussian(torch.ones(Y.shape[1], dtype=torch.float64))
+    with pytest.raises(kronecker_module.KroneckerUnsupportedError):
+        kronecker_module.layered_curvature(model, model.flatten(), X, Y, likelihood)
+    torch.testing.assert_close(curvature(model, model.flatten(), X, Y, likelihood, "ggn", "full"),
+                               _jacobian_route(model, model.flatten(), X, Y, likelihood, "ggn"))
+
+
+def test_layered_curvature_of_a_weight_outside_any_layer():
     torch.manual_seed(2)
     X, Y = torch.randn(8, 3, dtype=torch.float64), torch.randn(8, 2, dtype=torch.float64)
     likelihood = gaussian(torch.tensor([0.5, 2.0], dtype=torch.float64))
-    full = FunctionalModel(build_mlp(3, 2, (4,), "tanh").double())
-    last = LastLayerModel(full, full.flatten(), X)
-    torch.testing.assert_close(curvature(last, last.flatten(), X, Y, likelihood, "ggn", "full"),
-                               _jacobian_route(last, last.flatten(), X, Y, likelihood, "ggn"))
 
     class Scaled(torch.nn.Module):  # a weight in no nn.Linear: the Jacobians serve
         def __init__(self):

@@ -241,3 +241,15 @@ def test_outputs_without_gradients_go_in_blocks_of_points(module, shared_inputs,
     assert calls == [3, 3, 3, 2]
     model(theta, X)
     assert calls[-1] == 11
+
+
+def test_a_linear_subclass_with_its_own_forward_is_evaluated_by_it():
+    class Doubled(nn.Linear):
+        def forward(self, inputs):
+            return nn.functional.linear(inputs, 2 * self.weight, self.bias)
+
+    torch.manual_seed(0)
+    for module in (Doubled(3, 2).double(), nn.Sequential(Doubled(3, 4), nn.Tanh(), nn.Linear(4, 2)).double()):
+        model = FunctionalModel(module)
+        X = torch.randn(5, 3, dtype=torch.float64)
+        torch.testing.assert_close(model.single(model.flatten(), X), module(X).detach())

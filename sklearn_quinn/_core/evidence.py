@@ -141,9 +141,9 @@ def _kronecker_curvature(model, theta, X, Y, likelihood):
     layer: the diagonal's exceeds the full one's (Hadamard's inequality), an
     Occam factor that over-penalises a wide layer, whose learned precision then
     grows until the layer is pruned (docs/evidence.rst)."""
-    if not kronecker_layers(model)[0]:
-        return None
     try:
+        if not kronecker_layers(model)[0]:
+            return None
         layers, factors, rest, rest_curvature = kronecker_curvature(model, theta, X, Y, likelihood, "ggn")
     except KroneckerUnsupportedError:
         return None
@@ -194,7 +194,9 @@ class LaplaceEvidence:
                 factor = factor.double()
                 # One Gram matrix W_g W_g^T per group: the kernel is their sum over delta_g.
                 self._grams = torch.stack([block @ block.T for block in groups.split(factor)])
-            elif n_params <= (max_full_params or _MAX_FULL_PARAMS) and full_fits(n_params, theta.dtype):
+            elif n_params <= (_MAX_FULL_PARAMS if max_full_params is None else max_full_params) and (
+                full_fits(n_params, theta.dtype)
+            ):
                 self.structure = "full"
                 self._gauss_newton = curvature(model, theta, X, Y, likelihood, "ggn", "full").double()
             else:

@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import torch
 from torch import nn
-from torch.func import functional_call
+from torch.func import functional_call, vjp
 
 from .last_layer import LastLayerModel
 
@@ -72,6 +72,12 @@ def kronecker_layers(model):
         if not isinstance(layer, nn.Linear):
             continue
         prefix = f"{name}." if name else ""
+        named = [prefix + "weight"] + ([prefix + "bias"] if layer.bias is not None else [])
+        if any(key not in functional._slices for key in named):
+            raise KroneckerUnsupportedError(
+                f"the weights of nn.Linear {name!r} are shared with another module or parametrised: "
+                "its curvature cannot be taken per layer."
+            )
         start, stop, shape = functional._slices[prefix + "weight"]
         columns = [torch.arange(start, stop).view(shape)]
         if layer.bias is not None:
@@ -220,6 +226,7 @@ def layered_curvature(model, theta, X, Y, likelihood, kind="ggn"):
     layers, rest, chunks = _layer_chunks(model, theta, X, Y, likelihood, kind)
     if len(rest) or not layers:
         raise KroneckerUnsupportedError("the layered curvature needs every weight in an nn.Linear layer.")
+    _check_layers_carry_the_gradient(model, theta, X, layers)
     total = theta.new_zeros(theta.shape[0], theta.shape[0])
     for layer_inputs, gradients in chunks:
         for i, (first, a, b) in enumerate(zip(layers, layer_inputs, gradients)):
@@ -233,6 +240,39 @@ def layered_curvature(model, theta, X, Y, likelihood, kind="ggn"):
     return total
 
 
+#: Rows on which :func:`_check_layers_carry_the_gradient` compares the two gradients.
+_CHECK_ROWS = 64
+
+
+def _check_layers_carry_the_gradient(model, theta, X, layers):
+    """Refuse a network whose layers' inputs and output gradients do not give
+    its weights' gradient: a weight also used outside its layer's call (a tied
+    decoder's ``F.linear(h, encoder.weight.T)``), or an ``nn.Linear`` whose
+    ``forward`` is not ``s = W a + b``. One gradient of a random projection of
+    the outputs on a few rows, both ways."""
+    module, inputs, _ = _module_and_inputs(model, X[:_CHECK_ROWS])
+    theta = theta.detach()
+    outputs, backward = vjp(lambda weights: model.single(weights, X[:_CHECK_ROWS]), theta)
+    projection = torch.randn(outputs.shape, generator=torch.Generator().manual_seed(0), dtype=outputs.dtype)
+    projection = projection.to(outputs.device)
+    (expected,) = backward(projection)
+    layer_inputs, gradients = _inputs_and_output_gradients(
+        module, theta, inputs, lambda _: projection.reshape(len(inputs), -1).unsqueeze(0), layers
+    )
+    rebuilt = torch.zeros_like(expected)
+    for layer, a, b in zip(layers, layer_inputs, gradients):
+        if a is not None and b is not None:
+            if layer.n_in > a.shape[1]:
+                a = torch.cat([a, a.new_ones(len(a), 1)], dim=1)
+            rebuilt[layer.index.to(rebuilt.device)] = (b[0].T @ a).flatten()
+    tolerance = 1e3 * torch.finfo(theta.dtype).eps * max(float(expected.abs().max()), 1.0)
+    if float((rebuilt - expected).abs().max()) > tolerance:
+        raise KroneckerUnsupportedError(
+            "the layers' inputs and output gradients do not give the weights' gradient (a weight used outside "
+            "its nn.Linear's call, or an nn.Linear whose forward is not W a + b)."
+        )
+
+
 def _layer_pair_block(first, a, b, second, c, d):
     """``sum_n (B_n^T D_n) (x) (a_n c_n^T)``, ``(first.n_out first.n_in, second.n_out second.n_in)``,
     for a chunk of rows, in sub-chunks whose two per-row products stay under ``_CHUNK_ELEMENTS``."""
@@ -243,7 +283,7 @@ def _layer_pair_block(first, a, b, second, c, d):
         rows = slice(start, start + step)
         outputs = torch.einsum("dni,dnk->nik", b[:, rows], d[:, rows]).flatten(1)
         inputs = torch.einsum("nj,nl->njl", a[rows], c[rows]).flatten(1)
-        block += outputs.T @ inputs
+        block.addmm_(outputs.T, inputs)
     shape = (first.n_out, second.n_out, first.n_in, second.n_in)
     return block.view(shape).permute(0, 2, 1, 3).reshape(first.n_out * first.n_in, second.n_out * second.n_in)
 

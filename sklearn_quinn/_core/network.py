@@ -160,16 +160,18 @@ class FunctionalModel:
         self.max_width, self.total_width = max(widths, default=1), sum(widths) or 1
 
     def _fast_plan(self, module, prefix=""):
-        """The layer plan of the batched fast path, or None for a generic module."""
-        if isinstance(module, nn.Linear):
+        """The layer plan of the batched fast path, or None for a generic module
+        (a subclass of ``nn.Linear`` or ``nn.Sequential`` among them: its
+        ``forward`` may be its own)."""
+        if type(module) is nn.Linear:
             layers = [("", module)]
-        elif isinstance(module, nn.Sequential):
+        elif type(module) is nn.Sequential:
             layers = list(module.named_children())
         else:
             return None
         plan = []
         for name, layer in layers:
-            if isinstance(layer, nn.Linear):
+            if type(layer) is nn.Linear:
                 name = prefix + (f"{name}." if name else "")
                 weight = self._slices[name + "weight"]
                 plan.append((weight, self._slices.get(name + "bias")))

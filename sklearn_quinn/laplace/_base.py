@@ -100,7 +100,10 @@ class LaplaceMixin(GridsearchPriorMixin):
             return
         budget = machine_memory_bytes() // 4 if self.memory_budget == "auto" else self.memory_budget
         # The exact Hessian has no Kronecker factorisation here: only the GGN and the Fisher.
-        layers, rest = kronecker_layers(self._model) if self.curvature != "hessian" else ((), ())
+        try:
+            layers, rest = kronecker_layers(self._model) if self.curvature != "hessian" else ((), ())
+        except KroneckerUnsupportedError:  # shared or parametrised layer weights
+            layers, rest = (), ()
         self.hessian_structure_, self.hessian_structure_reason_ = choose_structure(
             theta.shape[0], theta.dtype, budget, layers, len(rest)
         )
