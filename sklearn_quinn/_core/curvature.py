@@ -14,8 +14,8 @@ Each comes as a full ``(K, K)`` matrix or as its diagonal ``(K,)``. The GGN
 and empirical Fisher come from per-example Jacobians, accumulated over chunks
 of rows so memory stays bounded; a full one of a network whose every weight
 sits in an ``nn.Linear`` layer, from the layers' inputs and output gradients
-(:func:`~sklearn_quinn._core.kronecker.layered_curvature`, a softmax's classes
-times cheaper); the Hessian from Hessian-vector products over
+(:func:`~sklearn_quinn._core.kronecker.layered_curvature`: a softmax's classes
+times fewer operations); the Hessian from Hessian-vector products over
 blocks of basis vectors (its diagonal never forms the full matrix). Products
 ``C V`` with a block of vectors (:func:`curvature_matmul`) never form ``C``:
 the GGN's come from forward- and reverse-mode products over chunks of rows

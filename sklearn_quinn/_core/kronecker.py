@@ -265,8 +265,8 @@ def _check_layers_carry_the_gradient(model, theta, X, layers):
             if layer.n_in > a.shape[1]:
                 a = torch.cat([a, a.new_ones(len(a), 1)], dim=1)
             rebuilt[layer.index.to(rebuilt.device)] = (b[0].T @ a).flatten()
-    tolerance = 1e3 * torch.finfo(theta.dtype).eps * max(float(expected.abs().max()), 1.0)
-    if float((rebuilt - expected).abs().max()) > tolerance:
+    precision = torch.finfo(theta.dtype)
+    if float((rebuilt - expected).abs().max()) > 1e3 * precision.eps * float(expected.abs().max()) + precision.tiny:
         raise KroneckerUnsupportedError(
             "the layers' inputs and output gradients do not give the weights' gradient (a weight used outside "
             "its nn.Linear's call, or an nn.Linear whose forward is not W a + b)."
