@@ -12,10 +12,10 @@ categorical over logits):
 
 Each comes as a full ``(K, K)`` matrix or as its diagonal ``(K,)``. The GGN
 and empirical Fisher come from per-example Jacobians, accumulated over chunks
-of rows so memory stays bounded; a full one of a network whose every weight
-sits in an ``nn.Linear`` layer, from the layers' inputs and output gradients
-(:func:`~sklearn_quinn._core.kronecker.layered_curvature`: a softmax's classes
-times fewer operations); the Hessian from Hessian-vector products over
+of rows so memory stays bounded; a full GGN of several outputs of a network
+whose every weight sits in an ``nn.Linear`` layer, from the layers' inputs
+and output gradients (:func:`~sklearn_quinn._core.kronecker.layered_curvature`:
+the outputs times fewer operations); the Hessian from Hessian-vector products over
 blocks of basis vectors (its diagonal never forms the full matrix). Products
 ``C V`` with a block of vectors (:func:`curvature_matmul`) never form ``C``:
 the GGN's come from forward- and reverse-mode products over chunks of rows
@@ -160,7 +160,10 @@ def curvature(model, theta, X, Y, likelihood, kind="ggn", structure="full"):
     if kind == "hessian":
         return _hessian(model, theta, X, Y, likelihood, structure)
 
-    if structure == "full":
+    # The layers' route sums the output directions before its product; with one direction (one output, or
+    # the empirical Fisher) it does the Jacobians' arithmetic through larger temporaries, 7x slower on
+    # 1000 inputs (benchmarks/bench_layered_curvature.py).
+    if structure == "full" and kind == "ggn" and model.single(theta, X[:1]).shape[-1] > 1:
         try:
             return layered_curvature(model, theta, X, Y, likelihood, kind)
         except KroneckerUnsupportedError:

@@ -1,0 +1,71 @@
+"""The full GGN of a network of nn.Linear layers: from the layers' inputs and output gradients against the Jacobians.
+
+``curvature(..., 'full')`` builds the GGN of a network whose every weight
+sits in an ``nn.Linear`` from the sum KFAC factors, taken exactly
+(``layered_curvature``); otherwise from the per-example Jacobians. Both
+routes on the same weights, one after the other, one thread, median of repeats, with
+their largest relative difference. The layered route sums the output
+directions (a softmax's classes) before the product, so it gains where they
+are many; with one it does the Jacobians' arithmetic through larger
+temporaries, and ``curvature`` takes the Jacobians (the last row).
+
+    python benchmarks/bench_layered_curvature.py [--repeats 5]
+"""
+
+import argparse
+
+import torch
+from defaults_options import pin_threads
+from sklearn.datasets import load_digits
+from sklearn.preprocessing import StandardScaler
+from timing import median_seconds
+
+from sklearn_quinn._core import curvature as curvature_module
+from sklearn_quinn._core.kronecker import layered_curvature
+from sklearn_quinn._core.likelihoods import CategoricalLikelihood, GaussianLikelihood
+from sklearn_quinn._core.network import FunctionalModel, build_mlp
+
+
+def problems():
+    """(name, model, X, Y, likelihood): digits' default classifier network, a wide-input classifier and regressor."""
+    torch.manual_seed(0)
+    X, y = load_digits(return_X_y=True)
+    X = torch.as_tensor(StandardScaler().fit_transform(X))
+    model = FunctionalModel(build_mlp(64, 10, (50,), "relu", linear_skip=True).double())
+    yield "digits, 64-50-10 + skip, softmax (1797 rows)", model, X, torch.as_tensor(y[:, None]).double(), \
+        CategoricalLikelihood()
+    X = torch.randn(400, 1000, dtype=torch.float64)
+    model = FunctionalModel(build_mlp(1000, 10, (4,), "tanh").double())
+    yield "1000-4-10, softmax (400 rows)", model, X, torch.randint(0, 10, (400, 1)).double(), CategoricalLikelihood()
+    model = FunctionalModel(build_mlp(1000, 1, (4,), "tanh").double())
+    yield "1000-4-1, Gaussian (400 rows)", model, X, torch.randn(400, 1, dtype=torch.float64), \
+        GaussianLikelihood(torch.ones(1, dtype=torch.float64))
+
+
+def jacobian_route(model, theta, X, Y, likelihood):
+    """The GGN from the per-example Jacobians, the route ``curvature`` takes for any other network."""
+    chunks = curvature_module._square_root_chunks(model, theta, X, Y, likelihood, "ggn")
+    return sum(factor.T @ factor for factor in chunks)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    pin_threads(args.threads)
+    print(f"{args.threads} thread(s), median of {args.repeats}\n")
+    print("| network | weights | layered s | Jacobians s | ratio | max relative difference |")
+    print("|---|---|---|---|---|---|")
+    for name, model, X, Y, likelihood in problems():
+        theta = model.flatten().detach()
+        layered = median_seconds(lambda: layered_curvature(model, theta, X, Y, likelihood), args.repeats)
+        jacobians = median_seconds(lambda: jacobian_route(model, theta, X, Y, likelihood), args.repeats)
+        exact = jacobian_route(model, theta, X, Y, likelihood)
+        difference = float((layered_curvature(model, theta, X, Y, likelihood) - exact).abs().max() / exact.abs().max())
+        print(f"| {name} | {theta.shape[0]} | {layered:.2f} | {jacobians:.2f} | {jacobians / layered:.1f} | "
+              f"{difference:.1e} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
