@@ -7,7 +7,8 @@ routes on the same weights, one after the other, one thread, median of repeats, 
 their largest relative difference. The layered route sums the output
 directions (a softmax's classes) before the product, so it gains where they
 are many; with one it does the Jacobians' arithmetic through larger
-temporaries, and ``curvature`` takes the Jacobians (the last row).
+temporaries. The last column is the route ``curvature`` takes
+(``layered_is_cheaper``).
 
     python benchmarks/bench_layered_curvature.py [--repeats 5]
 """
@@ -21,7 +22,7 @@ from sklearn.preprocessing import StandardScaler
 from timing import median_seconds
 
 from sklearn_quinn._core import curvature as curvature_module
-from sklearn_quinn._core.kronecker import layered_curvature
+from sklearn_quinn._core.kronecker import layered_curvature, layered_is_cheaper
 from sklearn_quinn._core.likelihoods import CategoricalLikelihood, GaussianLikelihood
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 
@@ -55,16 +56,17 @@ def main():
     args = parser.parse_args()
     pin_threads(args.threads)
     print(f"{args.threads} thread(s), median of {args.repeats}\n")
-    print("| network | weights | layered s | Jacobians s | ratio | max relative difference |")
-    print("|---|---|---|---|---|---|")
+    print("| network | weights | layered s | Jacobians s | ratio | max relative difference | curvature takes |")
+    print("|---|---|---|---|---|---|---|")
     for name, model, X, Y, likelihood in problems():
         theta = model.flatten().detach()
         layered = median_seconds(lambda: layered_curvature(model, theta, X, Y, likelihood), args.repeats)
         jacobians = median_seconds(lambda: jacobian_route(model, theta, X, Y, likelihood), args.repeats)
         exact = jacobian_route(model, theta, X, Y, likelihood)
         difference = float((layered_curvature(model, theta, X, Y, likelihood) - exact).abs().max() / exact.abs().max())
+        route = "layers" if layered_is_cheaper(model, model.single(theta, X[:1]).shape[-1]) else "Jacobians"
         print(f"| {name} | {theta.shape[0]} | {layered:.2f} | {jacobians:.2f} | {jacobians / layered:.1f} | "
-              f"{difference:.1e} |", flush=True)
+              f"{difference:.1e} | {route} |", flush=True)
 
 
 if __name__ == "__main__":

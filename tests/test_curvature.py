@@ -121,6 +121,15 @@ def test_layered_curvature_sums_every_sub_chunk_of_a_wide_layer(monkeypatch):
                                _jacobian_route(model, model.flatten(), X, Y, likelihood, "ggn"))
 
 
+@pytest.mark.parametrize("n_inputs", [3, 1000])
+def test_one_output_direction_never_takes_the_layers_route(n_inputs):
+    """The layers' route saves the Jacobians' product over output directions: with one, there is nothing to
+    save; with ten classes on a few inputs, most of the product."""
+    model = FunctionalModel(build_mlp(n_inputs, 1, (4,), "tanh"))
+    assert not kronecker_module.layered_is_cheaper(model, 1)
+    assert kronecker_module.layered_is_cheaper(FunctionalModel(build_mlp(n_inputs, 10, (50,), "relu")), 10)
+
+
 class _TiedDecoder(torch.nn.Module):
     """A decoder that reuses the encoder's weights outside the encoder's call."""
 

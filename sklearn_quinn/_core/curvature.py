@@ -12,10 +12,10 @@ categorical over logits):
 
 Each comes as a full ``(K, K)`` matrix or as its diagonal ``(K,)``. The GGN
 and empirical Fisher come from per-example Jacobians, accumulated over chunks
-of rows so memory stays bounded; a full GGN of several outputs of a network
-whose every weight sits in an ``nn.Linear`` layer, from the layers' inputs
-and output gradients (:func:`~sklearn_quinn._core.kronecker.layered_curvature`:
-the outputs times fewer operations); the Hessian from Hessian-vector products over
+of rows so memory stays bounded; a full GGN of a network whose every weight
+sits in an ``nn.Linear`` layer, from the layers' inputs and output gradients
+where that costs less (:func:`~sklearn_quinn._core.kronecker.layered_curvature`:
+for a softmax, up to the classes times fewer operations); the Hessian from Hessian-vector products over
 blocks of basis vectors (its diagonal never forms the full matrix). Products
 ``C V`` with a block of vectors (:func:`curvature_matmul`) never form ``C``:
 the GGN's come from forward- and reverse-mode products over chunks of rows
@@ -30,7 +30,13 @@ import warnings
 import torch
 from torch.func import grad, jvp, vjp, vmap
 
-from .kronecker import KroneckerUnsupportedError, kronecker_bytes, kronecker_factors, layered_curvature
+from .kronecker import (
+    KroneckerUnsupportedError,
+    kronecker_bytes,
+    kronecker_factors,
+    layered_curvature,
+    layered_is_cheaper,
+)
 
 CURVATURES = ("ggn", "hessian", "ef")
 STRUCTURES = ("full", "diag")
@@ -161,11 +167,11 @@ def curvature(model, theta, X, Y, likelihood, kind="ggn", structure="full"):
         return _hessian(model, theta, X, Y, likelihood, structure)
 
     # The layers' route sums the output directions before its product; with one direction (one output, or
-    # the empirical Fisher) it does the Jacobians' arithmetic through larger temporaries, 7x slower on
-    # 1000 inputs (benchmarks/bench_layered_curvature.py).
-    if structure == "full" and kind == "ggn" and model.single(theta, X[:1]).shape[-1] > 1:
+    # the empirical Fisher's gradient), or wide inputs into narrow layers, the Jacobians cost less.
+    if structure == "full" and kind == "ggn":
         try:
-            return layered_curvature(model, theta, X, Y, likelihood, kind)
+            if layered_is_cheaper(model, model.single(theta, X[:1]).shape[-1]):
+                return layered_curvature(model, theta, X, Y, likelihood, kind)
         except KroneckerUnsupportedError:
             pass
     shape = (n_params, n_params) if structure == "full" else (n_params,)
