@@ -21,7 +21,7 @@ from sklearn.datasets import load_digits
 from sklearn.preprocessing import StandardScaler
 from timing import median_seconds
 
-from sklearn_quinn._core import curvature as curvature_module
+from sklearn_quinn._core.curvature import jacobian_curvature
 from sklearn_quinn._core.kronecker import layered_curvature, layered_is_cheaper
 from sklearn_quinn._core.likelihoods import CategoricalLikelihood, GaussianLikelihood
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
@@ -43,12 +43,6 @@ def problems():
         GaussianLikelihood(torch.ones(1, dtype=torch.float64))
 
 
-def jacobian_route(model, theta, X, Y, likelihood):
-    """The GGN from the per-example Jacobians, the route ``curvature`` takes for any other network."""
-    chunks = curvature_module._square_root_chunks(model, theta, X, Y, likelihood, "ggn")
-    return sum(factor.T @ factor for factor in chunks)
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=5)
@@ -61,8 +55,8 @@ def main():
     for name, model, X, Y, likelihood in problems():
         theta = model.flatten().detach()
         layered = median_seconds(lambda: layered_curvature(model, theta, X, Y, likelihood), args.repeats)
-        jacobians = median_seconds(lambda: jacobian_route(model, theta, X, Y, likelihood), args.repeats)
-        exact = jacobian_route(model, theta, X, Y, likelihood)
+        jacobians = median_seconds(lambda: jacobian_curvature(model, theta, X, Y, likelihood), args.repeats)
+        exact = jacobian_curvature(model, theta, X, Y, likelihood)
         difference = float((layered_curvature(model, theta, X, Y, likelihood) - exact).abs().max() / exact.abs().max())
         route = "layers" if layered_is_cheaper(model, model.single(theta, X[:1]).shape[-1]) else "Jacobians"
         print(f"| {name} | {theta.shape[0]} | {layered:.2f} | {jacobians:.2f} | {jacobians / layered:.1f} | "

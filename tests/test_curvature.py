@@ -70,8 +70,7 @@ def test_chunking_does_not_change_the_result(problem, monkeypatch, kind):
 
 def _jacobian_route(model, theta, X, Y, likelihood, kind):
     """The full curvature from the per-example Jacobians (or gradients), never through the layers."""
-    chunks = curvature_module._square_root_chunks(model, theta, X, Y, likelihood, kind)
-    return sum(factor.T @ factor for factor in chunks)
+    return curvature_module.jacobian_curvature(model, theta, X, Y, likelihood, kind, "full")
 
 
 @pytest.mark.parametrize("chunk_elements", [None, 7], ids=["whole", "a few elements at a time"])

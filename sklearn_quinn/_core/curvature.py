@@ -174,6 +174,14 @@ def curvature(model, theta, X, Y, likelihood, kind="ggn", structure="full"):
                 return layered_curvature(model, theta, X, Y, likelihood, kind)
         except KroneckerUnsupportedError:
             pass
+    return jacobian_curvature(model, theta, X, Y, likelihood, kind, structure)
+
+
+def jacobian_curvature(model, theta, X, Y, likelihood, kind="ggn", structure="full"):
+    """The GGN or empirical Fisher (``kind``), full or its diagonal (``structure``),
+    from the per-example Jacobians or gradients of chunks of rows: the route
+    :func:`curvature` takes for any network."""
+    n_params = theta.shape[0]
     shape = (n_params, n_params) if structure == "full" else (n_params,)
     total = theta.new_zeros(shape)
     for factor in _square_root_chunks(model, theta, X, Y, likelihood, kind):

@@ -147,6 +147,11 @@ def _inputs_and_output_gradients(module, theta, X, directions_at, layers):
     return [inputs.get(layer.name) for layer in layers], [gradients.get(layer.name) for layer in layers]
 
 
+def _with_bias_column(layer, a):
+    """A layer's inputs ``(n, in)`` as ``a~ (n, n_in)``: with a column of ones for its bias, if it has one."""
+    return torch.cat([a, a.new_ones(len(a), 1)], dim=1) if layer.n_in > a.shape[1] else a
+
+
 def _layer_chunks(model, theta, X, Y, likelihood, kind):
     """The layers of ``model`` and, one chunk of rows at a time, each layer's
     input ``a~`` with its bias column ``(n, n_in)`` and its whitened output
@@ -168,10 +173,8 @@ def _layer_chunks(model, theta, X, Y, likelihood, kind):
                 return _directions(likelihood, outputs if offset is None else outputs + offset[rows], Y[rows], kind)
 
             layer_inputs, gradients = _inputs_and_output_gradients(module, theta, inputs[rows], directions_at, layers)
-            with_bias = [None if a is None or b is None else
-                         torch.cat([a, a.new_ones(len(a), 1)], dim=1) if layer.n_in > a.shape[1] else a
-                         for layer, a, b in zip(layers, layer_inputs, gradients)]
-            yield with_bias, gradients
+            yield [None if a is None or b is None else _with_bias_column(layer, a)
+                   for layer, a, b in zip(layers, layer_inputs, gradients)], gradients
 
     return layers, rest, chunks()
 
@@ -229,10 +232,10 @@ def layered_curvature(model, theta, X, Y, likelihood, kind="ggn"):
     _check_layers_carry_the_gradient(model, theta, X, layers)
     total = theta.new_zeros(theta.shape[0], theta.shape[0])
     for layer_inputs, gradients in chunks:
-        for i, (first, a, b) in enumerate(zip(layers, layer_inputs, gradients)):
-            for second, c, d in list(zip(layers, layer_inputs, gradients))[i:]:
-                if a is None or c is None:
-                    continue
+        # The layers with curvature in this chunk, each pair once.
+        present = [entry for entry in zip(layers, layer_inputs, gradients) if entry[1] is not None]
+        for i, (first, a, b) in enumerate(present):
+            for second, c, d in present[i:]:
                 block = _layer_pair_block(first, a, b, second, c, d)
                 total[first.index[:, None], second.index[None, :]] += block
                 if second is not first:
@@ -287,9 +290,7 @@ def _check_layers_carry_the_gradient(model, theta, X, layers):
     rebuilt = torch.zeros_like(expected)
     for layer, a, b in zip(layers, layer_inputs, gradients):
         if a is not None and b is not None:
-            if layer.n_in > a.shape[1]:
-                a = torch.cat([a, a.new_ones(len(a), 1)], dim=1)
-            rebuilt[layer.index.to(rebuilt.device)] = (b[0].T @ a).flatten()
+            rebuilt[layer.index.to(rebuilt.device)] = (b[0].T @ _with_bias_column(layer, a)).flatten()
     precision = torch.finfo(theta.dtype)
     if float((rebuilt - expected).abs().max()) > 1e3 * precision.eps * float(expected.abs().max()) + precision.tiny:
         raise KroneckerUnsupportedError(
