@@ -32,19 +32,20 @@ Prints, per data set and method, mean ± s.e. over the splits of the test NLL,
 accuracy, ECE and fit seconds, and the paired differences of NLL (mean ± s.e.
 over the splits of the row's NLL minus the reference's on the same split) against
 LogisticRegression and against the family's own MAP network, with the target of
-issue 17: each difference at most one standard error. Per-fit lines go to stderr,
-the tables to stdout.
+issue 17: each difference at most one standard error, and how many splits each
+row has. Per-fit lines go to stderr, the tables to stdout.
 
     python benchmarks/bench_defaults_classification.py [--datasets iris wine breast_cancer digits] \\
         [--methods laplace de ...] [--splits 20] [--quick] [--max-epochs N] [--device cpu] [--threads 1] \\
-        [--set NAME=VALUE ...]
+        [--out classification-defaults.jsonl] [--n-jobs 1] [--set NAME=VALUE ...]
 """
 
 import argparse
-import sys
 
 import numpy as np
 from defaults_options import add_defaults_options, add_set_option, pin_threads, set_arguments
+from joblib import delayed
+from records import append_as_they_end, matches, read_lines
 from scipy.special import softmax
 from uci_protocol import fmt, mean_se
 
@@ -55,6 +56,7 @@ from sklearn_quinn._cli.methods import METHODS
 
 DATASETS = ("iris", "wine", "breast_cancer", "digits")
 REFERENCE = "sklearn-logistic"
+MAP_NETWORK = "MAP network"
 # The parameters that make a family's MAP network: its backbone and its MAP training.
 MAP_PARAMETERS = ("hidden_layer_sizes", "activation", "module", "prior_std", "lr", "lr_schedule", "max_epochs",
                   "batch_size", "optimizer", "callbacks", "dtype", "device", "random_state")
@@ -80,72 +82,132 @@ def map_network_scores(params, X_train, y_train, X_test, y_test):
             "fit s": scored.scores["fit s"]}
 
 
+def map_key(params):
+    """The text that names the records of the MAP network trained with ``params``
+    (on every split: its ``random_state``, the split's, is left out)."""
+    return repr(sorted((key, value) for key, value in params.items() if key != "random_state"))
+
+
+def settings(args):
+    """What makes two runs of a (data set, method, split) the same: a resumed run skips only these."""
+    return {"quick": args.quick, "max_epochs": args.max_epochs, "device": args.device, "params": dict(args.set)}
+
+
+def identity(record):
+    """A record's fit: its data set, split, method and (for a family or a MAP network) MAP network."""
+    return record["dataset"], record["split"], record["method"], record["map"]
+
+
+def fit_split(data, seed, args, done):
+    """The records of split ``seed`` of ``data`` not yet in ``done``: each
+    family and the reference, then the MAP network of every family's MAP parameters."""
+    pin_threads(args.threads)
+    X, y, _ = load_table(data)
+    X_train, X_test, y_train, y_test = split_table(X, y, True, test_size=0.2, random_state=seed)
+    todo = candidates(args.methods, True, X_train, quick=args.quick, max_epochs=args.max_epochs,
+                      random_state=seed, device=args.device, params=dict(args.set))
+    base = {"dataset": data, "split": seed, **settings(args), "threads": args.threads}
+    records, networks = [], {}
+    for candidate in todo:
+        key = None
+        if candidate.name in METHODS:
+            params = map_parameters(candidate.estimator)
+            key = map_key(params)
+            networks[key] = params
+        record = {**base, "method": candidate.name, "map": key}
+        if identity(record) not in done:
+            record.update(fit_and_score(candidate.estimator, X_train, y_train, X_test, y_test, True).scores)
+            records.append(record)
+    for key, params in networks.items():
+        record = {**base, "method": MAP_NETWORK, "map": key}
+        if identity(record) not in done:
+            records.append({**record, **map_network_scores(params, X_train, y_train, X_test, y_test)})
+    return records
+
+
 def paired(values, baseline):
-    """``'mean ± s.e.'`` of the differences and whether the mean is at most one s.e. (n/a on one split)."""
-    difference = np.asarray(values) - np.asarray(baseline)
+    """``'mean ± s.e.'`` of the differences over the splits both dicts (split -> value) hold,
+    and whether the mean is at most one s.e. (n/a on one split)."""
+    splits = sorted(values.keys() & baseline.keys())
+    difference = np.array([values[split] - baseline[split] for split in splits])
     mean, se = mean_se(difference)
     return fmt(difference), "n/a" if np.isnan(se) else ("yes" if mean <= se else "NO")
+
+
+def print_table(records, datasets, methods):
+    """One row per data set and method of ``records``, then the targets missed."""
+    rows = {}  # (data set, method, map) -> split -> record
+    for record in records:
+        rows.setdefault((record["dataset"], record["method"], record["map"]), {})[record["split"]] = record
+    print("| data set | method | splits | test NLL | accuracy | ECE (15 bins) | fit s | NLL - LogReg's | <= LogReg | "
+          "NLL - own MAP's | <= own MAP |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    failures, unchecked = [], False
+
+    def nll(key):
+        return {split: record["NLL"] for split, record in rows.get(key, {}).items()}
+
+    for data in datasets:
+        logistic = nll((data, REFERENCE, None))
+        families = {method: key[2] for key in rows for method in methods
+                    if key[:2] == (data, method) and method in METHODS}
+        networks = {}  # map -> the families that train it
+        for method, key in families.items():
+            networks.setdefault(key, []).append(method)
+        labels = {key: MAP_NETWORK if len(networks) == 1 else f"{MAP_NETWORK} ({', '.join(names)})"
+                  for key, names in networks.items()}
+        table = [(method, (data, method, families.get(method))) for method in methods]
+        table += [(label, (data, MAP_NETWORK, key)) for key, label in labels.items()]
+        for label, key in table + [(REFERENCE, (data, REFERENCE, None))]:
+            if key not in rows:
+                continue
+            results = list(rows[key].values())
+            versus_logistic, logistic_ok = paired(nll(key), logistic) if label != REFERENCE else ("", "")
+            versus_map, map_ok = ("", "")
+            if label in families:
+                versus_map, map_ok = paired(nll(key), nll((data, MAP_NETWORK, families[label])))
+                failures += [f"{data} {label} vs LogReg"] * (logistic_ok == "NO")
+                failures += [f"{data} {label} vs its MAP"] * (map_ok == "NO")
+                unchecked |= "n/a" in (logistic_ok, map_ok)
+            print(f"| {data} | {label} | {len(results)} | {fmt([r['NLL'] for r in results])} | "
+                  f"{fmt([r['accuracy'] for r in results])} | {fmt([r['ECE'] for r in results])} | "
+                  f"{np.mean([r['fit s'] for r in results]):.1f} | {versus_logistic} | {logistic_ok} | "
+                  f"{versus_map} | {map_ok} |", flush=True)
+    if failures:
+        print(f"\nTargets missed: {', '.join(failures)}.")
+    else:
+        print("\nNo target missed; one split has no s.e. to check against." if unchecked else "\nAll targets hold.")
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", nargs="+", choices=DATASETS, default=list(DATASETS))
     parser.add_argument("--splits", type=int, default=20, help="paired splits, random_state 0 to SPLITS - 1")
-    add_defaults_options(parser)
+    parser.add_argument("--out", default="classification-defaults.jsonl",
+                        help="JSON-lines results, appended as each split ends and read back to resume "
+                             "(default: classification-defaults.jsonl)")
+    parser.add_argument("--n-jobs", type=int, default=1, help="splits fitted at once, in separate processes")
+    add_defaults_options(parser, threads_help="torch and BLAS threads per process (default: 1)")
     add_set_option(parser)
     args = parser.parse_args(argv)
     pin_threads(args.threads)
+
+    run_settings = settings(args)
+    done = {identity(r) for r in read_lines(args.out) if matches(r, run_settings)}
+    tasks = [delayed(fit_split)(data, seed, args, done) for data in args.datasets for seed in range(args.splits)]
+    append_as_they_end(args.out, tasks, args.n_jobs, lambda record: (
+        f"{record['dataset']} split {record['split']} {record['method']}: NLL {record['NLL']:.3f}  "
+        f"{record['fit s']:.1f} s"))
+    records = [r for r in read_lines(args.out) if matches(r, run_settings) and r["dataset"] in args.datasets
+               and r["split"] < args.splits and r["method"] in [*args.methods, MAP_NETWORK, REFERENCE]]
 
     budget = "compare's budgets (--quick)" if args.quick else "the package's defaults"
     epochs = f", max_epochs {args.max_epochs}" if args.max_epochs else ""
     epochs += "".join(f", {text}" for text in set_arguments(args.set))
     print(f"{args.splits} paired stratified 80/20 splits per data set (random_state 0 = compare's), {budget}"
-          f"{epochs}, {args.threads} thread(s). Mean ± s.e. over the splits; 'NLL - X' is paired by split, "
-          "'<= X' is whether its mean is at most one s.e.\n")
-    print("| data set | method | test NLL | accuracy | ECE (15 bins) | fit s | NLL - LogReg's | <= LogReg | "
-          "NLL - own MAP's | <= own MAP |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    failures, unchecked = [], False
-    for data in args.datasets:
-        X, y, _ = load_table(data)
-        scores, own_map = {}, {}  # row label -> score dicts by split; family -> the label of its MAP's row
-        for seed in range(args.splits):
-            X_train, X_test, y_train, y_test = split_table(X, y, True, test_size=0.2, random_state=seed)
-            todo = candidates(args.methods, True, X_train, quick=args.quick, max_epochs=args.max_epochs,
-                              random_state=seed, device=args.device, params=dict(args.set))
-            for candidate in todo:
-                scored = fit_and_score(candidate.estimator, X_train, y_train, X_test, y_test, True).scores
-                scores.setdefault(candidate.name, []).append(scored)
-                print(f"{data} split {seed} {candidate.name}: NLL {scored['NLL']:.3f}  {scored['fit s']:.1f} s",
-                      file=sys.stderr, flush=True)
-            groups = {}  # the MAP parameters (as text) -> the families that train that MAP
-            for candidate in todo:
-                if candidate.name in METHODS:
-                    params = map_parameters(candidate.estimator)
-                    groups.setdefault(repr(sorted(params.items())), (params, []))[1].append(candidate.name)
-            for params, families in groups.values():
-                label = "MAP network" if len(groups) == 1 else f"MAP network ({', '.join(families)})"
-                scores.setdefault(label, []).append(map_network_scores(params, X_train, y_train, X_test, y_test))
-                own_map.update(dict.fromkeys(families, label))
-        logistic = [result["NLL"] for result in scores[REFERENCE]]
-        for label in [*args.methods, *dict.fromkeys(own_map.values()), REFERENCE]:
-            results = scores[label]
-            nll = [result["NLL"] for result in results]
-            versus_logistic, logistic_ok = paired(nll, logistic) if label != REFERENCE else ("", "")
-            versus_map, map_ok = ("", "")
-            if label in own_map:
-                versus_map, map_ok = paired(nll, [result["NLL"] for result in scores[own_map[label]]])
-            if label in METHODS:
-                failures += [f"{data} {label} vs LogReg"] * (logistic_ok == "NO")
-                failures += [f"{data} {label} vs its MAP"] * (map_ok == "NO")
-                unchecked |= "n/a" in (logistic_ok, map_ok)
-            print(f"| {data} | {label} | {fmt(nll)} | {fmt([r['accuracy'] for r in results])} | "
-                  f"{fmt([r['ECE'] for r in results])} | {np.mean([r['fit s'] for r in results]):.1f} | "
-                  f"{versus_logistic} | {logistic_ok} | {versus_map} | {map_ok} |", flush=True)
-    if failures:
-        print(f"\nTargets missed: {', '.join(failures)}.")
-    else:
-        print("\nNo target missed; one split has no s.e. to check against." if unchecked else "\nAll targets hold.")
+          f"{epochs}, {args.threads} thread(s) per fit; results in {args.out}. Mean ± s.e. over the splits; "
+          "'NLL - X' is paired by split, '<= X' is whether its mean is at most one s.e.\n")
+    print_table(records, args.datasets, args.methods)
 
 
 if __name__ == "__main__":

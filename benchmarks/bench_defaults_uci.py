@@ -42,7 +42,6 @@ distribution-valued supervised learning", NeurIPS 2024.
 """
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -50,7 +49,8 @@ from pathlib import Path
 import numpy as np
 import torch
 from defaults_options import add_defaults_options, add_set_option, pin_threads, set_arguments
-from joblib import Parallel, delayed
+from joblib import delayed
+from records import append_as_they_end, matches, read_lines
 from threadpoolctl import threadpool_limits
 from uci_protocol import DEFAULT_DATA_DIR, fmt, mean_se, run_split
 
@@ -78,23 +78,7 @@ def settings(args):
 
 
 #: What a setting was before it was recorded: Gaussian, no parameters set.
-_UNRECORDED = {"likelihood": "gaussian", "params": {}}
-
-
-def matches(record, run_settings, unrecorded=None):
-    """Whether ``record`` was run with ``run_settings`` (a setting the record
-    predates takes its value of the time, from ``unrecorded``, default
-    ``_UNRECORDED``). Settings compare as JSON stores them (a tuple as a list)."""
-    unrecorded = _UNRECORDED if unrecorded is None else unrecorded
-    return all(record.get(key, unrecorded.get(key)) == json.loads(json.dumps(value))
-               for key, value in run_settings.items())
-
-
-def read_lines(path):
-    """The records of the JSON-lines file ``path`` (none when it does not exist)."""
-    if not Path(path).is_file():
-        return []
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+UNRECORDED = {"likelihood": "gaussian", "params": {}}
 
 
 def estimator_for(method, name, args, n_features):
@@ -111,8 +95,8 @@ def fit_split(estimator, data_dir, name, method, split, threads, run_settings):
     with threadpool_limits(threads):
         result = run_split(estimator, data_dir, name, split)
     del result["estimator"]
-    return {"dataset": name, "method": method, "split": split, **result, **run_settings, "threads": threads,
-            "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    return [{"dataset": name, "method": method, "split": split, **result, **run_settings, "threads": threads,
+             "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z")}]
 
 
 def check(ok):
@@ -187,7 +171,8 @@ def run(args, datasets, methods):
     ``args``' settings; returns the records of all of them and the notes on subsampled references."""
     args.data_dir = str(Path(args.data_dir).resolve())
     run_settings = settings(args)
-    done = {(r["dataset"], r["method"], r["split"]) for r in read_lines(args.out) if matches(r, run_settings)}
+    done = {(r["dataset"], r["method"], r["split"]) for r in read_lines(args.out)
+            if matches(r, run_settings, UNRECORDED)}
     tasks, skipped, notes = [], 0, []
     for name in datasets:
         n_splits = min(args.splits or (5 if name in LARGE else 20), uci_n_splits(args.data_dir, name))
@@ -204,20 +189,16 @@ def run(args, datasets, methods):
                                                     run_settings))
     print(f"{len(tasks)} split(s) to fit ({args.likelihood}), {skipped} already in {args.out}",
           file=sys.stderr, flush=True)
-    with open(args.out, "a") as file:
-        for record in Parallel(n_jobs=args.n_jobs, return_as="generator_unordered")(tasks):
-            file.write(json.dumps(record) + "\n")
-            file.flush()
-            print(f"{record['dataset']} {record['method']} ({args.likelihood}) split {record['split']}: "
-                  f"LL {record['ll']:.3f}  coverage {record['coverage_95']:.3f}  {record['seconds']:.1f} s",
-                  file=sys.stderr, flush=True)
+    append_as_they_end(args.out, tasks, args.n_jobs, lambda record: (
+        f"{record['dataset']} {record['method']} ({args.likelihood}) split {record['split']}: "
+        f"LL {record['ll']:.3f}  coverage {record['coverage_95']:.3f}  {record['seconds']:.1f} s"))
     return recorded(args, datasets, methods), notes
 
 
 def recorded(args, datasets, methods):
     """The records in ``args.out`` of ``datasets`` and ``methods`` under ``args``' settings."""
     run_settings = settings(args)
-    return [r for r in read_lines(args.out) if matches(r, run_settings)
+    return [r for r in read_lines(args.out) if matches(r, run_settings, UNRECORDED)
             and r["dataset"] in datasets and r["method"] in methods]
 
 

@@ -39,8 +39,8 @@ import sys
 import time
 from pathlib import Path
 
-from bench_defaults_uci import matches, read_lines
 from defaults_options import add_set_option, pin_threads, set_arguments
+from records import matches, read_lines
 from sklearn.datasets import make_friedman1
 from uci_protocol import DEFAULT_DATA_DIR, score_fit
 
