@@ -41,6 +41,7 @@ row has. Per-fit lines go to stderr, the tables to stdout.
 """
 
 import argparse
+import sys
 
 import numpy as np
 from defaults_options import add_defaults_options, add_set_option, pin_threads, set_arguments
@@ -195,6 +196,8 @@ def main(argv=None):
     run_settings = settings(args)
     done = {identity(r) for r in read_lines(args.out) if matches(r, run_settings)}
     tasks = [delayed(fit_split)(data, seed, args, done) for data in args.datasets for seed in range(args.splits)]
+    print(f"{len(done)} fit(s) under these settings already in {args.out}, not fitted again",
+          file=sys.stderr, flush=True)
     append_as_they_end(args.out, tasks, args.n_jobs, lambda record: (
         f"{record['dataset']} split {record['split']} {record['method']}: NLL {record['NLL']:.3f}  "
         f"{record['fit s']:.1f} s"))

@@ -10,7 +10,7 @@ N(0, 1) prior). For each, mean over the splits of:
 - the test NLL, accuracy and mean confidence (the predictive's largest
   probability) of HMC's predictive, and of its MAP network (``net_``, the
   chains' start);
-- the largest split R-hat over the weights;
+- the largest split R-hat over the weights (not the sampled precisions);
 - the training NLL (summed over the rows) of single draws, averaged over the
   first and the last tenth of every chain's kept draws, against the MAP's: how
   far above the mode the chains sit, and whether they are still moving.
@@ -62,7 +62,8 @@ def fit_variant(params, X_train, X_test, y_train, y_test, seed):
     early = float(training_nll(model, chains[:, :tenth].flatten(0, 1), X, labels).mean())
     late = float(training_nll(model, chains[:, -tenth:].flatten(0, 1), X, labels).mean())
     at_map = float(training_nll(model, model.flatten()[None], X, labels)[0])
-    return (*hmc, *map_network, float(np.nanmax(estimator.rhat_)), early, late, at_map)
+    # chains_ holds the sampled log precisions after the weights: R-hat of the weights alone.
+    return (*hmc, *map_network, float(np.nanmax(estimator.rhat_[:model.n_params])), early, late, at_map)
 
 
 def main():

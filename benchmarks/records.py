@@ -1,4 +1,4 @@
-"""Results as JSON lines: appended as each fit ends, read back so that an interrupted run resumes.
+"""Results as JSON lines: appended as each task (a fit, or a split of fits) ends, read back to resume a run.
 
 ``bench_defaults_uci.py``, ``bench_heteroscedastic_uci.py``,
 ``bench_defaults_classification.py`` and ``bench_scale.py`` keep their records
