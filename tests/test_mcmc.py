@@ -194,6 +194,43 @@ def test_compile_failure_falls_back_to_eager(wave_data, monkeypatch):
     np.testing.assert_array_equal(fallback.chains_, small().fit(X, y).chains_)
 
 
+def test_auto_compiles_where_the_cost_model_says_it_pays():
+    """At the defaults (4 chains, 1000 steps of 10 leapfrog steps, the 1x50
+    network with its skip path: 509 weights on 8 features) the eager run
+    passes a minute, and HMC compiles, from about 5,000 training rows on, as
+    the docstring says; far fewer or far more gradient evaluations decide
+    the other way."""
+    n_gradients, weights = 1000 * 10, 8 * 50 + 50 + 50 + 1 + 8
+    assert not compiling.compile_pays(n_gradients, 4 * 4_500 * weights)
+    assert compiling.compile_pays(n_gradients, 4 * 6_000 * weights)
+    assert not compiling.compile_pays(100 * 10, 4 * 50_000 * weights)
+    assert compiling.compile_pays(1_000_000, 4 * 50 * weights)
+
+
+def test_auto_stays_eager_on_a_small_fit_and_compiles_where_compiling_pays(wave_data, monkeypatch):
+    """``compile='auto'`` (the default) on a small table compiles nothing and
+    draws what ``compile=False`` draws; where the cost model says it pays,
+    the chains switch to the compiled kernel after the pilot (the compiler
+    replaced by a marker that runs the function as it is: the same draws)."""
+    from sklearn_quinn.mcmc import _kernels, _mcmc
+
+    def no_compiler(function):
+        raise AssertionError("torch.compile called")
+
+    monkeypatch.setattr(compiling.torch, "compile", no_compiler)
+    X, y = wave_data
+    auto, eager = small().fit(X, y), small(compile=False).fit(X, y)
+    assert not auto.compiled_ and not eager.compiled_
+    np.testing.assert_array_equal(auto.chains_, eager.chains_)
+
+    asked = []
+    monkeypatch.setattr(_mcmc, "compile_pays", lambda n_gradients, multiply_adds: asked.append(multiply_adds) or True)
+    monkeypatch.setattr(_kernels, "compiled_or_eager", lambda function: function)
+    switched = small().fit(X, y)
+    assert switched.compiled_ and asked == [small().n_chains * len(X) * switched._model.n_params]
+    np.testing.assert_array_equal(switched.chains_, eager.chains_)
+
+
 @pytest.mark.parametrize(
     "params, message",
     [

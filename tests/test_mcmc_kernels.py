@@ -17,7 +17,7 @@ from sklearn_quinn.mcmc import adaptive_metropolis, effective_sample_size, hmc, 
 from sklearn_quinn.mcmc._adaptation import DualAveraging, slow_window_ends
 from sklearn_quinn.mcmc._gibbs import within_gibbs
 from sklearn_quinn.mcmc._kernels import hmc_proposal, metropolis_accept, standard_normal
-from sklearn_quinn.mcmc._sampling import SAMPLERS, Sampler, run_chains
+from sklearn_quinn.mcmc._sampling import PILOT_STEPS, SAMPLERS, Sampler, run_chains
 
 # A correlated, badly scaled 2-D Gaussian: stds 1 and 2, correlation 0.9.
 COVARIANCE = torch.tensor([[1.0, 1.8], [1.8, 4.0]], dtype=torch.float64)
@@ -140,6 +140,53 @@ def test_compiled_nuts_steps_are_the_eager_ones():
         ends.append((state.position, info.n_leapfrog))
     torch.testing.assert_close(ends[1][0], ends[0][0], rtol=0, atol=1e-10)
     torch.testing.assert_close(ends[1][1], ends[0][1])
+
+
+@pytest.mark.parametrize("sampler, module", [("hmc", "_kernels"), ("nuts", "_nuts")])
+@pytest.mark.parametrize("pays", [False, True])
+def test_a_compile_decision_counts_the_pilots_gradients_and_switches_in_place(monkeypatch, sampler, module, pays):
+    """``compile`` given as a decision: the first PILOT_STEPS steps run
+    eagerly, the decision gets their batched gradient evaluations projected
+    over the remaining steps (exactly ``n_leapfrog`` a step for HMC), and the
+    rest runs on the compiled kernel from the same state and random draws. The
+    compiler is replaced by a marker that runs the function as it is, so the
+    draws must equal an eager run's to the bit, and the marker says whether
+    the kernel was rebuilt compiled."""
+    import importlib
+
+    kernel_module = importlib.import_module(f"sklearn_quinn.mcmc.{module}")
+    built = []
+    monkeypatch.setattr(kernel_module, "compiled_or_eager", lambda function: built.append(function) or function)
+    asked = []
+
+    def decide(n_gradients):
+        asked.append(n_gradients)
+        return pays
+
+    def run(compile):
+        return run_chains(gaussian_log_density, torch.zeros(4, 2, dtype=torch.float64), sampler=sampler,
+                          n_samples=30, n_burnin=20, n_leapfrog=3, compile=compile,
+                          generator=torch.Generator().manual_seed(0))
+
+    decided, eager = run(decide), run(False)
+    assert len(asked) == 1 and decided.compiled is pays and len(built) == int(pays)
+    if sampler == "hmc":
+        assert asked[0] == 3 * (50 - PILOT_STEPS)
+    else:
+        assert asked[0] > 50 - PILOT_STEPS  # at least one leapfrog step a step
+    torch.testing.assert_close(decided.draws, eager.draws, rtol=0, atol=0)
+    assert not eager.compiled
+
+
+def test_a_compile_decision_is_not_asked_of_a_kernel_that_does_not_compile_or_a_run_within_the_pilot():
+    def never(n_gradients):
+        raise AssertionError("asked")
+
+    start = torch.zeros(4, 2, dtype=torch.float64)
+    for sampler, n_samples in (("mala", 30), ("hmc", PILOT_STEPS - 5)):
+        result = run_chains(gaussian_log_density, start, sampler=sampler, n_samples=n_samples, n_burnin=5,
+                            compile=never, generator=torch.Generator().manual_seed(0))
+        assert not result.compiled
 
 
 def test_mala_correction_removes_the_langevin_bias():

@@ -36,7 +36,7 @@ optimizer, callbacks, dtype, device, compile, n_jobs, random_state, verbose
     chains_ : ndarray of shape (n_chains, n_samples, n_columns)
         The kept draws per chain: the weights, then the log prior precisions when sampled.
     acceptance_rate_, rhat_, ess_, n_divergent_, step_size_, trajectory_length_, prior_precisions_, \\
-prior_precision_samples_, evidence_history_
+prior_precision_samples_, evidence_history_, compiled_
         As for :class:`MCMCRegressor`.
     net_ : skorch.NeuralNet or None
         The MAP net of ``init='map'``.
@@ -97,7 +97,7 @@ prior_precision_samples_, evidence_history_
         callbacks=None,
         dtype="float64",
         device="cpu",
-        compile=False,
+        compile="auto",
         n_jobs=None,
         random_state=None,
         verbose=0,

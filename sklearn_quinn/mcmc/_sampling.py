@@ -8,7 +8,7 @@ import torch
 
 from ._adaptation import DualAveraging, WindowedVariance, slow_window_ends
 from ._gibbs import GibbsState, within_gibbs
-from ._kernels import adaptive_metropolis, hmc, mala
+from ._kernels import adaptive_metropolis, hmc, mala, value_and_grad
 from ._nuts import nuts
 
 
@@ -55,6 +55,27 @@ class ChainResult(NamedTuple):
     # (C, n_samples * thin), the leapfrog steps of each sampling step's trajectory, for a kernel that
     # reports them (NUTS); None for the others.
     n_leapfrog: torch.Tensor | None = None
+    # Whether the steps ran through torch.compile (from the pilot's end on, for a compile decided there).
+    compiled: bool = False
+
+
+#: ``compile`` given as a decision: the steps that run eagerly before it is taken,
+#: counting the batched gradient evaluations the rest of the run is projected from.
+PILOT_STEPS = 10
+
+
+class _GradientCount:
+    """A log density that counts its batched gradient evaluations."""
+
+    def __init__(self, log_density):
+        self.log_density, self.n_calls = log_density, 0
+
+    def __call__(self, rows):
+        return self.log_density(rows)
+
+    def value_and_grad(self, rows):
+        self.n_calls += 1
+        return value_and_grad(self.log_density, rows)
 
 
 def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin=1000, thin=1,
@@ -74,8 +95,14 @@ def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin
     log_density : callable ``(C, K) -> (C,)``
     sampler : str
         A key of :data:`SAMPLERS`.
-    compile : bool, default=False
-        HMC's trajectories through ``torch.compile`` (see :func:`~sklearn_quinn.mcmc._kernels.hmc`).
+    compile : bool or callable, default=False
+        HMC's trajectories, or NUTS's leapfrog steps, through ``torch.compile``
+        (see :func:`~sklearn_quinn.mcmc._kernels.hmc`). A callable
+        ``pays(n_gradients) -> bool`` decides: the first :data:`PILOT_STEPS`
+        steps run eagerly, counting the batched gradient evaluations, and if
+        ``pays`` of their count projected over every step is true, the rest
+        compile (the same state and random draws go on). No effect on a
+        kernel that does not compile (MALA, adaptive Metropolis).
     gibbs : HyperparameterGibbs, optional
         The columns after the first ``gibbs.n_params`` are hyperparameters:
         the kernel moves the first columns given them, and each step ends
@@ -91,15 +118,24 @@ def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin
     if sampler not in SAMPLERS:
         raise ValueError(f"sampler must be one of {tuple(SAMPLERS)}, got {sampler!r}.")
     spec = SAMPLERS[sampler]
-    options = dict(n_leapfrog=n_leapfrog, max_tree_depth=max_tree_depth, gamma=gamma, adapt_start=adapt_start,
-                   adapt_every=adapt_every, compile=compile)
-    options = {name: options[name] for name in spec.options}
-    if gibbs is None:
-        init, step = spec.kernel(log_density, **options)
-    else:
-        init, step = within_gibbs(spec.kernel, log_density, gibbs, **options)
+    n_steps = n_burnin + n_samples * thin
 
+    options = dict(n_leapfrog=n_leapfrog, max_tree_depth=max_tree_depth, gamma=gamma, adapt_start=adapt_start,
+                   adapt_every=adapt_every)
+    options = {name: options[name] for name in spec.options if name != "compile"}
+
+    def kernel(density, compiled):
+        own = {**options, "compile": compiled} if "compile" in spec.options else options
+        if gibbs is None:
+            return spec.kernel(density, **own)
+        return within_gibbs(spec.kernel, density, gibbs, **own)
+
+    deciding = callable(compile) and "compile" in spec.options and n_steps > PILOT_STEPS
+    compiled = compile is True and "compile" in spec.options
+    pilot = _GradientCount(log_density) if deciding else log_density
+    init, step = kernel(pilot, compiled)
     state = init(position, step_size)
+    n_initial_gradients = pilot.n_calls if deciding else 0
     adapting = spec.target_acceptance is not None and adapt_step_size
     if adapting:
         search = DualAveraging(_kernel_state(state).step_size, target_acceptance or spec.target_acceptance)
@@ -107,10 +143,15 @@ def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin
     window = WindowedVariance()
     window_start = int(0.15 * n_burnin)
 
-    draws, acceptance, divergent, n_leapfrog = [], [], [], []
+    draws, acceptance, divergent, leapfrog_steps = [], [], [], []
     accepted_total = 0.0
-    for t in range(n_burnin + n_samples * thin):
+    for t in range(n_steps):
         state, info = step(generator, state)
+        if deciding and t + 1 == PILOT_STEPS:
+            per_step = (pilot.n_calls - n_initial_gradients) / PILOT_STEPS
+            if compile(per_step * (n_steps - PILOT_STEPS)):
+                compiled = True
+                _, step = kernel(log_density, True)
         accepted_total += float(info.acceptance_probability.mean())
         if t < n_burnin:
             if adapting:
@@ -127,7 +168,7 @@ def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin
             acceptance.append(info.acceptance_probability)
             divergent.append(info.is_divergent)
             if info.n_leapfrog is not None:
-                n_leapfrog.append(info.n_leapfrog)
+                leapfrog_steps.append(info.n_leapfrog)
             if (t - n_burnin + 1) % thin == 0:
                 draws.append(state.position)
         if progress is not None:
@@ -136,7 +177,7 @@ def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin
     final_step_size = getattr(_kernel_state(state), "step_size", None)
     inverse_mass = getattr(_kernel_state(state), "inverse_mass", None)
     return ChainResult(draws, torch.stack(acceptance, dim=1), torch.stack(divergent, dim=1), final_step_size,
-                       inverse_mass, torch.stack(n_leapfrog, dim=1) if n_leapfrog else None)
+                       inverse_mass, torch.stack(leapfrog_steps, dim=1) if leapfrog_steps else None, compiled)
 
 
 def _kernel_state(state):
