@@ -1,0 +1,143 @@
+"""MCMCRegressor at its defaults with ``compile=False`` and ``compile='auto'``: fit seconds, the choice, the scores.
+
+Each fit runs in a process of its own, one torch thread, so that it pays what
+a user's first fit in a fresh Python session pays: torch's compiler starts up
+once per process. Per table (a UCI split, inputs standardised, the package's
+defaults: 4 chains of 500 burn-in + 500 draws of 10 leapfrog steps from the
+evidence-trained MAP, hyperpriors on the precisions and the noise):
+
+1. ``compile=False``;
+2. ``compile='auto'`` with an empty compiler cache (``TORCHINDUCTOR_CACHE_DIR``
+   a fresh folder): the first fit on a machine;
+3. ``compile='auto'`` again with that cache: every later fit.
+
+Printed: fit + predict seconds, whether the chains compiled (``compiled_``),
+the ratio to the eager fit, and the test log-likelihood and 95% coverage
+(the compiled steps agree with the eager ones to rounding, and the chains
+part once rounding flips an accept decision: the scores agree within the
+chains' Monte Carlo error, not to the digit). Below about 5,000 training
+rows the defaults stay eager (the first rows must match); above, they compile.
+
+``--steps`` first measures what ``compile='auto'``'s cost model rests on, in
+one process per row count: HMC steps (10 leapfrog steps, 4 chains, the
+default network on 8 standard-normal features) eager and compiled, side by
+side (median of 3 alternating runs of 100 steps), the compile seconds (the
+first compiled run, in a process whose compiler cache is empty), and the
+cost model's eager milliseconds a step
+(:func:`sklearn_quinn._core.compiling.eager_seconds`).
+
+    python benchmarks/bench_mcmc_compile.py [--datasets concrete kin8nm] [--split 0] [--steps 300 927 7373]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from uci_protocol import DEFAULT_DATA_DIR
+
+BENCHMARKS = os.path.dirname(os.path.abspath(__file__))
+
+WORKER = """
+import json, sys
+sys.path.insert(0, {benchmarks!r})
+from defaults_options import pin_threads
+from uci_protocol import run_split
+from sklearn_quinn import MCMCRegressor
+pin_threads(1)
+run = run_split(MCMCRegressor(compile={compile!r}), {data_dir!r}, {name!r}, {split})
+print(json.dumps(dict(seconds=run["seconds"], ll=run["ll"], coverage=run["coverage_95"], n_train=run["n_train"],
+                      compiled=run["estimator"].compiled_)))
+"""
+
+
+STEPS_WORKER = """
+import json, statistics, sys, time
+import torch
+sys.path.insert(0, {benchmarks!r})
+from defaults_options import pin_threads
+from sklearn_quinn._core.compiling import eager_seconds
+from sklearn_quinn._core.likelihoods import GaussianLikelihood
+from sklearn_quinn._core.log_posterior import log_posterior
+from sklearn_quinn._core.network import FunctionalModel, build_mlp
+from sklearn_quinn._core.priors import GaussianPrior
+from sklearn_quinn.mcmc._sampling import run_chains
+pin_threads(1)
+generator = torch.Generator().manual_seed(0)
+X = torch.randn({rows}, 8, generator=generator, dtype=torch.float64)
+y = X[:, :1] + torch.randn({rows}, 1, generator=generator, dtype=torch.float64)
+torch.manual_seed(0)
+model = FunctionalModel(build_mlp(8, 1, (50,), "relu", linear_skip=True).double())
+density = log_posterior(model, X, y, GaussianLikelihood(torch.tensor([0.3], dtype=torch.float64)), GaussianPrior(1.0))
+start = model.flatten()[None].repeat(4, 1)
+
+def seconds(compile, n_steps):
+    begin = time.perf_counter()
+    run_chains(density, start, sampler="hmc", n_samples=n_steps, n_burnin=0, step_size=1e-3, n_leapfrog=10,
+               adapt_step_size=False, compile=compile, generator=torch.Generator().manual_seed(0))
+    return time.perf_counter() - begin
+
+compile_seconds = seconds(True, 1)
+runs = {{False: [], True: []}}
+for _ in range(3):
+    for compile in (False, True):
+        runs[compile].append(seconds(compile, 100) / 100)
+print(json.dumps(dict(eager=statistics.median(runs[False]), compiled=statistics.median(runs[True]),
+                      compile_seconds=compile_seconds, model=eager_seconds(10, 4 * {rows} * model.n_params))))
+"""
+
+
+def run_in_process(code, cache_dir):
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache_dir, OMP_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def fit_in_process(data_dir, name, split, compile, cache_dir):
+    return run_in_process(WORKER.format(benchmarks=BENCHMARKS, data_dir=str(data_dir), name=name, split=split,
+                                        compile=compile), cache_dir)
+
+
+def step_times(rows):
+    with tempfile.TemporaryDirectory() as cache_dir:
+        return run_in_process(STEPS_WORKER.format(benchmarks=BENCHMARKS, rows=rows), cache_dir)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR))
+    parser.add_argument("--datasets", nargs="*", default=["concrete", "kin8nm"],
+                        help="UCI sets to fit at the defaults (none: only --steps)")
+    parser.add_argument("--split", type=int, default=0)
+    parser.add_argument("--steps", type=int, nargs="*", default=[],
+                        help="training rows at which to time eager and compiled HMC steps against the cost model")
+    args = parser.parse_args()
+
+    if args.steps:
+        print("| rows | eager ms a step | cost model ms | compiled ms a step | eager / compiled | compile s |")
+        print("|---|---|---|---|---|---|")
+        for rows in args.steps:
+            times = step_times(rows)
+            print(f"| {rows} | {1e3 * times['eager']:.2f} | {1e3 * times['model']:.2f} | "
+                  f"{1e3 * times['compiled']:.2f} | {times['eager'] / times['compiled']:.2f} | "
+                  f"{times['compile_seconds']:.1f} |", flush=True)
+        print()
+
+    if args.datasets:
+        print("| data set | training rows | compile | fit + predict s | compiled_ | / eager | test LL | 95% coverage |")
+        print("|---|---|---|---|---|---|---|---|")
+    for name in args.datasets:
+        with tempfile.TemporaryDirectory() as cache_dir:
+            eager = fit_in_process(args.data_dir, name, args.split, False, cache_dir)
+            runs = [("False", eager),
+                    ("'auto', cold cache", fit_in_process(args.data_dir, name, args.split, "auto", cache_dir)),
+                    ("'auto', warm cache", fit_in_process(args.data_dir, name, args.split, "auto", cache_dir))]
+        for label, run in runs:
+            print(f"| {name} | {run['n_train']} | {label} | {run['seconds']:.1f} | {run['compiled']} | "
+                  f"{run['seconds'] / eager['seconds']:.2f} | {run['ll']:.3f} | {run['coverage']:.3f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
