@@ -15,18 +15,19 @@ Printed: fit + predict seconds, whether the chains compiled (``compiled_``),
 the ratio to the eager fit, and the test log-likelihood and 95% coverage
 (the compiled steps agree with the eager ones to rounding, and the chains
 part once rounding flips an accept decision: the scores agree within the
-chains' Monte Carlo error, not to the digit). Below about 5,000 training
+chains' Monte Carlo error, not to the digit). Below about 6,500 training
 rows the defaults stay eager (the first rows must match); above, they compile.
 
 ``--steps`` first measures what ``compile='auto'``'s cost model rests on, in
-one process per row count: HMC steps (10 leapfrog steps, 4 chains, the
-default network on 8 standard-normal features) eager and compiled, side by
-side (median of 3 alternating runs of 100 steps), the compile seconds (the
-first compiled run, in a process whose compiler cache is empty), and the
-cost model's eager milliseconds a step
-(:func:`sklearn_quinn._core.compiling.eager_seconds`).
+one process per table ``ROWSxFEATURESxOUTPUTS`` (standard-normal features,
+a Gaussian likelihood): HMC steps (10 leapfrog steps, 4 chains, the default
+1x50 network) eager and compiled, side by side (median of 3 alternating runs
+of 100 steps), the compile seconds (the first compiled run, in a process
+whose compiler cache is empty), the milliseconds a step compiling saved, and
+the cost model's (:func:`sklearn_quinn._core.compiling.compiled_savings`).
 
-    python benchmarks/bench_mcmc_compile.py [--datasets concrete kin8nm] [--split 0] [--steps 300 927 7373]
+    python benchmarks/bench_mcmc_compile.py [--datasets concrete kin8nm] [--split 0]
+        [--steps 300x8x1 927x8x1 7373x8x1 1437x64x10]
 """
 
 import argparse
@@ -58,7 +59,7 @@ import json, statistics, sys, time
 import torch
 sys.path.insert(0, {benchmarks!r})
 from defaults_options import pin_threads
-from sklearn_quinn._core.compiling import eager_seconds
+from sklearn_quinn._core.compiling import compiled_savings
 from sklearn_quinn._core.likelihoods import GaussianLikelihood
 from sklearn_quinn._core.log_posterior import log_posterior
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
@@ -66,11 +67,12 @@ from sklearn_quinn._core.priors import GaussianPrior
 from sklearn_quinn.mcmc._sampling import run_chains
 pin_threads(1)
 generator = torch.Generator().manual_seed(0)
-X = torch.randn({rows}, 8, generator=generator, dtype=torch.float64)
-y = X[:, :1] + torch.randn({rows}, 1, generator=generator, dtype=torch.float64)
+X = torch.randn({rows}, {features}, generator=generator, dtype=torch.float64)
+y = X[:, :{outputs}] + torch.randn({rows}, {outputs}, generator=generator, dtype=torch.float64)
 torch.manual_seed(0)
-model = FunctionalModel(build_mlp(8, 1, (50,), "relu", linear_skip=True).double())
-density = log_posterior(model, X, y, GaussianLikelihood(torch.tensor([0.3], dtype=torch.float64)), GaussianPrior(1.0))
+model = FunctionalModel(build_mlp({features}, {outputs}, (50,), "relu", linear_skip=True).double())
+noise = torch.full(({outputs},), 0.3, dtype=torch.float64)
+density = log_posterior(model, X, y, GaussianLikelihood(noise), GaussianPrior(1.0))
 start = model.flatten()[None].repeat(4, 1)
 
 def seconds(compile, n_steps):
@@ -85,7 +87,7 @@ for _ in range(3):
     for compile in (False, True):
         runs[compile].append(seconds(compile, 100) / 100)
 print(json.dumps(dict(eager=statistics.median(runs[False]), compiled=statistics.median(runs[True]),
-                      compile_seconds=compile_seconds, model=eager_seconds(10, 4 * {rows} * model.n_params))))
+                      compile_seconds=compile_seconds, model=compiled_savings(10, 4 * {rows} * model.total_width))))
 """
 
 
@@ -100,9 +102,11 @@ def fit_in_process(data_dir, name, split, compile, cache_dir):
                                         compile=compile), cache_dir)
 
 
-def step_times(rows):
+def step_times(shape):
+    rows, features, outputs = map(int, shape.split("x"))
     with tempfile.TemporaryDirectory() as cache_dir:
-        return run_in_process(STEPS_WORKER.format(benchmarks=BENCHMARKS, rows=rows), cache_dir)
+        return run_in_process(STEPS_WORKER.format(benchmarks=BENCHMARKS, rows=rows, features=features,
+                                                  outputs=outputs), cache_dir)
 
 
 def main():
@@ -111,18 +115,20 @@ def main():
     parser.add_argument("--datasets", nargs="*", default=["concrete", "kin8nm"],
                         help="UCI sets to fit at the defaults (none: only --steps)")
     parser.add_argument("--split", type=int, default=0)
-    parser.add_argument("--steps", type=int, nargs="*", default=[],
-                        help="training rows at which to time eager and compiled HMC steps against the cost model")
+    parser.add_argument("--steps", nargs="*", default=[], metavar="ROWSxFEATURESxOUTPUTS",
+                        help="tables (e.g. 927x8x1) on which to time eager and compiled HMC steps against the "
+                             "cost model")
     args = parser.parse_args()
 
     if args.steps:
-        print("| rows | eager ms a step | cost model ms | compiled ms a step | eager / compiled | compile s |")
-        print("|---|---|---|---|---|---|")
-        for rows in args.steps:
-            times = step_times(rows)
-            print(f"| {rows} | {1e3 * times['eager']:.2f} | {1e3 * times['model']:.2f} | "
-                  f"{1e3 * times['compiled']:.2f} | {times['eager'] / times['compiled']:.2f} | "
-                  f"{times['compile_seconds']:.1f} |", flush=True)
+        print("| rows x features x outputs | eager ms a step | compiled ms a step | eager / compiled | "
+              "saved ms a step | cost model's saving | compile s |")
+        print("|---|---|---|---|---|---|---|")
+        for shape in args.steps:
+            times = step_times(shape)
+            print(f"| {shape} | {1e3 * times['eager']:.2f} | {1e3 * times['compiled']:.2f} | "
+                  f"{times['eager'] / times['compiled']:.2f} | {1e3 * (times['eager'] - times['compiled']):.2f} | "
+                  f"{1e3 * times['model']:.2f} | {times['compile_seconds']:.1f} |", flush=True)
         print()
 
     if args.datasets:

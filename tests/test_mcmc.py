@@ -195,23 +195,27 @@ def test_compile_failure_falls_back_to_eager(wave_data, monkeypatch):
 
 
 def test_auto_compiles_where_the_cost_model_says_it_pays():
-    """At the defaults (4 chains, 1000 steps of 10 leapfrog steps, the 1x50
-    network with its skip path: 509 weights on 8 features) the eager run
-    passes a minute, and HMC compiles, from about 5,000 training rows on, as
-    the docstring says; far fewer or far more gradient evaluations decide
-    the other way."""
-    n_gradients, weights = 1000 * 10, 8 * 50 + 50 + 50 + 1 + 8
-    assert not compiling.compile_pays(n_gradients, 4 * 4_500 * weights)
-    assert compiling.compile_pays(n_gradients, 4 * 6_000 * weights)
-    assert not compiling.compile_pays(100 * 10, 4 * 50_000 * weights)
-    assert compiling.compile_pays(1_000_000, 4 * 50 * weights)
+    """At the defaults (4 chains, 990 steps after the pilot, 10 leapfrog
+    steps each, the 1x50 network with one output and its skip path: 52
+    output units) HMC compiles from about 6,500 training rows on, as the
+    docstring says; the digits classifier's chains (1,437 rows, 70 units)
+    stay eager, and NUTS's trajectories of hundreds of steps compile on a
+    small table."""
+    n_gradients = 990 * 10
+    assert not compiling.compile_pays(n_gradients, 4 * 6_000 * 52)
+    assert compiling.compile_pays(n_gradients, 4 * 7_000 * 52)
+    assert not compiling.compile_pays(n_gradients, 4 * 1_437 * 70)
+    assert compiling.compile_pays(990 * 700, 4 * 300 * 52)
 
 
 def test_auto_stays_eager_on_a_small_fit_and_compiles_where_compiling_pays(wave_data, monkeypatch):
     """``compile='auto'`` (the default) on a small table compiles nothing and
     draws what ``compile=False`` draws; where the cost model says it pays,
     the chains switch to the compiled kernel after the pilot (the compiler
-    replaced by a marker that runs the function as it is: the same draws)."""
+    replaced by one that runs the function as it is: the same draws), each
+    joblib group of chains deciding on its own chains' activations."""
+    import joblib
+
     from sklearn_quinn.mcmc import _kernels, _mcmc
 
     def no_compiler(function):
@@ -224,11 +228,26 @@ def test_auto_stays_eager_on_a_small_fit_and_compiles_where_compiling_pays(wave_
     np.testing.assert_array_equal(auto.chains_, eager.chains_)
 
     asked = []
-    monkeypatch.setattr(_mcmc, "compile_pays", lambda n_gradients, multiply_adds: asked.append(multiply_adds) or True)
+    monkeypatch.setattr(_mcmc, "compile_pays", lambda n_gradients, activations: asked.append(activations) or True)
     monkeypatch.setattr(_kernels, "compiled_or_eager", lambda function: function)
     switched = small().fit(X, y)
-    assert switched.compiled_ and asked == [small().n_chains * len(X) * switched._model.n_params]
+    units = switched._model.total_width
+    assert switched.compiled_ and asked == [small().n_chains * len(X) * units]
     np.testing.assert_array_equal(switched.chains_, eager.chains_)
+    asked.clear()
+    with joblib.parallel_config(backend="threading"):
+        small(n_chains=3, n_jobs=2).fit(X, y)
+    assert sorted(asked) == [len(X) * units, 2 * len(X) * units]
+
+
+def test_compile_accepts_numpy_booleans(wave_data, monkeypatch):
+    """scikit-learn's 'boolean' constraint admits ``numpy.bool_``: True compiles."""
+    from sklearn_quinn.mcmc import _kernels
+
+    monkeypatch.setattr(_kernels, "compiled_or_eager", lambda function: function)
+    X, y = wave_data
+    assert small(compile=np.True_).fit(X, y).compiled_
+    assert not small(compile=np.False_).fit(X, y).compiled_
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from sklearn_quinn._core.hyperpriors import GammaHyperprior, HierarchicalPrior, 
 from sklearn_quinn._core.likelihoods import GaussianLikelihood
 from sklearn_quinn._core.log_posterior import hierarchical_log_posterior
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
-from sklearn_quinn.mcmc import adaptive_metropolis, effective_sample_size, hmc, mala, nuts
+from sklearn_quinn.mcmc import _kernels, _nuts, adaptive_metropolis, effective_sample_size, hmc, mala, nuts
 from sklearn_quinn.mcmc._adaptation import DualAveraging, slow_window_ends
 from sklearn_quinn.mcmc._gibbs import within_gibbs
 from sklearn_quinn.mcmc._kernels import hmc_proposal, metropolis_accept, standard_normal
@@ -142,21 +142,28 @@ def test_compiled_nuts_steps_are_the_eager_ones():
     torch.testing.assert_close(ends[1][1], ends[0][1])
 
 
-@pytest.mark.parametrize("sampler, module", [("hmc", "_kernels"), ("nuts", "_nuts")])
+@pytest.mark.parametrize("sampler, module", [("hmc", _kernels), ("nuts", _nuts)])
 @pytest.mark.parametrize("pays", [False, True])
 def test_a_compile_decision_counts_the_pilots_gradients_and_switches_in_place(monkeypatch, sampler, module, pays):
     """``compile`` given as a decision: the first PILOT_STEPS steps run
     eagerly, the decision gets their batched gradient evaluations projected
-    over the remaining steps (exactly ``n_leapfrog`` a step for HMC), and the
-    rest runs on the compiled kernel from the same state and random draws. The
-    compiler is replaced by a marker that runs the function as it is, so the
-    draws must equal an eager run's to the bit, and the marker says whether
-    the kernel was rebuilt compiled."""
-    import importlib
+    over the remaining steps (``n_leapfrog`` a step for HMC; for NUTS, whose
+    chains step together, each step's longest trajectory), and the remaining
+    steps run on the compiled kernel from the same state and random draws.
+    The compiler is replaced by a marker that counts the calls of what it
+    compiled and runs it as it is, so the draws must equal an eager run's to
+    the bit, and the compiled part must serve every step after the pilot
+    (HMC: one transition a step; NUTS: one leapfrog step a call)."""
+    calls = []
 
-    kernel_module = importlib.import_module(f"sklearn_quinn.mcmc.{module}")
-    built = []
-    monkeypatch.setattr(kernel_module, "compiled_or_eager", lambda function: built.append(function) or function)
+    def counting_compiler(function):
+        def counted(*args, **kwargs):
+            calls.append(function.__name__)
+            return function(*args, **kwargs)
+
+        return counted
+
+    monkeypatch.setattr(module, "compiled_or_eager", counting_compiler)
     asked = []
 
     def decide(n_gradients):
@@ -165,15 +172,18 @@ def test_a_compile_decision_counts_the_pilots_gradients_and_switches_in_place(mo
 
     def run(compile):
         return run_chains(gaussian_log_density, torch.zeros(4, 2, dtype=torch.float64), sampler=sampler,
-                          n_samples=30, n_burnin=20, n_leapfrog=3, compile=compile,
+                          n_samples=50, n_burnin=0, n_leapfrog=3, compile=compile,
                           generator=torch.Generator().manual_seed(0))
 
     decided, eager = run(decide), run(False)
-    assert len(asked) == 1 and decided.compiled is pays and len(built) == int(pays)
+    remaining = 50 - PILOT_STEPS
     if sampler == "hmc":
-        assert asked[0] == 3 * (50 - PILOT_STEPS)
+        pilot_gradients, compiled_calls = 3 * PILOT_STEPS, remaining
     else:
-        assert asked[0] > 50 - PILOT_STEPS  # at least one leapfrog step a step
+        longest = eager.n_leapfrog.max(0).values
+        pilot_gradients, compiled_calls = int(longest[:PILOT_STEPS].sum()), int(longest[PILOT_STEPS:].sum())
+    assert asked == [pilot_gradients / PILOT_STEPS * remaining]
+    assert decided.compiled is pays and len(calls) == (compiled_calls if pays else 0)
     torch.testing.assert_close(decided.draws, eager.draws, rtol=0, atol=0)
     assert not eager.compiled
 

@@ -4,36 +4,38 @@ import warnings
 
 import torch
 
-#: The cost model of an eager batched gradient of the default MLP (float64, one
-#: CPU thread): a fixed cost per call (torch's dispatch of some twenty small
-#: operations) plus one per multiply-add of the forward pass (chains x rows x
-#: weights), fitted to HMC steps of 4 chains on 300 to 7373 rows
+#: What compiling saves on a batched gradient of the default MLP (float64, one
+#: CPU thread): the matrix products run in the same BLAS either way, so the
+#: saving is torch's dispatch of some twenty small operations a call, and the
+#: element-wise passes over the activations (chains x rows x the layers'
+#: output units) that the compiled kernels fuse; the inputs' width hardly
+#: matters. Fitted by least squares to HMC steps of 4 chains on tables of 300
+#: to 7373 rows, 8 and 64 features, 1 and 10 outputs
 #: (``benchmarks/bench_mcmc_compile.py --steps`` prints the model beside the
-#: measured times).
-EAGER_SECONDS_PER_CALL = 2.2e-4
-EAGER_SECONDS_PER_MULTIPLY_ADD = 5.3e-10
+#: measured savings).
+SAVED_SECONDS_PER_CALL = 2.5e-4
+SAVED_SECONDS_PER_ACTIVATION = 2.05e-9
 
-#: ``torch.compile`` of an HMC or NUTS step costs tens of seconds on a CPU the
-#: first time in a process, and the compiled steps take about half the eager
-#: time (the same benchmark): compiling pays once it saves about half of the
-#: eager time, where the eager run would take more than this.
-COMPILE_PAYS_AFTER_SECONDS = 60.0
+#: ``torch.compile`` of an HMC or NUTS step costs 20-35 s on a CPU the first
+#: time in a process (the same benchmark): compiling pays where it saves more.
+COMPILE_SECONDS = 30.0
 
 
-def eager_seconds(n_gradients, multiply_adds):
-    """The cost model's eager seconds of ``n_gradients`` batched gradient
-    evaluations, each of ``multiply_adds`` in its forward pass."""
-    return n_gradients * (EAGER_SECONDS_PER_CALL + EAGER_SECONDS_PER_MULTIPLY_ADD * multiply_adds)
+def compiled_savings(n_gradients, activations):
+    """The cost model's seconds saved by compiling ``n_gradients`` batched
+    gradient evaluations, each over ``activations`` activations (chains x rows
+    x the layers' output units)."""
+    return n_gradients * (SAVED_SECONDS_PER_CALL + SAVED_SECONDS_PER_ACTIVATION * activations)
 
 
-def compile_pays(n_gradients, multiply_adds):
-    """Whether compiling a run of ``n_gradients`` batched gradient evaluations
-    (each of ``multiply_adds`` in its forward pass) saves more than it costs.
+def compile_pays(n_gradients, activations):
+    """Whether compiling a run of ``n_gradients`` batched gradient evaluations,
+    each over ``activations`` activations, saves more than it costs.
 
     A cost model rather than a stopwatch, so that the choice, and with it the
     results of a seeded run, do not depend on the machine's load.
     """
-    return eager_seconds(n_gradients, multiply_adds) > COMPILE_PAYS_AFTER_SECONDS
+    return compiled_savings(n_gradients, activations) > COMPILE_SECONDS
 
 
 def compiled_or_eager(function):

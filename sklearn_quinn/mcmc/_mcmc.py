@@ -143,7 +143,7 @@ class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
         weights = self._starting_points(theta, prior)
         return torch.cat([weights, self._empirical_state(likelihood, self.n_chains)], dim=1)
 
-    def _sample_chains(self, log_density, start, gibbs=None, inverse_mass=None, n_rows=0):
+    def _sample_chains(self, log_density, start, gibbs=None, inverse_mass=None, *, n_rows):
         """Run the chains from ``start`` in joblib groups (with the Gibbs updates
         ``gibbs`` of hyperparameter columns, if any; with SG-MCMC's
         preconditioner ``inverse_mass (C, P)``; over ``n_rows`` training rows,
@@ -159,7 +159,7 @@ class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
         )
         return self._record(results)
 
-    def _run_group(self, log_density, start, seed, gibbs, show, inverse_mass=None, n_rows=0):
+    def _run_group(self, log_density, start, seed, gibbs, show, *, inverse_mass, n_rows):
         bar = None
         if self.verbose and show:
             from tqdm.auto import tqdm
@@ -201,7 +201,7 @@ class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
                 gamma=self.gamma,
                 adapt_start=self.adapt_start,
                 adapt_every=self.adapt_every,
-                compile=self._compile_choice(len(start) * n_rows * self._model.n_params),
+                compile=self._compile_choice(len(start) * n_rows * self._model.total_width),
                 gibbs=gibbs,
                 generator=self._generator(seed),
                 progress=report,
@@ -210,13 +210,14 @@ class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
             bar.close()
         return result
 
-    def _compile_choice(self, multiply_adds):
+    def _compile_choice(self, activations):
         """``run_chains``'s ``compile``: the parameter itself, or for 'auto' the
-        decision whether compiling a run of batched gradients, each of
-        ``multiply_adds`` (chains x rows x weights), pays (:func:`compile_pays`)."""
+        decision whether compiling a run of batched gradients, each over
+        ``activations`` (chains x rows x the layers' output units), pays
+        (:func:`compile_pays`)."""
         if self.compile != "auto":
             return self.compile
-        return partial(compile_pays, multiply_adds=multiply_adds)
+        return partial(compile_pays, activations=activations)
 
     def _record(self, results):
         draws = torch.cat([result.draws for result in results])
@@ -389,22 +390,26 @@ callbacks, normalize_y, dtype, device, random_state, verbose
     compile : bool or 'auto', default='auto'
         Run HMC's leapfrog trajectories through ``torch.compile``: the
         gradients and updates of a trajectory become one compiled graph
-        (1.9-2.9x less time per step for the default MLP on a CPU, after a
-        compilation of 12-30 s the first time in a process, which needs a C++
+        (1.4-2.6x less time per step for a 1x50 network on a CPU, after a
+        compilation of 20-35 s the first time in a process, which needs a C++
         compiler; each joblib worker compiles its own). For NUTS, each
         leapfrog step and its point's bookkeeping are compiled (the tree's
         doubling stays eager). 'auto' compiles where it pays: the first 10
         steps run eagerly, counting the gradient evaluations, and the rest
-        compile if a cost model of eager gradients (chains x rows x weights
-        multiply-adds, :func:`~sklearn_quinn._core.compiling.compile_pays`)
-        puts the whole run above a minute. The choice depends on the data's
-        size and the settings, never on the machine's load, so a seeded fit
-        repeats; compiled and eager steps agree to rounding only, so
-        ``compile=False`` reproduces an eager fit's draws exactly. At the
-        defaults (4 chains, 1000 steps of 10 leapfrog steps, 1x50 network)
-        HMC compiles from about 5,000 training rows on. Falls back to eager
-        execution, with a warning, when compiling fails. No effect on MALA,
-        AMCMC and the stochastic-gradient samplers.
+        compile if a cost model of what compiling saves a gradient (a fixed
+        part, and one per activation: chains x rows x the layers' output
+        units; :func:`~sklearn_quinn._core.compiling.compile_pays`) puts the
+        remaining steps' saving above a compilation's cost. The choice
+        depends on the data's size and the settings, never on the machine's
+        load, so a seeded fit repeats on a machine; compiled and eager steps
+        agree to rounding only, so ``compile=False`` reproduces an eager
+        fit's draws exactly. At the defaults (4 chains, 1000 steps of 10
+        leapfrog steps, the 1x50 network, one target) HMC compiles from about
+        6,500 training rows on, whatever the number of features; NUTS, whose
+        trajectories on a network often take hundreds of leapfrog steps,
+        wherever they do. Falls back to eager execution, with a warning, when
+        compiling fails. No effect on MALA, AMCMC and the stochastic-gradient
+        samplers.
     n_jobs : int, default=None
         Split the chains into this many groups run by joblib workers (each
         group batched); None or 1 runs all chains in one batch.
@@ -417,8 +422,10 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         The kept draws per chain: the weights, then the log noise std when
         sampled, then the log prior precisions when sampled.
     compiled_ : bool
-        Whether the chains' steps ran through ``torch.compile`` (for
-        ``compile='auto'``, from the tenth step on).
+        Whether the chains' steps were handed to ``torch.compile`` (for
+        ``compile='auto'``, from the eleventh step on; by any joblib group of
+        chains, each of which decides for itself). A compilation that fails
+        still counts: it warns, and the steps run eagerly.
     acceptance_rate_ : ndarray of shape (n_chains,)
         Mean acceptance probability of each chain while sampling (1 for
         SGLD and SGHMC, which accept every step).

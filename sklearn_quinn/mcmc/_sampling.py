@@ -100,9 +100,9 @@ def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin
         (see :func:`~sklearn_quinn.mcmc._kernels.hmc`). A callable
         ``pays(n_gradients) -> bool`` decides: the first :data:`PILOT_STEPS`
         steps run eagerly, counting the batched gradient evaluations, and if
-        ``pays`` of their count projected over every step is true, the rest
-        compile (the same state and random draws go on). No effect on a
-        kernel that does not compile (MALA, adaptive Metropolis).
+        ``pays`` of their count projected over the remaining steps is true,
+        those compile (the same state and random draws go on). No effect on
+        a kernel that does not compile (MALA, adaptive Metropolis).
     gibbs : HyperparameterGibbs, optional
         The columns after the first ``gibbs.n_params`` are hyperparameters:
         the kernel moves the first columns given them, and each step ends
@@ -124,18 +124,19 @@ def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin
                    adapt_every=adapt_every)
     options = {name: options[name] for name in spec.options if name != "compile"}
 
-    def kernel(density, compiled):
-        own = {**options, "compile": compiled} if "compile" in spec.options else options
+    def kernel(density, through_compiler):
+        own = {**options, "compile": through_compiler} if "compile" in spec.options else options
         if gibbs is None:
             return spec.kernel(density, **own)
         return within_gibbs(spec.kernel, density, gibbs, **own)
 
     deciding = callable(compile) and "compile" in spec.options and n_steps > PILOT_STEPS
-    compiled = compile is True and "compile" in spec.options
+    compiled = not callable(compile) and bool(compile) and "compile" in spec.options
     pilot = _GradientCount(log_density) if deciding else log_density
     init, step = kernel(pilot, compiled)
     state = init(position, step_size)
-    n_initial_gradients = pilot.n_calls if deciding else 0
+    if deciding:
+        pilot.n_calls = 0  # the steps' gradients, not the start's
     adapting = spec.target_acceptance is not None and adapt_step_size
     if adapting:
         search = DualAveraging(_kernel_state(state).step_size, target_acceptance or spec.target_acceptance)
@@ -148,8 +149,7 @@ def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin
     for t in range(n_steps):
         state, info = step(generator, state)
         if deciding and t + 1 == PILOT_STEPS:
-            per_step = (pilot.n_calls - n_initial_gradients) / PILOT_STEPS
-            if compile(per_step * (n_steps - PILOT_STEPS)):
+            if compile(pilot.n_calls / PILOT_STEPS * (n_steps - PILOT_STEPS)):
                 compiled = True
                 _, step = kernel(log_density, True)
         accepted_total += float(info.acceptance_probability.mean())
