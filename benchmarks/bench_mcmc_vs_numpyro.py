@@ -110,7 +110,7 @@ from sklearn_quinn._core.network import FunctionalModel, build_mlp  # noqa: E402
 from sklearn_quinn._core.priors import GaussianPrior  # noqa: E402
 from sklearn_quinn.datasets import load_uci_split  # noqa: E402
 from sklearn_quinn.mcmc._kernels import value_and_grad  # noqa: E402
-from sklearn_quinn.mcmc._sampling import run_chains  # noqa: E402
+from sklearn_quinn.mcmc._sampling import GradientCount, run_chains  # noqa: E402
 
 NOISE_STD = 0.3
 HIDDEN = 50
@@ -268,27 +268,13 @@ def run_numpyro_compiled(compiled, state, seed):
 
 
 # ------------------------------------------------------------------ NUTS
-class CountingDensity:
-    """A log density that counts its gradient evaluations (one per leapfrog step, one at init)."""
-
-    def __init__(self, log_density):
-        self.log_density, self.n_gradients = log_density, 0
-
-    def __call__(self, rows):
-        return self.log_density(rows)
-
-    def value_and_grad(self, rows):
-        self.n_gradients += 1
-        return self.log_density.value_and_grad(rows)
-
-
 def run_ours_nuts(log_density, start, n_samples, step_size, depth, seed, compile=False):
-    counting = CountingDensity(log_density)
+    counting = GradientCount(log_density)  # one per leapfrog step, one at init
     with Clock() as clock:
         result = run_chains(counting, start, sampler="nuts", n_samples=n_samples, n_burnin=0, step_size=step_size,
                             max_tree_depth=depth, adapt_step_size=False, compile=compile,
                             generator=torch.Generator().manual_seed(seed))
-    return clock, counting.n_gradients, float(result.acceptance.mean())
+    return clock, counting.n_calls, float(result.acceptance.mean())
 
 
 def numpyro_compiled_nuts(potential_fn, init_sites, step_size, depth, n_samples):

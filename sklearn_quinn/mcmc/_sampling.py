@@ -64,8 +64,8 @@ class ChainResult(NamedTuple):
 PILOT_STEPS = 10
 
 
-class _GradientCount:
-    """A log density that counts its batched gradient evaluations."""
+class GradientCount:
+    """A log density that counts its batched gradient evaluations (``n_calls``)."""
 
     def __init__(self, log_density):
         self.log_density, self.n_calls = log_density, 0
@@ -132,7 +132,7 @@ def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin
 
     deciding = callable(compile) and "compile" in spec.options and n_steps > PILOT_STEPS
     compiled = not callable(compile) and bool(compile) and "compile" in spec.options
-    pilot = _GradientCount(log_density) if deciding else log_density
+    pilot = GradientCount(log_density) if deciding else log_density
     init, step = kernel(pilot, compiled)
     state = init(position, step_size)
     if deciding:
