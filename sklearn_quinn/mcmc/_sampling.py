@@ -120,18 +120,19 @@ def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin
     spec = SAMPLERS[sampler]
     n_steps = n_burnin + n_samples * thin
 
+    compilable = "compile" in spec.options
     options = dict(n_leapfrog=n_leapfrog, max_tree_depth=max_tree_depth, gamma=gamma, adapt_start=adapt_start,
-                   adapt_every=adapt_every)
-    options = {name: options[name] for name in spec.options if name != "compile"}
+                   adapt_every=adapt_every, compile=False)
+    options = {name: options[name] for name in spec.options}
 
     def kernel(density, through_compiler):
-        own = {**options, "compile": through_compiler} if "compile" in spec.options else options
+        own = {**options, "compile": through_compiler} if compilable else options
         if gibbs is None:
             return spec.kernel(density, **own)
         return within_gibbs(spec.kernel, density, gibbs, **own)
 
-    deciding = callable(compile) and "compile" in spec.options and n_steps > PILOT_STEPS
-    compiled = not callable(compile) and bool(compile) and "compile" in spec.options
+    deciding = compilable and callable(compile) and n_steps > PILOT_STEPS
+    compiled = compilable and not callable(compile) and bool(compile)
     pilot = GradientCount(log_density) if deciding else log_density
     init, step = kernel(pilot, compiled)
     state = init(position, step_size)
