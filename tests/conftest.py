@@ -14,6 +14,14 @@ def pytest_configure(config):
         torch.set_num_threads(1)
 
 
+@pytest.fixture(
+    params=["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA"))]
+)
+def device(request):
+    """Each device the test runs on: the CPU, and CUDA where the machine has it."""
+    return request.param
+
+
 @pytest.fixture
 def linear_data():
     rng = np.random.RandomState(0)

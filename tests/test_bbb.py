@@ -36,17 +36,17 @@ def small(**params):
     return BBBRegressor(**{**dict(hidden_layer_sizes=(8,), max_epochs=40, random_state=0), **params})
 
 
-def test_linear_model_optimum_is_the_mean_field_posterior(linear_data):
+def test_linear_model_optimum_is_the_mean_field_posterior(linear_data, device):
     """For a linear model, Gaussian noise and a Gaussian prior the best factored
     Gaussian has the exact posterior mean and variances 1 / diag(precision):
     means within 0.1 of those stds, stds within 10%."""
     X, y = linear_data
     reg = BBBRegressor(hidden_layer_sizes=(), noise_std=NOISE, prior_std=PRIOR_STD,
-                       normalize_y=False, n_mc_samples=8, lr=0.02, random_state=0).fit(X, y)
+                       normalize_y=False, n_mc_samples=8, lr=0.02, random_state=0, device=device).fit(X, y)
     exact = BayesianLinearRegression(X, y, NOISE, PRIOR_STD)
     mean_field_std = 1 / np.sqrt(np.diag(exact.precision))
-    assert (np.abs(reg.posterior_.mean.numpy() - exact.mean) < 0.1 * mean_field_std).all()
-    np.testing.assert_allclose(reg.posterior_.std.numpy(), mean_field_std, rtol=0.1)
+    assert (np.abs(reg.posterior_.mean.cpu().numpy() - exact.mean) < 0.1 * mean_field_std).all()
+    np.testing.assert_allclose(reg.posterior_.std.cpu().numpy(), mean_field_std, rtol=0.1)
 
 
 @pytest.mark.slow

@@ -33,13 +33,13 @@ def small(estimator=DeepEnsembleRegressor, **params):
     return estimator(**{**dict(hidden_layer_sizes=(8,), max_epochs=40, random_state=0), **params})
 
 
-def test_rms_members_are_exact_posterior_draws(linear_data):
+def test_rms_members_are_exact_posterior_draws(linear_data, device):
     """J = 500 members of a linear model: mean within 4 Monte Carlo standard
     errors of the exact posterior mean, every covariance entry within 4 standard
     errors of a sample covariance, ``sqrt((S_ij^2 + S_ii S_jj) / J)``."""
     X, y = linear_data
     n_members = 500
-    draws = linear_rms(n_members).fit(X, y).posterior_.samples.numpy()
+    draws = linear_rms(n_members, device=device).fit(X, y).posterior_.samples.cpu().numpy()
     exact = BayesianLinearRegression(X, y, NOISE, PRIOR_STD)
     cov = exact.covariance
     assert (np.abs(draws.mean(0) - exact.mean) < 4 * np.sqrt(np.diag(cov) / n_members)).all()

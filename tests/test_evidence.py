@@ -158,7 +158,7 @@ def test_fixed_point_maximises_the_evidence_at_fixed_weights(n_rows, structure, 
     np.testing.assert_allclose(np.log(np.append(precision, noise_scale)), reference.x, atol=0.1)
 
 
-def test_learned_prior_and_noise_are_the_exact_evidence_maximisers():
+def test_learned_prior_and_noise_are_the_exact_evidence_maximisers(device):
     X, y = linear_data(60, noise=0.5, seed=1)
 
     def negative(log_hyper):
@@ -166,7 +166,8 @@ def test_learned_prior_and_noise_are_the_exact_evidence_maximisers():
 
     exact = np.exp(minimize(negative, np.zeros(3), method="Nelder-Mead",
                             options={"xatol": 1e-8, "fatol": 1e-10, "maxiter": 4000}).x)
-    reg = LaplaceRegressor(hidden_layer_sizes=(), normalize_y=False, max_epochs=400, random_state=0).fit(X, y)
+    reg = LaplaceRegressor(hidden_layer_sizes=(), normalize_y=False, max_epochs=400, random_state=0,
+                           device=device).fit(X, y)
     learned = [reg.prior_precisions_["0.weight"], reg.prior_precisions_["0.bias"], reg.noise_std_]
     np.testing.assert_allclose(learned, exact, rtol=0.02)
     assert reg.log_marginal_likelihood() == pytest.approx(-negative(np.log(exact)), abs=0.02)

@@ -45,14 +45,14 @@ def fast(**params):
 
 
 @pytest.mark.parametrize("curvature", ["ggn", "hessian"])
-def test_linear_module_gives_the_exact_bayesian_posterior(linear_data, curvature):
+def test_linear_module_gives_the_exact_bayesian_posterior(linear_data, curvature, device):
     X, y = linear_data
-    reg = exact_linear_regressor(X, curvature=curvature).fit(X, y)
+    reg = exact_linear_regressor(X, curvature=curvature, device=device).fit(X, y)
     exact = BayesianLinearRegression(X, y, NOISE, PRIOR_STD)
     X_new = np.random.RandomState(5).randn(6, 3)
     rel = dict(rtol=1e-6, atol=0)
-    np.testing.assert_allclose(reg.posterior_.mean.numpy(), exact.mean, **rel)
-    np.testing.assert_allclose(reg.posterior_.covariance.numpy(), exact.covariance, **rel)
+    np.testing.assert_allclose(reg.posterior_.mean.cpu().numpy(), exact.mean, **rel)
+    np.testing.assert_allclose(reg.posterior_.covariance.cpu().numpy(), exact.covariance, **rel)
     np.testing.assert_allclose(reg.predict(X_new), exact.design(X_new) @ exact.mean, **rel)
     np.testing.assert_allclose(reg.predict(X_new, return_std=True)[1], exact.predictive_std(X_new), **rel)
     np.testing.assert_allclose(reg.log_marginal_likelihood(), exact.log_evidence(), **rel)

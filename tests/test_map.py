@@ -105,7 +105,7 @@ def test_the_lean_step_goes_through_infer_and_get_loss():
 
 
 @pytest.mark.parametrize("batch_size", [40, 16])
-def test_training_ends_at_the_exact_map_of_a_linear_model(linear_data, batch_size):
+def test_training_ends_at_the_exact_map_of_a_linear_model(linear_data, batch_size, device):
     """Twenty epochs of Adam stop far from the mode; the full-batch L-BFGS polish
     that ends the training (after full batches or minibatches) reaches the
     closed-form posterior mean of a linear model to 1e-6."""
@@ -115,11 +115,11 @@ def test_training_ends_at_the_exact_map_of_a_linear_model(linear_data, batch_siz
 
     def trained_map(finish):
         torch.manual_seed(0)
-        module = nn.Linear(X.shape[1], 1).double()
+        module = nn.Linear(X.shape[1], 1).to(device, torch.float64)
         fit_map(module, X, Y, prior_precision=PRIOR_STD**-2, likelihood=gaussian_likelihood(Y, NOISE, torch.float64,
-                "cpu"), lr=0.01, lr_schedule="cosine", max_epochs=20, batch_size=batch_size,
-                optimizer=torch.optim.Adam, callbacks=None, device="cpu", seed=0, verbose=0, finish=finish)
-        return torch.cat([module.weight.detach().flatten(), module.bias.detach()]).numpy()
+                device), lr=0.01, lr_schedule="cosine", max_epochs=20, batch_size=batch_size,
+                optimizer=torch.optim.Adam, callbacks=None, device=device, seed=0, verbose=0, finish=finish)
+        return torch.cat([module.weight.detach().flatten(), module.bias.detach()]).cpu().numpy()
 
     assert np.abs(trained_map(finish=False) / exact.mean - 1).max() > 1e-2
     np.testing.assert_allclose(trained_map(finish=True), exact.mean, rtol=1e-6, atol=0)

@@ -44,10 +44,10 @@ def small(**params):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sampler", ["hmc", "nuts", "mala", "amcmc"])
-def test_linear_model_posterior_is_exact(linear_data, sampler):
+def test_linear_model_posterior_is_exact(linear_data, sampler, device):
     """Mean within 4 Monte Carlo standard errors (from ess_), std within 15%."""
     X, y = linear_data
-    reg = linear_mcmc(X, sampler).fit(X, y)
+    reg = linear_mcmc(X, sampler, device=device).fit(X, y)
     exact = BayesianLinearRegression(X, y, NOISE, PRIOR_STD)
     draws = reg.chains_.reshape(-1, 4)
     exact_std = np.sqrt(np.diag(exact.covariance))

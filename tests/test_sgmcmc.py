@@ -25,20 +25,20 @@ def big_linear():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sampler, step_size", [("sgld", 0.2), ("sghmc", 0.05)])
-def test_on_100k_rows_the_predictive_matches_the_exact_posterior(big_linear, sampler, step_size):
+def test_on_100k_rows_the_predictive_matches_the_exact_posterior(big_linear, sampler, step_size, device):
     # step_size='auto' (the default) at 1000 rows a batch of 100,000: min(0.2, 2 sqrt(B / N)) for
     # SGLD, min(0.05, 0.5 sqrt(B / N)) for SGHMC.
     X, y, X_test = big_linear
     regressor = MCMCRegressor(
         module=nn.Linear(3, 1), prior_std=1.0, noise_std=1.0, normalize_y=False, sampler=sampler,
-        n_samples=200, thin=10, n_burnin=1000, batch_size=1000, max_epochs=2, random_state=0,
+        n_samples=200, thin=10, n_burnin=1000, batch_size=1000, max_epochs=2, random_state=0, device=device,
     ).fit(X, y)
     assert_allclose(regressor.step_size_, step_size)
     exact = BayesianLinearRegression(X, y, noise_std=1.0, prior_std=1.0)
     design = exact.design(X_test)
     exact_mean = design @ exact.mean
     exact_std = np.sqrt(np.einsum("ij,jk,ik->i", design, exact.covariance, design))
-    draws = regressor.posterior_.samples.numpy()
+    draws = regressor.posterior_.samples.cpu().numpy()
     outputs = draws[:, :3] @ X_test.T + draws[:, 3:]
     # The network's output (the noise-free part of the predictive) under 800 autocorrelated draws
     # from 4 chains of 4 cycles each, with the minibatch noise uncorrected: its mean within one

@@ -259,7 +259,7 @@ def test_any_kernel_moves_the_particles(linear_data):
     np.testing.assert_allclose(std, exact_std, rtol=0.15)
 
 
-def test_regressor_evidence_is_in_the_units_of_y(linear_data):
+def test_regressor_evidence_is_in_the_units_of_y(linear_data, device):
     """With normalize_y the prior applies to the standardised target; the
     evidence comes back as a density of y: the exact evidence of the
     standardised problem minus N log(scale)."""
@@ -268,13 +268,13 @@ def test_regressor_evidence_is_in_the_units_of_y(linear_data):
     scale = y.std()
     exact = BayesianLinearRegression(X, (y - y.mean()) / scale, noise_std=4.0 / scale, prior_std=1.0)
     reg = SMCRegressor(module=nn.Linear(2, 1), prior_std=1.0, noise_std=4.0, n_particles=1000, target_ess=0.8,
-                       step_size=0.5, n_leapfrog=10, random_state=0).fit(X, y)
+                       step_size=0.5, n_leapfrog=10, random_state=0, device=device).fit(X, y)
     assert abs(reg.log_evidence_ - (exact.log_evidence() - len(y) * math.log(scale))) < 0.3
     np.testing.assert_allclose(reg.weights_.sum(), 1.0)
     assert reg.noise_std_ == pytest.approx(4.0)
 
 
-def test_regressor_evidence_integrates_the_hyperparameters_out(linear_data):
+def test_regressor_evidence_integrates_the_hyperparameters_out(linear_data, device):
     """The default (prior_std=None, hyperprior='gamma') with normalize_y: the
     hyperpriors apply to the standardised problem, whose quadrature evidence
     minus N log(scale) the estimator matches within 0.3 nats; prior_precisions_
@@ -283,7 +283,7 @@ def test_regressor_evidence_integrates_the_hyperparameters_out(linear_data):
     y = 10 * y + 3
     scale = y.std()
     reg = SMCRegressor(hidden_layer_sizes=(), n_particles=1000, target_ess=0.8, step_size=0.5, n_leapfrog=10,
-                       random_state=0).fit(X, y)
+                       random_state=0, device=device).fit(X, y)
     exact = HierarchicalLinearRegression(BayesianLinearRegression.design(X), (y - y.mean()) / scale, [0, 0, 1],
                                          reg.hyperprior_shape, reg.hyperprior_rate)
     assert abs(reg.log_evidence_ - (exact.log_evidence - len(y) * math.log(scale))) < 0.3

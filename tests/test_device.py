@@ -1,0 +1,200 @@
+"""Every family on a GPU: the same fit as on the CPU, and a GPU fit that loads on a CPU-only machine.
+
+These tests need CUDA and are skipped without it (CI has none); they are run on
+a GPU machine by hand. The network's initial weights are drawn on the CPU and
+moved, so a deterministic training (the MAP, the evidence-driven prior, the
+Laplace posterior) gives the CPU's fit to rounding; a family that draws from
+a random generator on the device (samplers, BBB's and dropout's noise) draws
+other numbers there, so its fit is compared by its test NLL. SMC regression is
+left to the exact evidence tests, which take a ``device`` (tests/conftest.py):
+with few particles its fits on these rows land in one of two modes by chance.
+"""
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from numpy.testing import assert_allclose
+from sklearn.base import clone
+
+from sklearn_quinn import (
+    BBBClassifier,
+    BBBRegressor,
+    DeepEnsembleClassifier,
+    DeepEnsembleRegressor,
+    LaplaceClassifier,
+    LaplaceRegressor,
+    MCDropoutClassifier,
+    MCDropoutRegressor,
+    MCMCClassifier,
+    MCMCRegressor,
+    RMSClassifier,
+    RMSRegressor,
+    SMCClassifier,
+    SMCRegressor,
+    SWAGClassifier,
+    SWAGRegressor,
+)
+from sklearn_quinn.metrics import categorical_nll, gaussian_nll
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+FAST = dict(hidden_layer_sizes=(16,), max_epochs=500, random_state=0)
+CHAINS = dict(FAST, n_chains=2, n_burnin=100, n_samples=100)
+SMC_FAST = dict(hidden_layer_sizes=(8,), n_particles=64, random_state=0)
+
+# Families whose fit draws nothing on the device: the same numbers as on the CPU.
+DETERMINISTIC = [
+    LaplaceRegressor(**FAST),
+    LaplaceRegressor(**FAST, hessian_structure="kron"),
+    LaplaceRegressor(**FAST, hessian_structure="lowrank"),
+    LaplaceRegressor(**FAST, subset_of_weights="last_layer"),
+    LaplaceRegressor(**FAST, likelihood="heteroscedastic"),
+]
+REGRESSORS = [
+    *DETERMINISTIC,
+    MCMCRegressor(**CHAINS),
+    MCMCRegressor(**CHAINS, sampler="nuts", max_tree_depth=5),
+    MCMCRegressor(**CHAINS, sampler="sghmc", hyperprior="empirical"),
+    DeepEnsembleRegressor(**FAST, n_estimators=3),
+    RMSRegressor(**FAST, n_estimators=3),
+    SWAGRegressor(**FAST),
+    BBBRegressor(**FAST),
+    MCDropoutRegressor(**FAST),
+]
+CLASSIFIERS = [
+    LaplaceClassifier(**FAST),
+    LaplaceClassifier(**FAST, hessian_structure="kron", predictive="laplace_bridge"),
+    MCMCClassifier(**CHAINS),
+    DeepEnsembleClassifier(**FAST, n_estimators=3),
+    RMSClassifier(**FAST, n_estimators=3),
+    SWAGClassifier(**FAST),
+    BBBClassifier(**FAST),
+    MCDropoutClassifier(**FAST),
+    SMCClassifier(**SMC_FAST),
+]
+
+# How far a GPU fit's test NLL may sit from the CPU fit's. The GPU fit starts
+# from the CPU's initial weights and differs in its device draws only, less
+# than a change of random_state, which moves the CPU fits' NLL on these tables
+# by at most 0.13 (range over random_state 0..4, every estimator above).
+NLL_TOLERANCE = 0.15
+
+
+def name(estimator):
+    """The class and the options that set it apart from its family's default, for test ids."""
+    defaults = type(estimator)().get_params()
+    options = [str(value) for key, value in estimator.get_params(deep=False).items()
+               if key in ("hessian_structure", "subset_of_weights", "likelihood", "sampler") and value != defaults[key]]
+    return "-".join([type(estimator).__name__, *options])
+
+
+def devices_in(value, depth=0):
+    """The torch devices that ``value``'s tensors, modules and device attributes name, looked into recursively."""
+    if isinstance(value, torch.Tensor):
+        yield value.device
+    elif isinstance(value, torch.device):
+        yield value
+    elif isinstance(value, torch.nn.Module):
+        yield from (tensor.device for tensor in [*value.parameters(), *value.buffers()])
+    elif depth < 4 and isinstance(value, (list, tuple, dict)):
+        for item in value.values() if isinstance(value, dict) else value:
+            yield from devices_in(item, depth + 1)
+    elif depth < 4 and type(value).__module__.startswith(("sklearn_quinn", "skorch")):
+        yield from devices_in(vars(value), depth + 1)
+
+
+@pytest.fixture(scope="module")
+def regression():
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-2, 2, size=(400, 3))
+    y = np.sin(2 * X[:, 0]) + 0.5 * X[:, 1] + 0.3 * rng.randn(400)
+    return X[:300], y[:300], X[300:], y[300:]
+
+
+@pytest.fixture(scope="module")
+def classification():
+    rng = np.random.RandomState(0)
+    X = rng.randn(400, 3)
+    y = (X[:, 0] + np.sin(2 * X[:, 1]) + 0.5 * rng.randn(400) > 0).astype(int) + (X[:, 2] > 1)
+    return X[:300], y[:300], X[300:], y[300:]
+
+
+def fit_on(estimator, device, data):
+    X, y = data[:2]
+    return clone(estimator).set_params(device=device).fit(X, y)
+
+
+def check_float64_arrays(*arrays):
+    for array in arrays:
+        assert isinstance(array, np.ndarray) and array.dtype == np.float64
+        assert np.all(np.isfinite(array))
+
+
+@pytest.mark.parametrize("estimator", REGRESSORS, ids=name)
+def test_a_regressor_fits_on_the_gpu_as_on_the_cpu(estimator, regression):
+    X_test, y_test = regression[2:]
+    nll = {}
+    for device in ("cpu", "cuda"):
+        fitted = fit_on(estimator, device, regression)
+        assert fitted._device.type == device
+        mean, std = fitted.predict(X_test, return_std=True)
+        draws = fitted.sample_y(X_test[:5], 4, random_state=0)
+        check_float64_arrays(mean, std, draws)
+        assert np.all(std > 0) and draws.shape == (5, 4)
+        nll[device] = gaussian_nll(y_test, mean, std)
+    assert abs(nll["cuda"] - nll["cpu"]) < NLL_TOLERANCE, nll
+
+
+@pytest.mark.parametrize("estimator", DETERMINISTIC, ids=name)
+def test_a_deterministic_fit_on_the_gpu_equals_the_cpu_fit(estimator, regression):
+    X_test = regression[2]
+    cpu, gpu = (fit_on(estimator, device, regression).predict(X_test, return_std=True) for device in ("cpu", "cuda"))
+    assert_allclose(gpu[0], cpu[0], rtol=1e-6, atol=1e-8)
+    assert_allclose(gpu[1], cpu[1], rtol=1e-5)
+
+
+@pytest.mark.parametrize("estimator", CLASSIFIERS, ids=name)
+def test_a_classifier_fits_on_the_gpu_as_on_the_cpu(estimator, classification):
+    X_test, y_test = classification[2:]
+    nll = {}
+    for device in ("cpu", "cuda"):
+        fitted = fit_on(estimator, device, classification)
+        proba = fitted.predict_proba(X_test)
+        check_float64_arrays(proba)
+        assert_allclose(proba.sum(axis=1), 1.0)
+        nll[device] = categorical_nll(y_test, proba, labels=fitted.classes_)
+    assert abs(nll["cuda"] - nll["cpu"]) < NLL_TOLERANCE, nll
+
+
+def test_hmc_compiled_on_the_gpu(regression):
+    fitted = fit_on(MCMCRegressor(**CHAINS, compile=True), "cuda", regression)
+    assert fitted.compiled_
+    eager = fit_on(MCMCRegressor(**CHAINS, compile=False), "cuda", regression)
+    X_test, y_test = regression[2:]
+    nll = [gaussian_nll(y_test, *model.predict(X_test, return_std=True)) for model in (fitted, eager)]
+    assert abs(nll[0] - nll[1]) < NLL_TOLERANCE, nll
+
+
+@pytest.mark.parametrize(
+    "estimator",
+    [LaplaceRegressor(**FAST), MCMCRegressor(**CHAINS), SMCRegressor(**SMC_FAST), LaplaceClassifier(**FAST)],
+    ids=name,
+)
+def test_a_gpu_fit_loads_and_predicts_on_a_machine_without_one(estimator, regression, classification, monkeypatch):
+    data = classification if hasattr(estimator, "predict_proba") else regression
+    fitted = fit_on(estimator, "cuda", data)
+    X_test = data[2]
+    predict = (lambda model: model.predict_proba(X_test)) if hasattr(estimator, "predict_proba") else (
+        lambda model: model.predict(X_test, return_std=True))
+    expected = predict(fitted)
+    blob = pickle.dumps(fitted)
+    # Unpickle as a CPU-only machine would: torch (and so skorch) sees no CUDA.
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.warns(UserWarning, match="fitted on cuda"):
+        loaded = pickle.loads(blob)
+    assert loaded._device == torch.device("cpu")
+    assert {device.type for device in devices_in(vars(loaded))} == {"cpu"}
+    assert torch.device(getattr(getattr(loaded, "net_", None), "device", "cpu")).type == "cpu"  # skorch's own
+    assert_allclose(predict(loaded), expected, rtol=1e-9, atol=1e-12)
