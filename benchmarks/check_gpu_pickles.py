@@ -59,10 +59,10 @@ def table():
 
 
 def predictions(model, X):
-    """What a user reads off the model: class probabilities, or the predictive mean and std."""
+    """What a user reads off the model: class probabilities, or the predictive mean, std and a draw of y."""
     if hasattr(model, "predict_proba"):
         return model.predict_proba(X)
-    return np.stack(model.predict(X, return_std=True))
+    return np.stack([*model.predict(X, return_std=True), model.sample_y(X, 1, random_state=0)[:, 0]])
 
 
 def save(path):

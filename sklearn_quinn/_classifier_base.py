@@ -10,6 +10,7 @@ from sklearn.utils.validation import column_or_1d, validate_data
 from ._core.likelihoods import CategoricalLikelihood
 from ._core.link_approximations import PREDICTIVES, predictive_probabilities
 from ._core.pushforward import GaussianPredictive
+from ._core.rng import prediction_generator
 from .base import BaseBayesianNetwork
 
 #: Logit draws of the 'mc_bridge' predictive.
@@ -96,7 +97,7 @@ class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
         """``predictive`` applied to the Gaussian ``N(mean, covariance)`` over the logits
         (``mc_bridge`` with the same draws at every call)."""
         return predictive_probabilities(
-            self.predictive, mean, covariance, generator=self._generator(self._sample_seed),
+            self.predictive, mean, covariance, generator=prediction_generator(self._sample_seed),
             n_samples=MC_BRIDGE_SAMPLES,
         )
 

@@ -1,9 +1,9 @@
 """Predictions from a finite set of weight vectors, for the sampling and ensemble families."""
 
-import torch
 
 from ._core.posterior import SamplePosterior
 from ._core.pushforward import nonlinear_pushforward
+from ._core.rng import choice
 
 
 class DrawsMixin:
@@ -31,6 +31,6 @@ class DrawsMixin:
 
     def _sample_outputs(self, X, n_samples, generator):
         weights = self.posterior_.weights
-        index = torch.multinomial(weights, n_samples, replacement=True, generator=generator)
+        index = choice(weights, n_samples, generator)
         noise_std = None if self._draw_noise is None else self._draw_noise[index].unsqueeze(1)
         return self._model(self.posterior_.samples[index], X), noise_std

@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_array, validate_data
 
 from ._core.likelihoods import GaussianLikelihood, HeteroscedasticGaussianLikelihood
 from ._core.pushforward import GaussianPredictive
+from ._core.rng import normal, prediction_generator
 from ._map import gaussian_likelihood
 from .base import _MAX_SEED, BaseBayesianNetwork
 
@@ -239,10 +240,10 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         """
         X = self._validated_inputs(X)
         seed = check_random_state(random_state).randint(_MAX_SEED)
-        generator = self._generator(seed)
+        generator = prediction_generator(seed)
         with torch.no_grad():
             outputs, noise_std = LIKELIHOODS[self.likelihood].split(*self._sample_outputs(X, n_samples, generator))
-            noise = torch.randn(outputs.shape, generator=generator, dtype=outputs.dtype, device=outputs.device)
+            noise = normal(outputs.shape, generator, outputs)
             draws = self._to_numpy(outputs + noise * noise_std)
         draws = (draws * self._y_scale + self._y_mean).transpose(1, 2, 0)
         return draws[:, 0, :] if self._single_output else draws

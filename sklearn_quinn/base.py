@@ -36,6 +36,7 @@ from ._core.evidence import ParameterGroups
 from ._core.network import ACTIVATIONS, FunctionalModel, build_mlp
 from ._core.priors import GaussianPrior
 from ._core.pushforward import nonlinear_pushforward
+from ._core.rng import prediction_generator
 from ._map import EvidenceMaximisation, evidence_epochs, fit_map
 from ._persistence import DevicePortablePickle, resolve_device
 
@@ -270,7 +271,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         (default ``posterior_``): the nonlinear pushforward of ``n_samples``
         weight draws, the same draws at every call."""
         posterior = self.posterior_ if posterior is None else posterior
-        theta = posterior.sample(self.n_samples, self._generator(self._sample_seed))
+        theta = posterior.sample(self.n_samples, prediction_generator(self._sample_seed))
         return nonlinear_pushforward(self._model, theta, X)
 
     def _validated_inputs(self, X):

@@ -19,6 +19,8 @@ import math
 
 import torch
 
+from .rng import normal
+
 #: ``lambda_0 = pi / 8``, the probit-matching constant of sigmoid(x) ~ Phi(sqrt(lambda_0) x).
 LAMBDA_0 = math.pi / 8
 
@@ -82,7 +84,7 @@ def mc_bridge(mean, cov, n_samples=1000, generator=None):
     """
     root = _covariance_root(cov)
     n_classes = mean.shape[-1]
-    noise = torch.randn(n_classes, n_samples, generator=generator, dtype=mean.dtype, device=mean.device)
+    noise = normal((n_classes, n_samples), generator, mean)
     block = max(1, MC_BLOCK_BYTES // (n_samples * n_classes * mean.element_size()))
     return torch.cat(
         [

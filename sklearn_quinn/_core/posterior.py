@@ -5,6 +5,8 @@ They know how to ``sample(n, generator)`` and nothing about estimators.
 
 import torch
 
+from .rng import choice, normal
+
 
 class SamplePosterior:
     """A posterior given by (optionally weighted) weight vectors.
@@ -33,8 +35,7 @@ class SamplePosterior:
 
     def sample(self, n, generator=None):
         """Draw ``n`` rows with replacement, in proportion to the weights: ``(n, K)``."""
-        index = torch.multinomial(self.weights, n, replacement=True, generator=generator)
-        return self.samples[index]
+        return self.samples[choice(self.weights, n, generator)]
 
 
 class GaussianPosterior:
@@ -96,12 +97,9 @@ class GaussianPosterior:
         low_rank = None if self.low_rank is None else self.low_rank * factor**0.5
         return type(self)(self.mean, std=self.std * factor**0.5, low_rank=low_rank, basis=self.basis)
 
-    def _randn(self, *shape, generator):
-        return torch.randn(*shape, generator=generator, dtype=self.mean.dtype, device=self.mean.device)
-
     def sample(self, n, generator=None):
         """Draw ``n`` weight vectors, shape ``(n, K)``."""
-        z = self._randn(self.n_params if self.std is None else self.std.shape[0], n, generator=generator)
+        z = normal((self.n_params if self.std is None else self.std.shape[0], n), generator, self.mean)
         if self.std is None:
             deviation = torch.linalg.solve_triangular(self.precision_cholesky.mT, z, upper=True)
         elif self.basis is not None:
@@ -109,7 +107,7 @@ class GaussianPosterior:
         else:
             deviation = self.std.unsqueeze(-1) * z
             if self.low_rank is not None:
-                deviation = deviation + self.low_rank @ self._randn(self.low_rank.shape[1], n, generator=generator)
+                deviation = deviation + self.low_rank @ normal((self.low_rank.shape[1], n), generator, self.mean)
         return self.mean + deviation.T
 
     def project(self, jacobian):

@@ -14,6 +14,8 @@ from functools import cached_property
 
 import torch
 
+from .rng import normal
+
 
 class GaussianPredictive:
     """``N(mean, B B^T)`` over the outputs; ``factor`` ``B`` has shape ``(N, O, R)``.
@@ -49,9 +51,7 @@ class GaussianPredictive:
 
     def sample(self, n, generator=None):
         """Joint draws over all points, shape ``(n, N, O)``."""
-        z = torch.randn(
-            self.factor.shape[-1], n, generator=generator, dtype=self.mean.dtype, device=self.mean.device
-        )
+        z = normal((self.factor.shape[-1], n), generator, self.mean)
         return self.mean + (self.factor @ z).permute(2, 0, 1)
 
 

@@ -38,6 +38,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._core.network import LinearSkipMLP
+from .._core.rng import bernoulli
 
 #: Temperature of the Concrete relaxation of the masks (Gal, Hron and Kendall
 #: 2017): low enough that a relaxed mask is nearly 0 or 1, high enough for
@@ -227,6 +228,6 @@ class DropoutPosterior:
         for (start, n_rows, n_columns), rate in zip(self.blocks, self.rates):
             keep = 1.0 - float(rate)
             probability = torch.full((n, 1, n_columns), keep, dtype=draws.dtype, device=draws.device)
-            mask = torch.bernoulli(probability, generator=generator) / keep
+            mask = bernoulli(probability, generator) / keep
             draws[:, start : start + n_rows * n_columns].view(n, n_rows, n_columns).mul_(mask)
         return draws
