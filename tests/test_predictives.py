@@ -227,6 +227,28 @@ def test_mc_bridge_is_reproducible_and_independent_of_blocks(monkeypatch):
     torch.testing.assert_close(last_point, whole[-1:], rtol=0, atol=0)
 
 
+def test_mc_bridge_does_not_depend_on_how_the_eigenvectors_are_oriented(monkeypatch):
+    """LAPACK and cuSOLVER may return other signs of the eigenvectors, and any basis of
+    a repeated eigenvalue's space; the draws, from the symmetric square root, stay the same."""
+    mean, cov = random_gaussians(5, n_points=6)
+    mean = torch.cat([mean, mean[:1]])
+    cov = torch.cat([cov, 3 * torch.eye(5, dtype=DTYPE)[None]])  # isotropic: every basis is an eigenbasis
+    expected = mc_bridge(mean, cov, 50, torch.Generator().manual_seed(3))
+    eigh, generator = torch.linalg.eigh, torch.Generator().manual_seed(0)
+
+    def reoriented_eigh(matrix):
+        eigenvalues, eigenvectors = eigh(matrix)
+        signs = torch.randint(0, 2, eigenvalues.shape, generator=generator, dtype=DTYPE) * 2 - 1
+        eigenvectors = eigenvectors * signs.unsqueeze(-2)
+        rotation = torch.linalg.qr(torch.randn(5, 5, generator=generator, dtype=DTYPE))[0]
+        eigenvectors[-1] = eigenvectors[-1] @ rotation
+        return eigenvalues, eigenvectors
+
+    monkeypatch.setattr(torch.linalg, "eigh", reoriented_eigh)
+    torch.testing.assert_close(mc_bridge(mean, cov, 50, torch.Generator().manual_seed(3)), expected,
+                               rtol=1e-12, atol=1e-14)
+
+
 # --------------------------------------------------------------- public wrapper
 @pytest.mark.parametrize("name", sorted(PREDICTIVES))
 def test_wrapper_shapes_and_diagonal_input(name):

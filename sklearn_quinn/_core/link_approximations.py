@@ -41,15 +41,18 @@ def _full_covariance(cov):
 
 # ------------------------------------------------------------------ Monte Carlo
 def _covariance_root(cov):
-    """``R`` with ``R R^T = cov`` for PSD, possibly singular, ``cov``: ``V sqrt(max(lambda, 0))``.
+    """The symmetric square root ``R = V sqrt(max(lambda, 0)) V^T`` of PSD, possibly singular, ``cov``.
 
-    The eigendecomposition needs no jitter: a zero covariance gives ``R = 0``
-    exactly, and eigenvalues below zero by rounding are set to zero. Variances
-    ``(N, C)`` take the same path, so they give the same draws as their
-    diagonal covariances.
+    It is the one PSD matrix with ``R R = cov``, so the draws ``R eps`` do not
+    depend on how the eigendecomposition orients its eigenvectors (their signs,
+    a basis of a repeated eigenvalue's space), which differs between LAPACK on
+    a CPU and cuSOLVER on a GPU. It needs no jitter: a zero covariance gives
+    ``R = 0`` exactly, and eigenvalues below zero by rounding are set to zero.
+    Variances ``(N, C)`` take the same path, so they give the same draws as
+    their diagonal covariances.
     """
     eigenvalues, eigenvectors = torch.linalg.eigh(_full_covariance(cov))
-    return eigenvectors * eigenvalues.clamp(min=0).sqrt().unsqueeze(-2)
+    return (eigenvectors * eigenvalues.clamp(min=0).sqrt().unsqueeze(-2)) @ eigenvectors.mT
 
 
 def _average_softmax_of_draws(mean, root, noise):
@@ -61,8 +64,9 @@ def _average_softmax_of_draws(mean, root, noise):
 def mc_bridge(mean, cov, n_samples=1000, generator=None):
     """Monte Carlo predictive: ``(1/S) sum_s softmax(z_s)``, ``z_s ~ N(mean, cov)``.
 
-    Draws use a square root of each covariance from its eigendecomposition,
-    so singular (PSD) covariances need no jitter. Every point uses the same
+    Draws use the symmetric square root of each covariance, from its
+    eigendecomposition, so singular (PSD) covariances need no jitter and the
+    draws are the same on every device. Every point uses the same
     standard-normal draws ``eps_s`` (common random numbers), so a point's
     probabilities do not depend on which other points share the call. Points
     are processed in blocks of at most :data:`MC_BLOCK_BYTES` of draws.
