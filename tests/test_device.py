@@ -53,8 +53,9 @@ DETERMINISTIC = [
 ]
 REGRESSORS = [
     *DETERMINISTIC,
-    # Deterministic too, but its training amplifies rounding: on the CPU, one
-    # thread against two moves its predictive std by up to 60% on these rows.
+    # Deterministic too, but its short training here amplifies rounding: on the
+    # CPU, one thread against two moves its predictive std by up to 60% (at the
+    # package's defaults, by 1e-9).
     LaplaceRegressor(**FAST, likelihood="heteroscedastic"),
     MCMCRegressor(**CHAINS),
     MCMCRegressor(**CHAINS, sampler="nuts", max_tree_depth=5),
