@@ -1,13 +1,16 @@
-"""Every family on a GPU: the same fit as on the CPU, and a GPU fit that loads on a CPU-only machine.
+"""Every family on a GPU and in float32: a fit as good as the float64 one on the CPU, float64 results,
+and a GPU fit that loads on a CPU-only machine.
 
-These tests need CUDA and are skipped without it (CI has none); they are run on
-a GPU machine by hand. The network's initial weights are drawn on the CPU and
-moved, so a deterministic training (the MAP, the evidence-driven prior, the
-Laplace posterior) gives the CPU's fit to rounding; a family that draws from
-a random generator on the device (samplers, BBB's and dropout's noise) draws
-other numbers there, so its fit is compared by its test NLL. SMC regression is
-left to the exact evidence tests, which take a ``device`` (tests/conftest.py):
-with few particles its fits on these rows land in one of two modes by chance.
+The GPU tests need CUDA and are skipped without it (CI has none); they are run
+on a GPU machine by hand. The network's initial weights are drawn on the CPU
+and moved, so a deterministic training (the MAP, the evidence-driven prior,
+the Laplace posterior) gives the CPU's fit to rounding; a family that draws
+from a random generator on the device (samplers, BBB's and dropout's noise)
+draws other numbers there, so its fit is compared by its test NLL, as every
+float32 fit is (rounding in float32 moves a training's path). SMC regression
+is left to the exact evidence tests, which take a ``device``
+(tests/conftest.py): with few particles its fits on these rows land in one of
+two modes by chance.
 """
 
 import pickle
@@ -38,7 +41,12 @@ from sklearn_quinn import (
 )
 from sklearn_quinn.metrics import categorical_nll, gaussian_nll
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+# Away from float64 on the CPU: the fits of these settings are compared with that one.
+SETTINGS = [
+    pytest.param(dict(device="cuda"), marks=needs_cuda, id="cuda"),
+    pytest.param(dict(dtype="float32"), id="float32"),
+]
 
 FAST = dict(hidden_layer_sizes=(16,), max_epochs=500, random_state=0)
 CHAINS = dict(FAST, n_chains=2, n_burnin=100, n_samples=100)
@@ -78,10 +86,11 @@ CLASSIFIERS = [
     SMCClassifier(**SMC_FAST),
 ]
 
-# How far a GPU fit's test NLL may sit from the CPU fit's. The GPU fit starts
-# from the CPU's initial weights and differs in its device draws only, less
-# than a change of random_state, which moves the CPU fits' NLL on these tables
-# by at most 0.13 (range over random_state 0..4, every estimator above).
+# How far a GPU or float32 fit's test NLL may sit from the float64 CPU fit's.
+# Both start from the same initial weights and differ in their device draws
+# or their rounding only, less than a change of random_state, which moves the
+# CPU fits' NLL on these tables by at most 0.13 (range over random_state 0..4,
+# every estimator above).
 NLL_TOLERANCE = 0.15
 
 
@@ -124,9 +133,9 @@ def classification():
     return X[:300], y[:300], X[300:], y[300:]
 
 
-def fit_on(estimator, device, data):
+def fit_on(estimator, data, **params):
     X, y = data[:2]
-    return clone(estimator).set_params(device=device).fit(X, y)
+    return clone(estimator).set_params(**params).fit(X, y)
 
 
 def check_float64_arrays(*arrays):
@@ -135,51 +144,57 @@ def check_float64_arrays(*arrays):
         assert np.all(np.isfinite(array))
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("setting", SETTINGS)
 @pytest.mark.parametrize("estimator", REGRESSORS, ids=name)
-def test_a_regressor_fits_on_the_gpu_as_on_the_cpu(estimator, regression):
+def test_a_regressor_fits_as_in_float64_on_the_cpu(estimator, setting, regression):
     X_test, y_test = regression[2:]
-    nll = {}
-    for device in ("cpu", "cuda"):
-        fitted = fit_on(estimator, device, regression)
-        assert fitted._device.type == device
+    nll = []
+    for fitted in (fit_on(estimator, regression), fit_on(estimator, regression, **setting)):
         mean, std = fitted.predict(X_test, return_std=True)
         draws = fitted.sample_y(X_test[:5], 4, random_state=0)
         check_float64_arrays(mean, std, draws)
         assert np.all(std > 0) and draws.shape == (5, 4)
-        nll[device] = gaussian_nll(y_test, mean, std)
-    assert abs(nll["cuda"] - nll["cpu"]) < NLL_TOLERANCE, nll
+        nll.append(gaussian_nll(y_test, mean, std))
+    assert fitted._device.type == setting.get("device", "cpu")
+    assert abs(nll[1] - nll[0]) < NLL_TOLERANCE, nll
 
 
+@needs_cuda
 @pytest.mark.parametrize("estimator", DETERMINISTIC, ids=name)
 def test_a_deterministic_fit_on_the_gpu_equals_the_cpu_fit(estimator, regression):
     X_test = regression[2]
-    cpu, gpu = (fit_on(estimator, device, regression).predict(X_test, return_std=True) for device in ("cpu", "cuda"))
+    cpu, gpu = (fit_on(estimator, regression, device=device).predict(X_test, return_std=True)
+                for device in ("cpu", "cuda"))
     assert_allclose(gpu[0], cpu[0], rtol=1e-6, atol=1e-8)
     assert_allclose(gpu[1], cpu[1], rtol=1e-5)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("setting", SETTINGS)
 @pytest.mark.parametrize("estimator", CLASSIFIERS, ids=name)
-def test_a_classifier_fits_on_the_gpu_as_on_the_cpu(estimator, classification):
+def test_a_classifier_fits_as_in_float64_on_the_cpu(estimator, setting, classification):
     X_test, y_test = classification[2:]
-    nll = {}
-    for device in ("cpu", "cuda"):
-        fitted = fit_on(estimator, device, classification)
+    nll = []
+    for fitted in (fit_on(estimator, classification), fit_on(estimator, classification, **setting)):
         proba = fitted.predict_proba(X_test)
         check_float64_arrays(proba)
         assert_allclose(proba.sum(axis=1), 1.0)
-        nll[device] = categorical_nll(y_test, proba, labels=fitted.classes_)
-    assert abs(nll["cuda"] - nll["cpu"]) < NLL_TOLERANCE, nll
+        nll.append(categorical_nll(y_test, proba, labels=fitted.classes_))
+    assert abs(nll[1] - nll[0]) < NLL_TOLERANCE, nll
 
 
+@needs_cuda
 def test_hmc_compiled_on_the_gpu(regression):
-    fitted = fit_on(MCMCRegressor(**CHAINS, compile=True), "cuda", regression)
+    fitted = fit_on(MCMCRegressor(**CHAINS, compile=True), regression, device="cuda")
     assert fitted.compiled_
-    eager = fit_on(MCMCRegressor(**CHAINS, compile=False), "cuda", regression)
+    eager = fit_on(MCMCRegressor(**CHAINS, compile=False), regression, device="cuda")
     X_test, y_test = regression[2:]
     nll = [gaussian_nll(y_test, *model.predict(X_test, return_std=True)) for model in (fitted, eager)]
     assert abs(nll[0] - nll[1]) < NLL_TOLERANCE, nll
 
 
+@needs_cuda
 @pytest.mark.parametrize(
     "estimator",
     [
@@ -199,7 +214,7 @@ def test_a_gpu_fit_loads_and_predicts_on_a_machine_without_one(estimator, regres
     """The same predictions to rounding, the sampled ones too: a prediction's
     draws come from a CPU generator whatever the model's device."""
     data = classification if hasattr(estimator, "predict_proba") else regression
-    fitted = fit_on(estimator, "cuda", data)
+    fitted = fit_on(estimator, data, device="cuda")
     X_test = data[2]
 
     def predict(model):
