@@ -31,6 +31,6 @@ class DrawsMixin:
 
     def _sample_outputs(self, X, n_samples, generator):
         weights = self.posterior_.weights
-        index = choice(weights, n_samples, generator)
+        index = choice(generator, weights, n_samples)
         noise_std = None if self._draw_noise is None else self._draw_noise[index].unsqueeze(1)
         return self._model(self.posterior_.samples[index], X), noise_std

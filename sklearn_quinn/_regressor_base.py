@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_array, validate_data
 
 from ._core.likelihoods import GaussianLikelihood, HeteroscedasticGaussianLikelihood
 from ._core.pushforward import GaussianPredictive
-from ._core.rng import normal, prediction_generator
+from ._core.rng import prediction_generator, standard_normal
 from ._map import gaussian_likelihood
 from .base import _MAX_SEED, BaseBayesianNetwork
 
@@ -243,7 +243,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         generator = prediction_generator(seed)
         with torch.no_grad():
             outputs, noise_std = LIKELIHOODS[self.likelihood].split(*self._sample_outputs(X, n_samples, generator))
-            noise = normal(outputs.shape, generator, outputs)
+            noise = standard_normal(generator, outputs)
             draws = self._to_numpy(outputs + noise * noise_std)
         draws = (draws * self._y_scale + self._y_mean).transpose(1, 2, 0)
         return draws[:, 0, :] if self._single_output else draws

@@ -22,6 +22,7 @@ from ._core.link_approximations import (
     mean_field_2,
     predictive_probabilities,
 )
+from ._core.rng import prediction_generator
 from .base import _MAX_SEED
 
 __all__ = [
@@ -143,7 +144,7 @@ def predict_proba_from_gaussian(mean, cov, predictive="mc_bridge", n_samples=100
         raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")
     mean = _check_mean(mean)
     cov = _check_cov(cov, *mean.shape)
-    generator = torch.Generator().manual_seed(int(check_random_state(random_state).randint(_MAX_SEED)))
+    generator = prediction_generator(check_random_state(random_state).randint(_MAX_SEED))
     proba = predictive_probabilities(
         predictive, torch.from_numpy(mean), torch.from_numpy(cov), generator=generator, n_samples=n_samples
     )

@@ -57,6 +57,8 @@ DETERMINISTIC = [
     LaplaceRegressor(**FAST),
     LaplaceRegressor(**FAST, hessian_structure="kron"),
     LaplaceRegressor(**FAST, hessian_structure="lowrank"),
+    # A sketch of 30 of the 81 weights' directions: the randomised eigensolver's draws matter.
+    LaplaceRegressor(**FAST, hessian_structure="lowrank", max_rank=20),
     LaplaceRegressor(**FAST, subset_of_weights="last_layer"),
 ]
 REGRESSORS = [
@@ -138,6 +140,13 @@ def fit_on(estimator, data, **params):
     return clone(estimator).set_params(**params).fit(X, y)
 
 
+def check_setting(fitted, setting):
+    """The fit ran on the setting's device and in its dtype."""
+    assert fitted._device.type == setting.get("device", "cpu")
+    assert fitted._dtype == getattr(torch, setting.get("dtype", "float64"))
+    assert fitted.posterior_.mean.dtype == fitted._dtype
+
+
 def check_float64_arrays(*arrays):
     for array in arrays:
         assert isinstance(array, np.ndarray) and array.dtype == np.float64
@@ -156,7 +165,7 @@ def test_a_regressor_fits_as_in_float64_on_the_cpu(estimator, setting, regressio
         check_float64_arrays(mean, std, draws)
         assert np.all(std > 0) and draws.shape == (5, 4)
         nll.append(gaussian_nll(y_test, mean, std))
-    assert fitted._device.type == setting.get("device", "cpu")
+    check_setting(fitted, setting)
     assert abs(nll[1] - nll[0]) < NLL_TOLERANCE, nll
 
 
@@ -181,6 +190,7 @@ def test_a_classifier_fits_as_in_float64_on_the_cpu(estimator, setting, classifi
         check_float64_arrays(proba)
         assert_allclose(proba.sum(axis=1), 1.0)
         nll.append(categorical_nll(y_test, proba, labels=fitted.classes_))
+    check_setting(fitted, setting)
     assert abs(nll[1] - nll[0]) < NLL_TOLERANCE, nll
 
 
@@ -232,3 +242,24 @@ def test_a_gpu_fit_loads_and_predicts_on_a_machine_without_one(estimator, regres
     assert {device.type for device in devices_in(vars(loaded))} == {"cpu"}
     assert torch.device(getattr(getattr(loaded, "net_", None), "device", "cpu")).type == "cpu"  # skorch's own
     assert_allclose(predict(loaded), expected, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("estimator", [*REGRESSORS, SMCRegressor(**SMC_FAST), *CLASSIFIERS], ids=name)
+def test_predictions_draw_from_a_cpu_generator(estimator, regression, classification, monkeypatch):
+    """After the fit, no prediction draws from the fit's generator, which lives on the
+    model's device and gives other numbers on a GPU: predict, predict_proba and sample_y
+    draw from a seeded CPU generator, the same numbers on every device."""
+    is_classifier = hasattr(estimator, "predict_proba")
+    data = classification if is_classifier else regression
+    fitted = fit_on(estimator, data, max_epochs=20)
+
+    def refuse(seed):
+        raise AssertionError("a prediction drew from the fit's device generator")
+
+    monkeypatch.setattr(fitted, "_generator", refuse)
+    X_test = data[2][:20]
+    if is_classifier:
+        fitted.predict_proba(X_test)
+    else:
+        fitted.predict(X_test, return_std=True)
+        fitted.sample_y(X_test, 3, random_state=0)

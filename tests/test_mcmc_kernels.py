@@ -13,10 +13,11 @@ from sklearn_quinn._core.hyperpriors import GammaHyperprior, HierarchicalPrior, 
 from sklearn_quinn._core.likelihoods import GaussianLikelihood
 from sklearn_quinn._core.log_posterior import hierarchical_log_posterior
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
+from sklearn_quinn._core.rng import standard_normal
 from sklearn_quinn.mcmc import _kernels, _nuts, adaptive_metropolis, effective_sample_size, hmc, mala, nuts
 from sklearn_quinn.mcmc._adaptation import DualAveraging, slow_window_ends
 from sklearn_quinn.mcmc._gibbs import within_gibbs
-from sklearn_quinn.mcmc._kernels import hmc_proposal, metropolis_accept, standard_normal
+from sklearn_quinn.mcmc._kernels import hmc_proposal, metropolis_accept
 from sklearn_quinn.mcmc._sampling import PILOT_STEPS, SAMPLERS, Sampler, run_chains
 
 # A correlated, badly scaled 2-D Gaussian: stds 1 and 2, correlation 0.9.

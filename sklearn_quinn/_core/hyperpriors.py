@@ -32,6 +32,8 @@ from typing import NamedTuple
 
 import torch
 
+from .rng import standard_normal, standard_uniform
+
 _LOG_2PI = math.log(2 * math.pi)
 
 
@@ -53,15 +55,15 @@ def standard_gamma(shape, generator=None):
     pending = torch.ones_like(alpha, dtype=torch.bool)
     tiny = torch.finfo(alpha.dtype).tiny
     while bool(pending.any()):
-        x = torch.randn(alpha.shape, generator=generator, dtype=alpha.dtype, device=alpha.device)
-        u = torch.rand(alpha.shape, generator=generator, dtype=alpha.dtype, device=alpha.device)
+        x = standard_normal(generator, alpha)
+        u = standard_uniform(generator, alpha)
         v = (1 + c * x) ** 3
         accept = (v > 0) & (torch.log(u) < 0.5 * x.square() + d - d * v + d * torch.log(v.clamp(min=tiny)))
         take = pending & accept
         draws = torch.where(take, d * v, draws)
         pending = pending & ~take
     if bool(boosted.any()):
-        u = torch.rand(alpha.shape, generator=generator, dtype=alpha.dtype, device=alpha.device)
+        u = standard_uniform(generator, alpha)
         draws = torch.where(boosted, draws * torch.exp(torch.log(u.clamp(min=tiny)) / shape), draws)
     return draws.clamp(min=tiny)
 

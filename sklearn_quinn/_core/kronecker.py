@@ -32,6 +32,7 @@ from torch import nn
 from torch.func import functional_call, vjp
 
 from .last_layer import LastLayerModel
+from .rng import standard_normal
 
 # Elements of the layers' output gradients (directions x rows x units) held at once by the curvature pass.
 _CHUNK_ELEMENTS = 2**23
@@ -281,8 +282,7 @@ def _check_layers_carry_the_gradient(model, theta, X, layers):
     module, inputs, _ = _module_and_inputs(model, X[:_CHECK_ROWS])
     theta = theta.detach()
     outputs, backward = vjp(lambda weights: model.single(weights, X[:_CHECK_ROWS]), theta)
-    projection = torch.randn(outputs.shape, generator=torch.Generator().manual_seed(0), dtype=outputs.dtype)
-    projection = projection.to(outputs.device)
+    projection = standard_normal(torch.Generator().manual_seed(0), outputs)
     (expected,) = backward(projection)
     layer_inputs, gradients = _inputs_and_output_gradients(
         module, theta, inputs, lambda _: projection.reshape(len(inputs), -1).unsqueeze(0), layers

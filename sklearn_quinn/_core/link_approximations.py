@@ -19,7 +19,7 @@ import math
 
 import torch
 
-from .rng import normal
+from .rng import standard_normal
 
 #: ``lambda_0 = pi / 8``, the probit-matching constant of sigmoid(x) ~ Phi(sqrt(lambda_0) x).
 LAMBDA_0 = math.pi / 8
@@ -65,8 +65,8 @@ def mc_bridge(mean, cov, n_samples=1000, generator=None):
     """Monte Carlo predictive: ``(1/S) sum_s softmax(z_s)``, ``z_s ~ N(mean, cov)``.
 
     Draws use the symmetric square root of each covariance, from its
-    eigendecomposition, so singular (PSD) covariances need no jitter and the
-    draws are the same on every device. Every point uses the same
+    eigendecomposition, so singular (PSD) covariances need no jitter, and a
+    CPU generator gives the same draws whatever the tensors' device. Every point uses the same
     standard-normal draws ``eps_s`` (common random numbers), so a point's
     probabilities do not depend on which other points share the call. Points
     are processed in blocks of at most :data:`MC_BLOCK_BYTES` of draws.
@@ -88,7 +88,7 @@ def mc_bridge(mean, cov, n_samples=1000, generator=None):
     """
     root = _covariance_root(cov)
     n_classes = mean.shape[-1]
-    noise = normal((n_classes, n_samples), generator, mean)
+    noise = standard_normal(generator, mean, (n_classes, n_samples))
     block = max(1, MC_BLOCK_BYTES // (n_samples * n_classes * mean.element_size()))
     return torch.cat(
         [

@@ -22,6 +22,8 @@ Kronecker-factored one, held in ``O(K R)`` memory.
 
 import torch
 
+from .rng import standard_normal
+
 #: Extra columns of the random sketch beyond the rank kept, and the passes
 #: that sharpen it (each costs one product with the curvature): with the
 #: spectra of network curvatures, which fall fast, 10 and 2 give the top
@@ -53,9 +55,10 @@ def top_eigenpairs(matmul, n_params, rank, dtype, device, seed=0):
     eigenvectors : tensor of shape (K, R)
         Orthonormal columns.
     """
-    generator = torch.Generator(device=device).manual_seed(seed)
+    # The sketch is drawn on the CPU, so that a fit on a GPU finds the CPU's subspace.
     width = min(n_params, rank + OVERSAMPLING)
-    basis = torch.linalg.qr(torch.randn(n_params, width, generator=generator, dtype=dtype, device=device))[0]
+    like = torch.empty((), dtype=dtype, device=device)
+    basis = torch.linalg.qr(standard_normal(torch.Generator().manual_seed(seed), like, (n_params, width)))[0]
     for _ in range(POWER_ITERATIONS if width < n_params else 0):
         basis = torch.linalg.qr(matmul(basis))[0]
     sketch = matmul(basis)

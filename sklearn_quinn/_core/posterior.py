@@ -5,7 +5,7 @@ They know how to ``sample(n, generator)`` and nothing about estimators.
 
 import torch
 
-from .rng import choice, normal
+from .rng import choice, standard_normal
 
 
 class SamplePosterior:
@@ -35,7 +35,7 @@ class SamplePosterior:
 
     def sample(self, n, generator=None):
         """Draw ``n`` rows with replacement, in proportion to the weights: ``(n, K)``."""
-        return self.samples[choice(self.weights, n, generator)]
+        return self.samples[choice(generator, self.weights, n)]
 
 
 class GaussianPosterior:
@@ -99,7 +99,7 @@ class GaussianPosterior:
 
     def sample(self, n, generator=None):
         """Draw ``n`` weight vectors, shape ``(n, K)``."""
-        z = normal((self.n_params if self.std is None else self.std.shape[0], n), generator, self.mean)
+        z = standard_normal(generator, self.mean, (self.n_params if self.std is None else self.std.shape[0], n))
         if self.std is None:
             deviation = torch.linalg.solve_triangular(self.precision_cholesky.mT, z, upper=True)
         elif self.basis is not None:
@@ -107,7 +107,8 @@ class GaussianPosterior:
         else:
             deviation = self.std.unsqueeze(-1) * z
             if self.low_rank is not None:
-                deviation = deviation + self.low_rank @ normal((self.low_rank.shape[1], n), generator, self.mean)
+                low_rank_z = standard_normal(generator, self.mean, (self.low_rank.shape[1], n))
+                deviation = deviation + self.low_rank @ low_rank_z
         return self.mean + deviation.T
 
     def project(self, jacobian):

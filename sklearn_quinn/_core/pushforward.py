@@ -14,7 +14,7 @@ from functools import cached_property
 
 import torch
 
-from .rng import normal
+from .rng import standard_normal
 
 
 class GaussianPredictive:
@@ -51,7 +51,7 @@ class GaussianPredictive:
 
     def sample(self, n, generator=None):
         """Joint draws over all points, shape ``(n, N, O)``."""
-        z = normal((self.factor.shape[-1], n), generator, self.mean)
+        z = standard_normal(generator, self.mean, (self.factor.shape[-1], n))
         return self.mean + (self.factor @ z).permute(2, 0, 1)
 
 

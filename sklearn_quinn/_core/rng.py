@@ -1,12 +1,14 @@
-"""Prediction-time random draws that are the same numbers on every device.
+"""Random draws made on the generator's device and delivered on the tensors'.
 
 A fitted model draws its predictive samples (weight vectors, dropout masks,
 a Gaussian's Monte Carlo link, the noise of ``sample_y``) from a generator
 seeded at fit time. Torch's CPU and CUDA generators give different numbers
-for one seed, so those draws come from a CPU generator and are moved to the
-model's device: a model fitted on a GPU predicts the same there and,
-unpickled, on a CPU-only machine. Given a generator on the tensors' own
-device (a fit's), the functions below draw there, without a copy.
+for one seed, so those draws come from a CPU generator
+(:func:`prediction_generator`) and are moved to the model's device: a model
+fitted on a GPU predicts the same there and, unpickled, on a CPU-only
+machine. A fit's generators live on the model's device (the samplers' moves),
+where the same functions draw without a copy. ``generator=None`` draws from
+torch's global generator of ``like``'s device.
 """
 
 import torch
@@ -17,23 +19,32 @@ def prediction_generator(seed):
     return torch.Generator().manual_seed(int(seed))
 
 
-def _drawing_device(generator, tensor):
-    return tensor.device if generator is None else generator.device
+def _drawing_device(generator, like):
+    return like.device if generator is None else generator.device
 
 
-def normal(shape, generator, like):
-    """Standard normal draws of ``shape``, made by ``generator`` on its device, in ``like``'s dtype and device."""
+def standard_normal(generator, like, shape=None):
+    """Standard normal draws of ``shape`` (default ``like``'s), in ``like``'s dtype and on its device."""
+    shape = like.shape if shape is None else shape
     draws = torch.randn(shape, generator=generator, dtype=like.dtype, device=_drawing_device(generator, like))
     return draws.to(like.device)
 
 
-def bernoulli(probability, generator):
-    """0 / 1 draws with ``probability``, made by ``generator`` on its device, on ``probability``'s device."""
-    device = _drawing_device(generator, probability)
-    return torch.bernoulli(probability.to(device), generator=generator).to(probability.device)
+def standard_uniform(generator, like, shape=None):
+    """Uniform draws on [0, 1) of ``shape`` (default ``like``'s), in ``like``'s dtype and on its device."""
+    shape = like.shape if shape is None else shape
+    draws = torch.rand(shape, generator=generator, dtype=like.dtype, device=_drawing_device(generator, like))
+    return draws.to(like.device)
 
 
-def choice(weights, n, generator):
+def bernoulli(generator, like, shape, probability):
+    """0 / 1 draws of ``shape`` that are 1 with ``probability``, in ``like``'s dtype and on its device."""
+    device = _drawing_device(generator, like)
+    chance = torch.full(shape, probability, dtype=like.dtype, device=device)
+    return torch.bernoulli(chance, generator=generator).to(like.device)
+
+
+def choice(generator, weights, n):
     """``n`` indices drawn with replacement in proportion to ``weights``, on their device."""
     device = _drawing_device(generator, weights)
     return torch.multinomial(weights.to(device), n, replacement=True, generator=generator).to(weights.device)

@@ -227,7 +227,6 @@ class DropoutPosterior:
         draws = self.theta.expand(n, -1).clone()
         for (start, n_rows, n_columns), rate in zip(self.blocks, self.rates):
             keep = 1.0 - float(rate)
-            probability = torch.full((n, 1, n_columns), keep, dtype=draws.dtype, device=draws.device)
-            mask = bernoulli(probability, generator) / keep
+            mask = bernoulli(generator, draws, (n, 1, n_columns), keep) / keep
             draws[:, start : start + n_rows * n_columns].view(n, n_rows, n_columns).mul_(mask)
         return draws

@@ -24,6 +24,7 @@ from typing import NamedTuple
 import torch
 
 from .._core.compiling import compiled_or_eager
+from .._core.rng import standard_normal, standard_uniform
 
 
 def value_and_grad(log_density, position):
@@ -150,16 +151,6 @@ def hmc_state(log_density, position, step_size, inverse_mass=None):
         inverse_mass = torch.ones_like(position)
     return HMCState(position, value, gradient, step_size.expand(position.shape[0]).clone(),
                     inverse_mass.expand_as(position).clone())
-
-
-def standard_normal(generator, like):
-    """Standard normal draws of the shape, dtype and device of ``like``."""
-    return torch.randn(like.shape, generator=generator, dtype=like.dtype, device=like.device)
-
-
-def standard_uniform(generator, like):
-    """Uniform draws on [0, 1) of the shape, dtype and device of ``like``."""
-    return torch.rand(like.shape, generator=generator, dtype=like.dtype, device=like.device)
 
 
 def hmc_proposal(log_density, momentum_noise, state, epsilon, n_leapfrog):

@@ -27,15 +27,8 @@ from typing import NamedTuple
 import torch
 
 from .._core.compiling import compiled_or_eager
-from ._kernels import (
-    DIVERGENCE_THRESHOLD,
-    Info,
-    hamiltonian,
-    hmc_state,
-    standard_normal,
-    standard_uniform,
-    value_and_grad,
-)
+from .._core.rng import standard_normal, standard_uniform
+from ._kernels import DIVERGENCE_THRESHOLD, Info, hamiltonian, hmc_state, value_and_grad
 
 
 def nuts(log_density, max_tree_depth=10, compile=False):

@@ -37,6 +37,7 @@ from typing import NamedTuple
 import torch
 
 from .._core.log_posterior import LogPosterior
+from .._core.rng import standard_normal
 
 #: The stochastic-gradient samplers, by name.
 SG_SAMPLERS = ("sgld", "sghmc")
@@ -115,7 +116,7 @@ def sg_step(sampler, density, state, step_size, noise, inverse_mass, generator):
     """
     _, gradient = density.value_and_grad(state.position, generator)
     finite = torch.isfinite(gradient).all(1, keepdim=True)
-    z = torch.randn(state.position.shape, generator=generator, dtype=gradient.dtype, device=gradient.device)
+    z = standard_normal(generator, gradient)
     if sampler == "sgld":
         move = 0.5 * step_size**2 * inverse_mass * gradient + (step_size * inverse_mass.sqrt() * z if noise else 0)
         new = SGState(state.position + move, state.momentum)

@@ -12,7 +12,7 @@ from typing import NamedTuple
 import torch
 from torch.special import ndtr, ndtri
 
-from ..mcmc._kernels import standard_uniform
+from .._core.rng import standard_uniform
 
 #: Standard deviation of the truncated-normal perturbation of the step size.
 STEP_SIZE_PERTURBATION = 0.015
