@@ -229,6 +229,8 @@ class EvidenceMaximisation(Callback):
         ``max_full_params`` as for ``LaplaceEvidence``."""
         criterion = net.criterion_
         likelihood = criterion.likelihood
+        if learn_noise and self.Y.shape[1] > 1:
+            self._share_noise_by_residuals(likelihood)
         evidence = LaplaceEvidence(
             self.model, self.model.flatten(), self.X, self.Y, likelihood.frozen(self.Y.shape[1]), self.groups,
             max_full_params=max_full_params,
@@ -252,6 +254,19 @@ class EvidenceMaximisation(Callback):
             "noise_std": None if noise_std is None else noise_std.cpu().numpy().astype(np.float64),
             **self.groups.as_dict(precision),
         })
+
+
+    def _share_noise_by_residuals(self, likelihood):
+        """Set the outputs' noise stds in the ratios of the fit's residuals (their root mean
+        squares, each output's noise at its likelihood's maximum), keeping their geometric mean,
+        whose scale the evidence then learns. MacKay's update learns one scale: on its own it
+        would keep the outputs' noise in the ratios it started at, equal for standardised targets
+        whatever each output's share of noise."""
+        with torch.no_grad():
+            residuals = self.Y - self.model(self.model.flatten()[None], self.X)[0]
+            log_rms = 0.5 * torch.log(residuals.square().mean(0).clamp(min=torch.finfo(residuals.dtype).tiny))
+            log_noise = likelihood.log_noise_std
+            log_noise.copy_(log_rms - log_rms.mean() + log_noise.mean())
 
 
 def evidence_epochs(max_epochs):

@@ -153,19 +153,29 @@ def check_float64_arrays(*arrays):
         assert np.all(np.isfinite(array))
 
 
+def checked_nll(fitted, data):
+    """The fit's test NLL, after checking that its predictions are finite float64 arrays of the right shapes."""
+    X_test, y_test = data[2:]
+    if hasattr(fitted, "predict_proba"):
+        proba = fitted.predict_proba(X_test)
+        check_float64_arrays(proba)
+        assert_allclose(proba.sum(axis=1), 1.0)
+        return categorical_nll(y_test, proba, labels=fitted.classes_)
+    mean, std = fitted.predict(X_test, return_std=True)
+    draws = fitted.sample_y(X_test[:5], 4, random_state=0)
+    check_float64_arrays(mean, std, draws)
+    assert np.all(std > 0) and draws.shape == (5, 4)
+    return gaussian_nll(y_test, mean, std)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("setting", SETTINGS)
-@pytest.mark.parametrize("estimator", REGRESSORS, ids=name)
-def test_a_regressor_fits_as_in_float64_on_the_cpu(estimator, setting, regression):
-    X_test, y_test = regression[2:]
-    nll = []
-    for fitted in (fit_on(estimator, regression), fit_on(estimator, regression, **setting)):
-        mean, std = fitted.predict(X_test, return_std=True)
-        draws = fitted.sample_y(X_test[:5], 4, random_state=0)
-        check_float64_arrays(mean, std, draws)
-        assert np.all(std > 0) and draws.shape == (5, 4)
-        nll.append(gaussian_nll(y_test, mean, std))
+@pytest.mark.parametrize("estimator", [*REGRESSORS, *CLASSIFIERS], ids=name)
+def test_a_fit_is_as_good_as_in_float64_on_the_cpu(estimator, setting, regression, classification):
+    data = classification if hasattr(estimator, "predict_proba") else regression
+    reference, fitted = fit_on(estimator, data), fit_on(estimator, data, **setting)
     check_setting(fitted, setting)
+    nll = [checked_nll(reference, data), checked_nll(fitted, data)]
     assert abs(nll[1] - nll[0]) < NLL_TOLERANCE, nll
 
 
@@ -179,28 +189,12 @@ def test_a_deterministic_fit_on_the_gpu_equals_the_cpu_fit(estimator, regression
     assert_allclose(gpu[1], cpu[1], rtol=1e-5)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("setting", SETTINGS)
-@pytest.mark.parametrize("estimator", CLASSIFIERS, ids=name)
-def test_a_classifier_fits_as_in_float64_on_the_cpu(estimator, setting, classification):
-    X_test, y_test = classification[2:]
-    nll = []
-    for fitted in (fit_on(estimator, classification), fit_on(estimator, classification, **setting)):
-        proba = fitted.predict_proba(X_test)
-        check_float64_arrays(proba)
-        assert_allclose(proba.sum(axis=1), 1.0)
-        nll.append(categorical_nll(y_test, proba, labels=fitted.classes_))
-    check_setting(fitted, setting)
-    assert abs(nll[1] - nll[0]) < NLL_TOLERANCE, nll
-
-
 @needs_cuda
 def test_hmc_compiled_on_the_gpu(regression):
     fitted = fit_on(MCMCRegressor(**CHAINS, compile=True), regression, device="cuda")
     assert fitted.compiled_
     eager = fit_on(MCMCRegressor(**CHAINS, compile=False), regression, device="cuda")
-    X_test, y_test = regression[2:]
-    nll = [gaussian_nll(y_test, *model.predict(X_test, return_std=True)) for model in (fitted, eager)]
+    nll = [checked_nll(model, regression) for model in (fitted, eager)]
     assert abs(nll[0] - nll[1]) < NLL_TOLERANCE, nll
 
 

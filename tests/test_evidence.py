@@ -173,6 +173,30 @@ def test_learned_prior_and_noise_are_the_exact_evidence_maximisers(device):
     assert reg.log_marginal_likelihood() == pytest.approx(-negative(np.log(exact)), abs=0.02)
 
 
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        LaplaceRegressor(hidden_layer_sizes=(), max_epochs=300, random_state=0),
+        sklearn_quinn.DeepEnsembleRegressor(hidden_layer_sizes=(), n_estimators=3, max_epochs=300, random_state=0),
+        sklearn_quinn.MCMCRegressor(hidden_layer_sizes=(), max_epochs=300, n_chains=2, n_burnin=200, n_samples=200,
+                                    random_state=0),
+    ],
+    ids=lambda estimator: type(estimator).__name__,
+)
+def test_each_output_learns_its_own_noise(estimator):
+    """Two outputs of one linear signal, one with a tenth of the other's noise. Standardised,
+    their spreads are alike, so one noise scale for both (what the evidence's update learns alone)
+    would give the quiet output several times its noise and the noisy one too little. Each
+    output's learned noise (sampled, for MCMC, as one scale of the MAP's ratios) is its own
+    within 10%."""
+    rng = np.random.RandomState(1)
+    X = rng.randn(400, 3)
+    signal = X @ [1.0, -1.0, 0.5]
+    Y = np.c_[signal + 0.1 * rng.randn(400), signal + rng.randn(400)]
+    fitted = estimator.fit(X, Y)
+    np.testing.assert_allclose(fitted.noise_std_, [0.1, 1.0], rtol=0.1)
+
+
 def test_evidence_history_records_every_update():
     X, y = linear_data(60)
     reg = LaplaceRegressor(hidden_layer_sizes=(4,), max_epochs=50, random_state=0).fit(X, y)

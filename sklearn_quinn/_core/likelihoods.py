@@ -44,8 +44,9 @@ class GaussianLikelihood(nn.Module):
         Fixed noise, or the start of the trained one; leading axes broadcast
         against the outputs' (e.g. ``(J, 1, O)`` for one noise per member).
     learn_noise : bool, default=False
-        Train one log noise std per leading index, shared by the outputs; the
-        samplers then sample it as the last column of their state.
+        Train the log noise std of every output (and leading index) with the
+        network. The samplers then sample one scale of them, the last column
+        of their state, keeping the trained ratios between the outputs.
     """
 
     #: The curvature in the outputs, ``1 / noise_std**2``, does not depend on them.
@@ -56,13 +57,13 @@ class GaussianLikelihood(nn.Module):
         log_noise = torch.log(noise_std)
         self.learn_noise = learn_noise
         if learn_noise:
-            self.log_noise_std = nn.Parameter(log_noise.mean(-1, keepdim=True))
+            self.log_noise_std = nn.Parameter(log_noise)
         else:
             self.register_buffer("log_noise_std", log_noise)
 
     @property
     def noise_std(self):
-        """The current noise std (detached), shaped like ``noise_std`` or with one output."""
+        """The current noise std (detached), shaped like ``noise_std``."""
         return self.log_noise_std.detach().exp()
 
     @staticmethod
@@ -98,7 +99,7 @@ class GaussianLikelihood(nn.Module):
         return (-0.5 * z.square() - log_noise - _HALF_LOG_2PI).sum(-1)
 
     def output_noise_std(self, n_outputs):
-        """The noise std of each output, ``(O,)`` (a learned noise is shared by the outputs)."""
+        """The noise std of each output, ``(O,)``."""
         return self.noise_std.reshape(-1).expand(n_outputs)
 
     def member_noise_std(self, n_outputs):
@@ -140,16 +141,29 @@ class GaussianLikelihood(nn.Module):
 
     def state_log_likelihood(self, model, X, Y):
         """The log likelihood over state rows (see :class:`GaussianStateLikelihood`)."""
-        return GaussianStateLikelihood(model, X, Y, None if self.learn_noise else self.output_noise_std(Y.shape[1]))
+        if self.learn_noise:
+            return GaussianStateLikelihood(model, X, Y, noise_ratio=self._noise_ratio(Y.shape[1]))
+        return GaussianStateLikelihood(model, X, Y, self.output_noise_std(Y.shape[1]))
+
+    def _log_noise_scale(self):
+        """The log of the noise's scale, the geometric mean of the outputs' noise stds."""
+        return torch.log(self.noise_std).mean()
+
+    def _noise_ratio(self, n_outputs):
+        """Each output's noise std over the scale ``(O,)``, or None for one output (a ratio of 1)."""
+        if n_outputs == 1:
+            return None
+        return (self.log_noise_std.detach().reshape(-1) - self._log_noise_scale()).exp().expand(n_outputs)
 
     def initial_state(self, n_rows):
-        """The likelihood's columns of ``n_rows`` starting rows: the log of the trained noise."""
-        return torch.log(self.noise_std.mean()).expand(n_rows, self.n_state_columns)
+        """The likelihood's columns of ``n_rows`` starting rows: the log of the trained noise's scale."""
+        return self._log_noise_scale().expand(n_rows, self.n_state_columns)
 
     def noise_from_state(self, columns, n_outputs):
         """The noise std ``(S, O)`` of each row, from its likelihood columns ``(S, n_state_columns)``."""
         if self.learn_noise:
-            return columns.exp().expand(-1, n_outputs)
+            ratio = self._noise_ratio(n_outputs)
+            return columns.exp().expand(-1, n_outputs) if ratio is None else columns.exp() * ratio
         return self.output_noise_std(n_outputs).expand(columns.shape[0], -1)
 
 
@@ -372,17 +386,22 @@ class ConstantDataFit(NamedTuple):
 class GaussianStateLikelihood:
     """``log p(Y | X, theta, noise)`` of a Gaussian likelihood, per state row.
 
-    With ``noise_std=None`` the last column of each row is the log noise std
-    (one shared by the outputs); otherwise the noise is fixed (per output).
+    With ``noise_std=None`` the last column of each row is the log of the
+    noise's scale ``s``, and output ``k``'s noise std is ``s * noise_ratio[k]``
+    (``noise_ratio=None``: 1, one noise shared by the outputs); otherwise the
+    noise is fixed (per output).
     """
 
-    def __init__(self, model, X, Y, noise_std=None):
+    def __init__(self, model, X, Y, noise_std=None, noise_ratio=None):
         self.model, self.X, self.Y = model, X, Y
         self.noise_std = None if noise_std is None else torch.as_tensor(noise_std, dtype=Y.dtype, device=Y.device)
         self._inverse_noise = None if noise_std is None else 1.0 / self.noise_std
+        self._inverse_ratio = None if noise_ratio is None else 1.0 / noise_ratio
         self._constant = -Y.numel() * _HALF_LOG_2PI
         if noise_std is not None:
             self._constant -= Y.shape[0] * float(torch.log(self.noise_std).expand(Y.shape[1]).sum())
+        if noise_ratio is not None:
+            self._constant -= Y.shape[0] * float(torch.log(noise_ratio).sum())
 
     def _split(self, rows):
         """Weights, inverse noise std (broadcastable to the outputs) and log noise (None when fixed).
@@ -392,7 +411,10 @@ class GaussianStateLikelihood:
         if self.noise_std is not None:
             return rows, self._inverse_noise, None
         log_noise = rows[:, self.model.n_params]
-        return rows[:, : self.model.n_params], (-log_noise).exp()[:, None, None], log_noise
+        inverse_noise = (-log_noise).exp()[:, None, None]
+        if self._inverse_ratio is not None:
+            inverse_noise = inverse_noise * self._inverse_ratio
+        return rows[:, : self.model.n_params], inverse_noise, log_noise
 
     def _value(self, squares, log_noise):
         value = self._constant - 0.5 * squares.sum((-1, -2))
@@ -405,12 +427,16 @@ class GaussianStateLikelihood:
         return self.model.by_row_blocks(self._value_and_grad, rows, len(self.X))
 
     def sum_of_squares(self, theta):
-        """The residual sum of squares ``(S,)`` of weight rows ``theta (S, K)``."""
+        """The residual sum of squares ``(S,)`` of weight rows ``theta (S, K)``, in units of the
+        noise's scale (each output's residuals over its noise ratio)."""
         return self.model.by_row_blocks(self._sum_of_squares, theta, len(self.X))
 
     def _sum_of_squares(self, theta):
         with torch.no_grad():
-            return (self.Y - self.model(theta, self.X)).square().sum((-1, -2))
+            residuals = self.Y - self.model(theta, self.X)
+            if self._inverse_ratio is not None:
+                residuals = residuals * self._inverse_ratio
+            return residuals.square().sum((-1, -2))
 
     def _log_likelihood(self, rows):
         theta, inverse_noise, log_noise = self._split(rows)
