@@ -5,8 +5,8 @@ The GPU tests need CUDA and are skipped without it (CI has none); they are run
 on a GPU machine by hand. The network's initial weights are drawn on the CPU
 and moved, so a deterministic training (the MAP, the evidence-driven prior,
 the Laplace posterior) gives the CPU's fit to rounding; a family that draws
-from a random generator on the device (samplers, BBB's and dropout's noise)
-draws other numbers there, so its fit is compared by its test NLL, as every
+from a random generator on the device (the samplers, the ensembles'
+perturbations, BBB's and dropout's noise) draws other numbers there, so its fit is compared by its test NLL, as every
 float32 fit is (rounding in float32 moves a training's path). SMC regression
 is left to the exact evidence tests, which take a ``device``
 (tests/conftest.py): with few particles its fits on these rows land in one of
@@ -21,24 +21,7 @@ import torch
 from numpy.testing import assert_allclose
 from sklearn.base import clone
 
-from sklearn_quinn import (
-    BBBClassifier,
-    BBBRegressor,
-    DeepEnsembleClassifier,
-    DeepEnsembleRegressor,
-    LaplaceClassifier,
-    LaplaceRegressor,
-    MCDropoutClassifier,
-    MCDropoutRegressor,
-    MCMCClassifier,
-    MCMCRegressor,
-    RMSClassifier,
-    RMSRegressor,
-    SMCClassifier,
-    SMCRegressor,
-    SWAGClassifier,
-    SWAGRegressor,
-)
+import sklearn_quinn as sq
 from sklearn_quinn.metrics import categorical_nll, gaussian_nll
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -54,38 +37,38 @@ SMC_FAST = dict(hidden_layer_sizes=(8,), n_particles=64, random_state=0)
 
 # Fits that draw nothing on the device: the same numbers as on the CPU, to rounding.
 DETERMINISTIC = [
-    LaplaceRegressor(**FAST),
-    LaplaceRegressor(**FAST, hessian_structure="kron"),
-    LaplaceRegressor(**FAST, hessian_structure="lowrank"),
+    sq.LaplaceRegressor(**FAST),
+    sq.LaplaceRegressor(**FAST, hessian_structure="kron"),
+    sq.LaplaceRegressor(**FAST, hessian_structure="lowrank"),
     # A sketch of 30 of the 81 weights' directions: the randomised eigensolver's draws matter.
-    LaplaceRegressor(**FAST, hessian_structure="lowrank", max_rank=20),
-    LaplaceRegressor(**FAST, subset_of_weights="last_layer"),
+    sq.LaplaceRegressor(**FAST, hessian_structure="lowrank", max_rank=20),
+    sq.LaplaceRegressor(**FAST, subset_of_weights="last_layer"),
 ]
 REGRESSORS = [
     *DETERMINISTIC,
     # Deterministic too, but its short training here amplifies rounding: on the
     # CPU, one thread against two moves its predictive std by up to 60% (at the
     # package's defaults, by 1e-9).
-    LaplaceRegressor(**FAST, likelihood="heteroscedastic"),
-    MCMCRegressor(**CHAINS),
-    MCMCRegressor(**CHAINS, sampler="nuts", max_tree_depth=5),
-    MCMCRegressor(**CHAINS, sampler="sghmc", hyperprior="empirical"),
-    DeepEnsembleRegressor(**FAST, n_estimators=3),
-    RMSRegressor(**FAST, n_estimators=3),
-    SWAGRegressor(**FAST),
-    BBBRegressor(**FAST),
-    MCDropoutRegressor(**FAST),
+    sq.LaplaceRegressor(**FAST, likelihood="heteroscedastic"),
+    sq.MCMCRegressor(**CHAINS),
+    sq.MCMCRegressor(**CHAINS, sampler="nuts", max_tree_depth=5),
+    sq.MCMCRegressor(**CHAINS, sampler="sghmc", hyperprior="empirical"),
+    sq.DeepEnsembleRegressor(**FAST, n_estimators=3),
+    sq.RMSRegressor(**FAST, n_estimators=3),
+    sq.SWAGRegressor(**FAST),
+    sq.BBBRegressor(**FAST),
+    sq.MCDropoutRegressor(**FAST),
 ]
 CLASSIFIERS = [
-    LaplaceClassifier(**FAST),
-    LaplaceClassifier(**FAST, hessian_structure="kron", predictive="laplace_bridge"),
-    MCMCClassifier(**CHAINS),
-    DeepEnsembleClassifier(**FAST, n_estimators=3),
-    RMSClassifier(**FAST, n_estimators=3),
-    SWAGClassifier(**FAST),
-    BBBClassifier(**FAST),
-    MCDropoutClassifier(**FAST),
-    SMCClassifier(**SMC_FAST),
+    sq.LaplaceClassifier(**FAST),
+    sq.LaplaceClassifier(**FAST, hessian_structure="kron", predictive="laplace_bridge"),
+    sq.MCMCClassifier(**CHAINS),
+    sq.DeepEnsembleClassifier(**FAST, n_estimators=3),
+    sq.RMSClassifier(**FAST, n_estimators=3),
+    sq.SWAGClassifier(**FAST),
+    sq.BBBClassifier(**FAST),
+    sq.MCDropoutClassifier(**FAST),
+    sq.SMCClassifier(**SMC_FAST),
 ]
 
 # How far a GPU or float32 fit's test NLL may sit from the float64 CPU fit's.
@@ -191,9 +174,9 @@ def test_a_deterministic_fit_on_the_gpu_equals_the_cpu_fit(estimator, regression
 
 @needs_cuda
 def test_hmc_compiled_on_the_gpu(regression):
-    fitted = fit_on(MCMCRegressor(**CHAINS, compile=True), regression, device="cuda")
+    fitted = fit_on(sq.MCMCRegressor(**CHAINS, compile=True), regression, device="cuda")
     assert fitted.compiled_
-    eager = fit_on(MCMCRegressor(**CHAINS, compile=False), regression, device="cuda")
+    eager = fit_on(sq.MCMCRegressor(**CHAINS, compile=False), regression, device="cuda")
     nll = [checked_nll(model, regression) for model in (fitted, eager)]
     assert abs(nll[0] - nll[1]) < NLL_TOLERANCE, nll
 
@@ -202,15 +185,15 @@ def test_hmc_compiled_on_the_gpu(regression):
 @pytest.mark.parametrize(
     "estimator",
     [
-        LaplaceRegressor(**FAST),
-        MCMCRegressor(**CHAINS),
-        SMCRegressor(**SMC_FAST),
+        sq.LaplaceRegressor(**FAST),
+        sq.MCMCRegressor(**CHAINS),
+        sq.SMCRegressor(**SMC_FAST),
         # Predictives drawn at predict time: weight vectors, masks, Monte Carlo logits.
-        SWAGRegressor(**FAST),
-        BBBRegressor(**FAST),
-        MCDropoutRegressor(**FAST),
-        LaplaceClassifier(**FAST),
-        SWAGClassifier(**FAST),
+        sq.SWAGRegressor(**FAST),
+        sq.BBBRegressor(**FAST),
+        sq.MCDropoutRegressor(**FAST),
+        sq.LaplaceClassifier(**FAST),
+        sq.SWAGClassifier(**FAST),
     ],
     ids=name,
 )
@@ -238,7 +221,7 @@ def test_a_gpu_fit_loads_and_predicts_on_a_machine_without_one(estimator, regres
     assert_allclose(predict(loaded), expected, rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.parametrize("estimator", [*REGRESSORS, SMCRegressor(**SMC_FAST), *CLASSIFIERS], ids=name)
+@pytest.mark.parametrize("estimator", [*REGRESSORS, sq.SMCRegressor(**SMC_FAST), *CLASSIFIERS], ids=name)
 def test_predictions_draw_from_a_cpu_generator(estimator, regression, classification, monkeypatch):
     """After the fit, no prediction draws from the fit's generator, which lives on the
     model's device and gives other numbers on a GPU: predict, predict_proba and sample_y
