@@ -141,10 +141,9 @@ class EvidenceMaximisation(Callback):
         self.learn_prior, self.learn_noise, self.epochs = learn_prior, learn_noise, epochs
         # MacKay's SSE / (N - gamma) presumes the gamma well-determined directions are fitted; far from
         # a mode (an untrained network has gamma near min(N, K)) it can exceed the targets' own spread and
-        # then stall the training under a noise that drowns the data. The targets' spread about their
-        # mean, the noise of a constant predictor, bounds it (constant targets have no spread to bound by).
-        spread = float((Y - Y.mean(0)).square().mean().sqrt())
-        self._noise_ceiling = spread if spread > 0 else None
+        # then stall the training under a noise that drowns the data. Each target's spread about its
+        # mean, the noise of a constant predictor, bounds its noise (a constant target has none to bound by).
+        self._spread = (Y - Y.mean(0)).square().mean(0).sqrt()
 
     def on_train_begin(self, net, **kwargs):
         self.history_ = []
@@ -235,11 +234,9 @@ class EvidenceMaximisation(Callback):
             self.model, self.model.flatten(), self.X, self.Y, likelihood.frozen(self.Y.shape[1]), self.groups,
             max_full_params=max_full_params,
         )
-        current = likelihood.output_noise_std(self.Y.shape[1])
         precision, noise_scale, value = evidence.maximise(
             self._precision(net), learn_prior, learn_noise, max_iterations=max_iterations,
-            max_noise_scale=None if current is None or self._noise_ceiling is None
-            else self._noise_ceiling / float(current.max()),
+            max_noise_scale=self._max_noise_scale(likelihood.output_noise_std(self.Y.shape[1])),
         )
         if learn_prior:
             criterion.prior_precision = torch.as_tensor(precision, dtype=self.X.dtype)
@@ -256,6 +253,14 @@ class EvidenceMaximisation(Callback):
         })
 
 
+    def _max_noise_scale(self, noise_std):
+        """The most the noise stds ``(O,)`` may grow by, a common factor: to no target's noise above
+        its spread (None: no noise, or no target with a spread)."""
+        bounded = self._spread > 0
+        if noise_std is None or not bool(bounded.any()):
+            return None
+        return float((self._spread[bounded] / noise_std[bounded]).min())
+
     def _share_noise_by_residuals(self, likelihood):
         """Set the outputs' noise stds in the ratios of the fit's residuals (their root mean
         squares, each output's noise at its likelihood's maximum), keeping their geometric mean,
@@ -264,7 +269,11 @@ class EvidenceMaximisation(Callback):
         whatever each output's share of noise."""
         with torch.no_grad():
             residuals = self.Y - self.model(self.model.flatten()[None], self.X)[0]
-            log_rms = 0.5 * torch.log(residuals.square().mean(0).clamp(min=torch.finfo(residuals.dtype).tiny))
+            rms = residuals.square().mean(0).sqrt()
+            # An output fitted to rounding (a constant target, a custom module's exact one) would
+            # set ratios of 1e-77; below the square root of the dtype's precision a ratio is rounding.
+            floor = max(float(rms.max()) * torch.finfo(rms.dtype).eps ** 0.5, torch.finfo(rms.dtype).tiny)
+            log_rms = torch.log(rms.clamp(min=floor))
             log_noise = likelihood.log_noise_std
             log_noise.copy_(log_rms - log_rms.mean() + log_noise.mean())
 

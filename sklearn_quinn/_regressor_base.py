@@ -69,7 +69,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         """The likelihood of a fit. Heteroscedastic: the network's noise head.
         Gaussian: fixed at ``noise_std`` (network units, ``(O,)``; default: the
         ``noise_std`` parameter), or a learned noise of shape
-        ``leading_shape + (O,)`` (one shared by the outputs)."""
+        ``leading_shape + (O,)``, one per output."""
         if self.likelihood == "heteroscedastic":
             return HeteroscedasticGaussianLikelihood()
         if noise_std is None:

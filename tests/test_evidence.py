@@ -197,6 +197,19 @@ def test_each_output_learns_its_own_noise(estimator):
     np.testing.assert_allclose(fitted.noise_std_, [0.1, 1.0], rtol=0.1)
 
 
+@pytest.mark.parametrize("estimator", [LaplaceRegressor, sklearn_quinn.MCMCRegressor], ids=lambda cls: cls.__name__)
+def test_each_output_noise_is_bounded_by_its_own_spread(estimator):
+    """Raw targets: a linear one with noise 0.1 beside pure noise of std 97. The ceiling on the
+    noise (a constant predictor's) is each target's own spread; one pooled over the targets held
+    the noisy output at 69 and, through the common scale, the quiet one at 0.07."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(400, 3)
+    Y = np.c_[X @ [1.0, -1.0, 0.5] + 0.1 * rng.randn(400), 100 * rng.randn(400)]
+    params = dict(n_chains=2, n_burnin=200, n_samples=200) if estimator is sklearn_quinn.MCMCRegressor else {}
+    fitted = estimator(hidden_layer_sizes=(), normalize_y=False, max_epochs=300, random_state=0, **params).fit(X, Y)
+    np.testing.assert_allclose(fitted.noise_std_, [0.1, Y[:, 1].std()], rtol=0.05)
+
+
 def test_evidence_history_records_every_update():
     X, y = linear_data(60)
     reg = LaplaceRegressor(hidden_layer_sizes=(4,), max_epochs=50, random_state=0).fit(X, y)

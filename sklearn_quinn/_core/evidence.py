@@ -30,8 +30,10 @@ therefore favours a strong prior (``benchmarks/bench_evidence_end_state.py
 Its maximiser over the hyperparameters is MacKay's fixed point: with
 ``gamma_g = K_g - delta_g tr_g(Sigma)`` the number of weights of group ``g``
 that the data determine (``Sigma`` the posterior covariance),
-``delta_g = gamma_g / ||theta_g||^2`` and ``c**2 noise_std**2 = SSE /
-(N O - sum_g gamma_g)``: the stationarity conditions of the evidence,
+``delta_g = gamma_g / ||theta_g||^2`` and ``c**2 = SSE / (N O - sum_g
+gamma_g)``, with SSE each output's squared residuals over its current noise
+variance and ``c`` the common factor of the outputs' noise stds: the
+stationarity conditions of the evidence,
 iterated (the updates of scikit-learn's ``BayesianRidge``, one precision per
 group). One factorisation per iteration, no line search.
 """

@@ -16,6 +16,10 @@ likelihood temperature ``beta`` (SMC's tempering; 1 for MCMC)
     ``delta_g | theta ~ Gamma(shape + K_g / 2, rate + ||theta_g||^2 / 2)``,
     ``tau | theta, y ~ Gamma(shape + beta N O / 2, rate + beta SSE(theta) / 2)``.
 
+With several outputs ``noise_std`` is the noisiest output's, the others held
+in fixed ratios to it, and SSE counts each output's residuals over its ratio
+(``GaussianStateLikelihood``'s ``noise_ratio``).
+
 The state keeps logs so that its columns are unconstrained, and the prior
 density here is over those columns (with the Jacobians), normalised: SMC's
 evidence is then ``p(y | X)`` with the hyperparameters integrated out.

@@ -146,11 +146,12 @@ class GaussianLikelihood(nn.Module):
         return GaussianStateLikelihood(model, X, Y, self.output_noise_std(Y.shape[1]))
 
     def _log_noise_scale(self):
-        """The log of the noise's scale, the geometric mean of the outputs' noise stds."""
-        return torch.log(self.noise_std).mean()
+        """The log of the noise's scale, the noisiest output's noise std: a hyperprior on the
+        scale then bounds every output's noise, and no near-exact output drags it to zero."""
+        return torch.log(self.noise_std).max()
 
     def _noise_ratio(self, n_outputs):
-        """Each output's noise std over the scale ``(O,)``, or None for one output (a ratio of 1)."""
+        """Each output's noise std over the scale ``(O,)`` (at most 1), or None for one output."""
         if n_outputs == 1:
             return None
         return (self.log_noise_std.detach().reshape(-1) - self._log_noise_scale()).exp().expand(n_outputs)
