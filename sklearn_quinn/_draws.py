@@ -1,6 +1,5 @@
 """Predictions from a finite set of weight vectors, for the sampling and ensemble families."""
 
-
 from ._core.posterior import SamplePosterior
 from ._core.pushforward import nonlinear_pushforward
 from ._core.rng import choice

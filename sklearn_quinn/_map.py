@@ -252,7 +252,6 @@ class EvidenceMaximisation(Callback):
             **self.groups.as_dict(precision),
         })
 
-
     def _max_noise_scale(self, noise_std):
         """The most the noise stds ``(O,)`` may grow by, a common factor: to no target's noise above
         its spread (None: no noise, or no target with a spread)."""

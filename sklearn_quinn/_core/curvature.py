@@ -37,6 +37,7 @@ from .kronecker import (
     layered_curvature,
     layered_is_cheaper,
 )
+from .rng import standard_normal
 
 CURVATURES = ("ggn", "hessian", "ef")
 STRUCTURES = ("full", "diag")
@@ -330,8 +331,7 @@ def largest_ggn_eigenvalue(model, theta, X, likelihood):
     """
     n_params = theta.shape[0]
     generator = torch.Generator(device=theta.device).manual_seed(0)
-    block = torch.randn(n_params, min(_EIGEN_BLOCK, n_params), generator=generator, dtype=theta.dtype,
-                        device=theta.device)
+    block = standard_normal(generator, theta, (n_params, min(_EIGEN_BLOCK, n_params)))
     for _ in range(_EIGEN_MAX_ITERATIONS):
         basis = torch.linalg.qr(block).Q
         block = curvature_matmul(model, theta, X, None, likelihood, "ggn", basis)

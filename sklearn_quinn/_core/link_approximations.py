@@ -66,10 +66,11 @@ def mc_bridge(mean, cov, n_samples=1000, generator=None):
 
     Draws use the symmetric square root of each covariance, from its
     eigendecomposition, so singular (PSD) covariances need no jitter, and a
-    CPU generator gives the same draws whatever the tensors' device. Every point uses the same
-    standard-normal draws ``eps_s`` (common random numbers), so a point's
-    probabilities do not depend on which other points share the call. Points
-    are processed in blocks of at most :data:`MC_BLOCK_BYTES` of draws.
+    CPU generator gives the same draws whatever the tensors' device. Every
+    point uses the same standard-normal draws ``eps_s`` (common random
+    numbers), so a point's probabilities do not depend on which other points
+    share the call. Points are processed in blocks of at most
+    :data:`MC_BLOCK_BYTES` of draws.
 
     Parameters
     ----------

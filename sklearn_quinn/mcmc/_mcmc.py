@@ -14,6 +14,7 @@ from .._core.curvature import curvature
 from .._core.evidence import ParameterGroups
 from .._core.log_posterior import log_posterior
 from .._core.priors import GaussianPrior
+from .._core.rng import standard_normal
 from .._draws import DrawsMixin
 from .._inference_data import InferenceDataMixin
 from .._regressor_base import BaseBayesianRegressor
@@ -130,7 +131,7 @@ class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
         generator = self._generator(self._map_seed)
         n_params = theta.shape[0]
         if self.init == "map":
-            jitter = torch.randn(self.n_chains, n_params, generator=generator, dtype=theta.dtype, device=theta.device)
+            jitter = standard_normal(generator, theta, (self.n_chains, n_params))
             return theta + 1e-3 * prior.std * jitter
         return prior.sample(self.n_chains, n_params, generator, theta.dtype, theta.device)
 

@@ -2,6 +2,8 @@
 
 import torch
 
+from .._core.rng import standard_uniform
+
 
 def systematic_resample(log_weights, generator=None, n_draws=None):
     """Indices ``(M,)`` of ``M = n_draws`` (default ``N``) particles drawn in proportion to the weights.
@@ -13,6 +15,6 @@ def systematic_resample(log_weights, generator=None, n_draws=None):
     n = len(log_weights)
     draws = n if n_draws is None else n_draws
     weights = torch.softmax(log_weights, 0)
-    uniform = torch.rand((), generator=generator, dtype=weights.dtype, device=weights.device)
+    uniform = standard_uniform(generator, weights, ())
     points = (uniform + torch.arange(draws, dtype=weights.dtype, device=weights.device)) / draws
     return torch.searchsorted(weights.cumsum(0), points).clamp(max=n - 1)

@@ -12,7 +12,7 @@ from typing import NamedTuple
 import torch
 from torch.special import ndtr, ndtri
 
-from .._core.rng import standard_uniform
+from .._core.rng import choice, standard_uniform
 
 #: Standard deviation of the truncated-normal perturbation of the step size.
 STEP_SIZE_PERTURBATION = 0.015
@@ -79,7 +79,7 @@ def perturb_parameters(step_size, n_leapfrog, jumps, generator=None):
     """
     n = len(step_size)
     weights = jumps if bool((jumps > 0).any()) else torch.ones_like(jumps)
-    parent = torch.multinomial(weights, n, replacement=True, generator=generator)
+    parent = choice(generator, weights, n)
     centre = step_size[parent]
     # Inverse-CDF draw of N(centre, s**2) restricted to (0, inf).
     lower = ndtr(-centre / STEP_SIZE_PERTURBATION)
