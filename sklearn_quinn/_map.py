@@ -124,6 +124,13 @@ class EvidenceMaximisation(Callback):
     learn_prior, learn_noise : bool
     epochs : set of int
         The epochs (1-based) after which to update.
+    targets : tensor of shape (N, O'), default=None
+        What the training reads as its targets (default ``Y``). A likelihood
+        that fits the means' posterior variance (``fits_mean_variance``, the
+        heteroscedastic one) may read them from columns after ``Y``
+        (``likelihood.training_targets(Y)``); each update then rewrites them
+        under its posterior, in place, so that the training's minibatches
+        and its polish read the current ones.
 
     Attributes
     ----------
@@ -136,8 +143,9 @@ class EvidenceMaximisation(Callback):
         ``noise_std`` (None without a noise) and the precision of every group.
     """
 
-    def __init__(self, model, X, Y, groups, *, learn_prior, learn_noise, epochs):
+    def __init__(self, model, X, Y, groups, *, learn_prior, learn_noise, epochs, targets=None):
         self.model, self.X, self.Y, self.groups = model, X, Y, groups
+        self.targets = Y if targets is None else targets
         self.learn_prior, self.learn_noise, self.epochs = learn_prior, learn_noise, epochs
         # MacKay's SSE / (N - gamma) presumes the gamma well-determined directions are fitted; far from
         # a mode (an untrained network has gamma near min(N, K)) it can exceed the targets' own spread and
@@ -204,17 +212,17 @@ class EvidenceMaximisation(Callback):
         one), and snapshot it with the record of its evidence."""
         if precision is not None:
             net.criterion_.prior_precision = torch.as_tensor(precision, dtype=self.X.dtype)
-        polish(net, self.X, self.Y)
+        polish(net, self.X, self.targets)
         self._maximise(net, False, False, None, "final", max_full_params=AUTO_MAX_FULL_PARAMS)
         return {"record": self.history_.pop(), "module": copy.deepcopy(net.module_.state_dict()),
                 "criterion": copy.deepcopy(net.criterion_.state_dict()),
-                "precision": net.criterion_.prior_precision}
+                "precision": net.criterion_.prior_precision, "targets": self.targets.clone()}
 
-    @staticmethod
-    def _restore(net, state):
+    def _restore(self, net, state):
         net.module_.load_state_dict(state["module"])
         net.criterion_.load_state_dict(state["criterion"])
         net.criterion_.prior_precision = state["precision"]
+        self.targets.copy_(state["targets"])
 
     def _precision(self, net):
         """The criterion's prior precision, one per group, as an array."""
@@ -243,6 +251,12 @@ class EvidenceMaximisation(Callback):
         if learn_noise:
             with torch.no_grad():
                 likelihood.log_noise_std.add_(math.log(noise_scale))
+        if self.targets.shape[1] > self.Y.shape[1]:  # the targets carry the means' posterior variances
+            leverage = evidence.leverage(precision)
+            if leverage is not None:
+                with torch.no_grad():
+                    outputs = self.model.single(self.model.flatten(), self.X)
+                    likelihood.set_mean_variances(self.targets, outputs, leverage.to(self.targets.dtype))
         noise_std = likelihood.output_noise_std(self.Y.shape[1])
         self.history_.append({
             "epoch": len(net.history),
@@ -549,7 +563,8 @@ def fit_map(module, X, Y, *, prior_precision, likelihood, lr, lr_schedule, max_e
     likelihood : GaussianLikelihood or CategoricalLikelihood
         Its trainable parameters (an estimated noise) are trained with the network.
     evidence : EvidenceMaximisation, default=None
-        Learns the prior precisions and the noise during training.
+        Learns the prior precisions and the noise during training; the
+        training then reads its targets (``evidence.targets``).
     finish : bool, default=True
         End at a stationary point of the full-batch loss (:func:`polish`)
         when that is cheap (:func:`polishable`), with learned hyperparameters
@@ -577,7 +592,8 @@ def fit_map(module, X, Y, *, prior_precision, likelihood, lr, lr_schedule, max_e
     """
     callbacks = list(callbacks or []) + ([("evidence", evidence)] if evidence is not None else [])
     net = train_net(
-        module, NegativeLogPosterior(X.shape[0], prior_precision, likelihood), X, Y, lr=lr,
+        module, NegativeLogPosterior(X.shape[0], prior_precision, likelihood), X,
+        Y if evidence is None else evidence.targets, lr=lr,
         lr_schedule=lr_schedule, max_epochs=max_epochs, optimizer=optimizer, callbacks=callbacks,
         device=device, verbose=verbose, batch_size=min(batch_size, X.shape[0]), shuffle=True,
         generator=torch.Generator().manual_seed(seed), max_batches=max_batches, warm_up=warm_up, desc=desc,

@@ -172,7 +172,10 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
 
         With ``prior_std=None`` the prior precision of each parameter tensor,
         and with an estimated noise the noise, are learned during training by
-        maximising the Laplace evidence (:class:`~sklearn_quinn._map.EvidenceMaximisation`).
+        maximising the Laplace evidence (:class:`~sklearn_quinn._map.EvidenceMaximisation`);
+        under the heteroscedastic likelihood its updates also give the noise head the
+        means' posterior variances to fit (whatever the prior), as the targets' last columns,
+        where the training loss is deterministic (a point estimate's).
         Sets ``net_``, the private ``_model`` (the backbone as ``f(Theta, X)``),
         ``prior_precisions_`` and ``evidence_history_``.
 
@@ -184,6 +187,10 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
             The likelihood with its noise as trained or learned.
         prior : GaussianPrior
             The prior the MAP was trained under (learned or fixed).
+        targets : ndarray of shape (N, O) or (N, 2 O)
+            What the training read as its targets, for the trainings that go
+            on from the MAP: ``Y``, and under the heteroscedastic likelihood
+            the means' posterior variances of the last evidence update.
         """
         likelihood = self._likelihood(Y)
         with self._seeded(self._map_seed):
@@ -193,13 +200,18 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
             learn_prior = self.prior_std is None
             n_epochs = self._n_epochs(len(X))
             precision = torch.ones(len(groups), dtype=self._dtype) if learn_prior else self.prior_std**-2
-            evidence = None
-            if learn_prior or likelihood.learn_noise:
+            # A loss random given the weights (dropout's masks) already averages the noise head's fit
+            # over a spread of the means; a point estimate's fits the means' posterior variance.
+            mean_variance = likelihood.fits_mean_variance and self._deterministic_training_loss
+            evidence, targets = None, Y.astype(self.dtype)
+            if learn_prior or likelihood.learn_noise or mean_variance:
                 # The noise is a hyperparameter of the evidence, not a parameter of the loss.
                 likelihood.requires_grad_(False)
+                Y_tensor = self._tensor(Y)
+                targets = likelihood.training_targets(Y_tensor) if mean_variance else Y_tensor
                 evidence = EvidenceMaximisation(
-                    model, self._tensor(X), self._tensor(Y), groups, learn_prior=learn_prior,
-                    learn_noise=likelihood.learn_noise, epochs=evidence_epochs(n_epochs),
+                    model, self._tensor(X), Y_tensor, groups, learn_prior=learn_prior,
+                    learn_noise=likelihood.learn_noise, epochs=evidence_epochs(n_epochs), targets=targets,
                 )
             self.net_ = fit_map(
                 self._training_module(module),
@@ -228,7 +240,9 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
             self.prior_precisions_ = dict.fromkeys(groups.names, float(precision))
             prior = GaussianPrior(self.prior_std)
         self.evidence_history_ = [] if evidence is None else self._evidence_history(evidence.history_, len(X))
-        return self._model.flatten(), self.net_.criterion_.likelihood, prior
+        if evidence is not None:
+            targets = evidence.targets.cpu().numpy()
+        return self._model.flatten(), self.net_.criterion_.likelihood, prior, targets
 
     def _evidence_history(self, history, n_rows):
         """The evidence updates with the log evidence in the units of y."""

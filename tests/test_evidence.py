@@ -69,6 +69,26 @@ def test_laplace_evidence_at_the_map_is_exact_for_a_linear_model(n_rows, structu
     assert value == pytest.approx(exact_log_evidence(X, y, delta_w, delta_b, noise), abs=1e-8)
 
 
+@pytest.mark.parametrize("n_rows, structure", [(3, "kernel"), (40, "full"), (40, "kron")])
+def test_leverages_are_the_hat_matrix_diagonal(n_rows, structure, monkeypatch):
+    """``h_n = d_n^T (D^T D / s**2 + Lambda)^-1 d_n / s**2`` for the design rows ``d_n = [x_n, 1]``;
+    they sum to the well-determined weights; a factored curvature gives none."""
+    if structure == "kron":
+        force_structure(monkeypatch, structure)
+    X, y = linear_data(n_rows)
+    delta_w, delta_b, noise = 2.0, 0.3, 0.6
+    evidence = linear_evidence(X, y, noise, exact_map(X, y, delta_w, delta_b, noise))
+    leverage = evidence.leverage([delta_w, delta_b])
+    if structure == "kron":
+        assert leverage is None
+        return
+    design = np.hstack([X, np.ones((n_rows, 1))])
+    covariance = np.linalg.inv(design.T @ design / noise**2 + np.diag([delta_w] * 3 + [delta_b]))
+    expected = np.einsum("nk,kl,nl->n", design, covariance, design) / noise**2
+    np.testing.assert_allclose(leverage[:, 0].numpy(), expected, rtol=1e-10)
+    assert float(leverage.sum()) == pytest.approx(float(evidence.well_determined([delta_w, delta_b]).sum()), rel=1e-10)
+
+
 def force_structure(monkeypatch, structure):
     """Make ``LaplaceEvidence`` take its log determinant the ``structure`` way
     ('kron' or 'diag': the ways of a network too large for the exact ones)."""

@@ -83,6 +83,81 @@ def test_likelihood_with_a_constant_noise_head_is_the_gaussian_one():
                                gaussian.output_gradient(mean[0], y))
 
 
+def test_mean_variance_columns_give_the_expected_log_likelihood_over_the_mean():
+    """With each mean's posterior variance ``v`` after the targets, a point's term is
+    ``E[log N(y | mu + sqrt(v) e, sigma**2)]`` over ``e ~ N(0, 1)``, ``log N(y | mu, sigma**2) -
+    v / (2 sigma**2)``: the noise head's gradient changes, the mean's does not."""
+    torch.manual_seed(0)
+    mean = torch.randn(5, 7, 2, dtype=torch.float64, requires_grad=True)
+    log_std = 0.3 * torch.randn(5, 7, 2, dtype=torch.float64, requires_grad=True)
+    y, variance = torch.randn(7, 2, dtype=torch.float64), torch.rand(7, 2, dtype=torch.float64)
+    likelihood = HeteroscedasticGaussianLikelihood()
+    outputs = torch.cat([mean, log_std], dim=-1)
+    plain = likelihood.log_prob(outputs, y)
+    expected = likelihood.log_prob(outputs, torch.cat([y, variance], dim=-1))
+    torch.testing.assert_close(expected, plain - 0.5 * (variance * torch.exp(-2 * log_std)).sum(-1))
+    draws = mean + variance.sqrt() * torch.randn(200_000, 1, 1, 1, dtype=torch.float64)
+    monte_carlo = likelihood.log_prob(torch.cat([draws, log_std.expand_as(draws)], dim=-1), y).mean(0)
+    torch.testing.assert_close(monte_carlo, expected, atol=0.02, rtol=0)
+    mean_gradient, log_std_gradient = torch.autograd.grad(expected.sum(), (mean, log_std))
+    plain_mean_gradient, plain_log_std_gradient = torch.autograd.grad(plain.sum(), (mean, log_std))
+    torch.testing.assert_close(mean_gradient, plain_mean_gradient)
+    torch.testing.assert_close(log_std_gradient, plain_log_std_gradient + variance * torch.exp(-2 * log_std.detach()))
+    perturbation = torch.randn(7, 2, dtype=torch.float64)
+    torch.testing.assert_close(likelihood.log_prob(outputs, torch.cat([y, 0 * variance], dim=-1), perturbation),
+                               likelihood.log_prob(outputs, y, perturbation))
+
+
+class LearnedConstantNoiseHead(nn.Module):
+    """A linear mean and one trained log noise std for every input."""
+
+    def __init__(self, n_features):
+        super().__init__()
+        self.mean = nn.Linear(n_features, 1)
+        self.log_std = nn.Parameter(torch.zeros(1))
+
+    def forward(self, X):
+        mean = self.mean(X)
+        return torch.cat([mean, self.log_std.expand_as(mean)], dim=-1)
+
+
+def mackay_noise_std(X, y, precision):
+    """The noise std at which a linear model's MAP, its posterior and a constant noise head
+    under prior precision ``precision`` (every weight, the noise head's log std too) are
+    stationary together: ``(SSE + sum_n v_n) exp(-2 s) = N + precision s``, with ``v_n``
+    the posterior variance of the mean at row ``n``; without the prior on ``s``, MacKay's
+    ``SSE / (N - gamma)``."""
+    design = np.hstack([X, np.ones((len(X), 1))])
+    log_std = 0.0
+    for _ in range(200):
+        noise_variance = np.exp(2 * log_std)
+        covariance = np.linalg.inv(design.T @ design / noise_variance + precision * np.eye(design.shape[1]))
+        weights = covariance @ design.T @ y / noise_variance
+        misfit = np.sum((y - design @ weights) ** 2) + np.einsum("nk,kl,nl->", design, covariance, design)
+        for _ in range(50):  # Newton on f(s) = misfit exp(-2 s) - N - precision s
+            value = misfit * np.exp(-2 * log_std) - len(y) - precision * log_std
+            log_std -= value / (-2 * misfit * np.exp(-2 * log_std) - precision)
+    return np.exp(log_std)
+
+
+@pytest.mark.parametrize("estimator", [LaplaceRegressor, DeepEnsembleRegressor], ids=by_name)
+def test_a_trained_constant_noise_head_reaches_mackays_noise(estimator):
+    """The noise head is fitted to the residuals and the means' posterior variance (the
+    evidence updates' targets), not to the residuals alone, whose maximiser ``SSE / N`` is
+    ``sqrt(N / (N - gamma))``, here 5%, too small: its fixed point for a constant head is
+    MacKay's noise. The ensemble's members read the MAP's targets."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(40, 3)
+    y = X @ np.array([1.0, -2.0, 0.5]) + 0.5 + 0.5 * rng.randn(40)
+    model = estimator(module=lambda n_in, n_out: LearnedConstantNoiseHead(n_in), likelihood="heteroscedastic",
+                      prior_std=3.0, normalize_y=False, max_epochs=2000, lr=0.05, random_state=0).fit(X, y)
+    if estimator is LaplaceRegressor:  # the MAP's, not the posterior's E[exp(2 s)]
+        noise_std = float(model.net_.module_.log_std.detach().exp())
+    else:  # the members' common noise
+        noise_std = model.predict_uncertainty(X[:1]).aleatoric_std[0]
+    assert noise_std == pytest.approx(mackay_noise_std(X, y, 1 / 9), rel=2e-3)
+
+
 def test_state_likelihood_with_a_constant_noise_head_is_the_gaussian_one():
     torch.manual_seed(0)
     X, Y = torch.randn(30, 3, dtype=torch.float64), torch.randn(30, 1, dtype=torch.float64)

@@ -56,6 +56,9 @@ _MAX_FULL_PARAMS = 2048
 _PRECISION_BOUNDS = (1e-6, 1e8)
 _NOISE_SCALE_BOUNDS = (1e-3, 1e3)
 
+# Whitened Jacobian entries (rows x outputs x weights) per block of the full structure's leverages.
+_LEVERAGE_BLOCK = 2**22
+
 # MacKay's iteration stops when the log evidence rises by less than this, or after this many steps.
 _TOLERANCE = 1e-6
 _MAX_ITERATIONS = 100
@@ -188,6 +191,7 @@ class LaplaceEvidence:
             outputs = model.single(theta, X)
             self._data_fit = likelihood.evidence_data_fit(outputs, Y)
             self._theta_sq = groups.sums(theta.double().square())
+            self._n_rows = len(outputs)
             n_rows, n_params = outputs.numel(), theta.shape[0]
             self._eps = torch.finfo(theta.dtype).eps
             if n_rows <= min(n_params, _MAX_KERNEL_ROWS):
@@ -201,6 +205,8 @@ class LaplaceEvidence:
             ):
                 self.structure = "full"
                 self._gauss_newton = curvature(model, theta, X, Y, likelihood, "ggn", "full").double()
+                self._whitened_rows = lambda rows: likelihood.whitened_jacobian(
+                    model.jacobian(theta, X[rows]), outputs[rows]).double()
             else:
                 self._kronecker = _kronecker_curvature(model, theta, X, Y, likelihood)
                 self.structure = "diag" if self._kronecker is None else "kron"
@@ -270,6 +276,35 @@ class LaplaceEvidence:
         """``gamma_g``, the weights of each group the data determine (MacKay 1992), shape ``(G,)``,
         at ``precision`` ((G,) or a scalar)."""
         return self._log_det_and_dof(self._precision(precision), noise_scale)[1]
+
+    def leverage(self, precision, noise_scale=1.0):
+        """The posterior variance of every whitened output at its training row, ``(N, O)``
+        (the diagonal of the hat matrix ``W Sigma W^T``, which sums to ``gamma``), at
+        ``precision`` ((G,) or a scalar); None where the curvature is factored.
+
+        Through the kernel ``C = W diag(delta)^-1 W^T / c**2``: ``diag(C (I + C)^-1) = 1 -
+        diag((I + C)^-1)``; through the full matrix: ``||L^-1 w_n / c||**2`` per row ``w_n`` of ``W``,
+        ``L L^T = G / c**2 + diag(delta)``, the Jacobian recomputed in blocks of rows.
+        """
+        precision = self._precision(precision)
+        data_weight = noise_scale**-2
+        if self.structure == "kernel":
+            kernel = torch.einsum("g,gij->ij", data_weight / precision, self._grams)
+            kernel.diagonal().add_(1.0)
+            inverse = torch.cholesky_inverse(_cholesky(kernel, self._eps))
+            return (1.0 - inverse.diagonal()).reshape(self._n_rows, -1)
+        if self.structure != "full":
+            return None
+        per_weight = self.groups.expand(precision)
+        cholesky = _cholesky(data_weight * self._gauss_newton + torch.diag(per_weight), self._eps)
+        n_params = len(per_weight)
+        block = max(1, _LEVERAGE_BLOCK // n_params)
+        leverage = []
+        for start in range(0, self._n_rows, block):
+            rows = self._whitened_rows(slice(start, start + block))  # (B, O, K)
+            solved = torch.linalg.solve_triangular(cholesky, rows.reshape(-1, n_params).T, upper=False)
+            leverage.append(data_weight * solved.square().sum(0).reshape(len(rows), -1))
+        return torch.cat(leverage)
 
     def maximise(self, precision, learn_prior=True, learn_noise=False, max_iterations=None, max_noise_scale=None):
         """The prior precisions and noise scale that maximise the evidence at ``theta``.

@@ -32,7 +32,7 @@ class MCDropoutMixin:
 
     def _fit(self, X, Y):
         """Train the network (and the rates) with dropout: the family's part of ``fit``."""
-        theta, likelihood, _ = self._fit_map(X, Y)
+        theta, likelihood, _, _ = self._fit_map(X, Y)
         blocks = linear_input_blocks(self._model.module)
         self.dropout_rates_ = (self.net_.module_.rates.detach().cpu().numpy().astype(np.float64)
                                if self.dropout_rate == "auto" else np.full(len(blocks), float(self.dropout_rate)))

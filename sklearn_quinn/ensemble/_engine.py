@@ -119,12 +119,14 @@ def train_members(model, theta, X, Y, *, subsets, anchors, perturbations, likeli
     theta : tensor of shape (J, K)
         Initial weights, one row per member.
     X, Y : ndarray of shape (N, D) and (N, O)
-        ``Y`` holds one column of class indices for a categorical likelihood.
+        ``Y`` holds one column of class indices for a categorical likelihood,
+        and under the heteroscedastic likelihood may carry the means' posterior
+        variances after the targets (``likelihood.training_targets``).
     subsets : tensor of shape (J, n)
         The row indices each member trains on.
     anchors : tensor of shape (J, K)
     perturbations : tensor of shape (J, N, O) or None
-        Standard-normal target perturbations of a Gaussian likelihood.
+        Standard-normal perturbations of the targets (not of the columns after them).
     likelihood : GaussianLikelihood or CategoricalLikelihood
         See :class:`AnchoredNegativeLogPosterior`.
     prior_precision : float or tensor of shape (K,)
@@ -143,6 +145,7 @@ def train_members(model, theta, X, Y, *, subsets, anchors, perturbations, likeli
     perturb = perturbations is not None
     if not perturb:
         perturbations = torch.zeros(len(theta), *Y.shape, dtype=theta.dtype)
+    perturbations = nn.functional.pad(perturbations, (0, Y.shape[-1] - perturbations.shape[-1]))
     criterion = AnchoredNegativeLogPosterior(len(X), prior_precision, anchors, likelihood, perturb)
     net = train_net(
         StackedMembers(model, theta),

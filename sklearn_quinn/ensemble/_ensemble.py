@@ -33,8 +33,8 @@ class EnsembleMixin(DrawsMixin):
 
     def _fit(self, X, Y):
         """Learn the prior and the noise, then train the members: the family's part of ``fit``."""
-        self._prior, self._member_noise = self._hyperparameters(X, Y)
-        theta, likelihoods = self._fit_members(X, Y)
+        self._prior, self._member_noise, targets = self._hyperparameters(X, Y)
+        theta, likelihoods = self._fit_members(X, Y, targets)
         if self.prior_precisions_ is None:
             self.prior_precisions_ = dict.fromkeys(self._model.names, self.prior_std**-2)
         noise_std = [likelihood.member_noise_std(Y.shape[1]) for likelihood in likelihoods]
@@ -46,27 +46,31 @@ class EnsembleMixin(DrawsMixin):
         return torch.zeros(n_params, dtype=self._dtype, device=self._device), None
 
     def _hyperparameters(self, X, Y):
-        """The prior and the noise std (network units) every member trains under.
+        """The prior, the noise std (network units) and the targets every member trains under.
 
         What is not fixed by ``prior_std`` and ``noise_std`` is learned once,
         by the Laplace evidence of one MAP network (:meth:`_fit_map`), and
         shared by the members: they are draws of one posterior, under one
         prior and one likelihood. A noise fitted by each member would shrink
-        as the member over-fits its data.
+        as the member over-fits its data. The targets are the MAP's (see
+        :meth:`_fit_map`): under the heteroscedastic likelihood each member's
+        noise head fits the residuals and the means' posterior variance of
+        that one MAP network, for the same reason.
         """
         likelihood = self._likelihood(Y)
-        if self.prior_std is not None and not likelihood.learn_noise:
+        if self.prior_std is not None and not likelihood.learn_noise and not likelihood.fits_mean_variance:
             self.prior_precisions_, self.evidence_history_ = None, []  # the layout is known once the members are
-            return GaussianPrior(self.prior_std), likelihood.output_noise_std(Y.shape[1])
-        _, likelihood, prior = self._fit_map(X, Y)
-        return prior, likelihood.output_noise_std(Y.shape[1])
+            return GaussianPrior(self.prior_std), likelihood.output_noise_std(Y.shape[1]), Y
+        _, likelihood, prior, targets = self._fit_map(X, Y)
+        return prior, likelihood.output_noise_std(Y.shape[1]), targets
 
     def _anchor(self, n_params, generator):
         """A member's anchor, a draw from the prior."""
         return self._prior.std * torch.randn(n_params, generator=generator, dtype=self._dtype, device=self._device)
 
-    def _fit_members(self, X, Y):
-        """Train the members; returns their weights ``(J, K)`` and the likelihood of each group."""
+    def _fit_members(self, X, Y, targets):
+        """Train the members on ``targets`` (those of :meth:`_hyperparameters`); returns their
+        weights ``(J, K)`` and the likelihood of each group."""
         n_rows = math.floor(self.data_fraction * len(X))
         if n_rows < 1:
             raise ValueError(
@@ -79,14 +83,14 @@ class EnsembleMixin(DrawsMixin):
         seeds = np.random.RandomState(self._split_seed).randint(_MAX_SEED, size=(self.n_estimators, 4))
         groups = np.array_split(np.arange(self.n_estimators), min(effective_n_jobs(self.n_jobs), self.n_estimators))
         results = Parallel(n_jobs=self.n_jobs)(
-            delayed(self._train_group)(X, Y, seeds[group], n_rows, verbose=self.verbose if index == 0 else 0)
+            delayed(self._train_group)(X, Y, targets, seeds[group], n_rows, verbose=self.verbose if index == 0 else 0)
             for index, group in enumerate(groups)
         )
         self.net_ = [result.net for result in results]
         self._model = FunctionalModel(self.net_[0].module_.model.module)
         return torch.cat([result.theta for result in results]), [result.likelihood for result in results]
 
-    def _train_group(self, X, Y, seeds, n_rows, verbose):
+    def _train_group(self, X, Y, targets, seeds, n_rows, verbose):
         n_outputs = self._n_outputs(Y)
         theta = []
         for init_seed in seeds[:, 0]:
@@ -102,7 +106,7 @@ class EnsembleMixin(DrawsMixin):
             FunctionalModel(module),
             theta,
             X.astype(self.dtype),
-            Y.astype(self.dtype),
+            targets.astype(self.dtype),
             subsets=subsets,
             anchors=torch.stack(anchors),
             perturbations=None if perturbations[0] is None else torch.stack(perturbations).cpu(),

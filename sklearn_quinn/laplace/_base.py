@@ -50,7 +50,7 @@ class LaplaceMixin(GridsearchPriorMixin):
         """Train the MAP network, then fit the Laplace posterior around it: the family's part of ``fit``."""
         X, Y, held_out = self._hold_out(X, Y, stratify=self._stratification(Y))
         self._log_y_scale = self._log_y_scale_total(len(X))
-        theta, likelihood, prior = self._fit_map(X, Y)
+        theta, likelihood, prior, _ = self._fit_map(X, Y)
         # The curvature is taken at the MAP's noise, one per output, held fixed.
         self._map_noise_std = likelihood.output_noise_std(Y.shape[1])
         # A learned prior keeps its shape across groups; prior_precision_ then scales it.

@@ -74,7 +74,7 @@ class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
             )
         prior = None
         if self.init == "map" or self._empirical_hyperparameters:
-            theta, likelihood, prior = self._fit_map(X, Y)
+            theta, likelihood, prior, _ = self._fit_map(X, Y)
         else:
             theta, likelihood = self._build_model(X, Y), self._likelihood(Y)
         X, Y = self._tensor(X), self._tensor(Y)

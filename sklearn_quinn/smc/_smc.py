@@ -49,7 +49,7 @@ class SMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
         """Anneal the particles from the prior to the posterior: the family's part of ``fit``."""
         self._check_hyperprior()
         if self._empirical_hyperparameters:
-            _, likelihood, weight_prior = self._fit_map(X, Y)
+            _, likelihood, weight_prior, _ = self._fit_map(X, Y)
             likelihood = likelihood.frozen(Y.shape[1])  # the MAP's learned noise, fixed
         else:
             self._build_model(X, Y)

@@ -47,7 +47,7 @@ class SWAGMixin:
     def _fit(self, X, Y):
         """Train to the MAP, then collect the SGD trajectory's moments: the family's part of ``fit``."""
         self._check_snapshots()
-        theta, likelihood, _ = self._fit_map(X, Y)
+        theta, likelihood, _, targets = self._fit_map(X, Y)
         noise_std = likelihood.output_noise_std(Y.shape[1])
         # The SGD rate is read in units of the loss's curvature scale: the noise variance.
         rate_unit = 1.0 if noise_std is None else float(noise_std.square().mean())
@@ -59,7 +59,7 @@ class SWAGMixin:
                 self._model, theta, self._tensor(X), self._tensor(Y), frozen, groups, precision,
                 self._swag_batch_size(len(X)),
             ) / rate_unit
-        self._collect_trajectory(X, Y, frozen, lr_swag, rate_unit)
+        self._collect_trajectory(X, Y, targets, frozen, lr_swag, rate_unit)
         self.cov_scale_ = float(self.cov_scale) if self.cov_scale != "auto" else self._misfit_cov_scale(
             X, Y, frozen, groups, precision)
         self.posterior_ = self.posterior_.scaled(1 / self.cov_scale_)
@@ -92,9 +92,10 @@ class SWAGMixin:
                 "collects fewer than the 2 snapshots SWAG needs."
             )
 
-    def _collect_trajectory(self, X, Y, likelihood, lr_swag, rate_unit):
-        """Run SGD at rate ``lr_swag * rate_unit`` from a copy of the MAP net; set ``posterior_``,
-        ``n_snapshots_`` and ``lr_swag_`` from the snapshots (``net_`` stays the MAP).
+    def _collect_trajectory(self, X, Y, targets, likelihood, lr_swag, rate_unit):
+        """Run SGD at rate ``lr_swag * rate_unit`` from a copy of the MAP net on the MAP's
+        ``targets`` (see :meth:`_fit_map`); set ``posterior_``, ``n_snapshots_`` and
+        ``lr_swag_`` from the snapshots (``net_`` stays the MAP).
 
         A trajectory that diverges is run again at a tenth of the rate, up
         to ``_MAX_RATE_CUTS`` times, with a ConvergenceWarning. It diverged
@@ -111,7 +112,7 @@ class SWAGMixin:
         first = lr_swag
         for cut in range(_MAX_RATE_CUTS + 1):
             lr_swag = first / 10**cut
-            moments, losses = self._run_sgd(X, Y, likelihood, lr_swag * rate_unit)
+            moments, losses = self._run_sgd(X, targets, likelihood, lr_swag * rate_unit)
             finite = torch.isfinite(moments.mean).all() and torch.isfinite(moments.sq_mean).all()
             if finite and np.all(np.asarray(losses) <= untrained_loss):  # a NaN loss fails too
                 break
