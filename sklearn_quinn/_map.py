@@ -26,7 +26,7 @@ from skorch.utils import to_device, to_tensor
 from torch import nn
 
 from ._core.curvature import AUTO_MAX_FULL_PARAMS
-from ._core.evidence import LaplaceEvidence
+from ._core.evidence import LaplaceEvidence, exact_structure
 from ._core.likelihoods import GaussianLikelihood
 
 #: The evidence is maximised after every twentieth of the epochs from the
@@ -209,9 +209,14 @@ class EvidenceMaximisation(Callback):
 
     def _converged_state(self, net, precision=None):
         """Polish the MAP under the prior ``precision`` (default: the current
-        one), and snapshot it with the record of its evidence."""
+        one), and snapshot it with the record of its evidence. Targets that
+        carry the means' posterior variances get those of this prior first
+        (under the exact curvature, which the training's updates may have
+        lacked), so that every state is polished on its own."""
         if precision is not None:
             net.criterion_.prior_precision = torch.as_tensor(precision, dtype=self.X.dtype)
+        if self._carries_mean_variances:
+            self._write_mean_variances(net, self._evidence(net, AUTO_MAX_FULL_PARAMS), self._precision(net))
         polish(net, self.X, self.targets)
         self._maximise(net, False, False, None, "final", max_full_params=AUTO_MAX_FULL_PARAMS)
         return {"record": self.history_.pop(), "module": copy.deepcopy(net.module_.state_dict()),
@@ -238,10 +243,7 @@ class EvidenceMaximisation(Callback):
         likelihood = criterion.likelihood
         if learn_noise and self.Y.shape[1] > 1:
             self._share_noise_by_residuals(likelihood)
-        evidence = LaplaceEvidence(
-            self.model, self.model.flatten(), self.X, self.Y, likelihood.frozen(self.Y.shape[1]), self.groups,
-            max_full_params=max_full_params,
-        )
+        evidence = self._evidence(net, max_full_params)
         precision, noise_scale, value = evidence.maximise(
             self._precision(net), learn_prior, learn_noise, max_iterations=max_iterations,
             max_noise_scale=self._max_noise_scale(likelihood.output_noise_std(self.Y.shape[1])),
@@ -251,12 +253,8 @@ class EvidenceMaximisation(Callback):
         if learn_noise:
             with torch.no_grad():
                 likelihood.log_noise_std.add_(math.log(noise_scale))
-        if self.targets.shape[1] > self.Y.shape[1]:  # the targets carry the means' posterior variances
-            leverage = evidence.leverage(precision)
-            if leverage is not None:
-                with torch.no_grad():
-                    outputs = self.model.single(self.model.flatten(), self.X)
-                    likelihood.set_mean_variances(self.targets, outputs, leverage.to(self.targets.dtype))
+        if self._carries_mean_variances:
+            self._write_mean_variances(net, evidence, precision)
         noise_std = likelihood.output_noise_std(self.Y.shape[1])
         self.history_.append({
             "epoch": len(net.history),
@@ -265,6 +263,25 @@ class EvidenceMaximisation(Callback):
             "noise_std": None if noise_std is None else noise_std.cpu().numpy().astype(np.float64),
             **self.groups.as_dict(precision),
         })
+
+    @property
+    def _carries_mean_variances(self):
+        return self.targets.shape[1] > self.Y.shape[1]
+
+    def _evidence(self, net, max_full_params=None):
+        """The Laplace evidence at the current weights and noise (``max_full_params`` as for ``LaplaceEvidence``)."""
+        likelihood = net.criterion_.likelihood.frozen(self.Y.shape[1])
+        return LaplaceEvidence(self.model, self.model.flatten(), self.X, self.Y, likelihood, self.groups,
+                               max_full_params=max_full_params)
+
+    def _write_mean_variances(self, net, evidence, precision):
+        """Write the means' posterior variances at ``precision`` into the targets' last
+        columns (left as they are where ``evidence`` is factored and gives no leverages)."""
+        leverage = evidence.leverage(precision)
+        if leverage is not None:
+            with torch.no_grad():
+                outputs = self.model.single(self.model.flatten(), self.X)
+                net.criterion_.likelihood.set_mean_variances(self.targets, outputs, leverage.to(self.targets.dtype))
 
     def _max_noise_scale(self, noise_std):
         """The most the noise stds ``(O,)`` may grow by, a common factor: to no target's noise above
@@ -289,6 +306,15 @@ class EvidenceMaximisation(Callback):
             log_rms = torch.log(rms.clamp(min=floor))
             log_noise = likelihood.log_noise_std
             log_noise.copy_(log_rms - log_rms.mean() + log_noise.mean())
+
+
+def mean_variances_available(n_rows, n_outputs, module):
+    """Whether an evidence-driven training of ``module`` on ``n_rows`` rows can give the
+    means' posterior variances (the exact curvature, at its end or at every update)."""
+    n_params = sum(p.numel() for p in module.parameters())
+    dtype = next(module.parameters()).dtype
+    max_full_params = AUTO_MAX_FULL_PARAMS if polishable(n_rows, module) else None
+    return exact_structure(n_rows * n_outputs, n_params, dtype, max_full_params) is not None
 
 
 def evidence_epochs(max_epochs):
@@ -556,15 +582,17 @@ def fit_map(module, X, Y, *, prior_precision, likelihood, lr, lr_schedule, max_e
     ----------
     module : torch.nn.Module
         Already on ``device`` in the working dtype; trained in place.
-    X, Y : ndarray of shape (N, D) and (N, O), in the working dtype.
-        ``Y`` holds one column of class indices for a categorical likelihood.
+    X, Y : ndarray or tensor of shape (N, D) and (N, O'), in the working dtype.
+        ``Y`` holds one column of class indices for a categorical likelihood,
+        and may carry the means' posterior variances after the targets
+        (``EvidenceMaximisation``'s ``targets``).
     prior_precision : float or tensor of shape (G,)
         See :class:`NegativeLogPosterior`.
     likelihood : GaussianLikelihood or CategoricalLikelihood
         Its trainable parameters (an estimated noise) are trained with the network.
     evidence : EvidenceMaximisation, default=None
-        Learns the prior precisions and the noise during training; the
-        training then reads its targets (``evidence.targets``).
+        Learns the prior precisions and the noise during training; ``Y``
+        must then be its ``targets``.
     finish : bool, default=True
         End at a stationary point of the full-batch loss (:func:`polish`)
         when that is cheap (:func:`polishable`), with learned hyperparameters
@@ -592,8 +620,7 @@ def fit_map(module, X, Y, *, prior_precision, likelihood, lr, lr_schedule, max_e
     """
     callbacks = list(callbacks or []) + ([("evidence", evidence)] if evidence is not None else [])
     net = train_net(
-        module, NegativeLogPosterior(X.shape[0], prior_precision, likelihood), X,
-        Y if evidence is None else evidence.targets, lr=lr,
+        module, NegativeLogPosterior(X.shape[0], prior_precision, likelihood), X, Y, lr=lr,
         lr_schedule=lr_schedule, max_epochs=max_epochs, optimizer=optimizer, callbacks=callbacks,
         device=device, verbose=verbose, batch_size=min(batch_size, X.shape[0]), shuffle=True,
         generator=torch.Generator().manual_seed(seed), max_batches=max_batches, warm_up=warm_up, desc=desc,

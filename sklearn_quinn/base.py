@@ -37,7 +37,7 @@ from ._core.network import ACTIVATIONS, FunctionalModel, build_mlp
 from ._core.priors import GaussianPrior
 from ._core.pushforward import nonlinear_pushforward
 from ._core.rng import prediction_generator
-from ._map import EvidenceMaximisation, evidence_epochs, fit_map
+from ._map import EvidenceMaximisation, evidence_epochs, fit_map, mean_variances_available
 from ._persistence import DevicePortablePickle, resolve_device
 
 _DTYPES = {"float64": torch.float64, "float32": torch.float32}
@@ -200,23 +200,21 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
             learn_prior = self.prior_std is None
             n_epochs = self._n_epochs(len(X))
             precision = torch.ones(len(groups), dtype=self._dtype) if learn_prior else self.prior_std**-2
-            # A loss random given the weights (dropout's masks) already averages the noise head's fit
-            # over a spread of the means; a point estimate's fits the means' posterior variance.
-            mean_variance = likelihood.fits_mean_variance and self._deterministic_training_loss
-            evidence, targets = None, Y.astype(self.dtype)
+            mean_variance = self._fits_mean_variances(likelihood, Y, module)
+            evidence, targets = None, self._tensor(Y)
+            if mean_variance:
+                targets = likelihood.training_targets(targets)
             if learn_prior or likelihood.learn_noise or mean_variance:
                 # The noise is a hyperparameter of the evidence, not a parameter of the loss.
                 likelihood.requires_grad_(False)
-                Y_tensor = self._tensor(Y)
-                targets = likelihood.training_targets(Y_tensor) if mean_variance else Y_tensor
                 evidence = EvidenceMaximisation(
-                    model, self._tensor(X), Y_tensor, groups, learn_prior=learn_prior,
+                    model, self._tensor(X), self._tensor(Y), groups, learn_prior=learn_prior,
                     learn_noise=likelihood.learn_noise, epochs=evidence_epochs(n_epochs), targets=targets,
                 )
             self.net_ = fit_map(
                 self._training_module(module),
                 X.astype(self.dtype),
-                Y.astype(self.dtype),
+                targets,
                 prior_precision=precision,
                 likelihood=likelihood,
                 lr=self.lr,
@@ -240,9 +238,20 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
             self.prior_precisions_ = dict.fromkeys(groups.names, float(precision))
             prior = GaussianPrior(self.prior_std)
         self.evidence_history_ = [] if evidence is None else self._evidence_history(evidence.history_, len(X))
-        if evidence is not None:
-            targets = evidence.targets.cpu().numpy()
-        return self._model.flatten(), self.net_.criterion_.likelihood, prior, targets
+        return self._model.flatten(), self.net_.criterion_.likelihood, prior, targets.cpu().numpy()
+
+    def _fits_mean_variances(self, likelihood, Y, module=None):
+        """Whether the MAP's noise head fits the means' posterior variances beside the residuals
+        (see ``HeteroscedasticGaussianLikelihood``): where its likelihood has one, the training
+        loss is deterministic (a random one, dropout's, already averages the fit over its
+        masks' spread of the means) and the evidence's curvature is exact at least at its end.
+        ``module``: the backbone (default: one built here)."""
+        if not (likelihood.fits_mean_variance and self._deterministic_training_loss):
+            return False
+        if module is None:
+            with self._seeded(self._map_seed):
+                module = self._build_module(self.n_features_in_, self._n_outputs(Y))
+        return mean_variances_available(len(Y), self._n_outputs(Y), module)
 
     def _evidence_history(self, history, n_rows):
         """The evidence updates with the log evidence in the units of y."""

@@ -20,7 +20,7 @@ from sklearn_quinn._core import evidence as evidence_module
 from sklearn_quinn._core.curvature import curvature
 from sklearn_quinn._core.evidence import LaplaceEvidence, ParameterGroups
 from sklearn_quinn._core.kronecker import kronecker_factors
-from sklearn_quinn._core.likelihoods import GaussianLikelihood
+from sklearn_quinn._core.likelihoods import GaussianLikelihood, HeteroscedasticGaussianLikelihood
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 
 ALL_ESTIMATORS = [getattr(sklearn_quinn, name) for name in sklearn_quinn.__all__
@@ -87,6 +87,24 @@ def test_leverages_are_the_hat_matrix_diagonal(n_rows, structure, monkeypatch):
     expected = np.einsum("nk,kl,nl->n", design, covariance, design) / noise**2
     np.testing.assert_allclose(leverage[:, 0].numpy(), expected, rtol=1e-10)
     assert float(leverage.sum()) == pytest.approx(float(evidence.well_determined([delta_w, delta_b]).sum()), rel=1e-10)
+
+
+@pytest.mark.parametrize("n_rows, structure", [(5, "kernel"), (40, "full")])
+def test_heteroscedastic_leverages_are_the_whitened_outputs_posterior_variances(n_rows, structure):
+    """Two targets under the heteroscedastic likelihood, four outputs a row in the network's
+    order (the means, then the log stds): ``diag(W Sigma W^T)``, ``Sigma = (W^T W + diag(delta))^-1``."""
+    torch.manual_seed(0)
+    model = FunctionalModel(build_mlp(3, 4, (6,), "tanh").double())
+    groups = ParameterGroups.of(model)
+    X, Y = torch.randn(n_rows, 3, dtype=torch.float64), torch.randn(n_rows, 2, dtype=torch.float64)
+    theta, likelihood = model.flatten(), HeteroscedasticGaussianLikelihood()
+    precision = torch.tensor([0.5, 2.0, 1.5, 3.0], dtype=torch.float64)
+    evidence = LaplaceEvidence(model, theta, X, Y, likelihood, groups)
+    assert evidence.structure == structure
+    whitened = likelihood.whitened_jacobian(model.jacobian(theta, X), model.single(theta, X)).reshape(-1, len(theta))
+    covariance = torch.linalg.inv(whitened.T @ whitened + torch.diag(groups.expand(precision)))
+    expected = torch.einsum("mk,kl,ml->m", whitened, covariance, whitened).reshape(n_rows, 4)
+    torch.testing.assert_close(evidence.leverage(precision), expected, rtol=1e-9, atol=1e-12)
 
 
 def force_structure(monkeypatch, structure):

@@ -106,6 +106,18 @@ class ParameterGroups:
         return {name: float(value) for name, value in zip(self.names, values)}
 
 
+def exact_structure(n_observations, n_params, dtype, max_full_params=None):
+    """How the evidence takes its log determinant exactly: ``'kernel'`` (fewer
+    observations than weights), ``'full'`` (at most ``max_full_params``, default
+    ``_MAX_FULL_PARAMS``, weights whose matrix fits the memory budget), or None
+    (factored)."""
+    if n_observations <= min(n_params, _MAX_KERNEL_ROWS):
+        return "kernel"
+    if n_params <= (_MAX_FULL_PARAMS if max_full_params is None else max_full_params) and full_fits(n_params, dtype):
+        return "full"
+    return None
+
+
 def _cholesky(matrix, eps):
     """Cholesky factor of a symmetric positive-definite matrix, with the smallest
     diagonal jitter (from ``eps`` times its largest entry, the round-off of the
@@ -191,23 +203,20 @@ class LaplaceEvidence:
             outputs = model.single(theta, X)
             self._data_fit = likelihood.evidence_data_fit(outputs, Y)
             self._theta_sq = groups.sums(theta.double().square())
-            self._n_rows = len(outputs)
-            n_rows, n_params = outputs.numel(), theta.shape[0]
+            self._n_points, self._n_outputs = outputs.shape
+            n_params = theta.shape[0]
             self._eps = torch.finfo(theta.dtype).eps
-            if n_rows <= min(n_params, _MAX_KERNEL_ROWS):
-                self.structure = "kernel"
+            self.structure = exact_structure(outputs.numel(), n_params, theta.dtype, max_full_params)
+            if self.structure == "kernel":
                 factor = likelihood.whitened_jacobian(model.jacobian(theta, X), outputs).reshape(-1, n_params)
                 factor = factor.double()
                 # One Gram matrix W_g W_g^T per group: the kernel is their sum over delta_g.
                 self._grams = torch.stack([block @ block.T for block in groups.split(factor)])
-            elif n_params <= (_MAX_FULL_PARAMS if max_full_params is None else max_full_params) and (
-                full_fits(n_params, theta.dtype)
-            ):
-                self.structure = "full"
+            elif self.structure == "full":
                 self._gauss_newton = curvature(model, theta, X, Y, likelihood, "ggn", "full").double()
                 self._whitened_rows = lambda rows: likelihood.whitened_jacobian(
                     model.jacobian(theta, X[rows]), outputs[rows]).double()
-            else:
+            else:  # factored
                 self._kronecker = _kronecker_curvature(model, theta, X, Y, likelihood)
                 self.structure = "diag" if self._kronecker is None else "kron"
                 if self._kronecker is None:
@@ -219,9 +228,7 @@ class LaplaceEvidence:
         then not taken)."""
         data_weight = noise_scale**-2
         if self.structure == "kernel":
-            kernel = torch.einsum("g,gij->ij", data_weight / precision, self._grams)
-            kernel.diagonal().add_(1.0)
-            cholesky = _cholesky(kernel, self._eps)
+            cholesky = self._kernel_cholesky(precision, data_weight)
             log_det = (self._sizes * precision.log()).sum() + 2 * cholesky.diagonal().log().sum()
             if not dof:
                 return log_det, None
@@ -233,11 +240,21 @@ class LaplaceEvidence:
         if self.structure == "diag":
             posterior = data_weight * self._gauss_newton + per_weight
             return posterior.log().sum(), self.groups.sums(data_weight * self._gauss_newton / posterior)
-        cholesky = _cholesky(data_weight * self._gauss_newton + torch.diag(per_weight), self._eps)
+        cholesky = self._full_cholesky(per_weight, data_weight)
         if not dof:
             return 2 * cholesky.diagonal().log().sum(), None
         variances = torch.cholesky_inverse(cholesky).diagonal()
         return 2 * cholesky.diagonal().log().sum(), self._sizes - precision * self.groups.sums(variances)
+
+    def _kernel_cholesky(self, precision, data_weight):
+        """Cholesky factor of the kernel ``I + W diag(delta)^-1 W^T / c**2``."""
+        kernel = torch.einsum("g,gij->ij", data_weight / precision, self._grams)
+        kernel.diagonal().add_(1.0)
+        return _cholesky(kernel, self._eps)
+
+    def _full_cholesky(self, per_weight, data_weight):
+        """Cholesky factor of the posterior precision ``G / c**2 + diag(delta)``."""
+        return _cholesky(data_weight * self._gauss_newton + torch.diag(per_weight), self._eps)
 
     def _kronecker_log_det_and_dof(self, per_weight, data_weight):
         """The Kronecker-factored ``log det`` and ``gamma_g`` (see ``_kronecker_curvature``).
@@ -277,33 +294,30 @@ class LaplaceEvidence:
         at ``precision`` ((G,) or a scalar)."""
         return self._log_det_and_dof(self._precision(precision), noise_scale)[1]
 
-    def leverage(self, precision, noise_scale=1.0):
+    def leverage(self, precision):
         """The posterior variance of every whitened output at its training row, ``(N, O)``
         (the diagonal of the hat matrix ``W Sigma W^T``, which sums to ``gamma``), at
-        ``precision`` ((G,) or a scalar); None where the curvature is factored.
+        ``precision`` ((G,) or a scalar) and the current noise; None where the curvature
+        is factored.
 
-        Through the kernel ``C = W diag(delta)^-1 W^T / c**2``: ``diag(C (I + C)^-1) = 1 -
-        diag((I + C)^-1)``; through the full matrix: ``||L^-1 w_n / c||**2`` per row ``w_n`` of ``W``,
-        ``L L^T = G / c**2 + diag(delta)``, the Jacobian recomputed in blocks of rows.
+        Through the kernel ``C = W diag(delta)^-1 W^T``: ``diag(C (I + C)^-1) = 1 -
+        diag((I + C)^-1)``; through the full matrix: ``||L^-1 w_n||**2`` per row ``w_n`` of
+        ``W``, ``L L^T = G + diag(delta)``, the Jacobian recomputed in blocks of rows.
         """
         precision = self._precision(precision)
-        data_weight = noise_scale**-2
         if self.structure == "kernel":
-            kernel = torch.einsum("g,gij->ij", data_weight / precision, self._grams)
-            kernel.diagonal().add_(1.0)
-            inverse = torch.cholesky_inverse(_cholesky(kernel, self._eps))
-            return (1.0 - inverse.diagonal()).reshape(self._n_rows, -1)
+            inverse = torch.cholesky_inverse(self._kernel_cholesky(precision, 1.0))
+            return (1.0 - inverse.diagonal()).reshape(self._n_points, -1)
         if self.structure != "full":
             return None
-        per_weight = self.groups.expand(precision)
-        cholesky = _cholesky(data_weight * self._gauss_newton + torch.diag(per_weight), self._eps)
-        n_params = len(per_weight)
-        block = max(1, _LEVERAGE_BLOCK // n_params)
+        cholesky = self._full_cholesky(self.groups.expand(precision), 1.0)
+        n_params = len(cholesky)
+        block = max(1, _LEVERAGE_BLOCK // (n_params * self._n_outputs))
         leverage = []
-        for start in range(0, self._n_rows, block):
-            rows = self._whitened_rows(slice(start, start + block))  # (B, O, K)
+        for start in range(0, self._n_points, block):
+            rows = self._whitened_rows(slice(start, start + block))
             solved = torch.linalg.solve_triangular(cholesky, rows.reshape(-1, n_params).T, upper=False)
-            leverage.append(data_weight * solved.square().sum(0).reshape(len(rows), -1))
+            leverage.append(solved.square().sum(0).reshape(len(rows), -1))
         return torch.cat(leverage)
 
     def maximise(self, precision, learn_prior=True, learn_noise=False, max_iterations=None, max_noise_scale=None):

@@ -226,8 +226,8 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
     -----
     Fitted jointly with the means at a mode, the noise head learns the
     training residuals, which are smaller than the noise by what the means
-    fit of it: at a linear mean, ``E[r_n**2] = sigma_n**2 (1 - h_n)`` with
-    ``h_n`` the row's leverage, and the noise comes out too small by the
+    fit of it: at an unregularised linear mean, ``E[r_n**2] = sigma_n**2 (1 -
+    h_n)`` with ``h_n`` the row's leverage, and the noise comes out too small by the
     degrees of freedom the means take (on UCI concrete, 95% intervals covered
     0.89 of the test rows). MacKay's (1992) evidence corrects this for one
     noise, ``sigma**2 = SSE / (N - gamma)``; that is the fixed point of
@@ -241,7 +241,8 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
     reads targets with a second block of columns, ``v_n``
     (:meth:`training_targets`), which its evidence updates rewrite
     (:meth:`set_mean_variances`); :meth:`log_prob` then adds
-    ``-v_n / (2 sigma_n**2)``, which moves the noise head and not the means.
+    ``-v_n / (2 sigma_n**2)``, a function of the noise head's output alone
+    (the means' gradient is unchanged).
     """
 
     #: The curvature of the mean, ``1 / sigma(x)**2``, moves with the noise head.

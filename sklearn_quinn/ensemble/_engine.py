@@ -28,7 +28,7 @@ from .._map import train_net
 class MemberBatches:
     """Minibatches for stacked members, as skorch's ``iterator_train``.
 
-    Yields ``X`` of shape ``(J, B, D)`` and targets ``(J, B, O, 2)`` (the
+    Yields ``X`` of shape ``(J, B, D)`` and targets ``(J, B, O', 2)`` (the
     target, then the member's standard-normal perturbation of it): member ``j``
     draws its rows from ``subsets[j]`` in an order from its own generator, so a
     member's training does not depend on which other members share its batch.

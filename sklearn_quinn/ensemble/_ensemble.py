@@ -58,7 +58,7 @@ class EnsembleMixin(DrawsMixin):
         that one MAP network, for the same reason.
         """
         likelihood = self._likelihood(Y)
-        if self.prior_std is not None and not likelihood.learn_noise and not likelihood.fits_mean_variance:
+        if self.prior_std is not None and not likelihood.learn_noise and not self._fits_mean_variances(likelihood, Y):
             self.prior_precisions_, self.evidence_history_ = None, []  # the layout is known once the members are
             return GaussianPrior(self.prior_std), likelihood.output_noise_std(Y.shape[1]), Y
         _, likelihood, prior, targets = self._fit_map(X, Y)
@@ -190,7 +190,8 @@ _SHARED_DOC = """
     evidence_history_ : list of dict
         One entry per evidence update of the MAP training (``epoch``,
         ``stage``, ``log_evidence``, ``noise_std`` in network units, the
-        precision of each parameter tensor); empty when nothing is learned.
+        precision of each parameter tensor); empty when nothing is learned
+        and the noise is not a heteroscedastic head.
     posterior_ : SamplePosterior
         The members' weights, ``(n_estimators, K)``.
     noise_std_ : float or ndarray of shape (n_targets,)

@@ -150,7 +150,8 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
     evidence_history_ : list of dict
         One entry per evidence update of the MAP training (``epoch``,
         ``stage``, ``log_evidence``, ``noise_std`` in network units, the
-        precision of each parameter tensor); empty when nothing is learned.
+        precision of each parameter tensor); empty when nothing is learned
+        and the noise is not a heteroscedastic head.
     posterior_ : GaussianPosterior
         The Gaussian over the flat weight vector (the last layer's, with
         ``subset_of_weights='last_layer'``).

@@ -106,8 +106,8 @@ class SWAGMixin:
         (labels without signal, where the evidence shrinks the network to a
         constant) has no training to undo, and only finiteness is checked.
         """
-        untrained_loss = self._untrained_loss(X, Y, likelihood)
-        if self._loss(self.net_.module_, X, Y, likelihood) >= untrained_loss:
+        untrained_loss = self._untrained_loss(X, Y, targets, likelihood)
+        if self._loss(self.net_.module_, X, targets, likelihood) >= untrained_loss:
             untrained_loss = np.inf
         first = lr_swag
         for cut in range(_MAX_RATE_CUTS + 1):
@@ -143,7 +143,7 @@ class SWAGMixin:
         cap = max(1, AUTO_MAX_STEPS // self.swag_epochs)
         return cap if batches_per_epoch > cap else None
 
-    def _untrained_loss(self, X, Y, likelihood):
+    def _untrained_loss(self, X, Y, targets, likelihood):
         """The SGD phase's training loss, the negative log likelihood per
         point, of the backbone freshly initialised (a ``module`` given as a
         trained instance is reset too)."""
@@ -152,10 +152,11 @@ class SWAGMixin:
             for layer in module.modules():
                 if hasattr(layer, "reset_parameters"):
                     layer.reset_parameters()
-        return self._loss(module, X, Y, likelihood)
+        return self._loss(module, X, targets, likelihood)
 
     def _loss(self, module, X, Y, likelihood):
-        """The negative log likelihood per point of ``module`` on the training rows."""
+        """The negative log likelihood per point of ``module`` on the training rows (``Y``: the
+        SGD phase's targets)."""
         X, Y = (torch.as_tensor(array, dtype=self._dtype, device=self._device) for array in (X, Y))
         with torch.no_grad():
             return float(-likelihood.log_prob(module(X), Y).mean())
@@ -266,7 +267,8 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
     evidence_history_ : list of dict
         One entry per evidence update of the MAP training (``epoch``,
         ``stage``, ``log_evidence``, ``noise_std`` in network units, the
-        precision of each parameter tensor); empty when nothing is learned.
+        precision of each parameter tensor); empty when nothing is learned
+        and the noise is not a heteroscedastic head.
     posterior_ : GaussianPosterior
         Mean, diagonal std and (low rank) factor of the SWAG Gaussian.
     n_snapshots_ : int
