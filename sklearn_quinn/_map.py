@@ -279,9 +279,8 @@ class EvidenceMaximisation(Callback):
         columns (left as they are where ``evidence`` is factored and gives no leverages)."""
         leverage = evidence.leverage(precision)
         if leverage is not None:
-            with torch.no_grad():
-                outputs = self.model.single(self.model.flatten(), self.X)
-                net.criterion_.likelihood.set_mean_variances(self.targets, outputs, leverage.to(self.targets.dtype))
+            likelihood = net.criterion_.likelihood
+            likelihood.set_mean_variances(self.targets, evidence.outputs, leverage.to(self.targets.dtype))
 
     def _max_noise_scale(self, noise_std):
         """The most the noise stds ``(O,)`` may grow by, a common factor: to no target's noise above

@@ -45,6 +45,7 @@ import torch
 
 from .curvature import curvature, full_fits, kronecker_curvature
 from .kronecker import KroneckerEigenbasis, KroneckerUnsupportedError, kronecker_layers
+from .posterior import GaussianPosterior
 
 #: Largest number of observations (rows of ``W``) and of weights for the exact
 #: log determinant, through the kernel or the full matrix (by default: a
@@ -188,6 +189,8 @@ class LaplaceEvidence:
     ----------
     structure : {'kernel', 'full', 'kron', 'diag'}
         How the log determinant is taken.
+    outputs : tensor of shape (N, O)
+        The network's outputs at ``theta``.
 
     Notes
     -----
@@ -200,7 +203,7 @@ class LaplaceEvidence:
         self.groups = groups
         self._sizes = groups.sizes.double().to(theta.device)
         with torch.no_grad():
-            outputs = model.single(theta, X)
+            self.outputs = outputs = model.single(theta, X)
             self._data_fit = likelihood.evidence_data_fit(outputs, Y)
             self._theta_sq = groups.sums(theta.double().square())
             self._n_points, self._n_outputs = outputs.shape
@@ -301,8 +304,9 @@ class LaplaceEvidence:
         is factored.
 
         Through the kernel ``C = W diag(delta)^-1 W^T``: ``diag(C (I + C)^-1) = 1 -
-        diag((I + C)^-1)``; through the full matrix: ``||L^-1 w_n||**2`` per row ``w_n`` of
-        ``W``, ``L L^T = G + diag(delta)``, the Jacobian recomputed in blocks of rows.
+        diag((I + C)^-1)``; through the full matrix: the posterior's pushforward of each
+        row ``w_n`` of ``W`` (:meth:`GaussianPosterior.project`), the Jacobian recomputed
+        in blocks of rows.
         """
         precision = self._precision(precision)
         if self.structure == "kernel":
@@ -310,14 +314,15 @@ class LaplaceEvidence:
             return (1.0 - inverse.diagonal()).reshape(self._n_points, -1)
         if self.structure != "full":
             return None
-        cholesky = self._full_cholesky(self.groups.expand(precision), 1.0)
-        n_params = len(cholesky)
+        per_weight = self.groups.expand(precision)
+        posterior = GaussianPosterior.from_precision_cholesky(per_weight.new_zeros(len(per_weight)),
+                                                             self._full_cholesky(per_weight, 1.0))
+        n_params = len(per_weight)
         block = max(1, _LEVERAGE_BLOCK // (n_params * self._n_outputs))
         leverage = []
         for start in range(0, self._n_points, block):
             rows = self._whitened_rows(slice(start, start + block))
-            solved = torch.linalg.solve_triangular(cholesky, rows.reshape(-1, n_params).T, upper=False)
-            leverage.append(solved.square().sum(0).reshape(len(rows), -1))
+            leverage.append(posterior.project(rows.reshape(-1, n_params)).square().sum(-1).reshape(len(rows), -1))
         return torch.cat(leverage)
 
     def maximise(self, precision, learn_prior=True, learn_noise=False, max_iterations=None, max_noise_scale=None):
