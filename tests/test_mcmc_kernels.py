@@ -173,7 +173,7 @@ def test_a_compile_decision_counts_the_pilots_gradients_and_switches_in_place(mo
 
     def run(compile):
         return run_chains(gaussian_log_density, torch.zeros(4, 2, dtype=torch.float64), sampler=sampler,
-                          n_samples=50, n_burnin=0, n_leapfrog=3, compile=compile,
+                          n_samples=50, n_burnin=0, step_size=0.3, n_leapfrog=3, compile=compile,
                           generator=torch.Generator().manual_seed(0))
 
     decided, eager = run(decide), run(False)
