@@ -20,7 +20,11 @@ from sklearn_quinn._core import evidence as evidence_module
 from sklearn_quinn._core.curvature import curvature
 from sklearn_quinn._core.evidence import LaplaceEvidence, ParameterGroups
 from sklearn_quinn._core.kronecker import kronecker_factors
-from sklearn_quinn._core.likelihoods import GaussianLikelihood, HeteroscedasticGaussianLikelihood
+from sklearn_quinn._core.likelihoods import (
+    CategoricalLikelihood,
+    GaussianLikelihood,
+    HeteroscedasticGaussianLikelihood,
+)
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 
 ALL_ESTIMATORS = [getattr(sklearn_quinn, name) for name in sklearn_quinn.__all__
@@ -166,6 +170,43 @@ def test_kronecker_log_det_and_well_determined_weights_match_the_dense_matrix(mo
     # What remains is the data fit at the noise scale, the same for every precision.
     np.testing.assert_allclose(offsets, offsets[0], rtol=0, atol=1e-9)
     assert float(evidence.well_determined(torch.ones(len(groups)))[groups.names.index("unused.weight")]) == 0.0
+
+
+@pytest.mark.parametrize("likelihood", ["gaussian", "categorical"])
+@pytest.mark.parametrize("n_rows, structure", [(6, "kernel"), (40, "full"), (40, "kron"), (40, "diag")])
+def test_evidence_is_invariant_along_the_relu_scale_symmetry(n_rows, structure, likelihood, monkeypatch):
+    """A ReLU layer is positively homogeneous: ``(W1, b1, W2) -> (c W1, c b1, W2 / c)`` leaves
+    the network's function unchanged, and with the precisions ``(delta_W1 / c**2, delta_b1 / c**2,
+    delta_W2 c**2)`` the prior too, so the model is the same. Its Laplace evidence, the
+    weights each group has determined (gamma_g) and, where exact, the leverages must then be
+    unchanged, whatever the structure: the log determinants of the prior and of the
+    posterior precision move by the same ``2 log|det A|``. A group's precision assigned to
+    another group's weights, or a log determinant taken over the wrong weights, breaks it."""
+    if structure in ("kron", "diag"):
+        force_structure(monkeypatch, structure)
+    rng = np.random.RandomState(0)
+    X = torch.as_tensor(rng.randn(n_rows, 3))
+    torch.manual_seed(0)
+    model = FunctionalModel(build_mlp(3, 2, (5,), "relu", linear_skip=True).double())
+    if likelihood == "gaussian":
+        Y, likelihood = torch.as_tensor(rng.randn(n_rows, 2)), GaussianLikelihood(torch.tensor([0.8, 1.1]).double())
+    else:
+        Y, likelihood = torch.as_tensor(rng.randint(2, size=(n_rows, 1)).astype(float)), CategoricalLikelihood()
+    groups, theta = ParameterGroups.of(model), model.flatten()
+    precision = torch.tensor([2.0, 0.5, 3.0, 1.5, 0.7], dtype=torch.float64)
+    c = 3.0
+    weight_scale = {"mlp.0.weight": c, "mlp.0.bias": c, "mlp.2.weight": 1 / c}
+    scales = torch.tensor([weight_scale.get(name, 1.0) for name in groups.names], dtype=torch.float64)
+    rescaled = theta * groups.expand(scales)
+    torch.testing.assert_close(model(rescaled[None], X), model(theta[None], X))
+    before, after = (LaplaceEvidence(model, weights, X, Y, likelihood, groups) for weights in (theta, rescaled))
+    assert before.structure == after.structure == structure
+    moved = precision / scales.square()
+    assert after.log_evidence(moved) == pytest.approx(before.log_evidence(precision), abs=1e-9)
+    torch.testing.assert_close(torch.as_tensor(after.well_determined(moved)),
+                               torch.as_tensor(before.well_determined(precision)), rtol=1e-9, atol=1e-11)
+    if structure in ("kernel", "full"):
+        torch.testing.assert_close(after.leverage(moved), before.leverage(precision), rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("n_rows, structure", [(6, "kernel"), (40, "full"), (40, "kron"), (40, "diag")])
