@@ -573,8 +573,6 @@ def polish(net, X, Y, max_iterations=_POLISH_ITERATIONS, balanced=False):
     X, Y : ndarray or tensor
         The training data, as the net was fitted on.
     max_iterations : int
-    balanced : bool, default=False
-        Run in coordinates balanced along the scale symmetry (see above).
     """
     module, criterion = net.module_, net.criterion_
     X, Y = to_tensor(X, device=net.device), to_tensor(Y, device=net.device)
@@ -582,16 +580,6 @@ def polish(net, X, Y, max_iterations=_POLISH_ITERATIONS, balanced=False):
     scales = balancing_scales(module, torch.as_tensor(precision)) if balanced else None
     if scales is not None:
         criterion.prior_precision = rescale(module, precision, scales)
-    try:
-        _lbfgs(module, criterion, X, Y, max_iterations)
-    finally:
-        if scales is not None:
-            rescale(module, precision, [1.0 / scale for scale in scales])
-            criterion.prior_precision = precision
-
-
-def _lbfgs(module, criterion, X, Y, max_iterations):
-    """L-BFGS with a strong Wolfe line search on the full-batch loss, to a tight gradient tolerance."""
     parameters = [p for p in [*module.parameters(), *criterion.parameters()] if p.requires_grad]
     eps = torch.finfo(parameters[0].dtype).eps
     optimizer = torch.optim.LBFGS(parameters, lr=1.0, max_iter=max_iterations, history_size=20,
@@ -605,6 +593,9 @@ def _lbfgs(module, criterion, X, Y, max_iterations):
         return loss
 
     optimizer.step(closure)
+    if scales is not None:
+        rescale(module, precision, [1.0 / scale for scale in scales])
+        criterion.prior_precision = precision
 
 
 def polishable(n_rows, module):

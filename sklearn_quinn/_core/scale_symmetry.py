@@ -29,22 +29,13 @@ POSITIVELY_HOMOGENEOUS = (nn.ReLU, nn.Identity)
 def homogeneous_chains(module):
     """The runs of two or more ``nn.Linear`` layers joined by positively homogeneous activations.
 
-    Only the package's MLP (a plain ``nn.Sequential`` of linear layers and
+    Only the package's MLP (an ``nn.Sequential`` of linear layers and
     activations, alone or inside a :class:`~sklearn_quinn._core.network.LinearSkipMLP`)
-    is read; any other module, a subclass of ``nn.Sequential`` with its own
-    ``forward`` included, has no chain. A run ends at any other activation:
-    the layer before it cannot change its output's scale.
-
-    Parameters
-    ----------
-    module : torch.nn.Module
-
-    Returns
-    -------
-    list of list of torch.nn.Linear
+    is read; any other module has no chain. A run ends at any other
+    activation: the layer before it cannot change its output's scale.
     """
     sequential = module.mlp if isinstance(module, LinearSkipMLP) else module
-    if type(sequential) is not nn.Sequential:
+    if not isinstance(sequential, nn.Sequential):
         return []
     chains, chain = [], []
     for layer in sequential:
@@ -71,16 +62,15 @@ def balancing_scales(module, precision):
     Parameters
     ----------
     module : torch.nn.Module
-        The network, read by :func:`homogeneous_chains`.
-    precision : tensor of shape (G,) or ()
+    precision : tensor of shape (G,)
         The prior precision of each parameter tensor, in the order of
-        ``module.parameters()``, or one for every weight.
+        ``module.parameters()``.
 
     Returns
     -------
     list of float, or None
         None where there is nothing to balance: no chain, or one precision
-        for every weight (a fixed prior, which does not drift).
+        shared by every weight (its MAP's layers are balanced already).
     """
     chains = homogeneous_chains(module)
     if not chains or precision.dim() == 0:
@@ -104,23 +94,9 @@ def balancing_scales(module, precision):
 
 
 def rescale(module, precision, scales):
-    """Multiply ``module``'s parameter tensors by ``scales`` in place; return the precisions that keep the prior.
-
-    The function is unchanged where the scales come from
-    :func:`balancing_scales`, or are their inverses.
-
-    Parameters
-    ----------
-    module : torch.nn.Module
-    precision : tensor of shape (G,)
-        The prior precision of each parameter tensor.
-    scales : list of float, one per parameter tensor
-
-    Returns
-    -------
-    tensor of shape (G,)
-        ``precision / scales**2``.
-    """
+    """Multiply ``module``'s parameter tensors by ``scales`` in place (the function is unchanged
+    where they come from :func:`balancing_scales`, or are their inverses) and return the precisions
+    that keep the prior: ``precision / scales**2``."""
     for parameter, scale in zip(module.parameters(), scales):
         parameter.data.mul_(scale)
     return precision / precision.new_tensor(scales).square()
