@@ -185,16 +185,6 @@ class EvidenceMaximisation(Callback):
         and the fixed point is within a step of the maximum, so the scale is
         not searched.
 
-        The search's states are polished in coordinates balanced along a ReLU
-        network's scale symmetry (:func:`polish`), where L-BFGS reaches the
-        mode however far the training's updates drifted the layers apart;
-        compared unbalanced, the states differed by how far each polish had
-        stalled. The one polish of a Gaussian likelihood, which compares
-        nothing, stays in the training's coordinates: converged further there,
-        under the hyperparameters the training learned short of the mode, it
-        lowered both the evidence and the test log-likelihood
-        (``benchmarks/bench_defaults_regression.py``).
-
         The evidence of these converged states is exact up to
         ``AUTO_MAX_FULL_PARAMS`` weights (where ``hessian_structure='auto'``
         gives the posterior the full curvature), whatever structure the
@@ -204,13 +194,12 @@ class EvidenceMaximisation(Callback):
         what a classifier's calibration turns on. One factorisation per step,
         where an update iterates many.
         """
-        search = self.learn_prior and net.criterion_.likelihood.curvature_varies_with_outputs
-        best = start = self._converged_state(net, balanced=search)
-        if search:
+        best = start = self._converged_state(net)
+        if self.learn_prior and net.criterion_.likelihood.curvature_varies_with_outputs:
             base = self._precision(net)
             for direction in (-1, 1):
                 for step in range(1, _MAX_SCALE_STEPS + 1):
-                    state = self._converged_state(net, _SCALE_STEP ** (direction * step) * base, balanced=True)
+                    state = self._converged_state(net, _SCALE_STEP ** (direction * step) * base)
                     if state["record"]["log_evidence"] < best["record"]["log_evidence"] + _MIN_SCALE_GAIN:
                         break
                     best = state
@@ -219,18 +208,17 @@ class EvidenceMaximisation(Callback):
                     break
         self.history_.append(best["record"])
 
-    def _converged_state(self, net, precision=None, balanced=False):
+    def _converged_state(self, net, precision=None):
         """Polish the MAP under the prior ``precision`` (default: the current
         one), and snapshot it with the record of its evidence. Targets that
         carry the means' posterior variances get those of this prior first
         (under the exact curvature, which the training's updates may have
-        lacked), so that every state is polished on its own. ``balanced``:
-        as for :func:`polish`."""
+        lacked), so that every state is polished on its own."""
         if precision is not None:
             net.criterion_.prior_precision = torch.as_tensor(precision, dtype=self.X.dtype)
         if self._carries_mean_variances:
             self._write_mean_variances(net, self._evidence(net, AUTO_MAX_FULL_PARAMS), self._precision(net))
-        polish(net, self.X, self.targets, balanced=balanced)
+        polish(net, self.X, self.targets)
         self._maximise(net, False, False, None, "final", max_full_params=AUTO_MAX_FULL_PARAMS)
         return {"record": self.history_.pop(), "module": copy.deepcopy(net.module_.state_dict()),
                 "criterion": copy.deepcopy(net.criterion_.state_dict()),
@@ -541,7 +529,7 @@ def train_net(module, criterion, X, Y, *, lr, lr_schedule, max_epochs, optimizer
     return net.fit(X, Y)
 
 
-def polish(net, X, Y, max_iterations=_POLISH_ITERATIONS, balanced=False):
+def polish(net, X, Y, max_iterations=_POLISH_ITERATIONS):
     """Finish a training at a stationary point of its full-batch loss with L-BFGS.
 
     Adam under a cosine schedule stops short of the mode, the further the
@@ -557,13 +545,10 @@ def polish(net, X, Y, max_iterations=_POLISH_ITERATIONS, balanced=False):
     L-BFGS is not invariant to a per-layer rescaling, and per-layer prior
     precisions learned by the evidence drift along a ReLU network's scale
     symmetry until its layers' scales differ by orders of magnitude, where it
-    stalls short of the mode. With ``balanced=True`` it runs in the balanced
-    coordinates of :func:`~sklearn_quinn._core.scale_symmetry.balancing_scales`
-    (the same function and prior), where it converges, and the weights return
-    to the training's coordinates after it. The evidence's search of the
-    prior's scale (:meth:`EvidenceMaximisation.finish`) asks for it: it
-    compares the evidences of re-polished states, which in the drifted
-    coordinates measured how far each polish got.
+    stalls short of the mode. It therefore runs in the balanced coordinates of
+    :func:`~sklearn_quinn._core.scale_symmetry.balancing_scales` (the same
+    function and prior), and the weights return to the training's
+    coordinates after it.
 
     Parameters
     ----------
@@ -577,7 +562,7 @@ def polish(net, X, Y, max_iterations=_POLISH_ITERATIONS, balanced=False):
     module, criterion = net.module_, net.criterion_
     X, Y = to_tensor(X, device=net.device), to_tensor(Y, device=net.device)
     precision = criterion.prior_precision
-    scales = balancing_scales(module, torch.as_tensor(precision)) if balanced else None
+    scales = balancing_scales(module, torch.as_tensor(precision))
     if scales is not None:
         criterion.prior_precision = rescale(module, precision, scales)
     parameters = [p for p in [*module.parameters(), *criterion.parameters()] if p.requires_grad]
