@@ -28,7 +28,6 @@ from torch import nn
 from ._core.curvature import AUTO_MAX_FULL_PARAMS
 from ._core.evidence import LaplaceEvidence, exact_structure
 from ._core.likelihoods import GaussianLikelihood
-from ._core.scale_symmetry import balancing_scales, rescale
 
 #: The evidence is maximised after every twentieth of the epochs from the
 #: second to the sixteenth: none in the first tenth (the network first fits the
@@ -542,14 +541,6 @@ def polish(net, X, Y, max_iterations=_POLISH_ITERATIONS):
     what the optimizer trained: the module's and the criterion's parameters
     that require gradients.
 
-    L-BFGS is not invariant to a per-layer rescaling, and per-layer prior
-    precisions learned by the evidence drift along a ReLU network's scale
-    symmetry until its layers' scales differ by orders of magnitude, where it
-    stalls short of the mode. It therefore runs in the balanced coordinates of
-    :func:`~sklearn_quinn._core.scale_symmetry.balancing_scales` (the same
-    function and prior), and the weights return to the training's
-    coordinates after it.
-
     Parameters
     ----------
     net : PosteriorNet
@@ -561,10 +552,6 @@ def polish(net, X, Y, max_iterations=_POLISH_ITERATIONS):
     """
     module, criterion = net.module_, net.criterion_
     X, Y = to_tensor(X, device=net.device), to_tensor(Y, device=net.device)
-    precision = criterion.prior_precision
-    scales = balancing_scales(module, torch.as_tensor(precision))
-    if scales is not None:
-        criterion.prior_precision = rescale(module, precision, scales)
     parameters = [p for p in [*module.parameters(), *criterion.parameters()] if p.requires_grad]
     eps = torch.finfo(parameters[0].dtype).eps
     optimizer = torch.optim.LBFGS(parameters, lr=1.0, max_iter=max_iterations, history_size=20,
@@ -578,9 +565,6 @@ def polish(net, X, Y, max_iterations=_POLISH_ITERATIONS):
         return loss
 
     optimizer.step(closure)
-    if scales is not None:
-        rescale(module, precision, [1.0 / scale for scale in scales])
-        criterion.prior_precision = precision
 
 
 def polishable(n_rows, module):
