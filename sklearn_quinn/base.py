@@ -201,14 +201,13 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
             n_epochs = self._n_epochs(len(X))
             precision = torch.ones(len(groups), dtype=self._dtype) if learn_prior else self.prior_std**-2
             mean_variance = self._fits_mean_variances(likelihood, Y, module)
-            evidence, targets = None, self._tensor(Y)
-            if mean_variance:
-                targets = likelihood.training_targets(targets)
+            Y_tensor, evidence = self._tensor(Y), None
+            targets = likelihood.training_targets(Y_tensor) if mean_variance else Y_tensor
             if learn_prior or likelihood.learn_noise or mean_variance:
                 # The noise is a hyperparameter of the evidence, not a parameter of the loss.
                 likelihood.requires_grad_(False)
                 evidence = EvidenceMaximisation(
-                    model, self._tensor(X), self._tensor(Y), groups, learn_prior=learn_prior,
+                    model, self._tensor(X), Y_tensor, groups, learn_prior=learn_prior,
                     learn_noise=likelihood.learn_noise, epochs=evidence_epochs(n_epochs), targets=targets,
                 )
             self.net_ = fit_map(
