@@ -77,6 +77,15 @@ def test_nuts_reports_its_leapfrog_steps_and_each_divergence(data):
     assert int(stats["diverging"].values.sum()) == nuts.n_divergent_  # thin=1: one step a draw
 
 
+def test_stochastic_gradient_draws_have_a_statistic_per_draw(data):
+    sgld = MCMCRegressor(sampler="sgld", hyperprior="empirical", n_chains=2, n_samples=15, n_burnin=30, batch_size=10,
+                         **SMALL).fit(*data)
+    stats = sgld.to_inference_data().sample_stats
+    assert stats["diverging"].shape == (2, 15)
+    assert not stats["diverging"].values.any()  # a stochastic-gradient step is never rejected
+    assert stats.attrs["sampler"] == "sgld"
+
+
 def test_sampled_prior_precisions_are_a_variable_by_group(data):
     model = MCMCRegressor(hyperprior="gamma", n_chains=2, n_burnin=20, n_samples=10, **SMALL).fit(*data)
     precision = model.to_inference_data().posterior["prior_precision"]
