@@ -210,6 +210,33 @@ def test_evidence_is_invariant_along_the_relu_scale_symmetry(n_rows, structure, 
 
 
 @pytest.mark.parametrize("n_rows, structure", [(6, "kernel"), (40, "full"), (40, "kron"), (40, "diag")])
+def test_a_pruned_layer_keeps_its_precision(n_rows, structure, monkeypatch):
+    """A hidden path whose weights are all zero (``mlp.0`` and ``mlp.2.weight``: the data
+    determine none of them, as when training prunes the path) has an evidence flat in
+    their precisions; MacKay's update there is 0 / 0, which rounding threw between the
+    bounds. The maximiser keeps them where they start, and learns the rest as with any
+    start for them."""
+    if structure in ("kron", "diag"):
+        force_structure(monkeypatch, structure)
+    rng = np.random.RandomState(0)
+    X = torch.as_tensor(rng.randn(n_rows, 3))
+    Y = torch.as_tensor(rng.randint(2, size=(n_rows, 1)).astype(float))
+    model = FunctionalModel(build_mlp(3, 2, (5,), "relu", linear_skip=True).double())
+    groups = ParameterGroups.of(model)
+    pruned = torch.tensor([name in ("mlp.0.weight", "mlp.0.bias", "mlp.2.weight") for name in groups.names])
+    theta = torch.as_tensor(rng.randn(model.n_params)) * ~groups.expand(pruned)
+    theta = theta + 1e-20 * groups.expand(pruned)  # zero at the network's precision, not exactly
+    evidence = LaplaceEvidence(model, theta, X, Y, CategoricalLikelihood(), groups)
+    assert evidence.structure == structure
+    starts = (np.full(5, 1.0), np.where(pruned.numpy(), 1e3, 1.0), np.where(pruned.numpy(), 1e-3, 1.0))
+    learned = [evidence.maximise(start)[0] for start in starts]
+    for start, precision in zip(starts, learned):
+        np.testing.assert_array_equal(precision[pruned.numpy()], start[pruned.numpy()])
+        np.testing.assert_allclose(precision[~pruned.numpy()], learned[0][~pruned.numpy()], rtol=1e-6)
+        assert evidence.log_evidence(precision) == pytest.approx(evidence.log_evidence(learned[0]), abs=1e-9)
+
+
+@pytest.mark.parametrize("n_rows, structure", [(6, "kernel"), (40, "full"), (40, "kron"), (40, "diag")])
 def test_fixed_point_maximises_the_evidence_at_fixed_weights(n_rows, structure, monkeypatch):
     """MacKay's iteration lands where a generic optimiser of the same evidence does."""
     if structure in ("kron", "diag"):

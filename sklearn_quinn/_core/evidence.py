@@ -325,6 +325,17 @@ class LaplaceEvidence:
             leverage.append(posterior.project(rows.reshape(-1, n_params)).square().sum(-1).reshape(len(rows), -1))
         return torch.cat(leverage)
 
+    def _fixed_point_precision(self, precision, dof):
+        """MacKay's ``delta_g = gamma_g / ||theta_g||^2``, except for a group whose weights are zero
+        at the network's precision and which the data do not determine: its update is 0 / 0 (its
+        terms of the evidence cancel for every ``delta_g``), and rounding would throw it between the
+        bounds from one update to the next (a layer pruned in training: its precision flipped
+        between 1e-6 and 1e8 on the digits). That group keeps ``precision``."""
+        eps = torch.finfo(self._theta_sq.dtype).eps
+        undetermined = (dof <= math.sqrt(eps)) & (self._theta_sq <= eps * self._theta_sq.sum())
+        updated = (dof / self._theta_sq).clamp(*_PRECISION_BOUNDS)
+        return torch.where(undetermined, precision, updated)
+
     def maximise(self, precision, learn_prior=True, learn_noise=False, max_iterations=None, max_noise_scale=None):
         """The prior precisions and noise scale that maximise the evidence at ``theta``.
 
@@ -348,7 +359,7 @@ class LaplaceEvidence:
         # With nothing to learn, the evidence at the given hyperparameters is the answer.
         for _ in range((max_iterations or _MAX_ITERATIONS) if learn_prior or learn_noise else 0):
             if learn_prior:
-                precision = (dof / self._theta_sq).clamp(*_PRECISION_BOUNDS)
+                precision = self._fixed_point_precision(precision, dof)
             if learn_noise:
                 residual_dof = max(self._data_fit.n_observations - float(dof.sum()), 1.0)
                 noise_scale = math.sqrt(self._data_fit.weighted_sse / residual_dof)
