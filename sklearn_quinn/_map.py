@@ -27,7 +27,9 @@ from torch import nn
 
 from ._core.curvature import AUTO_MAX_FULL_PARAMS
 from ._core.evidence import LaplaceEvidence, exact_structure
+from ._core.kronecker import KroneckerUnsupportedError, kronecker_layers
 from ._core.likelihoods import GaussianLikelihood
+from ._core.network import FunctionalModel
 
 #: The evidence is maximised after every twentieth of the epochs from the
 #: second to the sixteenth: none in the first tenth (the network first fits the
@@ -276,7 +278,7 @@ class EvidenceMaximisation(Callback):
 
     def _write_mean_variances(self, net, evidence, precision):
         """Write the means' posterior variances at ``precision`` into the targets' last
-        columns (left as they are where ``evidence`` is factored and gives no leverages)."""
+        columns (left as they are where ``evidence`` is diagonal and gives no leverages)."""
         leverage = evidence.leverage(precision)
         if leverage is not None:
             likelihood = net.criterion_.likelihood
@@ -309,11 +311,18 @@ class EvidenceMaximisation(Callback):
 
 def mean_variances_available(n_rows, n_outputs, module):
     """Whether an evidence-driven training of ``module`` on ``n_rows`` rows can give the
-    means' posterior variances (the exact curvature, at its end or at every update)."""
+    means' posterior variances: the exact curvature (at its end or at every update), or
+    Kronecker factors covering every weight (:meth:`LaplaceEvidence.leverage`)."""
     n_params = sum(p.numel() for p in module.parameters())
     dtype = next(module.parameters()).dtype
     max_full_params = AUTO_MAX_FULL_PARAMS if polishable(n_rows, module) else None
-    return exact_structure(n_rows * n_outputs, n_params, dtype, max_full_params) is not None
+    if exact_structure(n_rows * n_outputs, n_params, dtype, max_full_params) is not None:
+        return True
+    try:
+        layers, rest = kronecker_layers(FunctionalModel(module))
+    except KroneckerUnsupportedError:
+        return False
+    return bool(layers) and not len(rest)
 
 
 def evidence_epochs(max_epochs):

@@ -73,17 +73,19 @@ def test_laplace_evidence_at_the_map_is_exact_for_a_linear_model(n_rows, structu
     assert value == pytest.approx(exact_log_evidence(X, y, delta_w, delta_b, noise), abs=1e-8)
 
 
-@pytest.mark.parametrize("n_rows, structure", [(3, "kernel"), (40, "full"), (40, "kron")])
+@pytest.mark.parametrize("n_rows, structure", [(3, "kernel"), (40, "full"), (40, "kron"), (40, "diag")])
 def test_leverages_are_the_hat_matrix_diagonal(n_rows, structure, monkeypatch):
     """``h_n = d_n^T (D^T D / s**2 + Lambda)^-1 d_n / s**2`` for the design rows ``d_n = [x_n, 1]``;
-    they sum to the well-determined weights; a factored curvature gives none."""
-    if structure == "kron":
+    they sum to the well-determined weights. The Kronecker factors are exact for a single layer
+    under a Gaussian likelihood, so theirs are too; the diagonal gives none."""
+    if structure in ("kron", "diag"):
         force_structure(monkeypatch, structure)
     X, y = linear_data(n_rows)
     delta_w, delta_b, noise = 2.0, 0.3, 0.6
     evidence = linear_evidence(X, y, noise, exact_map(X, y, delta_w, delta_b, noise))
+    assert evidence.structure == structure
     leverage = evidence.leverage([delta_w, delta_b])
-    if structure == "kron":
+    if structure == "diag":
         assert leverage is None
         return
     design = np.hstack([X, np.ones((n_rows, 1))])
@@ -108,6 +110,27 @@ def test_heteroscedastic_leverages_are_the_whitened_outputs_posterior_variances(
     whitened = likelihood.whitened_jacobian(model.jacobian(theta, X), model.single(theta, X)).reshape(-1, len(theta))
     covariance = torch.linalg.inv(whitened.T @ whitened + torch.diag(groups.expand(precision)))
     expected = torch.einsum("mk,kl,ml->m", whitened, covariance, whitened).reshape(n_rows, 4)
+    torch.testing.assert_close(evidence.leverage(precision), expected, rtol=1e-9, atol=1e-12)
+
+
+def test_kronecker_leverages_are_each_rows_variance_under_the_factored_posterior(monkeypatch):
+    """Under the Kronecker factors, not exact for two layers and the heteroscedastic likelihood,
+    a row's leverage is still its whitened Jacobian's variance under the factored posterior
+    ``B diag(r) B^T``: computed from the layers' two factors per row, it must equal the dense
+    ``diag(W B diag(r) B^T W^T)`` over the rows' whole Jacobians."""
+    force_structure(monkeypatch, "kron")
+    torch.manual_seed(0)
+    model = FunctionalModel(build_mlp(3, 4, (6,), "tanh").double())
+    groups = ParameterGroups.of(model)
+    X, Y = torch.randn(40, 3, dtype=torch.float64), torch.randn(40, 2, dtype=torch.float64)
+    theta, likelihood = model.flatten(), HeteroscedasticGaussianLikelihood()
+    precision = torch.tensor([0.5, 2.0, 1.5, 3.0], dtype=torch.float64)
+    evidence = LaplaceEvidence(model, theta, X, Y, likelihood, groups)
+    assert evidence.structure == "kron"
+    basis = evidence._kronecker.eigenbasis(groups.expand(precision).sqrt())
+    ratio = 1.0 / (1.0 + basis.eigenvalues.clamp(min=0.0))
+    whitened = likelihood.whitened_jacobian(model.jacobian(theta, X), model.single(theta, X))
+    expected = (basis.transpose_apply(whitened).square() * ratio).sum(-1)
     torch.testing.assert_close(evidence.leverage(precision), expected, rtol=1e-9, atol=1e-12)
 
 

@@ -19,6 +19,8 @@ from sklearn_quinn import (
     SWAGRegressor,
     metrics,
 )
+from sklearn_quinn import _map as map_module
+from sklearn_quinn._core import evidence as evidence_module
 from sklearn_quinn._core.likelihoods import GaussianLikelihood, HeteroscedasticGaussianLikelihood
 from sklearn_quinn._core.network import FunctionalModel
 from sklearn_quinn._map import fit_map
@@ -138,6 +140,37 @@ def mackay_noise_std(X, y, precision):
             value = misfit * np.exp(-2 * log_std) - len(y) - precision * log_std
             log_std -= value / (-2 * misfit * np.exp(-2 * log_std) - precision)
     return np.exp(log_std)
+
+
+class LinearConstantNoiseHead(nn.Module):
+    """:class:`LearnedConstantNoiseHead` with its log std a bias-free ``nn.Linear`` of a constant
+    input: every weight is in a layer, and Kronecker factors are exact for it (each layer feeds
+    one output, the Fisher is diagonal, and a constant noise leaves nothing to average)."""
+
+    def __init__(self, n_features):
+        super().__init__()
+        self.mean = nn.Linear(n_features, 1)
+        self.log_std = nn.Linear(1, 1, bias=False)
+        nn.init.zeros_(self.log_std.weight)
+
+    def forward(self, X):
+        return torch.cat([self.mean(X), self.log_std(X.new_ones(len(X), 1))], dim=-1)
+
+
+def test_kronecker_factored_evidence_gives_the_noise_head_the_means_variances(monkeypatch):
+    """A network too large for the exact curvature (here forced) still trains its noise head
+    on the residuals and the means' posterior variances, from the Kronecker factors'
+    leverages: the constant head reaches MacKay's noise, as under the exact curvature below."""
+    monkeypatch.setattr(evidence_module, "_MAX_KERNEL_ROWS", 0)
+    monkeypatch.setattr(evidence_module, "_MAX_FULL_PARAMS", 0)
+    monkeypatch.setattr(map_module, "AUTO_MAX_FULL_PARAMS", 0)
+    rng = np.random.RandomState(0)
+    X = rng.randn(40, 3)
+    y = X @ np.array([1.0, -2.0, 0.5]) + 0.5 + 0.5 * rng.randn(40)
+    model = LaplaceRegressor(module=lambda n_in, n_out: LinearConstantNoiseHead(n_in), likelihood="heteroscedastic",
+                             prior_std=3.0, normalize_y=False, max_epochs=2000, lr=0.05, random_state=0).fit(X, y)
+    noise_std = float(model.net_.module_.log_std.weight.detach().exp())
+    assert noise_std == pytest.approx(mackay_noise_std(X, y, 1 / 9), rel=2e-3)
 
 
 @pytest.mark.parametrize("estimator", [LaplaceRegressor, DeepEnsembleRegressor], ids=by_name)

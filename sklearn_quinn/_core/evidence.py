@@ -44,7 +44,7 @@ from typing import NamedTuple
 import torch
 
 from .curvature import curvature, full_fits, kronecker_curvature
-from .kronecker import KroneckerEigenbasis, KroneckerUnsupportedError, kronecker_layers
+from .kronecker import KroneckerEigenbasis, KroneckerUnsupportedError, kronecker_layers, kronecker_leverage
 from .posterior import GaussianPosterior
 
 #: Largest number of observations (rows of ``W``) and of weights for the exact
@@ -222,6 +222,8 @@ class LaplaceEvidence:
             else:  # factored
                 self._kronecker = _kronecker_curvature(model, theta, X, Y, likelihood)
                 self.structure = "diag" if self._kronecker is None else "kron"
+                self._kronecker_leverage = lambda basis, ratio: kronecker_leverage(
+                    model, theta, X, Y, likelihood, basis, ratio)
                 if self._kronecker is None:
                     self._gauss_newton = curvature(model, theta, X, Y, likelihood, "ggn", "diag").double()
 
@@ -300,21 +302,28 @@ class LaplaceEvidence:
     def leverage(self, precision):
         """The posterior variance of every whitened output at its training row, ``(N, O)``
         (the diagonal of the hat matrix ``W Sigma W^T``, which sums to ``gamma``), at
-        ``precision`` ((G,) or a scalar) and the current noise; None where the curvature
-        is factored.
+        ``precision`` ((G,) or a scalar) and the current noise; None for the diagonal
+        structure, and for Kronecker factors beside weights in no layer.
 
         Through the kernel ``C = W diag(delta)^-1 W^T``: ``diag(C (I + C)^-1) = 1 -
         diag((I + C)^-1)``; through the full matrix: the posterior's pushforward of each
         row ``w_n`` of ``W`` (:meth:`GaussianPosterior.project`), the Jacobian recomputed
-        in blocks of rows.
+        in blocks of rows; through the Kronecker factors: each row's Jacobian in their
+        eigen coordinates, a layer's outer product of two factors
+        (:meth:`~sklearn_quinn._core.kronecker.KroneckerEigenbasis.leverage`), with the
+        factored posterior's variances (exact where the factors are: a single layer
+        under a Gaussian likelihood).
         """
         precision = self._precision(precision)
         if self.structure == "kernel":
             inverse = torch.cholesky_inverse(self._kernel_cholesky(precision, 1.0))
             return (1.0 - inverse.diagonal()).reshape(self._n_points, -1)
+        per_weight = self.groups.expand(precision)
+        if self.structure == "kron" and not len(self._kronecker.rest):
+            basis = self._kronecker.eigenbasis(per_weight.sqrt())
+            return self._kronecker_leverage(basis, 1.0 / (1.0 + basis.eigenvalues.clamp(min=0.0)))
         if self.structure != "full":
             return None
-        per_weight = self.groups.expand(precision)
         posterior = GaussianPosterior.from_precision_cholesky(per_weight.new_zeros(len(per_weight)),
                                                              self._full_cholesky(per_weight, 1.0))
         n_params = len(per_weight)

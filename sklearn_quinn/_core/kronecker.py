@@ -211,6 +211,14 @@ def kronecker_factors(model, theta, X, Y, likelihood, kind="ggn"):
     return layers, [(output_factor / n_rows, input_factor) for output_factor, input_factor in factors], rest
 
 
+def kronecker_leverage(model, theta, X, Y, likelihood, basis, ratio):
+    """The posterior variance of every whitened output at its training row, ``(N, D)``,
+    under the Kronecker-factored posterior ``B diag(ratio) B^T`` of ``basis``
+    (:meth:`KroneckerEigenbasis.leverage`), one chunk of rows at a time."""
+    _, _, chunks = _layer_chunks(model, theta, X, Y, likelihood, "ggn")
+    return torch.cat([basis.leverage(layer_inputs, gradients, ratio).T for layer_inputs, gradients in chunks])
+
+
 def layered_curvature(model, theta, X, Y, likelihood, kind="ggn"):
     """The full ``(K, K)`` GGN (or empirical Fisher) of a network whose every
     weight sits in an ``nn.Linear`` layer, from the sum that KFAC factors,
@@ -395,6 +403,29 @@ class KroneckerEigenbasis:
     def apply(self, coordinates):
         """``B z`` for eigen coordinates ``z`` given as rows ``(..., K)``."""
         return self._map(coordinates, transpose=False)
+
+    def leverage(self, layer_inputs, gradients, ratio):
+        """``diag(W B diag(ratio) B^T W^T)`` for the whitened Jacobian rows ``W`` of a
+        chunk of rows, shape ``(D, n)``, from its layers' inputs ``a~`` ``(n, n_in)`` and
+        whitened output gradients ``(D, n, n_out)`` (as ``_layer_chunks`` gives them; a
+        layer with None has no curvature and adds nothing).
+
+        A row's Jacobian in a layer is the outer product of its output gradient
+        and its input, so in eigen coordinates it is ``(U_G^T b)(U_A'^T R^-1 a~)^T``
+        and its square the outer product of the two squares: the leverage costs a
+        layer's two factors per row, never the row's ``K`` weights. The weights in
+        no layer are not covered (the caller checks that there are none).
+        """
+        total = 0.0
+        for layer, (output_vectors, input_vectors), a, b in zip(self.layers, self._vectors, layer_inputs, gradients):
+            if a is None or b is None:
+                continue
+            a, b = a.to(input_vectors.dtype), b.to(output_vectors.dtype)
+            if self.prior_root is not None:
+                a = a / self._columns(self.prior_root, layer)[0]
+            total = total + torch.einsum("dno,oi,ni->dn", (b @ output_vectors).square(),
+                                         self._columns(ratio, layer), (a @ input_vectors).square())
+        return total
 
     def squared_apply(self, values):
         """``(B * B) v`` for ``v (K,)``: the diagonal of ``B diag(v) B^T``."""
