@@ -83,9 +83,11 @@ UNRECORDED = {"likelihood": "gaussian", "params": {}}
 
 def estimator_for(method, name, args, n_features):
     if method in METHODS:
+        # --set may override the protocol's hidden layer, as any other parameter.
+        params = {"hidden_layer_sizes": (n_hidden(args.data_dir, name),), "likelihood": args.likelihood,
+                  **dict(args.set)}
         return make_estimator(method, False, quick=args.quick, max_epochs=args.max_epochs, device=args.device,
-                              hidden_layer_sizes=(n_hidden(args.data_dir, name),), likelihood=args.likelihood,
-                              **dict(args.set))
+                              **params)
     return make_reference(method, n_features, max_rows=args.gpr_max_rows)
 
 
