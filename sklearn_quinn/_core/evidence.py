@@ -338,8 +338,8 @@ class LaplaceEvidence:
         """MacKay's ``delta_g = gamma_g / ||theta_g||^2``, except for a group whose weights are zero
         at the network's precision and which the data do not determine: its update is 0 / 0 (its
         terms of the evidence cancel for every ``delta_g``), and rounding would throw it between the
-        bounds from one update to the next (a layer pruned in training: its precision flipped
-        between 1e-6 and 1e8 on the digits). That group keeps ``precision``."""
+        bounds from one update to the next (a path of the network pruned in training). That group
+        keeps ``precision``."""
         eps = torch.finfo(self._theta_sq.dtype).eps
         undetermined = (dof <= math.sqrt(eps)) & (self._theta_sq <= eps * self._theta_sq.sum())
         updated = (dof / self._theta_sq).clamp(*_PRECISION_BOUNDS)
