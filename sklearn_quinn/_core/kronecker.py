@@ -423,8 +423,9 @@ class KroneckerEigenbasis:
             a, b = a.to(input_vectors.dtype), b.to(output_vectors.dtype)
             if self.prior_root is not None:
                 a = a / self._columns(self.prior_root, layer)[0]
-            total = total + torch.einsum("dno,oi,ni->dn", (b @ output_vectors).square(),
-                                         self._columns(ratio, layer), (a @ input_vectors).square())
+            # The input side against the ratios first, (n, n_out): never a (D, n, n_in) temporary.
+            input_part = (a @ input_vectors).square() @ self._columns(ratio, layer).T
+            total = total + ((b @ output_vectors).square() * input_part).sum(-1)
         return total
 
     def squared_apply(self, values):
