@@ -312,7 +312,10 @@ class EvidenceMaximisation(Callback):
 def mean_variances_available(n_rows, n_outputs, module):
     """Whether an evidence-driven training of ``module`` on ``n_rows`` rows can give the
     means' posterior variances: the exact curvature (at its end or at every update), or
-    Kronecker factors covering every weight (:meth:`LaplaceEvidence.leverage`)."""
+    Kronecker factors covering every weight (:meth:`LaplaceEvidence.leverage`). A layer
+    applied twice is found only when the factors are taken, by a forward pass: the evidence
+    then falls back to the diagonal, which gives no leverages, and the variances stay 0,
+    the plain likelihood."""
     n_params = sum(p.numel() for p in module.parameters())
     dtype = next(module.parameters()).dtype
     max_full_params = AUTO_MAX_FULL_PARAMS if polishable(n_rows, module) else None

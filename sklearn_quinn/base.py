@@ -243,7 +243,8 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         """Whether the MAP's noise head fits the means' posterior variances beside the residuals
         (see ``HeteroscedasticGaussianLikelihood``): where its likelihood has one, the training
         loss is deterministic (a random one, dropout's, already averages the fit over its
-        masks' spread of the means) and the evidence's curvature is exact at least at its end.
+        masks' spread of the means) and the evidence gives leverages: the exact curvature (at
+        least at the training's end) or Kronecker factors covering every weight.
         ``module``: the backbone (default: one built here)."""
         if not (likelihood.fits_mean_variance and self._deterministic_training_loss):
             return False

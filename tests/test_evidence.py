@@ -232,8 +232,9 @@ def test_evidence_is_invariant_along_the_relu_scale_symmetry(n_rows, structure, 
         torch.testing.assert_close(after.leverage(moved), before.leverage(precision), rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("n_rows, structure", [(6, "kernel"), (40, "full"), (40, "kron"), (40, "diag")])
-def test_a_pruned_layer_keeps_its_precision(n_rows, structure, monkeypatch):
+def test_a_pruned_layer_keeps_its_precision(n_rows, structure, dtype, monkeypatch):
     """A hidden path whose weights are all zero (``mlp.0`` and ``mlp.2.weight``: the data
     determine none of them, as when training prunes the path) has an evidence flat in
     their precisions; MacKay's update there is 0 / 0, which rounding threw between the
@@ -242,13 +243,14 @@ def test_a_pruned_layer_keeps_its_precision(n_rows, structure, monkeypatch):
     if structure in ("kron", "diag"):
         force_structure(monkeypatch, structure)
     rng = np.random.RandomState(0)
-    X = torch.as_tensor(rng.randn(n_rows, 3))
-    Y = torch.as_tensor(rng.randint(2, size=(n_rows, 1)).astype(float))
-    model = FunctionalModel(build_mlp(3, 2, (5,), "relu", linear_skip=True).double())
+    X = torch.as_tensor(rng.randn(n_rows, 3), dtype=dtype)
+    Y = torch.as_tensor(rng.randint(2, size=(n_rows, 1)), dtype=dtype)
+    model = FunctionalModel(build_mlp(3, 2, (5,), "relu", linear_skip=True).to(dtype))
     groups = ParameterGroups.of(model)
     pruned = torch.tensor([name in ("mlp.0.weight", "mlp.0.bias", "mlp.2.weight") for name in groups.names])
-    theta = torch.as_tensor(rng.randn(model.n_params)) * ~groups.expand(pruned)
-    theta = theta + 1e-20 * groups.expand(pruned)  # zero at the network's precision, not exactly
+    theta = torch.as_tensor(rng.randn(model.n_params), dtype=dtype) * ~groups.expand(pruned)
+    # Zero at the network's precision, not exactly.
+    theta = theta + 10 * torch.finfo(dtype).eps * groups.expand(pruned)
     evidence = LaplaceEvidence(model, theta, X, Y, CategoricalLikelihood(), groups)
     assert evidence.structure == structure
     starts = (np.full(5, 1.0), np.where(pruned.numpy(), 1e3, 1.0), np.where(pruned.numpy(), 1e-3, 1.0))
@@ -256,7 +258,29 @@ def test_a_pruned_layer_keeps_its_precision(n_rows, structure, monkeypatch):
     for start, precision in zip(starts, learned):
         np.testing.assert_array_equal(precision[pruned.numpy()], start[pruned.numpy()])
         np.testing.assert_allclose(precision[~pruned.numpy()], learned[0][~pruned.numpy()], rtol=1e-6)
-        assert evidence.log_evidence(precision) == pytest.approx(evidence.log_evidence(learned[0]), abs=1e-9)
+        # Up to the terms of the pruned weights, which are not exactly 0: their prior term
+        # delta ||theta||**2 / 2 and an Occam factor of curvature ~ N ||theta||**2 (start 1e-3).
+        tolerance = 1e-9 + 1e3 * n_rows * float(theta[groups.expand(pruned)].double().square().sum())
+        assert evidence.log_evidence(precision) == pytest.approx(evidence.log_evidence(learned[0]), abs=tolerance)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_a_determined_group_at_zero_still_learns_its_precision(dtype):
+    """Zero weights the data determine are no pruned path: their evidence rises with the
+    precision (``-delta ||theta||**2 / 2`` is 0 and the Occam factor grows), and MacKay's
+    update sends it to the upper bound from any start, in either float precision."""
+    X, y = linear_data(40)
+    model = FunctionalModel(nn.Linear(3, 1).to(dtype))
+    groups = ParameterGroups.of(model)
+    theta = torch.zeros(model.n_params, dtype=dtype)
+    theta[-1] = 1.0  # the bias; the weight group is all zero
+    likelihood = GaussianLikelihood(torch.tensor([0.8], dtype=dtype))
+    evidence = LaplaceEvidence(model, theta, torch.as_tensor(X, dtype=dtype), torch.as_tensor(y[:, None], dtype=dtype),
+                               likelihood, groups)
+    assert evidence.well_determined(np.ones(2))[groups.names.index("weight")] > 1.0
+    for start in (1e-3, 1.0, 1e3):
+        precision = evidence.maximise(np.full(2, start))[0]
+        assert precision[groups.names.index("weight")] == pytest.approx(evidence_module._PRECISION_BOUNDS[1])
 
 
 @pytest.mark.parametrize("n_rows, structure", [(6, "kernel"), (40, "full"), (40, "kron"), (40, "diag")])

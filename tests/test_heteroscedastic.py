@@ -110,6 +110,19 @@ def test_mean_variance_columns_give_the_expected_log_likelihood_over_the_mean():
                                likelihood.log_prob(outputs, y, perturbation))
 
 
+def test_mean_variances_are_at_most_the_noise_where_a_leverage_overshoots():
+    """An exact leverage is below 1; a factored one above it (or below 0, by rounding) would
+    set a mean's variance above its noise's, and each update would raise the noise further.
+    Leverages are cut to [0, 1]; those within it pass unchanged."""
+    outputs = torch.tensor([[0.3, -1.0], [0.1, 0.5], [2.0, 0.0]], dtype=torch.float64)
+    leverage = torch.tensor([[9.0, 0.0], [0.4, 0.0], [-1e-17, 0.0]], dtype=torch.float64)
+    targets = HeteroscedasticGaussianLikelihood.training_targets(torch.zeros(3, 1, dtype=torch.float64))
+    HeteroscedasticGaussianLikelihood.set_mean_variances(targets, outputs, leverage)
+    noise_variance = torch.exp(2 * outputs[:, 1])
+    torch.testing.assert_close(targets[:, 1], torch.stack([noise_variance[0], 0.4 * noise_variance[1],
+                                                           torch.tensor(0.0, dtype=torch.float64)]))
+
+
 class LearnedConstantNoiseHead(nn.Module):
     """A linear mean and one trained log noise std for every input."""
 

@@ -222,10 +222,11 @@ class LaplaceEvidence:
             else:  # factored
                 self._kronecker = _kronecker_curvature(model, theta, X, Y, likelihood)
                 self.structure = "diag" if self._kronecker is None else "kron"
-                self._kronecker_leverage = lambda basis, ratio: kronecker_leverage(
-                    model, theta, X, Y, likelihood, basis, ratio)
                 if self._kronecker is None:
                     self._gauss_newton = curvature(model, theta, X, Y, likelihood, "ggn", "diag").double()
+                else:
+                    self._kronecker_leverage = lambda basis, ratio: kronecker_leverage(
+                        model, theta, X, Y, likelihood, basis, ratio)
 
     def _log_det_and_dof(self, precision, noise_scale, dof=True):
         """``log det(G / c**2 + diag(delta))`` and the well-determined weights ``gamma_g`` of each group
@@ -301,7 +302,8 @@ class LaplaceEvidence:
 
     def leverage(self, precision):
         """The posterior variance of every whitened output at its training row, ``(N, O)``
-        (the diagonal of the hat matrix ``W Sigma W^T``, which sums to ``gamma``), at
+        (the diagonal of the hat matrix ``W Sigma W^T``, which sums to ``gamma`` where the
+        curvature is exact), at
         ``precision`` ((G,) or a scalar) and the current noise; None for the diagonal
         structure, and for Kronecker factors beside weights in no layer.
 
@@ -340,8 +342,7 @@ class LaplaceEvidence:
         terms of the evidence cancel for every ``delta_g``), and rounding would throw it between the
         bounds from one update to the next (a path of the network pruned in training). That group
         keeps ``precision``."""
-        eps = torch.finfo(self._theta_sq.dtype).eps
-        undetermined = (dof <= math.sqrt(eps)) & (self._theta_sq <= eps * self._theta_sq.sum())
+        undetermined = (dof <= math.sqrt(self._eps)) & (self._theta_sq <= self._eps * self._theta_sq.sum())
         updated = (dof / self._theta_sq).clamp(*_PRECISION_BOUNDS)
         return torch.where(undetermined, precision, updated)
 

@@ -289,10 +289,17 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
         """Write the means' posterior variances ``v_n = h_n sigma_n**2`` into the last
         columns of ``targets`` ``(N, 2 O)``, from the leverages ``h`` ``(N, 2 O)`` (the
         posterior variances of the whitened outputs, whose means' are ``v_n / sigma_n**2``)
-        at the network's ``outputs`` ``(N, 2 O)``."""
+        at the network's ``outputs`` ``(N, 2 O)``.
+
+        An exact leverage is below 1 (``w^T (w w^T + A)^-1 w < 1`` for the row's whitened
+        Jacobian ``w`` and the precision ``A`` of every other row and the prior): the data
+        determine a mean to within its noise. Factored curvature, whose output factor
+        averages ``1 / sigma**2`` over the rows, can overshoot it at a row of small noise;
+        there ``v_n`` is cut to ``sigma_n**2``, which the noise head's next fit then raises,
+        lowering the row's leverage in turn."""
         n_targets = targets.shape[-1] // 2
         log_std = cls.heads(outputs)[1]
-        targets[:, n_targets:] = leverage[:, :n_targets] * torch.exp(2 * log_std)
+        targets[:, n_targets:] = leverage[:, :n_targets].clamp(0.0, 1.0) * torch.exp(2 * log_std)
 
     def log_prob(self, outputs, y, perturbation=None):
         """Log density per point of ``y + sigma(x) * perturbation`` (see :class:`GaussianLikelihood`).
