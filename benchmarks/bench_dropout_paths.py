@@ -20,13 +20,12 @@ network trained without dropout (``dropout_rate=0``: the family's MAP network).
 
 import argparse
 
-import numpy as np
 import torch
 from defaults_options import pin_threads
 from sklearn.metrics import accuracy_score, log_loss
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from uci_protocol import fmt
+from uci_protocol import print_summary
 
 from sklearn_quinn import MCDropoutClassifier
 from sklearn_quinn._cli.compare import split_table
@@ -74,12 +73,8 @@ def main():
             rates = " / ".join(f"{r:.3f}" for r in dropout["rates"])
             print(f"| {data} | {seed} | {rates} | {dropout['share']:.3f} | {dropout['nll']:.3f} | "
                   f"{dropout['accuracy']:.3f} | {network['share']:.3f} | {network['nll']:.3f} |", flush=True)
-            summary.setdefault(data, []).append((dropout["nll"], network["nll"]))
-    print("\n| data set | NLL | MAP NLL | NLL - MAP's |")
-    print("|---|---|---|---|")
-    for data, pairs in summary.items():
-        pairs = np.array(pairs)
-        print(f"| {data} | {fmt(pairs[:, 0])} | {fmt(pairs[:, 1])} | {fmt(pairs[:, 0] - pairs[:, 1])} |")
+            summary.setdefault(data, []).append((dropout["nll"], network["nll"], dropout["nll"] - network["nll"]))
+    print_summary(summary, ["NLL", "MAP NLL", "NLL - MAP's"])
 
 
 if __name__ == "__main__":

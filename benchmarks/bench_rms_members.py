@@ -22,7 +22,7 @@ from defaults_options import pin_threads
 from scipy.special import softmax
 from sklearn.metrics import log_loss
 from sklearn.preprocessing import StandardScaler
-from uci_protocol import fmt
+from uci_protocol import print_summary
 
 from sklearn_quinn import LaplaceClassifier, RMSClassifier
 from sklearn_quinn._cli.compare import split_table
@@ -68,11 +68,7 @@ def main():
             print(f"| {data} | {seed} | {stds} | {members.min():.3f} / {np.median(members):.3f} / "
                   f"{members.max():.3f} | {ensemble:.3f} | {network:.3f} |", flush=True)
             summary.setdefault(data, []).append((np.median(members), ensemble, network))
-    print("\n| data set | members' median NLL | ensemble NLL | MAP NLL |")
-    print("|---|---|---|---|")
-    for data, rows in summary.items():
-        rows = np.array(rows)
-        print(f"| {data} | {fmt(rows[:, 0])} | {fmt(rows[:, 1])} | {fmt(rows[:, 2])} |")
+    print_summary(summary, ["members' median NLL", "ensemble NLL", "MAP NLL"])
 
 
 if __name__ == "__main__":
