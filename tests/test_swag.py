@@ -346,12 +346,17 @@ def test_a_trajectory_that_barely_moved_warns(wave_data):
     assert reg.cov_scale_ < 1 / 100
 
 
-def test_auto_scale_is_one_where_the_curvature_varies_with_the_outputs(wave_data):
-    """A classifier's and a heteroscedastic regressor's 'auto' scale is 1:
-    their misfit is not quadratic across the draws."""
+def test_auto_scale_is_one_where_the_curvature_vanishes_with_confidence(wave_data):
+    """A classifier's 'auto' scale is 1: a softmax's misfit is not quadratic across
+    the draws. A heteroscedastic regressor's curvature moves with its noise head
+    but does not vanish, and its 'auto' scale is ``1 / misfit_scale`` as a
+    Gaussian one's."""
     from sklearn_quinn import SWAGClassifier
 
     X, y = wave_data
     params = dict(hidden_layer_sizes=(8,), max_epochs=60, swag_epochs=10, max_rank=4, random_state=0)
     assert SWAGClassifier(**params).fit(X, y > np.median(y)).cov_scale_ == 1.0
-    assert small(likelihood="heteroscedastic").fit(X, y).cov_scale_ == 1.0
+    one = small(likelihood="heteroscedastic", cov_scale=1.0).fit(X, y)
+    auto = small(likelihood="heteroscedastic").fit(X, y)
+    assert auto.cov_scale_ > 0 and auto.cov_scale_ != 1.0
+    torch.testing.assert_close(auto.posterior_.variance, one.posterior_.variance / auto.cov_scale_)

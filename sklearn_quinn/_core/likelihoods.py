@@ -51,6 +51,8 @@ class GaussianLikelihood(nn.Module):
 
     #: The curvature in the outputs, ``1 / noise_std**2``, does not depend on them.
     curvature_varies_with_outputs = False
+    #: Nor does it vanish anywhere: the data misfit is quadratic in the outputs.
+    curvature_vanishes_with_confidence = False
     #: MacKay's noise update already counts the weights the means take (``SSE / (N - gamma)``).
     fits_mean_variance = False
 
@@ -247,6 +249,9 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
 
     #: The curvature of the mean, ``1 / sigma(x)**2``, moves with the noise head.
     curvature_varies_with_outputs = True
+    #: It does not vanish: ``1 / sigma(x)**2`` in the mean, and the log std's Fisher
+    #: information is 2 wherever the outputs are.
+    curvature_vanishes_with_confidence = False
     #: The noise head is fitted to the residuals and the means' posterior variance (see the Notes).
     fits_mean_variance = True
 
@@ -372,6 +377,7 @@ class CategoricalLikelihood(NoNoiseParameter, nn.Module):
 
     #: The curvature in the logits, ``diag(p) - p p^T``, vanishes as the probabilities saturate.
     curvature_varies_with_outputs = True
+    curvature_vanishes_with_confidence = True
 
     def log_prob(self, logits, y, perturbation=None):
         index = y[..., :1].long().expand(*logits.shape[:-1], 1)

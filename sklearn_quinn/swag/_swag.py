@@ -69,12 +69,13 @@ class SWAGMixin:
         """``cov_scale='auto'``: ``1 / misfit_scale``, with a warning where it widens the snapshots' spread
         more than ``_MAX_QUIET_WIDENING``-fold (a trajectory that barely moved says little about the shape).
 
-        1 under a likelihood whose curvature varies with the outputs (a
-        classifier's, the heteroscedastic one): the misfit is then far from
-        quadratic across the draws (a softmax's curvature vanishes where it
-        saturates), and the scale it gives widened SWAGClassifier's
-        posterior on wine to twice the MAP network's test NLL."""
-        if likelihood.curvature_varies_with_outputs:
+        1 under a likelihood whose curvature vanishes as its outputs grow
+        confident (a classifier's): the misfit is then far from quadratic
+        across the draws, and the scale it gives widened SWAGClassifier's
+        posterior on wine to twice the MAP network's test NLL. The
+        heteroscedastic Gaussian's curvature moves with the noise head but
+        does not vanish, and there the scale applies."""
+        if likelihood.curvature_vanishes_with_confidence:
             return 1.0
         factor = misfit_scale(self._model, self.posterior_, self._tensor(X), self._tensor(Y), likelihood, groups,
                               precision)
