@@ -239,8 +239,9 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         weights), so that the draws raise the training data's misfit as much
         as the Laplace posterior's do: SGD capped by its stability limit
         spreads too little. It warns where that widens the snapshots'
-        covariance more than 100-fold. Under a heteroscedastic likelihood,
-        whose misfit is not quadratic across the draws, 'auto' is 1.
+        covariance more than 100-fold. The same under the heteroscedastic
+        likelihood, whose curvature moves with the noise head but does not
+        vanish.
     lr_swag : 'auto' or float, default='auto'
         Constant SGD learning rate of the collection phase, on the scale of
         half the mean squared error (the per-point negative log posterior
