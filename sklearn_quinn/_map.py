@@ -219,7 +219,7 @@ class EvidenceMaximisation(Callback):
             net.criterion_.prior_precision = torch.as_tensor(precision, dtype=self.X.dtype)
         if self._carries_mean_variances:
             self._write_mean_variances(net, self._evidence(net, AUTO_MAX_FULL_PARAMS), self._precision(net))
-        polish(net.module_, net.criterion_, self.X, self.targets)
+        polish(net, self.X, self.targets)
         self._maximise(net, False, False, None, "final", max_full_params=AUTO_MAX_FULL_PARAMS)
         return {"record": self.history_.pop(), "module": copy.deepcopy(net.module_.state_dict()),
                 "criterion": copy.deepcopy(net.criterion_.state_dict()),
@@ -540,7 +540,7 @@ def train_net(module, criterion, X, Y, *, lr, lr_schedule, max_epochs, optimizer
     return net.fit(X, Y)
 
 
-def polish(module, criterion, X, Y, max_iterations=_POLISH_ITERATIONS):
+def polish(net, X, Y, max_iterations=_POLISH_ITERATIONS):
     """Finish a training at a stationary point of its full-batch loss with L-BFGS.
 
     Adam under a cosine schedule stops short of the mode, the further the
@@ -555,16 +555,16 @@ def polish(module, criterion, X, Y, max_iterations=_POLISH_ITERATIONS):
 
     Parameters
     ----------
-    module, criterion : nn.Module
-        A fitted net's (``net.module_``, ``net.criterion_``), with a
-        deterministic criterion ``criterion(module(X), Y, module)`` (no
-        dropout, no reparameterised draws); trained in place.
+    net : PosteriorNet
+        A fitted net whose criterion is deterministic (no dropout, no
+        reparameterised draws); trained in place.
     X, Y : ndarray or tensor
         The training data, as the net was fitted on.
     max_iterations : int
     """
+    module, criterion = net.module_, net.criterion_
+    X, Y = to_tensor(X, device=net.device), to_tensor(Y, device=net.device)
     parameters = [p for p in [*module.parameters(), *criterion.parameters()] if p.requires_grad]
-    X, Y = to_tensor(X, device=parameters[0].device), to_tensor(Y, device=parameters[0].device)
     eps = torch.finfo(parameters[0].dtype).eps
     optimizer = torch.optim.LBFGS(parameters, lr=1.0, max_iter=max_iterations, history_size=20,
                                   tolerance_grad=1e-2 * math.sqrt(eps), tolerance_change=eps,
@@ -638,7 +638,7 @@ def fit_map(module, X, Y, *, prior_precision, likelihood, lr, lr_schedule, max_e
     )
     if finish and polishable(X.shape[0], module):
         if evidence is None:
-            polish(net.module_, net.criterion_, X, Y)
+            polish(net, X, Y)
         else:
             evidence.finish(net)
     return net

@@ -114,11 +114,6 @@ class GaussianLikelihood(nn.Module):
         """A likelihood with the current noise, one per output, held fixed."""
         return GaussianLikelihood(self.output_noise_std(n_outputs))
 
-    def member(self, index):
-        """Member ``index``'s likelihood, for a noise of shape ``(J, 1, O)``: its noise
-        ``(1, 1, O)``, held fixed."""
-        return GaussianLikelihood(self.noise_std[index : index + 1])
-
     # ------------------------------------------------------------ curvature
     def output_gradient(self, outputs, y):
         """``d(-log p(y | f)) / df`` per point, shape ``(N, O)``."""
@@ -195,10 +190,6 @@ class NoNoiseParameter:
 
     def frozen(self, n_outputs):
         """The likelihood itself, which has no parameter to hold fixed."""
-        return self
-
-    def member(self, index):
-        """The likelihood itself, the same for every ensemble member."""
         return self
 
     def noise_from_state(self, columns, n_outputs):

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._map import polish, polishable, train_net
+from .._map import train_net
 
 
 class MemberBatches:
@@ -160,32 +160,7 @@ def train_members(model, theta, X, Y, *, subsets, anchors, perturbations, likeli
         generators=[torch.Generator().manual_seed(int(seed)) for seed in seeds],
         **train_params,
     )
-    if polishable(subsets.shape[1], model.module):
-        polish_members(net, X, Y, subsets, perturbations)
     return Members(net.module_.theta.detach(), net.criterion_.likelihood, net)
-
-
-def polish_members(net, X, Y, subsets, perturbations):
-    """Finish every member of a trained ``net`` at a stationary point of its own
-    full-batch objective (:func:`~sklearn_quinn._map.polish`), as the MAP is finished.
-
-    Adam under a cosine schedule stops short of a member's mode, as of the MAP's,
-    and the randomized MAP draw is that mode (on a linear model, an exact posterior
-    draw only there). One member at a time: L-BFGS takes one step size for all
-    it trains, and a member's weights would otherwise depend on which members
-    share its group of ``n_jobs``.
-    """
-    stacked, criterion = net.module_, net.criterion_
-    X, Y = torch.as_tensor(X), torch.as_tensor(Y)
-    for index, rows in enumerate(subsets):
-        member = StackedMembers(stacked.model, stacked.theta.detach()[index : index + 1].clone())
-        objective = AnchoredNegativeLogPosterior(criterion.n_train, criterion.prior_precision,
-                                                 criterion.anchors[index : index + 1],
-                                                 criterion.likelihood.member(index), criterion.perturb)
-        targets = torch.stack([Y[rows], perturbations[index, rows]], dim=-1)
-        polish(member, objective, X[rows][None], targets[None])
-        with torch.no_grad():
-            stacked.theta[index] = member.theta[0]
 
 
 def member_subset(n_train, n_rows, seed):
