@@ -157,7 +157,8 @@ def protein_projection(data_dir, n_particles=200):
         counted["rows"] += len(rows)
         return value_and_grad(self, rows)
 
-    X, _, y, _ = load_uci_split(data_dir, "concrete", 0)
+    training = {name: load_uci_split(data_dir, name, 0)[::2] for name in ("concrete", "protein")}  # X, y
+    X, y = training["concrete"]
     smc = make_pipeline(StandardScaler(), SMCRegressor(random_state=0))
     GaussianStateLikelihood.value_and_grad = counting
     start = time.perf_counter()
@@ -170,8 +171,8 @@ def protein_projection(data_dir, n_particles=200):
           f"{counted['rows']:,} particle gradients ({counted['rows'] / n_particles:,.0f} of all {n_particles})\n")
     generator = torch.Generator().manual_seed(0)
     likelihoods = {}
-    for name in ("concrete", "protein"):
-        X = torch.as_tensor(StandardScaler().fit_transform(load_uci_split(data_dir, name, 0)[0]))
+    for name, (X, _) in training.items():
+        X = torch.as_tensor(StandardScaler().fit_transform(X))
         model = FunctionalModel(build_mlp(X.shape[1], 1, (n_hidden(data_dir, name),), linear_skip=True).double())
         Y = torch.randn(len(X), 1, generator=generator, dtype=torch.float64)
         rows = 0.3 * torch.randn(n_particles, model.n_params + 1, generator=generator, dtype=torch.float64)
