@@ -24,6 +24,7 @@ from sklearn_quinn._core import evidence as evidence_module
 from sklearn_quinn._core.likelihoods import GaussianLikelihood, HeteroscedasticGaussianLikelihood
 from sklearn_quinn._core.network import FunctionalModel
 from sklearn_quinn._map import fit_map
+from sklearn_quinn.ensemble._engine import train_members
 
 FAST = dict(hidden_layer_sizes=(8,), max_epochs=40, random_state=0)
 FAMILIES = {
@@ -121,6 +122,65 @@ def test_mean_variances_are_at_most_the_noise_where_a_leverage_overshoots():
     noise_variance = torch.exp(2 * outputs[:, 1])
     torch.testing.assert_close(targets[:, 1], torch.stack([noise_variance[0], 0.4 * noise_variance[1],
                                                            torch.tensor(0.0, dtype=torch.float64)]))
+
+
+def test_the_clip_keeps_a_slope_beyond_its_bound():
+    """Beyond +-10 the log std keeps slope 0.01, in the likelihood, its output gradient and the
+    curvature's whitening alike: a flat clip would give a row thrown past it no gradient to return."""
+    outputs = torch.tensor([[0.5, -13.0], [0.5, 0.0], [0.5, 12.0]], dtype=torch.float64, requires_grad=True)
+    y = torch.tensor([[0.0], [1.0], [0.0]], dtype=torch.float64)
+    likelihood = HeteroscedasticGaussianLikelihood()
+    torch.testing.assert_close(likelihood.heads(outputs)[1][:, 0],
+                               torch.tensor([-10.03, 0.0, 10.02], dtype=torch.float64))
+    (gradient,) = torch.autograd.grad(-likelihood.log_prob(outputs, y).sum(), outputs)
+    torch.testing.assert_close(gradient, likelihood.output_gradient(outputs.detach(), y))
+    # the residual is many noise stds below the bound (the log std rises) and none above it (it falls)
+    assert gradient[0, 1] < 0 < gradient[2, 1]
+    torch.testing.assert_close(likelihood.whitened_jacobian(torch.ones(3, 2, 1, dtype=torch.float64),
+                                                            outputs.detach())[:, 1, 0],
+                               math.sqrt(2.0) * torch.tensor([0.01, 1.0, 0.01], dtype=torch.float64))
+
+
+def constant_head_at(log_std):
+    """A :class:`LinearConstantNoiseHead` whose log std starts at ``log_std``."""
+    module = LinearConstantNoiseHead(3).double()
+    nn.init.constant_(module.log_std.weight, log_std)
+    return module
+
+
+@pytest.mark.parametrize("training", ["map", "members"])
+def test_a_noise_head_thrown_past_the_clip_returns(training):
+    """A log std started beyond the clip (12 > 10) returns to the maximum-likelihood noise
+    ``sqrt(SSE / N)`` of a linear mean under a flat prior, which the start at 0 also reaches.
+    Under a flat clip it kept no gradient (nor, by ``exp(-2 s)``, did its mean): it stayed at 12."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(40, 3)
+    y = X @ np.array([1.0, -2.0, 0.5]) + 0.5 + 0.5 * rng.randn(40)
+    design = np.hstack([X, np.ones((40, 1))])
+    residual = y - design @ np.linalg.lstsq(design, y, rcond=None)[0]
+    expected = math.sqrt(np.mean(residual**2))
+    Y = y[:, None]
+    # No mean-first warm-up: its weights sigma**2 = exp(24) would fill Adam's second moments for good.
+    train = dict(lr=0.05, lr_schedule="cosine", max_epochs=1500, optimizer=torch.optim.Adam, callbacks=None,
+                 device="cpu", verbose=0, warm_up=False)
+    noise_std = {}
+    for start in (0.0, 12.0):
+        module = constant_head_at(start)
+        if training == "map":
+            fit_map(module, X, Y, prior_precision=0.0, likelihood=HeteroscedasticGaussianLikelihood(),
+                    batch_size=40, seed=0, **train)
+            noise_std[start] = float(module.log_std.weight.detach().exp())
+        else:
+            model = FunctionalModel(module)
+            theta = model.flatten().expand(2, -1).clone()
+            members = train_members(model, theta, X, Y, subsets=torch.arange(40).expand(2, -1),
+                                    anchors=torch.zeros_like(theta), perturbations=None,
+                                    likelihood=HeteroscedasticGaussianLikelihood(), prior_precision=0.0,
+                                    seeds=[0, 1], batch_size=40, **train)
+            noise_std[start] = model(members.theta, torch.as_tensor(X[:1]))[:, 0, 1].detach().exp().tolist()
+    tolerance = 1e-6 if training == "map" else 1e-3  # the MAP ends polished; the members where Adam stops
+    assert noise_std[12.0] == pytest.approx(noise_std[0.0], rel=tolerance)
+    assert noise_std[12.0] == pytest.approx(expected if training == "map" else [expected] * 2, rel=tolerance)
 
 
 class LearnedConstantNoiseHead(nn.Module):

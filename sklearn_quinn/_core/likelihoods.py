@@ -33,6 +33,14 @@ _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 # the curvature (which scales as 1 / sigma**2) within float64's reach where the mean
 # interpolates a few rows and their noise collapses.
 _LOG_STD_BOUND = 10.0
+# Beyond the bound the clip keeps this slope, as a leaky rectifier keeps one below zero
+# (Maas, Hannun & Ng 2013, "Rectifier nonlinearities improve neural network acoustic
+# models"). A flat clip is a trap: a row whose log std a training step throws past the
+# bound gets no gradient in it, and its mean's gradient (y - mu) / sigma**2 vanishes
+# with it, so nothing brings it back; a whole ensemble member was lost that way on UCI
+# naval. The slope lets the training return the row, and a log std of 1000 still
+# reads as 19.9.
+_LOG_STD_LEAK = 0.01
 
 
 class GaussianLikelihood(nn.Module):
@@ -261,9 +269,11 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
 
     @staticmethod
     def heads(outputs):
-        """The means and the (clipped) log noise stds ``(..., N, O)`` from outputs ``(..., N, 2 O)``."""
+        """The means and the (clipped) log noise stds ``(..., N, O)`` from outputs ``(..., N, 2 O)``:
+        the log std within ``±_LOG_STD_BOUND``, and beyond it at slope ``_LOG_STD_LEAK``."""
         mean, log_std = outputs.chunk(2, dim=-1)
-        return mean, log_std.clamp(-_LOG_STD_BOUND, _LOG_STD_BOUND)
+        clipped = log_std.clamp(-_LOG_STD_BOUND, _LOG_STD_BOUND)
+        return mean, clipped + _LOG_STD_LEAK * (log_std - clipped)
 
     @staticmethod
     def n_network_outputs(n_targets):
@@ -279,9 +289,10 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
 
     @staticmethod
     def _clip_slope(outputs):
-        """``d(clipped log std) / d(output)``: 1 within the bound, 0 beyond it."""
+        """``d(clipped log std) / d(output)``: 1 within the bound, ``_LOG_STD_LEAK`` beyond it."""
         log_std = outputs.chunk(2, dim=-1)[1]
-        return (log_std.abs() <= _LOG_STD_BOUND).to(outputs.dtype)
+        inside = (log_std.abs() <= _LOG_STD_BOUND).to(outputs.dtype)
+        return _LOG_STD_LEAK + (1.0 - _LOG_STD_LEAK) * inside
 
     @staticmethod
     def training_targets(Y):
