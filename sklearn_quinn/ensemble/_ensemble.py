@@ -54,8 +54,11 @@ class EnsembleMixin(DrawsMixin):
         prior and one likelihood. A noise fitted by each member would shrink
         as the member over-fits its data. The targets are the MAP's (see
         :meth:`_fit_map`): under the heteroscedastic likelihood each member's
-        noise head fits the residuals and the means' posterior variance of
-        that one MAP network, for the same reason.
+        noise head fits its own residuals plus the means' posterior variance
+        of that one MAP network, for the same reason. Its own residuals
+        include its disagreement with the other members, which the predictive
+        counts again as their spread: where the members' misfit, not the
+        noise, dominates the residuals (UCI naval), the intervals are too wide.
         """
         likelihood = self._likelihood(Y)
         if self.prior_std is not None and not likelihood.learn_noise and not self._fits_mean_variances(likelihood, Y):
