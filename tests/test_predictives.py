@@ -216,15 +216,17 @@ def test_unknown_predictive_names_the_options():
 
 def test_mc_bridge_is_reproducible_and_independent_of_blocks(monkeypatch):
     """The same seed gives the same probabilities, and since every point uses the same draws,
-    processing the points in blocks of 3, or alone, changes nothing."""
+    processing the points in blocks of 3, or alone, changes nothing but rounding: a batch of
+    another size may take the symmetric square roots' products in another summation order (seen
+    on a loaded machine: 2 of 35 probabilities off by 1.7e-18)."""
     mean, cov = random_gaussians(4, n_points=7)
     whole = mc_bridge(mean, cov, 50, torch.Generator().manual_seed(3))
     torch.testing.assert_close(mc_bridge(mean, cov, 50, torch.Generator().manual_seed(3)), whole, rtol=0, atol=0)
     monkeypatch.setattr("sklearn_quinn._core.link_approximations.MC_BLOCK_BYTES", 3 * 5 * 50 * 8)
     blocked = mc_bridge(mean, cov, 50, torch.Generator().manual_seed(3))
-    torch.testing.assert_close(blocked, whole, rtol=0, atol=0)
+    torch.testing.assert_close(blocked, whole, rtol=1e-12, atol=1e-15)
     last_point = mc_bridge(mean[-1:], cov[-1:], 50, torch.Generator().manual_seed(3))
-    torch.testing.assert_close(last_point, whole[-1:], rtol=0, atol=0)
+    torch.testing.assert_close(last_point, whole[-1:], rtol=1e-12, atol=1e-15)
 
 
 def test_mc_bridge_does_not_depend_on_how_the_eigenvectors_are_oriented(monkeypatch):
