@@ -26,7 +26,7 @@ from skorch.utils import to_device, to_tensor
 from torch import nn
 
 from ._core.curvature import AUTO_MAX_FULL_PARAMS
-from ._core.evidence import LaplaceEvidence, exact_structure
+from ._core.evidence import LaplaceEvidence, ParameterGroups, exact_structure
 from ._core.kronecker import KroneckerUnsupportedError, kronecker_layers
 from ._core.likelihoods import GaussianLikelihood
 from ._core.network import FunctionalModel
@@ -41,6 +41,17 @@ from ._core.network import FunctionalModel
 #: rising 15 nats an update), and the hidden layers kept a prior wide enough to
 #: let the sampling families (RMS's anchors, SWAG's SGD) fit the noise with them.
 EVIDENCE_UPDATE_TWENTIETHS = range(2, 17)
+
+# The updates, counted from the last, that give each input column its own precision
+# (ParameterGroups); the earlier ones tie a layer's columns. A column's precision
+# learned while the network is still fitting shrinks the inputs whose effects it
+# has not learned yet, and the shrunk weights then learn them too slowly to win
+# the evidence back; a single update apart at the end leaves the columns'
+# precisions at the fixed point of weights that then move on (a linear model's
+# then miss the exact maximisers, tests/test_evidence.py). Four alternate with
+# the training long enough to meet them (docs/evidence.rst, "Relevance of the
+# inputs").
+_UPDATES_WITH_COLUMNS_APART = 4
 
 # Fixed-point steps of every update but the last, which runs to convergence: the
 # weights move on after an update, so iterating an intermediate update further
@@ -73,17 +84,30 @@ class NegativeLogPosterior(nn.Module):
     n_train : int
         Number of training points, to scale the prior term per point.
     prior_precision : float or tensor of shape (G,)
-        ``1 / prior_std**2`` for every weight, or one precision per parameter
-        tensor of the module (in the order of ``module.parameters()``).
+        ``1 / prior_std**2`` for every weight, or one precision per group of
+        ``groups``.
     likelihood : GaussianLikelihood or CategoricalLikelihood
         Its trainable parameters (an estimated noise) are trained with the network.
+    groups : ParameterGroups, default=None
+        The groups of the module's weights (in the order of ``module.parameters()``),
+        for a precision per group.
     """
 
-    def __init__(self, n_train, prior_precision, likelihood):
+    def __init__(self, n_train, prior_precision, likelihood, groups=None):
         super().__init__()
         self.n_train = n_train
+        self.groups = groups
         self.prior_precision = prior_precision
         self.likelihood = likelihood
+
+    @property
+    def prior_precision(self):
+        return self._prior_precision
+
+    @prior_precision.setter
+    def prior_precision(self, value):
+        self._prior_precision = value
+        self._per_tensor = {}  # the precisions shaped as the parameters, per device, made when first used
 
     def forward(self, y_pred, y_true, module):
         log_likelihood = self.likelihood.log_prob(y_pred, y_true)
@@ -100,9 +124,17 @@ class NegativeLogPosterior(nn.Module):
 
     def penalty(self, parameters):
         """``sum_g delta_g ||theta_g||^2`` over the module's parameter tensors, in order."""
-        if isinstance(self.prior_precision, torch.Tensor):
-            return sum(delta * p.square().sum() for delta, p in zip(self.prior_precision, parameters))
-        return self.prior_precision * sum(p.square().sum() for p in parameters)
+        if not isinstance(self.prior_precision, torch.Tensor):
+            return self.prior_precision * sum(p.square().sum() for p in parameters)
+        parameters = list(parameters)
+        precisions = self.tensor_precisions(parameters[0].device)
+        return sum((delta * p.square()).sum() for delta, p in zip(precisions, parameters))
+
+    def tensor_precisions(self, device):
+        """A precision per group as the precisions of each parameter tensor's weights, in its shape, in order."""
+        if device not in self._per_tensor:
+            self._per_tensor[device] = self.groups.per_tensor(self.prior_precision.to(device))
+        return self._per_tensor[device]
 
 
 class EvidenceMaximisation(Callback):
@@ -162,8 +194,10 @@ class EvidenceMaximisation(Callback):
         epoch = len(net.history)
         if epoch in self.epochs:
             # The weights move on after an update: only the last one is worth iterating to convergence.
-            steps = None if epoch == max(self.epochs) else _STEPS_PER_UPDATE
-            self._maximise(net, self.learn_prior, self.learn_noise, steps, "training")
+            last = epoch == max(self.epochs)
+            apart = sorted(self.epochs)[-_UPDATES_WITH_COLUMNS_APART:]
+            self._maximise(net, self.learn_prior, self.learn_noise, None if last else _STEPS_PER_UPDATE, "training",
+                           tied=epoch not in apart)
 
     def finish(self, net):
         """End the training at a mode: the MAP polished (:func:`polish`) under
@@ -236,27 +270,33 @@ class EvidenceMaximisation(Callback):
         precision = torch.as_tensor(net.criterion_.prior_precision).cpu().numpy()
         return np.broadcast_to(precision, len(self.groups)).copy()
 
-    def _maximise(self, net, learn_prior, learn_noise, max_iterations, stage, max_full_params=None):
+    def _maximise(self, net, learn_prior, learn_noise, max_iterations, stage, max_full_params=None, tied=False):
         """Maximise the evidence at the current weights over the precisions and
         the noise (those learned: ``learn_prior``, ``learn_noise``), set them,
         and record the update (with nothing learned: only the evidence);
-        ``max_full_params`` as for ``LaplaceEvidence``."""
+        ``max_full_params`` as for ``LaplaceEvidence``; ``tied``: one
+        precision per parameter tensor (:meth:`ParameterGroups.tied`), each
+        set on every group of its tensor."""
         criterion = net.criterion_
         likelihood = criterion.likelihood
         if learn_noise and self.Y.shape[1] > 1:
             self._share_noise_by_residuals(likelihood)
-        evidence = self._evidence(net, max_full_params)
-        precision, noise_scale, value = evidence.maximise(
-            self._precision(net), learn_prior, learn_noise, max_iterations=max_iterations,
+        groups = self.groups.tied() if tied else self.groups
+        evidence = self._evidence(net, max_full_params, groups)
+        start = self._precision(net)
+        found, noise_scale, value = evidence.maximise(
+            self.groups.tie(torch.as_tensor(start)).numpy() if tied else start, learn_prior, learn_noise,
+            max_iterations=max_iterations,
             max_noise_scale=self._max_noise_scale(likelihood.output_noise_std(self.Y.shape[1])),
         )
+        precision = self.groups.untie(torch.as_tensor(found)).numpy() if tied else found
         if learn_prior:
             criterion.prior_precision = torch.as_tensor(precision, dtype=self.X.dtype)
         if learn_noise:
             with torch.no_grad():
                 likelihood.log_noise_std.add_(math.log(noise_scale))
         if self._carries_mean_variances:
-            self._write_mean_variances(net, evidence, precision)
+            self._write_mean_variances(net, evidence, found)
         noise_std = likelihood.output_noise_std(self.Y.shape[1])
         self.history_.append({
             "epoch": len(net.history),
@@ -270,10 +310,11 @@ class EvidenceMaximisation(Callback):
     def _carries_mean_variances(self):
         return self.targets.shape[1] > self.Y.shape[1]
 
-    def _evidence(self, net, max_full_params=None):
-        """The Laplace evidence at the current weights and noise (``max_full_params`` as for ``LaplaceEvidence``)."""
+    def _evidence(self, net, max_full_params=None, groups=None):
+        """The Laplace evidence at the current weights and noise over ``groups`` (default: the
+        criterion's; ``max_full_params`` as for ``LaplaceEvidence``)."""
         likelihood = net.criterion_.likelihood.frozen(self.Y.shape[1])
-        return LaplaceEvidence(self.model, self.model.flatten(), self.X, self.Y, likelihood, self.groups,
+        return LaplaceEvidence(self.model, self.model.flatten(), self.X, self.Y, likelihood, groups or self.groups,
                                max_full_params=max_full_params)
 
     def _write_mean_variances(self, net, evidence, precision):
@@ -319,7 +360,8 @@ def mean_variances_available(n_rows, n_outputs, module):
     n_params = sum(p.numel() for p in module.parameters())
     dtype = next(module.parameters()).dtype
     max_full_params = AUTO_MAX_FULL_PARAMS if polishable(n_rows, module) else None
-    if exact_structure(n_rows * n_outputs, n_params, dtype, max_full_params) is not None:
+    n_groups = len(ParameterGroups.of(FunctionalModel(module)))
+    if exact_structure(n_rows * n_outputs, n_params, dtype, max_full_params, n_groups) is not None:
         return True
     try:
         layers, rest = kronecker_layers(FunctionalModel(module))
@@ -585,8 +627,8 @@ def polishable(n_rows, module):
 
 
 def fit_map(module, X, Y, *, prior_precision, likelihood, lr, lr_schedule, max_epochs, batch_size,
-            optimizer, callbacks, device, seed, verbose, evidence=None, finish=True, warm_up=True, desc="MAP",
-            max_batches=None):
+            optimizer, callbacks, device, seed, verbose, groups=None, evidence=None, finish=True, warm_up=True,
+            desc="MAP", max_batches=None):
     """Train ``module`` to the MAP of ``likelihood`` under a Gaussian prior.
 
     Parameters
@@ -601,6 +643,8 @@ def fit_map(module, X, Y, *, prior_precision, likelihood, lr, lr_schedule, max_e
         See :class:`NegativeLogPosterior`.
     likelihood : GaussianLikelihood or CategoricalLikelihood
         Its trainable parameters (an estimated noise) are trained with the network.
+    groups : ParameterGroups, default=None
+        The groups of a precision per group (see :class:`NegativeLogPosterior`).
     evidence : EvidenceMaximisation, default=None
         Learns the prior precisions and the noise during training; ``Y``
         must then be its ``targets``.
@@ -631,7 +675,7 @@ def fit_map(module, X, Y, *, prior_precision, likelihood, lr, lr_schedule, max_e
     """
     callbacks = list(callbacks or []) + ([("evidence", evidence)] if evidence is not None else [])
     net = train_net(
-        module, NegativeLogPosterior(X.shape[0], prior_precision, likelihood), X, Y, lr=lr,
+        module, NegativeLogPosterior(X.shape[0], prior_precision, likelihood, groups), X, Y, lr=lr,
         lr_schedule=lr_schedule, max_epochs=max_epochs, optimizer=optimizer, callbacks=callbacks,
         device=device, verbose=verbose, batch_size=min(batch_size, X.shape[0]), shuffle=True,
         generator=torch.Generator().manual_seed(seed), max_batches=max_batches, warm_up=warm_up, desc=desc,

@@ -170,7 +170,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
     def _fit_map(self, X, Y):
         """Build the backbone and train it to the MAP of the task's likelihood through skorch.
 
-        With ``prior_std=None`` the prior precision of each parameter tensor,
+        With ``prior_std=None`` the prior precision of each group of weights (``ParameterGroups``),
         and with an estimated noise the noise, are learned during training by
         maximising the Laplace evidence (:class:`~sklearn_quinn._map.EvidenceMaximisation`);
         under the heteroscedastic likelihood its updates also give the noise head the
@@ -225,6 +225,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
                 device=self._device,
                 seed=self._map_seed,
                 verbose=self.verbose,
+                groups=groups,
                 evidence=evidence,
                 finish=self._deterministic_training_loss,
             )

@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from sklearn_quinn import MCDropoutClassifier, MCDropoutRegressor, SWAGRegressor
+from sklearn_quinn._core.evidence import ParameterGroups
 from sklearn_quinn._core.likelihoods import GaussianLikelihood
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 from sklearn_quinn._map import NegativeLogPosterior
@@ -119,7 +120,8 @@ def test_divergence_is_gal_hron_kendall_kl():
     reaches the rates. At a fixed rate 0 it is the MAP's Gaussian penalty."""
     module = ScaledTanhNet().double()
     criterion = NegativeLogPosterior(10, torch.arange(1.0, 6.0, dtype=torch.float64),
-                                     GaussianLikelihood(torch.ones(1, dtype=torch.float64)))
+                                     GaussianLikelihood(torch.ones(1, dtype=torch.float64)),
+                                     ParameterGroups.of(FunctionalModel(module)))
     wrapped = InputDropout(module, None)
     with torch.no_grad():
         wrapped.rate_logits.copy_(torch.logit(torch.tensor([0.2, 0.4], dtype=torch.float64)))

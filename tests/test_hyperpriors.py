@@ -104,7 +104,7 @@ def test_gibbs_draws_follow_the_conjugate_conditionals(temperature):
     np.testing.assert_array_equal(new[:, : model.n_params].numpy(), theta.numpy())  # the weights stay
     a, b = HYPERPRIOR
     sse = float(((Y - model(theta[:1], log_posterior.log_likelihood.density.X)) ** 2).sum())
-    shapes = [a + size / 2 for size in model.sizes] + [a + temperature * Y.numel() / 2]
+    shapes = [a + int(size) / 2 for size in ParameterGroups.of(model).sizes] + [a + temperature * Y.numel() / 2]
     rates = [b + float(s) / 2 for s in statistics.squares[0]] + [b + temperature * sse / 2]
     draws = torch.cat([log_precision, -2 * log_noise[:, None]], dim=1).numpy()
     for column, (shape, rate) in enumerate(zip(shapes, rates)):

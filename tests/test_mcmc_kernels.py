@@ -337,7 +337,8 @@ def test_unknown_sampler():
 def _hierarchical_prior(n_weights=4, shape=5.0, rate=5.0):
     """theta | delta ~ N(0, I / delta), delta ~ Gamma(5, 5): theta's marginal is a
     Student t with 10 degrees of freedom and variance rate / (shape - 1) = 1.25."""
-    groups = ParameterGroups(["weight"], [n_weights])
+    groups = ParameterGroups(["weight"], torch.zeros(n_weights, dtype=torch.long), [0], ["weight"],
+                             [torch.Size([n_weights])])
     prior = HierarchicalPrior(groups, GammaHyperprior(shape, rate))
     return prior, HyperparameterGibbs(prior)
 

@@ -167,7 +167,7 @@ def test_engine_evidence_with_the_hyperparameters_integrated_out(linear_data, se
     X, y = linear_data
     model = FunctionalModel(build_mlp(2, 1, ()).double())
     likelihood = GaussianLikelihood(torch.ones(1, **DOUBLE), learn_noise=True)
-    log_posterior, gibbs = hierarchical_log_posterior(model, ParameterGroups.of(model), torch.tensor(X),
+    log_posterior, gibbs = hierarchical_log_posterior(model, ParameterGroups.of(model).tied(), torch.tensor(X),
                                                       torch.tensor(y[:, None]), likelihood, GammaHyperprior(0.5, 0.01))
     generator = torch.Generator().manual_seed(seed)
     particles = log_posterior.log_prior.sample(1000, generator)
@@ -304,7 +304,7 @@ def test_empirical_hyperprior_evidence_is_at_the_maps_values(linear_data):
                        target_ess=0.8, step_size=0.5, n_leapfrog=10, max_epochs=200, random_state=0).fit(X, y)
     assert reg.net_ is not None and reg.particles_.shape == (1000, 3)  # the weights only
     design = BayesianLinearRegression.design(X)
-    variances = np.r_[[1 / reg.prior_precisions_["0.weight"]] * 2, 1 / reg.prior_precisions_["0.bias"]]
+    variances = 1 / np.array([reg.prior_precisions_[name] for name in ("0.weight[:, 0]", "0.weight[:, 1]", "0.bias")])
     covariance = design @ np.diag(variances) @ design.T + reg.noise_std_**2 * np.eye(len(y))
     assert abs(reg.log_evidence_ - multivariate_normal(np.zeros(len(y)), covariance).logpdf(y)) < 0.3
 

@@ -52,6 +52,8 @@ from .posterior import GaussianPosterior
 #: caller may allow the full matrix further, ``max_full_params``).
 _MAX_KERNEL_ROWS = 2048
 _MAX_FULL_PARAMS = 2048
+# Most bytes of the kernel's Gram matrices, one per group (many input columns apart on many rows).
+_MAX_GRAM_BYTES = 2**28
 
 # Bounds of the prior precisions, and of the noise scale of one update.
 _PRECISION_BOUNDS = (1e-6, 1e8)
@@ -66,25 +68,72 @@ _MAX_ITERATIONS = 100
 
 
 class ParameterGroups:
-    """The groups of the flat weight vector that get a prior precision each:
-    one per named parameter tensor, in the order of ``theta``.
+    """The groups of the flat weight vector that get a prior precision each.
+
+    One group per named parameter tensor, in the order of ``theta``, except
+    the weight matrices that read the network's inputs
+    (``FunctionalModel.input_weights``: the first layer's and the linear
+    skip's), which get one group per input column: automatic relevance
+    determination (MacKay 1994, "Bayesian nonlinear modeling for the
+    prediction competition"; Neal 1996, "Bayesian learning for neural
+    networks"). With one precision for a whole layer, the evidence must
+    give an input the targets ignore the same prior as the others, and the
+    predictive spreads along it; a column's own precision lets the evidence
+    shrink that input alone.
 
     Parameters
     ----------
     names : list of str
-    sizes : list of int
-        Number of weights in each group.
+        One per group: a tensor's name, or ``'name[:, j]'`` for input column ``j``.
+    index : tensor of shape (K,)
+        The group of each weight.
+    tensors : tensor of shape (G,)
+        The parameter tensor each group belongs to (its position in ``tensor_names``).
+    tensor_names : list of str
+    shapes : list of torch.Size
+        The parameter tensors' shapes.
     """
 
-    def __init__(self, names, sizes):
+    def __init__(self, names, index, tensors, tensor_names, shapes):
         self.names = list(names)
-        self.sizes = torch.as_tensor(sizes)
-        self.index = torch.repeat_interleave(torch.arange(len(self.names)), self.sizes)
+        self.index = torch.as_tensor(index)
+        self.tensors = torch.as_tensor(tensors)
+        self.tensor_names, self.shapes = list(tensor_names), list(shapes)
+        self.sizes = torch.bincount(self.index, minlength=len(self.names))
 
     @classmethod
     def of(cls, model):
         """The groups of a :class:`~sklearn_quinn._core.network.FunctionalModel`."""
-        return cls(model.names, model.sizes)
+        names, index, tensors = [], [], []
+        for position, (name, shape) in enumerate(zip(model.names, model.shapes)):
+            first = len(names)
+            if name in model.input_weights:
+                n_out, n_in = shape
+                names += [f"{name}[:, {column}]" for column in range(n_in)]
+                index.append(first + torch.arange(n_in).repeat(n_out))  # row-major (out, in)
+            else:
+                names.append(name)
+                index.append(torch.full((shape.numel(),), first))
+            tensors += [position] * (len(names) - first)
+        return cls(names, torch.cat(index), tensors, model.names, model.shapes)
+
+    def tied(self):
+        """The same weights with one group per parameter tensor (no input column apart)."""
+        return ParameterGroups(self.tensor_names, self.tensors[self.index], range(len(self.tensor_names)),
+                               self.tensor_names, self.shapes)
+
+    def tie(self, values):
+        """One precision per group ``(G,)`` to one per tensor ``(T,)``: each tensor's whose prior
+        variance is the mean of its weights' (the groups' own where a tensor is one group)."""
+        sizes = self.sizes.to(values)
+        weights = values.new_zeros(len(self.tensor_names)).index_add_(0, self.tensors.to(values.device), sizes)
+        variances = values.new_zeros(len(self.tensor_names)).index_add_(
+            0, self.tensors.to(values.device), sizes / values)
+        return weights / variances
+
+    def untie(self, values):
+        """One value per tensor ``(T,)`` to one per group ``(G,)``."""
+        return values[self.tensors.to(values.device)]
 
     def __len__(self):
         return len(self.names)
@@ -93,26 +142,33 @@ class ParameterGroups:
         """One value per group ``(G,)`` to one per weight ``(K,)``."""
         return values[self.index.to(values.device)]
 
+    def per_tensor(self, values):
+        """One value per group ``(G,)`` to a tensor of each parameter's shape, in order."""
+        weights = torch.split(self.expand(values), [shape.numel() for shape in self.shapes])
+        return [weight.view(shape) for weight, shape in zip(weights, self.shapes)]
+
     def sums(self, values):
         """Sums over each group of per-weight ``values (K,)``, shape ``(G,)``."""
         index = self.index.to(values.device)
         return values.new_zeros(len(self)).index_add_(0, index, values)
 
     def split(self, values):
-        """The columns of ``values (..., K)`` of each group, as views (the groups are contiguous)."""
-        return torch.split(values, self.sizes.tolist(), dim=-1)
+        """The columns of ``values (..., K)`` of each group."""
+        return [values[..., self.index == group] for group in range(len(self))]
 
     def as_dict(self, values):
         """``{name: float}`` from one value per group."""
         return {name: float(value) for name, value in zip(self.names, values)}
 
 
-def exact_structure(n_observations, n_params, dtype, max_full_params=None):
+def exact_structure(n_observations, n_params, dtype, max_full_params=None, n_groups=1):
     """How the evidence takes its log determinant exactly: ``'kernel'`` (fewer
-    observations than weights), ``'full'`` (at most ``max_full_params``, default
+    observations than weights, and the ``n_groups`` Gram matrices within
+    ``_MAX_GRAM_BYTES``), ``'full'`` (at most ``max_full_params``, default
     ``_MAX_FULL_PARAMS``, weights whose matrix fits the memory budget), or None
     (factored)."""
-    if n_observations <= min(n_params, _MAX_KERNEL_ROWS):
+    grams_fit = n_groups * n_observations**2 * 8 <= _MAX_GRAM_BYTES  # float64
+    if n_observations <= min(n_params, _MAX_KERNEL_ROWS) and grams_fit:
         return "kernel"
     if n_params <= (_MAX_FULL_PARAMS if max_full_params is None else max_full_params) and full_fits(n_params, dtype):
         return "full"
@@ -209,7 +265,7 @@ class LaplaceEvidence:
             self._n_points, self._n_outputs = outputs.shape
             n_params = theta.shape[0]
             self._eps = torch.finfo(theta.dtype).eps
-            self.structure = exact_structure(outputs.numel(), n_params, theta.dtype, max_full_params)
+            self.structure = exact_structure(outputs.numel(), n_params, theta.dtype, max_full_params, len(groups))
             if self.structure == "kernel":
                 factor = likelihood.whitened_jacobian(model.jacobian(theta, X), outputs).reshape(-1, n_params)
                 factor = factor.double()

@@ -360,7 +360,9 @@ class KroneckerEigenbasis:
             if prior_root is not None:
                 column_root = self._columns(prior_root, layer)
                 if not torch.equal(column_root, column_root[:1].expand_as(column_root)):
-                    raise ValueError("hessian_structure='kron' needs a prior precision constant per parameter tensor.")
+                    raise ValueError(
+                        "hessian_structure='kron' needs a prior precision constant within each input column of a layer."
+                    )
                 input_factor = input_factor / column_root[0][:, None] / column_root[0][None, :]
             output_values, output_vectors = torch.linalg.eigh(output_factor)
             input_values, input_vectors = torch.linalg.eigh(input_factor)

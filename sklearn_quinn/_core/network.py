@@ -153,6 +153,7 @@ class FunctionalModel:
         # The weight block of a LinearSkipMLP's linear map, added to the fast path's outputs.
         self._skip = self._slices["linear.weight"] if isinstance(module, LinearSkipMLP) else None
         self._plan = self._fast_plan(module.mlp, "mlp.") if self._skip else self._fast_plan(module)
+        self.input_weights = self._input_weights(module)
         # What one point of one weight row adds to the largest activation tensor, and to all of them
         # together (what a pass keeps for its backward pass); for a generic module, estimates from its
         # linear layers.
@@ -180,6 +181,18 @@ class FunctionalModel:
             else:
                 return None
         return plan
+
+    def _input_weights(self, module):
+        """The names of the weight matrices that read the network's inputs, one input column per
+        column: the fast path's first ``nn.Linear`` and the skip's (none for a generic module,
+        whose layers may read anything)."""
+        if self._plan is None:
+            return []
+        mlp, prefix = (module.mlp, "mlp.") if self._skip else (module, "")
+        layers = [("", mlp)] if type(mlp) is nn.Linear else list(mlp.named_children())
+        first = next((name for name, layer in layers if type(layer) is nn.Linear), None)
+        names = [] if first is None else [prefix + (f"{first}." if first else "") + "weight"]
+        return names + (["linear.weight"] if self._skip else [])
 
     def by_row_blocks(self, function, rows, n_points):
         """``function(rows)``, evaluated a block of rows at a time on a CPU and joined.

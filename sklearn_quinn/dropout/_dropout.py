@@ -94,12 +94,14 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
     Attributes
     ----------
     prior_precisions_ : dict
-        The prior precision of each parameter tensor, by name: learned by the
-        evidence (``prior_std=None``) or ``1 / prior_std**2``.
+        The prior precision of each group of weights, by name (a parameter
+        tensor, or an input column of a layer that reads the inputs, as
+        ``'0.weight[:, 2]'``): learned by the evidence (``prior_std=None``)
+        or ``1 / prior_std**2``.
     evidence_history_ : list of dict
         One entry per evidence update of the MAP training (``epoch``,
         ``stage``, ``log_evidence``, ``noise_std`` in network units, the
-        precision of each parameter tensor); empty when nothing is learned.
+        precision of each group); empty when nothing is learned.
     dropout_rates_ : ndarray of shape (n_dropped_matrices,)
         The rate of each dropped weight matrix (one per ``nn.Linear`` whose
         inputs are dropped, a shared weight counted once), learned or
@@ -210,12 +212,14 @@ max_epochs, batch_size, optimizer, callbacks, dtype, device, random_state, verbo
     Attributes
     ----------
     prior_precisions_ : dict
-        The prior precision of each parameter tensor, by name: learned by the
-        evidence (``prior_std=None``) or ``1 / prior_std**2``.
+        The prior precision of each group of weights, by name (a parameter
+        tensor, or an input column of a layer that reads the inputs, as
+        ``'0.weight[:, 2]'``): learned by the evidence (``prior_std=None``)
+        or ``1 / prior_std**2``.
     evidence_history_ : list of dict
         One entry per evidence update of the MAP training (``epoch``,
         ``stage``, ``log_evidence``, ``noise_std`` in network units, the
-        precision of each parameter tensor); empty when nothing is learned.
+        precision of each group); empty when nothing is learned.
     classes_ : ndarray of shape (n_classes,)
     dropout_rates_ : ndarray of shape (n_dropped_matrices,)
         The rate of each dropped weight matrix (one per ``nn.Linear`` whose

@@ -8,6 +8,7 @@ import torch
 from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.utils._param_validation import Interval
 
+from .._core.evidence import ParameterGroups
 from .._core.network import FunctionalModel
 from .._core.priors import GaussianPrior
 from .._draws import DrawsMixin
@@ -36,7 +37,7 @@ class EnsembleMixin(DrawsMixin):
         self._prior, self._member_noise, targets = self._hyperparameters(X, Y)
         theta, likelihoods = self._fit_members(X, Y, targets)
         if self.prior_precisions_ is None:
-            self.prior_precisions_ = dict.fromkeys(self._model.names, self.prior_std**-2)
+            self.prior_precisions_ = dict.fromkeys(ParameterGroups.of(self._model).names, self.prior_std**-2)
         noise_std = [likelihood.member_noise_std(Y.shape[1]) for likelihood in likelihoods]
         self._keep_draws(theta, None if noise_std[0] is None else torch.cat(noise_std))
 
@@ -154,7 +155,7 @@ _SHARED_DOC = """
     data_fraction : float in (0, 1], default=1.0
         Each member trains on its own random ``floor(data_fraction * N)`` rows.
     prior_std : float or None, default=None
-        None learns one prior precision per parameter tensor by the Laplace
+        None learns one prior precision per group of weights by the Laplace
         evidence of one MAP network, trained first (see
         :class:`~sklearn_quinn.LaplaceRegressor`); every member then trains
         under it. A float fixes the std of the Gaussian prior on every weight.
@@ -188,12 +189,14 @@ _SHARED_DOC = """
     Attributes
     ----------
     prior_precisions_ : dict
-        The prior precision of each parameter tensor, by name: learned by the
-        evidence (``prior_std=None``) or ``1 / prior_std**2``.
+        The prior precision of each group of weights, by name (a parameter
+        tensor, or an input column of a layer that reads the inputs, as
+        ``'0.weight[:, 2]'``): learned by the evidence (``prior_std=None``)
+        or ``1 / prior_std**2``.
     evidence_history_ : list of dict
         One entry per evidence update of the MAP training (``epoch``,
         ``stage``, ``log_evidence``, ``noise_std`` in network units, the
-        precision of each parameter tensor); empty when nothing is learned
+        precision of each group); empty when nothing is learned
         and the noise is not a heteroscedastic head.
     posterior_ : SamplePosterior
         The members' weights, ``(n_estimators, K)``.

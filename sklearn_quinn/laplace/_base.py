@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._core.curvature import CURVATURES, STRUCTURES, choose_structure, machine_memory_bytes
+from .._core.evidence import ParameterGroups
 from .._core.kronecker import KroneckerUnsupportedError, kronecker_layers
 from .._core.last_layer import LastLayerModel
 from .._core.pushforward import linear_pushforward
@@ -57,10 +58,13 @@ class LaplaceMixin(GridsearchPriorMixin):
         learned = self.prior_std is None and not isinstance(self.prior_precision, Real)
         prior_shape = prior.precision if learned else None
         if self.subset_of_weights == "last_layer":
+            groups = ParameterGroups.of(self._model)
             self._model = LastLayerModel(self._model, theta, self._tensor(X))
             theta = self._model.flatten()
             prior_shape = None if prior_shape is None else prior_shape[self._model.index.to(theta.device)]
-            self.prior_precisions_ = {name: self.prior_precisions_[name] for name in self._model.names}
+            in_head = [groups.tensor_names[tensor] in self._model.names for tensor in groups.tensors.tolist()]
+            self.prior_precisions_ = {name: self.prior_precisions_[name]
+                                      for name, kept in zip(groups.names, in_head) if kept}
         self._group_precisions = self.prior_precisions_ if learned else dict.fromkeys(self.prior_precisions_, 1.0)
         self._choose_structure(theta)
 

@@ -44,7 +44,9 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         fit) or a callable ``(n_features, n_outputs) -> nn.Module``.
     prior_std : float or None, default=None
         None learns the prior: one Gaussian precision per parameter tensor
-        (each layer's weights and biases apart), set every twentieth of the
+        (each layer's weights and biases apart) and per input column of the
+        layers that read the inputs (automatic relevance determination, the
+        columns apart at the last four updates), set every twentieth of the
         training to the maximiser of the Laplace evidence at the current
         weights (empirical Bayes, ``prior_precisions_``). A float fixes the
         standard deviation of the Gaussian prior on every weight (of the
@@ -145,12 +147,14 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
     Attributes
     ----------
     prior_precisions_ : dict
-        The prior precision of each parameter tensor, by name: learned by the
-        evidence (``prior_std=None``) or ``1 / prior_std**2``.
+        The prior precision of each group of weights, by name (a parameter
+        tensor, or an input column of a layer that reads the inputs, as
+        ``'0.weight[:, 2]'``): learned by the evidence (``prior_std=None``)
+        or ``1 / prior_std**2``.
     evidence_history_ : list of dict
         One entry per evidence update of the MAP training (``epoch``,
         ``stage``, ``log_evidence``, ``noise_std`` in network units, the
-        precision of each parameter tensor); empty when nothing is learned
+        precision of each group); empty when nothing is learned
         and the noise is not a heteroscedastic head.
     posterior_ : GaussianPosterior
         The Gaussian over the flat weight vector (the last layer's, with

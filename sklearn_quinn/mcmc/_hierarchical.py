@@ -55,15 +55,19 @@ class HyperpriorMixin:
         """The log posterior over rows ``[theta | log noise std | log prior precisions]``
         and the Gibbs updates of its hyperparameter columns (see
         :func:`~sklearn_quinn._core.log_posterior.hierarchical_log_posterior`)."""
-        self._groups = ParameterGroups.of(self._model)
+        # One precision per parameter tensor: an input column's group of a single layer is one
+        # weight, whose precision's conditional is nearly its Gamma hyperprior, and the chains
+        # would mix over it slowly; the input columns apart are the evidence's (ParameterGroups).
+        self._groups = ParameterGroups.of(self._model).tied()
         hyperprior = GammaHyperprior(float(self.hyperprior_shape), float(self.hyperprior_rate))
         return hierarchical_log_posterior(self._model, self._groups, X, Y, likelihood, hyperprior)
 
     def _empirical_state(self, likelihood, n_rows):
         """The hyperparameter columns ``(n_rows, H)`` at the MAP's learned values
         (``prior_precisions_`` and the likelihood's noise), in the state's log coordinates."""
-        precision = torch.tensor([self.prior_precisions_[name] for name in self._groups.names],
-                                 dtype=self._dtype, device=self._device)
+        learned = ParameterGroups.of(self._model)  # the MAP's groups, the input columns apart
+        precision = learned.tie(torch.tensor([self.prior_precisions_[name] for name in learned.names],
+                                             dtype=self._dtype, device=self._device))
         columns = [likelihood.initial_state(n_rows)] if likelihood.n_state_columns else []
         columns.append(torch.log(precision).expand(n_rows, -1))
         return torch.cat(columns, dim=1)

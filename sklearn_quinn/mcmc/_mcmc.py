@@ -114,7 +114,7 @@ class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
         """
         n_params = self._model.n_params
         frozen = likelihood.frozen(Y.shape[1])
-        groups = ParameterGroups.of(self._model)
+        groups = ParameterGroups.of(self._model).tied()
         sizes = groups.sizes.to(start)
 
         def floored_curvature(row):
@@ -435,11 +435,13 @@ callbacks, normalize_y, dtype, device, random_state, verbose
     ess_ : ndarray of shape (n_columns,)
         Bulk effective sample size per column of ``chains_``.
     prior_precisions_ : dict of str to float
-        The prior precision of each parameter tensor, by name, in the
+        The prior precision of each group of weights, by name, in the
         network's units: the posterior mean over the draws
-        (``hyperprior='gamma'``), else the one the MAP was trained under
-        (learned with ``prior_std=None``, ``1 / prior_std**2`` otherwise; only
-        when a MAP is trained).
+        (``hyperprior='gamma'``, one per parameter tensor), else the one the
+        MAP was trained under (learned with ``prior_std=None``, the input
+        columns of the first layer and the skip apart as in
+        :class:`~sklearn_quinn.LaplaceRegressor`; ``1 / prior_std**2``
+        otherwise; only when a MAP is trained).
     prior_precision_samples_ : ndarray of shape (n_chains * n_samples, n_groups)
         Each draw's prior precisions, in the order of ``prior_precisions_``
         (``prior_std=None`` and ``hyperprior='gamma'`` only).

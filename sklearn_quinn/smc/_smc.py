@@ -246,9 +246,11 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
     noise_std_ : float or ndarray of shape (n_targets,)
         Root mean square noise std over the weighted particles, in the units of y.
     prior_precisions_ : dict of str to float
-        The prior precision of each parameter tensor, by name, in the
+        The prior precision of each group of weights, by name, in the
         network's units: the weighted mean over the particles
-        (``hyperprior='gamma'``) or the MAP's (``'empirical'``);
+        (``hyperprior='gamma'``, one per parameter tensor) or the MAP's
+        (``'empirical'``, the input columns apart as
+        :class:`~sklearn_quinn.LaplaceRegressor`'s);
         ``prior_std=None`` only.
     net_ : skorch.NeuralNet or None
         The MAP net of ``hyperprior='empirical'``.

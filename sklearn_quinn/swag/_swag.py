@@ -11,7 +11,6 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._classifier_base import SAMPLE_PREDICTIVES, BaseBayesianClassifier
-from .._core.evidence import ParameterGroups
 from .._core.network import FunctionalModel
 from .._map import fit_map
 from .._regressor_base import BaseBayesianRegressor
@@ -52,7 +51,7 @@ class SWAGMixin:
         # The SGD rate is read in units of the loss's curvature scale: the noise variance.
         rate_unit = 1.0 if noise_std is None else float(noise_std.square().mean())
         frozen = likelihood.frozen(Y.shape[1])
-        groups, precision = ParameterGroups.of(self._model), self.net_.criterion_.prior_precision
+        groups, precision = self.net_.criterion_.groups, self.net_.criterion_.prior_precision
         lr_swag = self.lr_swag
         if lr_swag == "auto":
             lr_swag = sampling_rate(
@@ -167,9 +166,14 @@ class SWAGMixin:
         the MAP module, and the training loss of each epoch (the likelihood's
         part: the prior's is taken by :class:`ProximalSGD`)."""
         module = copy.deepcopy(self.net_.module_)
-        precision = torch.as_tensor(self.net_.criterion_.prior_precision, dtype=torch.float64)
+        criterion = self.net_.criterion_
         parameters = list(module.parameters())
-        decay = dict(zip(parameters, (precision.expand(len(parameters)) / len(X)).tolist()))
+        if isinstance(criterion.prior_precision, torch.Tensor):
+            precisions = criterion.tensor_precisions(parameters[0].device)
+            precisions = [delta.to(p) for delta, p in zip(precisions, parameters)]
+        else:
+            precisions = [criterion.prior_precision] * len(parameters)
+        decay = {p: delta / len(X) for p, delta in zip(parameters, precisions)}
         collect = CollectSnapshots(FunctionalModel(module).flatten, self.collect_every, self.max_rank)
         with self._seeded(self._split_seed):
             net = fit_map(
@@ -264,12 +268,14 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
     Attributes
     ----------
     prior_precisions_ : dict
-        The prior precision of each parameter tensor, by name: learned by the
-        evidence (``prior_std=None``) or ``1 / prior_std**2``.
+        The prior precision of each group of weights, by name (a parameter
+        tensor, or an input column of a layer that reads the inputs, as
+        ``'0.weight[:, 2]'``): learned by the evidence (``prior_std=None``)
+        or ``1 / prior_std**2``.
     evidence_history_ : list of dict
         One entry per evidence update of the MAP training (``epoch``,
         ``stage``, ``log_evidence``, ``noise_std`` in network units, the
-        precision of each parameter tensor); empty when nothing is learned
+        precision of each group); empty when nothing is learned
         and the noise is not a heteroscedastic head.
     posterior_ : GaussianPosterior
         Mean, diagonal std and (low rank) factor of the SWAG Gaussian.
@@ -398,12 +404,14 @@ callbacks, dtype, device, random_state, verbose
     Attributes
     ----------
     prior_precisions_ : dict
-        The prior precision of each parameter tensor, by name: learned by the
-        evidence (``prior_std=None``) or ``1 / prior_std**2``.
+        The prior precision of each group of weights, by name (a parameter
+        tensor, or an input column of a layer that reads the inputs, as
+        ``'0.weight[:, 2]'``): learned by the evidence (``prior_std=None``)
+        or ``1 / prior_std**2``.
     evidence_history_ : list of dict
         One entry per evidence update of the MAP training (``epoch``,
         ``stage``, ``log_evidence``, ``noise_std`` in network units, the
-        precision of each parameter tensor); empty when nothing is learned.
+        precision of each group); empty when nothing is learned.
     classes_ : ndarray of shape (n_classes,)
     posterior_ : GaussianPosterior
     n_snapshots_ : int
