@@ -355,6 +355,32 @@ def test_fixed_point_maximises_the_evidence_over_the_input_columns(structure, mo
     assert value == pytest.approx(evidence.log_evidence(precision, noise_scale), abs=1e-12)
 
 
+def test_an_input_the_targets_ignore_gets_the_strongest_prior():
+    """Automatic relevance determination: ``y = sin(2 x0) + x1 / 2 + noise`` with a third,
+    irrelevant input. The first layer's precision of the irrelevant column ends at least 5
+    times the nonlinear input's and above the linear one's; the columns share their layer's
+    precision until the last four updates, then move apart."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(200, 3)
+    y = np.sin(2 * X[:, 0]) + 0.5 * X[:, 1] + 0.1 * rng.randn(200)
+    reg = LaplaceRegressor(max_epochs=300, random_state=0).fit(X, y)
+    columns = [f"mlp.0.weight[:, {column}]" for column in range(3)]
+    learned = [reg.prior_precisions_[name] for name in columns]
+    assert learned[2] > 5 * learned[0] and learned[2] > learned[1]
+    training = [update for update in reg.evidence_history_ if update["stage"] == "training"]
+    for update in training[:-4]:
+        assert update[columns[0]] == update[columns[1]] == update[columns[2]]
+    for update in training[-4:]:
+        assert len({update[name] for name in columns}) == 3
+
+
+def test_the_kernel_is_refused_where_its_gram_matrices_exceed_the_memory_budget():
+    """One Gram matrix per group: 300 input columns apart on 1,000 rows would hold 2.4 GB."""
+    assert evidence_module.exact_structure(1000, 5000, torch.float64) == "kernel"
+    assert evidence_module.exact_structure(1000, 5000, torch.float64, n_groups=300) is None
+    assert evidence_module.exact_structure(1000, 1500, torch.float64, n_groups=300) == "full"
+
+
 def test_learned_prior_and_noise_are_the_exact_evidence_maximisers(device):
     """Per input column, per bias and the noise: five hyperparameters of the closed form."""
     X, y = linear_data(60, noise=0.5, seed=1)
