@@ -375,7 +375,8 @@ def test_an_input_the_targets_ignore_gets_the_strongest_prior():
 
 
 def test_the_kernel_is_refused_where_its_gram_matrices_exceed_the_memory_budget():
-    """One Gram matrix per group: 300 input columns apart on 1,000 rows would hold 2.4 GB."""
+    """One Gram matrix per group: 300 input columns apart on 1,000 rows would hold 2.4 GB, over
+    the full matrix's budget of 2 GiB."""
     assert evidence_module.exact_structure(1000, 5000, torch.float64) == "kernel"
     assert evidence_module.exact_structure(1000, 5000, torch.float64, n_groups=300) is None
     assert evidence_module.exact_structure(1000, 1500, torch.float64, n_groups=300) == "full"

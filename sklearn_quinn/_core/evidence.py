@@ -43,7 +43,7 @@ from typing import NamedTuple
 
 import torch
 
-from .curvature import curvature, full_fits, kronecker_curvature
+from .curvature import MAX_FULL_MATRIX_BYTES, curvature, full_fits, kronecker_curvature
 from .kronecker import KroneckerEigenbasis, KroneckerUnsupportedError, kronecker_layers, kronecker_leverage
 from .posterior import GaussianPosterior
 
@@ -52,8 +52,9 @@ from .posterior import GaussianPosterior
 #: caller may allow the full matrix further, ``max_full_params``).
 _MAX_KERNEL_ROWS = 2048
 _MAX_FULL_PARAMS = 2048
-# Most bytes of the kernel's Gram matrices, one per group (many input columns apart on many rows).
-_MAX_GRAM_BYTES = 2**28
+# Most bytes of the kernel's Gram matrices, one per group (many input columns apart on many rows):
+# the full structure's budget for its one matrix.
+_MAX_GRAM_BYTES = MAX_FULL_MATRIX_BYTES
 
 # Bounds of the prior precisions, and of the noise scale of one update.
 _PRECISION_BOUNDS = (1e-6, 1e8)
