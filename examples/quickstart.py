@@ -18,8 +18,9 @@ X, y = load_diabetes(return_X_y=True)
 X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2, random_state=0)
 
 # Diabetes is small and noisy. At the defaults the prior precision of each
-# layer's weights and biases and the noise level are learned from the data, by
-# maximising the Laplace evidence while the network trains.
+# layer's weights and biases (of each input column, for the layers that read the
+# inputs) and the noise level are learned from the data, by maximising the
+# Laplace evidence while the network trains.
 model = make_pipeline(StandardScaler(), LaplaceRegressor(random_state=0))
 model.fit(X_train, y_train)
 y_pred, y_std = model.predict(X_test, return_std=True)
