@@ -1,8 +1,9 @@
 """The Laplace evidence at one weight vector, as a function of the hyperparameters.
 
 The prior is ``N(0, diag(delta)^-1)`` with one precision ``delta_g`` per group
-of weights (each named parameter tensor: a layer's weights, a layer's biases),
-the noise a Gaussian likelihood's std ``c * noise_std`` (``c`` a scale on the
+of weights (``ParameterGroups``: each named parameter tensor, a layer's weights
+or biases, and each input column of the layers that read the inputs), the
+noise a Gaussian likelihood's std ``c * noise_std`` (``c`` a scale on the
 current noise). With the generalised Gauss-Newton ``G = W^T W`` (``W`` the
 whitened Jacobian at the current noise, rows per observation) the Laplace
 approximation of the log evidence at ``theta`` is
