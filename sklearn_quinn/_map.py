@@ -27,6 +27,7 @@ from torch import nn
 
 from ._core.curvature import AUTO_MAX_FULL_PARAMS
 from ._core.evidence import LaplaceEvidence, ParameterGroups, exact_structure
+from ._core.kernel_grams import KernelGrams
 from ._core.kronecker import KroneckerUnsupportedError, kronecker_layers
 from ._core.likelihoods import GaussianLikelihood
 from ._core.network import FunctionalModel
@@ -360,8 +361,8 @@ def mean_variances_available(n_rows, n_outputs, module):
     n_params = sum(p.numel() for p in module.parameters())
     dtype = next(module.parameters()).dtype
     max_full_params = AUTO_MAX_FULL_PARAMS if polishable(n_rows, module) else None
-    n_groups = len(ParameterGroups.of(FunctionalModel(module)))
-    if exact_structure(n_rows * n_outputs, n_params, dtype, max_full_params, n_groups) is not None:
+    n_grams = KernelGrams.count(ParameterGroups.of(FunctionalModel(module)))
+    if exact_structure(n_rows * n_outputs, n_params, dtype, max_full_params, n_grams) is not None:
         return True
     try:
         layers, rest = kronecker_layers(FunctionalModel(module))

@@ -245,6 +245,42 @@ def test_evidence_is_invariant_along_the_relu_scale_symmetry(n_rows, structure, 
         torch.testing.assert_close(after.leverage(moved), before.leverage(precision), rtol=1e-9, atol=1e-12)
 
 
+def test_only_a_layer_that_reads_the_inputs_has_input_columns():
+    """A first ``nn.Linear`` behind an activation reads ``tanh(X)``, not the inputs: its weights
+    stay one group (the kernel's form of the input columns presumes the inputs)."""
+    reads = FunctionalModel(nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1)))
+    behind = FunctionalModel(nn.Sequential(nn.Tanh(), nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1)))
+    assert reads.input_weights == ["0.weight"] and behind.input_weights == []
+    assert len(ParameterGroups.of(reads).column_layers()) == 1 and not ParameterGroups.of(behind).column_layers()
+
+
+@pytest.mark.parametrize("likelihood", ["gaussian", "categorical"])
+def test_the_kernel_of_the_input_columns_equals_the_full_matrix(likelihood, monkeypatch):
+    """The kernel takes a layer's input columns together, ``(U U^T) o (X diag(1 / delta) X^T)``
+    (``KernelGrams``): its log evidence, well-determined weights and leverages must equal the
+    full ``K x K`` matrix's, on a network with a linear skip, two outputs and a row of zeros."""
+    rng = np.random.RandomState(1)
+    X = torch.as_tensor(rng.randn(6, 4))
+    X[2] = 0.0
+    torch.manual_seed(1)
+    model = FunctionalModel(build_mlp(4, 3, (5,), "tanh", linear_skip=True).double())
+    if likelihood == "gaussian":
+        Y, likelihood = torch.as_tensor(rng.randn(6, 3)), GaussianLikelihood(torch.tensor([0.8, 1.1, 0.5]).double())
+    else:
+        Y, likelihood = torch.as_tensor(rng.randint(3, size=(6, 1)).astype(float)), CategoricalLikelihood()
+    groups = ParameterGroups.of(model)
+    assert len(groups.column_layers()) == 2
+    precision = torch.as_tensor(np.exp(rng.randn(len(groups))))
+    kernel = LaplaceEvidence(model, model.flatten(), X, Y, likelihood, groups)
+    monkeypatch.setattr(evidence_module, "_MAX_KERNEL_ROWS", 0)
+    full = LaplaceEvidence(model, model.flatten(), X, Y, likelihood, groups)
+    assert (kernel.structure, full.structure) == ("kernel", "full")
+    assert kernel.log_evidence(precision, 1.3) == pytest.approx(full.log_evidence(precision, 1.3), abs=1e-9)
+    torch.testing.assert_close(torch.as_tensor(kernel.well_determined(precision, 1.3)),
+                               torch.as_tensor(full.well_determined(precision, 1.3)), rtol=1e-9, atol=1e-11)
+    torch.testing.assert_close(kernel.leverage(precision), full.leverage(precision), rtol=1e-9, atol=1e-12)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("n_rows, structure", [(6, "kernel"), (40, "full"), (40, "kron"), (40, "diag")])
 def test_a_pruned_layer_keeps_its_precision(n_rows, structure, dtype, monkeypatch):
@@ -397,11 +433,11 @@ def test_an_input_the_targets_ignore_gets_the_strongest_prior():
 
 
 def test_the_kernel_is_refused_where_its_gram_matrices_exceed_the_memory_budget():
-    """One Gram matrix per group: 300 input columns apart on 1,000 rows would hold 2.4 GB, over
-    the full matrix's budget of 2 GiB."""
+    """300 Gram matrices (one per parameter tensor, one per layer of input columns) on 1,000
+    rows would hold 2.4 GB, over the full matrix's budget of 2 GiB."""
     assert evidence_module.exact_structure(1000, 5000, torch.float64) == "kernel"
-    assert evidence_module.exact_structure(1000, 5000, torch.float64, n_groups=300) is None
-    assert evidence_module.exact_structure(1000, 1500, torch.float64, n_groups=300) == "full"
+    assert evidence_module.exact_structure(1000, 5000, torch.float64, n_grams=300) is None
+    assert evidence_module.exact_structure(1000, 1500, torch.float64, n_grams=300) == "full"
 
 
 def test_learned_prior_and_noise_are_the_exact_evidence_maximisers(device):

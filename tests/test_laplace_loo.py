@@ -42,7 +42,10 @@ def test_cavities_equal_removing_the_row_in_weight_space():
 def test_loo_tempers_clean_labels_and_keeps_the_spread_of_noisy_ones():
     """With clean labels the evidence's posterior (s = 1) is too wide and 'loo'
     picks an s of at least 10; with 20% of the labels flipped it keeps s near 1. Either
-    way its test NLL is within 0.01 of the better of s = 1 and s = 1000."""
+    way its test NLL is within 0.02 of the better of s = 1 and s = 1000: about three
+    standard errors of a paired difference of NLL over these 400 test rows (with the
+    flipped labels, s = 1.78 against s = 1: 0.011 +- 0.007), while the worse of the
+    two is 0.05 (clean) and 0.07 (flipped) away."""
     for flip, picks_large in [(0.0, True), (0.2, False)]:
         X, y = make_classification(600, 8, n_informative=4, flip_y=flip, random_state=0)
         nll = {}
@@ -54,7 +57,7 @@ def test_loo_tempers_clean_labels_and_keeps_the_spread_of_noisy_ones():
                 chosen = clf.cov_scale_
                 assert chosen == LOO_COV_SCALES[clf.loo_scores_.argmin()]
         assert (chosen >= 10) == picks_large
-        assert nll["loo"] <= min(nll[1.0], nll[1000.0]) + 0.01
+        assert nll["loo"] <= min(nll[1.0], nll[1000.0]) + 0.02
 
 
 def test_loo_is_a_classifier_option():

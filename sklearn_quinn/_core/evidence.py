@@ -36,7 +36,10 @@ gamma_g)``, with SSE each output's squared residuals over its current noise
 variance and ``c`` the common factor of the outputs' noise stds: the
 stationarity conditions of the evidence,
 iterated (the updates of scikit-learn's ``BayesianRidge``, one precision per
-group). One factorisation per iteration, no line search.
+group), each group's step relaxed by its own secant slope
+(``_FixedPointRelaxation``). One factorisation per iteration, no line search.
+The kernel's Gram matrices take a layer's input columns together
+(``KernelGrams``).
 """
 
 import math
@@ -45,6 +48,7 @@ from typing import NamedTuple
 import torch
 
 from .curvature import MAX_FULL_MATRIX_BYTES, curvature, full_fits, kronecker_curvature
+from .kernel_grams import KernelGrams
 from .kronecker import KroneckerEigenbasis, KroneckerUnsupportedError, kronecker_layers, kronecker_leverage
 from .posterior import GaussianPosterior
 
@@ -53,7 +57,7 @@ from .posterior import GaussianPosterior
 #: caller may allow the full matrix further, ``max_full_params``).
 _MAX_KERNEL_ROWS = 2048
 _MAX_FULL_PARAMS = 2048
-# Most bytes of the kernel's Gram matrices, one per group (many input columns apart on many rows):
+# Most bytes of the kernel's Gram matrices (``KernelGrams``: one per tensor, one per layer of input columns):
 # the full structure's budget for its one matrix.
 _MAX_GRAM_BYTES = MAX_FULL_MATRIX_BYTES
 
@@ -154,22 +158,35 @@ class ParameterGroups:
         index = self.index.to(values.device)
         return values.new_zeros(len(self)).index_add_(0, index, values)
 
-    def split(self, values):
-        """The columns of ``values (..., K)`` of each group."""
-        return [values[..., self.index == group] for group in range(len(self))]
+    def split(self, values, which=None):
+        """The columns of ``values (..., K)`` of each group (or of the groups ``which``)."""
+        index = self.index.to(values.device)
+        return [values[..., index == group] for group in (range(len(self)) if which is None else which.tolist())]
+
+    def column_layers(self):
+        """The weight matrices whose input columns are groups apart, as :meth:`of` lays them
+        out: ``(weights, members)`` each, the slice of the flat weights it takes (row-major
+        ``(out, in)``) and its groups, one per input column in order."""
+        layers = []
+        for tensor in range(len(self.tensor_names)):
+            members = torch.nonzero(self.tensors == tensor).flatten()
+            if len(members) > 1:
+                weights = torch.nonzero(self.tensors[self.index] == tensor).flatten()
+                layers.append((slice(int(weights[0]), int(weights[-1]) + 1), members))
+        return layers
 
     def as_dict(self, values):
         """``{name: float}`` from one value per group."""
         return {name: float(value) for name, value in zip(self.names, values)}
 
 
-def exact_structure(n_observations, n_params, dtype, max_full_params=None, n_groups=1):
+def exact_structure(n_observations, n_params, dtype, max_full_params=None, n_grams=1):
     """How the evidence takes its log determinant exactly: ``'kernel'`` (fewer
-    observations than weights, and the ``n_groups`` Gram matrices within
+    observations than weights, and the ``n_grams`` Gram matrices (``KernelGrams.count``) within
     ``_MAX_GRAM_BYTES``), ``'full'`` (at most ``max_full_params``, default
     ``_MAX_FULL_PARAMS``, weights whose matrix fits the memory budget), or None
     (factored)."""
-    grams_fit = n_groups * n_observations**2 * 8 <= _MAX_GRAM_BYTES  # float64
+    grams_fit = n_grams * n_observations**2 * 8 <= _MAX_GRAM_BYTES  # float64
     if n_observations <= min(n_params, _MAX_KERNEL_ROWS) and grams_fit:
         return "kernel"
     if n_params <= (_MAX_FULL_PARAMS if max_full_params is None else max_full_params) and full_fits(n_params, dtype):
@@ -300,12 +317,11 @@ class LaplaceEvidence:
             self._n_points, self._n_outputs = outputs.shape
             n_params = theta.shape[0]
             self._eps = torch.finfo(theta.dtype).eps
-            self.structure = exact_structure(outputs.numel(), n_params, theta.dtype, max_full_params, len(groups))
+            self.structure = exact_structure(outputs.numel(), n_params, theta.dtype, max_full_params,
+                                             KernelGrams.count(groups))
             if self.structure == "kernel":
                 factor = likelihood.whitened_jacobian(model.jacobian(theta, X), outputs).reshape(-1, n_params)
-                factor = factor.double()
-                # One Gram matrix W_g W_g^T per group: the kernel is their sum over delta_g.
-                self._grams = torch.stack([block @ block.T for block in groups.split(factor)])
+                self._grams = KernelGrams(factor.double(), X, groups)
             elif self.structure == "full":
                 self._gauss_newton = curvature(model, theta, X, Y, likelihood, "ggn", "full").double()
                 self._whitened_rows = lambda rows: likelihood.whitened_jacobian(
@@ -330,7 +346,7 @@ class LaplaceEvidence:
             if not dof:
                 return log_det, None
             inverse = torch.cholesky_inverse(cholesky)
-            return log_det, data_weight / precision * (self._grams.flatten(1) @ inverse.flatten())
+            return log_det, data_weight / precision * self._grams.traces(inverse)
         per_weight = self.groups.expand(precision)
         if self.structure == "kron":
             return self._kronecker_log_det_and_dof(per_weight, data_weight)
@@ -345,7 +361,7 @@ class LaplaceEvidence:
 
     def _kernel_cholesky(self, precision, data_weight):
         """Cholesky factor of the kernel ``I + W diag(delta)^-1 W^T / c**2``."""
-        kernel = torch.einsum("g,gij->ij", data_weight / precision, self._grams)
+        kernel = self._grams.kernel(data_weight / precision)
         kernel.diagonal().add_(1.0)
         return _cholesky(kernel, self._eps)
 

@@ -190,7 +190,8 @@ class FunctionalModel:
             return []
         mlp, prefix = (module.mlp, "mlp.") if self._skip else (module, "")
         layers = [("", mlp)] if type(mlp) is nn.Linear else list(mlp.named_children())
-        first = next((name for name, layer in layers if type(layer) is nn.Linear), None)
+        # A first nn.Linear after an activation reads the activation's outputs, not the inputs.
+        first = layers[0][0] if layers and type(layers[0][1]) is nn.Linear else None
         names = [] if first is None else [prefix + (f"{first}." if first else "") + "weight"]
         return names + (["linear.weight"] if self._skip else [])
 

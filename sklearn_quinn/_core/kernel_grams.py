@@ -1,0 +1,75 @@
+"""The Gram matrices of a whitened Jacobian's weight groups, from which the
+evidence's kernel ``I + sum_g W_g W_g^T / (delta_g c**2)`` is summed.
+
+A group that is a parameter tensor keeps its ``M x M`` Gram matrix
+``W_g W_g^T``. The input columns of a weight matrix that reads the network's
+inputs (``ParameterGroups.column_layers``) share one: the Jacobian of weight
+``(h, j)`` at observation ``m`` is ``U_mh x_mj``, with ``U`` the Jacobian of
+the layer's outputs and ``x_m`` the input the observation's row feeds it, so
+column ``j``'s Gram matrix is ``(U U^T) o (x_j x_j^T)`` (``o`` the
+element-wise product) and the columns' sum is
+``(U U^T) o (X diag(1 / delta) X^T)``. A layer thus takes one matrix and
+``M^2 H`` operations for its Gram, not one matrix per column and ``M^2 H D``.
+"""
+
+import torch
+
+
+class KernelGrams:
+    """The groups' Gram matrices of ``factor``, summed into kernels and traced against a matrix.
+
+    Parameters
+    ----------
+    factor : tensor of shape (M, K)
+        The whitened Jacobian, one row per observation (row-major: a data row's outputs together).
+    inputs : tensor of shape (N, D)
+        The network's inputs, ``M / N`` observations a row.
+    groups : ParameterGroups
+    """
+
+    def __init__(self, factor, inputs, groups):
+        n_observations = factor.shape[0]
+        inputs = inputs.to(factor).repeat_interleave(n_observations // inputs.shape[0], dim=0)
+        layers = groups.column_layers()
+        in_layers = torch.zeros(len(groups), dtype=torch.bool)
+        for _, members in layers:
+            in_layers[members] = True
+        self._tensor_groups = torch.nonzero(~in_layers).flatten()
+        self._layers = [(members.to(factor.device), self._layer_gram(factor[:, weights], inputs, len(members)))
+                        for weights, members in layers]
+        self._inputs = inputs
+        blocks = groups.split(factor, self._tensor_groups)
+        self._grams = factor.new_empty(len(blocks), n_observations, n_observations)
+        for gram, block in zip(self._grams, blocks):
+            torch.matmul(block, block.T, out=gram)
+        self._tensor_groups = self._tensor_groups.to(factor.device)
+
+    @staticmethod
+    def count(groups):
+        """How many ``M x M`` matrices the Gram matrices of ``groups`` take."""
+        layers = groups.column_layers()
+        return len(groups) - sum(len(members) for _, members in layers) + len(layers)
+
+    @staticmethod
+    def _layer_gram(block, inputs, n_columns):
+        """``U U^T`` of a layer from its weights' Jacobian ``block`` ``(M, H D)``: ``U_mh`` is
+        ``sum_j W_m(h,j) x_mj / ||x_m||^2`` (0 for an input of zeros, whose Jacobian is 0)."""
+        block = block.reshape(block.shape[0], -1, n_columns)
+        norms = inputs.square().sum(1, keepdim=True)
+        outputs = torch.einsum("mhj,mj->mh", block, inputs) / torch.where(norms > 0, norms, 1.0)
+        return outputs @ outputs.T
+
+    def kernel(self, scales):
+        """``sum_g scales_g W_g W_g^T``, ``scales`` one per group ``(G,)``."""
+        kernel = torch.einsum("g,gij->ij", scales[self._tensor_groups], self._grams)
+        for members, gram in self._layers:
+            kernel += gram * ((self._inputs * scales[members]) @ self._inputs.T)
+        return kernel
+
+    def traces(self, matrix):
+        """``tr(W_g W_g^T matrix)`` of each group, ``(G,)``, for a symmetric ``matrix``."""
+        traces = matrix.new_empty(len(self._tensor_groups) + sum(len(members) for members, _ in self._layers))
+        traces[self._tensor_groups] = self._grams.flatten(1) @ matrix.flatten()
+        for members, gram in self._layers:
+            traces[members] = (self._inputs * ((gram * matrix) @ self._inputs)).sum(0)
+        return traces
