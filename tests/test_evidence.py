@@ -251,14 +251,15 @@ def test_only_a_layer_that_reads_the_inputs_has_input_columns():
     reads = FunctionalModel(nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1)))
     behind = FunctionalModel(nn.Sequential(nn.Tanh(), nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1)))
     assert reads.input_weights == ["0.weight"] and behind.input_weights == []
-    assert len(ParameterGroups.of(reads).column_layers()) == 1 and not ParameterGroups.of(behind).column_layers()
+    assert len(ParameterGroups.of(reads).input_layers()) == 1 and not ParameterGroups.of(behind).input_layers()
 
 
 @pytest.mark.parametrize("likelihood", ["gaussian", "categorical"])
 def test_the_kernel_of_the_input_columns_equals_the_full_matrix(likelihood, monkeypatch):
     """The kernel takes a layer's input columns together, ``(U U^T) o (X diag(1 / delta) X^T)``
     (``KernelGrams``): its log evidence, well-determined weights and leverages must equal the
-    full ``K x K`` matrix's, on a network with a linear skip, two outputs and a row of zeros."""
+    full ``K x K`` matrix's, with the columns apart and tied, on a network with a linear skip,
+    three outputs and a row of zeros."""
     rng = np.random.RandomState(1)
     X = torch.as_tensor(rng.randn(6, 4))
     X[2] = 0.0
@@ -268,17 +269,18 @@ def test_the_kernel_of_the_input_columns_equals_the_full_matrix(likelihood, monk
         Y, likelihood = torch.as_tensor(rng.randn(6, 3)), GaussianLikelihood(torch.tensor([0.8, 1.1, 0.5]).double())
     else:
         Y, likelihood = torch.as_tensor(rng.randint(3, size=(6, 1)).astype(float)), CategoricalLikelihood()
-    groups = ParameterGroups.of(model)
-    assert len(groups.column_layers()) == 2
-    precision = torch.as_tensor(np.exp(rng.randn(len(groups))))
-    kernel = LaplaceEvidence(model, model.flatten(), X, Y, likelihood, groups)
-    monkeypatch.setattr(evidence_module, "_MAX_KERNEL_ROWS", 0)
-    full = LaplaceEvidence(model, model.flatten(), X, Y, likelihood, groups)
-    assert (kernel.structure, full.structure) == ("kernel", "full")
-    assert kernel.log_evidence(precision, 1.3) == pytest.approx(full.log_evidence(precision, 1.3), abs=1e-9)
-    torch.testing.assert_close(torch.as_tensor(kernel.well_determined(precision, 1.3)),
-                               torch.as_tensor(full.well_determined(precision, 1.3)), rtol=1e-9, atol=1e-11)
-    torch.testing.assert_close(kernel.leverage(precision), full.leverage(precision), rtol=1e-9, atol=1e-12)
+    for groups in (ParameterGroups.of(model), ParameterGroups.of(model).tied()):
+        assert len(groups.input_layers()) == 2
+        precision = torch.as_tensor(np.exp(rng.randn(len(groups))))
+        kernel = LaplaceEvidence(model, model.flatten(), X, Y, likelihood, groups)
+        with monkeypatch.context() as patch:
+            patch.setattr(evidence_module, "_MAX_KERNEL_ROWS", 0)
+            full = LaplaceEvidence(model, model.flatten(), X, Y, likelihood, groups)
+        assert (kernel.structure, full.structure) == ("kernel", "full")
+        assert kernel.log_evidence(precision, 1.3) == pytest.approx(full.log_evidence(precision, 1.3), abs=1e-9)
+        torch.testing.assert_close(torch.as_tensor(kernel.well_determined(precision, 1.3)),
+                                   torch.as_tensor(full.well_determined(precision, 1.3)), rtol=1e-9, atol=1e-11)
+        torch.testing.assert_close(kernel.leverage(precision), full.leverage(precision), rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

@@ -98,13 +98,17 @@ class ParameterGroups:
     tensor_names : list of str
     shapes : list of torch.Size
         The parameter tensors' shapes.
+    input_tensors : list of int, default=()
+        The weight matrices that read the network's inputs (positions in ``tensor_names``), whether
+        their columns are groups apart or one group.
     """
 
-    def __init__(self, names, index, tensors, tensor_names, shapes):
+    def __init__(self, names, index, tensors, tensor_names, shapes, input_tensors=()):
         self.names = list(names)
         self.index = torch.as_tensor(index)
         self.tensors = torch.as_tensor(tensors)
         self.tensor_names, self.shapes = list(tensor_names), list(shapes)
+        self.input_tensors = list(input_tensors)
         self.sizes = torch.bincount(self.index, minlength=len(self.names))
 
     @classmethod
@@ -121,12 +125,13 @@ class ParameterGroups:
                 names.append(name)
                 index.append(torch.full((shape.numel(),), first))
             tensors += [position] * (len(names) - first)
-        return cls(names, torch.cat(index), tensors, model.names, model.shapes)
+        input_tensors = [position for position, name in enumerate(model.names) if name in model.input_weights]
+        return cls(names, torch.cat(index), tensors, model.names, model.shapes, input_tensors)
 
     def tied(self):
         """The same weights with one group per parameter tensor (no input column apart)."""
         return ParameterGroups(self.tensor_names, self.tensors[self.index], range(len(self.tensor_names)),
-                               self.tensor_names, self.shapes)
+                               self.tensor_names, self.shapes, self.input_tensors)
 
     def tie(self, values):
         """One precision per group ``(G,)`` to one per tensor ``(T,)``: each tensor's whose prior
@@ -163,16 +168,17 @@ class ParameterGroups:
         index = self.index.to(values.device)
         return [values[..., index == group] for group in (range(len(self)) if which is None else which.tolist())]
 
-    def column_layers(self):
-        """The weight matrices whose input columns are groups apart, as :meth:`of` lays them
-        out: ``(weights, members)`` each, the slice of the flat weights it takes (row-major
-        ``(out, in)``) and its groups, one per input column in order."""
+    def input_layers(self):
+        """The weight matrices that read the network's inputs: ``(weights, columns)`` each, the
+        slice of the flat weights it takes (row-major ``(out, in)``) and the group of each input
+        column (the same for every column where they are tied)."""
+        offsets = [0]
+        for shape in self.shapes:
+            offsets.append(offsets[-1] + shape.numel())
         layers = []
-        for tensor in range(len(self.tensor_names)):
-            members = torch.nonzero(self.tensors == tensor).flatten()
-            if len(members) > 1:
-                weights = torch.nonzero(self.tensors[self.index] == tensor).flatten()
-                layers.append((slice(int(weights[0]), int(weights[-1]) + 1), members))
+        for tensor in self.input_tensors:
+            start, n_columns = offsets[tensor], self.shapes[tensor][1]
+            layers.append((slice(start, offsets[tensor + 1]), self.index[start:start + n_columns]))
         return layers
 
     def as_dict(self, values):

@@ -2,14 +2,14 @@
 evidence's kernel ``I + sum_g W_g W_g^T / (delta_g c**2)`` is summed.
 
 A group that is a parameter tensor keeps its ``M x M`` Gram matrix
-``W_g W_g^T``. The input columns of a weight matrix that reads the network's
-inputs (``ParameterGroups.column_layers``) share one: the Jacobian of weight
-``(h, j)`` at observation ``m`` is ``U_mh x_mj``, with ``U`` the Jacobian of
-the layer's outputs and ``x_m`` the input the observation's row feeds it, so
-column ``j``'s Gram matrix is ``(U U^T) o (x_j x_j^T)`` (``o`` the
-element-wise product) and the columns' sum is
-``(U U^T) o (X diag(1 / delta) X^T)``. A layer thus takes one matrix and
-``M^2 H`` operations for its Gram, not one matrix per column and ``M^2 H D``.
+``W_g W_g^T``. A weight matrix that reads the network's inputs
+(``ParameterGroups.input_layers``) keeps one for all its input columns, tied
+or apart: the Jacobian of weight ``(h, j)`` at observation ``m`` is
+``U_mh x_mj``, with ``U`` the Jacobian of the layer's outputs and ``x_m`` the
+input the observation's row feeds it, so column ``j``'s Gram matrix is
+``(U U^T) o (x_j x_j^T)`` (``o`` the element-wise product) and the columns'
+sum is ``(U U^T) o (X diag(1 / delta) X^T)``. The layer thus takes one matrix
+and ``M^2 (H + D)`` operations, not ``M^2 H D``.
 """
 
 import torch
@@ -30,13 +30,11 @@ class KernelGrams:
     def __init__(self, factor, inputs, groups):
         n_observations = factor.shape[0]
         inputs = inputs.to(factor).repeat_interleave(n_observations // inputs.shape[0], dim=0)
-        layers = groups.column_layers()
-        in_layers = torch.zeros(len(groups), dtype=torch.bool)
-        for _, members in layers:
-            in_layers[members] = True
-        self._tensor_groups = torch.nonzero(~in_layers).flatten()
-        self._layers = [(members.to(factor.device), self._layer_gram(factor[:, weights], inputs, len(members)))
-                        for weights, members in layers]
+        layers = groups.input_layers()
+        self._n_groups = len(groups)
+        self._tensor_groups = torch.tensor(sorted(set(range(len(groups))) - _layer_groups(layers)), dtype=torch.long)
+        self._layers = [(columns.to(factor.device), self._layer_gram(factor[:, weights], inputs, len(columns)))
+                        for weights, columns in layers]
         self._inputs = inputs
         blocks = groups.split(factor, self._tensor_groups)
         self._grams = factor.new_empty(len(blocks), n_observations, n_observations)
@@ -47,8 +45,8 @@ class KernelGrams:
     @staticmethod
     def count(groups):
         """How many ``M x M`` matrices the Gram matrices of ``groups`` take."""
-        layers = groups.column_layers()
-        return len(groups) - sum(len(members) for _, members in layers) + len(layers)
+        layers = groups.input_layers()
+        return len(groups) - len(_layer_groups(layers)) + len(layers)
 
     @staticmethod
     def _layer_gram(block, inputs, n_columns):
@@ -62,14 +60,19 @@ class KernelGrams:
     def kernel(self, scales):
         """``sum_g scales_g W_g W_g^T``, ``scales`` one per group ``(G,)``."""
         kernel = torch.einsum("g,gij->ij", scales[self._tensor_groups], self._grams)
-        for members, gram in self._layers:
-            kernel += gram * ((self._inputs * scales[members]) @ self._inputs.T)
+        for columns, gram in self._layers:
+            kernel += gram * ((self._inputs * scales[columns]) @ self._inputs.T)
         return kernel
 
     def traces(self, matrix):
         """``tr(W_g W_g^T matrix)`` of each group, ``(G,)``, for a symmetric ``matrix``."""
-        traces = matrix.new_empty(len(self._tensor_groups) + sum(len(members) for members, _ in self._layers))
+        traces = matrix.new_zeros(self._n_groups)
         traces[self._tensor_groups] = self._grams.flatten(1) @ matrix.flatten()
-        for members, gram in self._layers:
-            traces[members] = (self._inputs * ((gram * matrix) @ self._inputs)).sum(0)
+        for columns, gram in self._layers:
+            traces.index_add_(0, columns, (self._inputs * ((gram * matrix) @ self._inputs)).sum(0))
         return traces
+
+
+def _layer_groups(layers):
+    """The groups of the input layers' columns, a set."""
+    return {int(group) for _, columns in layers for group in columns}
