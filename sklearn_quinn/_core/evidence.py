@@ -463,8 +463,9 @@ class LaplaceEvidence:
         """The prior precisions and noise scale that maximise the evidence at ``theta``.
 
         MacKay's fixed-point iteration (relaxed: ``_FixedPointRelaxation``)
-        from ``precision`` and the current noise, until the log evidence rises by less than ``_TOLERANCE`` nats
-        or after ``max_iterations`` steps (default: up to ``_MAX_ITERATIONS``);
+        from ``precision`` and the current noise, until the log evidence
+        rises by less than ``_TOLERANCE`` nats or after ``max_iterations``
+        steps (default: up to ``_MAX_ITERATIONS``);
         what is not learned stays where it is. The noise scale stays at most
         ``max_noise_scale`` (default ``_NOISE_SCALE_BOUNDS[1]``).
 
