@@ -128,11 +128,14 @@ class NegativeLogPosterior(nn.Module):
         if not isinstance(self.prior_precision, torch.Tensor):
             return self.prior_precision * sum(p.square().sum() for p in parameters)
         parameters = list(parameters)
-        precisions = self.tensor_precisions(parameters[0].device)
-        return sum((delta * p.square()).sum() for delta, p in zip(precisions, parameters))
+        return sum((delta * p.square()).sum() for delta, p in zip(self.tensor_precisions(parameters), parameters))
 
-    def tensor_precisions(self, device):
-        """A precision per group as the precisions of each parameter tensor's weights, in its shape, in order."""
+    def tensor_precisions(self, parameters):
+        """The prior precision of each of the module's ``parameters`` (a list, in order): the float
+        for every one under one precision, else the precisions of its weights in its shape."""
+        if not isinstance(self.prior_precision, torch.Tensor):
+            return [self.prior_precision] * len(parameters)
+        device = parameters[0].device
         if device not in self._per_tensor:
             self._per_tensor[device] = self.groups.per_tensor(self.prior_precision.to(device))
         return self._per_tensor[device]

@@ -163,10 +163,10 @@ class ParameterGroups:
         index = self.index.to(values.device)
         return values.new_zeros(len(self)).index_add_(0, index, values)
 
-    def split(self, values, which=None):
-        """The columns of ``values (..., K)`` of each group (or of the groups ``which``)."""
+    def split(self, values, which):
+        """The columns of ``values (..., K)`` of each of the groups ``which``."""
         index = self.index.to(values.device)
-        return [values[..., index == group] for group in (range(len(self)) if which is None else which.tolist())]
+        return [values[..., index == group] for group in which.tolist()]
 
     def input_layers(self):
         """The weight matrices that read the network's inputs: ``(weights, columns)`` each, the

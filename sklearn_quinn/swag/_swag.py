@@ -166,13 +166,8 @@ class SWAGMixin:
         the MAP module, and the training loss of each epoch (the likelihood's
         part: the prior's is taken by :class:`ProximalSGD`)."""
         module = copy.deepcopy(self.net_.module_)
-        criterion = self.net_.criterion_
         parameters = list(module.parameters())
-        if isinstance(criterion.prior_precision, torch.Tensor):
-            precisions = criterion.tensor_precisions(parameters[0].device)
-            precisions = [delta.to(p) for delta, p in zip(precisions, parameters)]
-        else:
-            precisions = [criterion.prior_precision] * len(parameters)
+        precisions = self.net_.criterion_.tensor_precisions(parameters)
         decay = {p: delta / len(X) for p, delta in zip(parameters, precisions)}
         collect = CollectSnapshots(FunctionalModel(module).flatten, self.collect_every, self.max_rank)
         with self._seeded(self._split_seed):
