@@ -373,7 +373,9 @@ class LaplaceEvidence:
 
     def _full_cholesky(self, per_weight, data_weight):
         """Cholesky factor of the posterior precision ``G / c**2 + diag(delta)``."""
-        return _cholesky(data_weight * self._gauss_newton + torch.diag(per_weight), self._eps)
+        posterior = self._gauss_newton.mul(data_weight)
+        posterior.diagonal().add_(per_weight)  # not ``+ torch.diag(...)``: a second K x K matrix to fill and add
+        return _cholesky(posterior, self._eps)
 
     def _kronecker_log_det_and_dof(self, per_weight, data_weight):
         """The Kronecker-factored ``log det`` and ``gamma_g`` (see ``_kronecker_curvature``).
