@@ -361,14 +361,14 @@ def mean_variances_available(n_rows, n_outputs, module):
     applied twice is found only when the factors are taken, by a forward pass: the evidence
     then falls back to the diagonal, which gives no leverages, and the variances stay 0,
     the plain likelihood."""
-    n_params = sum(p.numel() for p in module.parameters())
+    model = FunctionalModel(module)
     dtype = next(module.parameters()).dtype
     max_full_params = AUTO_MAX_FULL_PARAMS if polishable(n_rows, module) else None
-    n_grams = KernelGrams.count(ParameterGroups.of(FunctionalModel(module)))
-    if exact_structure(n_rows * n_outputs, n_params, dtype, max_full_params, n_grams) is not None:
+    n_grams = KernelGrams.count(ParameterGroups.of(model))
+    if exact_structure(n_rows * n_outputs, model.n_params, dtype, max_full_params, n_grams) is not None:
         return True
     try:
-        layers, rest = kronecker_layers(FunctionalModel(module))
+        layers, rest = kronecker_layers(model)
     except KroneckerUnsupportedError:
         return False
     return bool(layers) and not len(rest)

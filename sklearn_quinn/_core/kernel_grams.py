@@ -32,15 +32,15 @@ class KernelGrams:
         inputs = inputs.to(factor).repeat_interleave(n_observations // inputs.shape[0], dim=0)
         layers = groups.input_layers()
         self._n_groups = len(groups)
-        self._tensor_groups = torch.tensor(sorted(set(range(len(groups))) - _layer_groups(layers)), dtype=torch.long)
+        tensor_groups = torch.tensor(sorted(set(range(len(groups))) - _layer_groups(layers)), dtype=torch.long)
+        self._tensor_groups = tensor_groups.to(factor.device)
         self._layers = [(columns.to(factor.device), self._layer_gram(factor[:, weights], inputs, len(columns)))
                         for weights, columns in layers]
         self._inputs = inputs
-        blocks = groups.split(factor, self._tensor_groups)
+        blocks = groups.split(factor, tensor_groups)
         self._grams = factor.new_empty(len(blocks), n_observations, n_observations)
         for gram, block in zip(self._grams, blocks):
             torch.matmul(block, block.T, out=gram)
-        self._tensor_groups = self._tensor_groups.to(factor.device)
 
     @staticmethod
     def count(groups):
