@@ -36,3 +36,18 @@ def wave_data():
     X = rng.uniform(-2, 2, size=(80, 2))
     y = np.sin(2 * X[:, 0]) + 0.5 * X[:, 1] + 0.1 * rng.randn(80)
     return X, y
+
+
+@pytest.fixture
+def no_compiler(monkeypatch):
+    """``torch.compile`` as it fails on a machine without a C++ compiler: on the compiled
+    function's first call."""
+    from sklearn_quinn._core import compiling
+
+    def failing_compile(function, dynamic=None):
+        def call(*args, **kwargs):
+            raise torch._dynamo.exc.TorchDynamoException("no C++ compiler\nmore detail")
+
+        return call
+
+    monkeypatch.setattr(compiling.torch, "compile", failing_compile)

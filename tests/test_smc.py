@@ -11,6 +11,7 @@ from scipy.stats import logistic
 from torch import nn
 
 from sklearn_quinn import SMCClassifier, SMCRegressor
+from sklearn_quinn._core import compiling, likelihoods
 from sklearn_quinn._core.evidence import ParameterGroups
 from sklearn_quinn._core.hyperpriors import GammaHyperprior
 from sklearn_quinn._core.likelihoods import GaussianLikelihood, GaussianStateLikelihood
@@ -423,6 +424,8 @@ def test_verbose_progress(wave_data, capsys):
         (dict(n_particles=1), "'n_particles' parameter"),
         (dict(n_mcmc_steps=0), "'n_mcmc_steps' parameter"),
         (dict(waste_free="yes"), "'waste_free' parameter"),
+        (dict(compile="always"), "'compile' parameter"),
+        (dict(compile=None), "'compile' parameter"),
         (dict(step_size=0.0), "'step_size' parameter"),
         (dict(resample_threshold=1.5), "'resample_threshold' parameter"),
         (dict(prior="cauchy"), "'prior' parameter"),
@@ -456,3 +459,118 @@ def test_classifier_samples_the_prior_precisions():
     assert clf.particles_.shape == (30, n_params + 5)
     assert list(clf.prior_precisions_) == ["mlp.0.weight", "mlp.0.bias", "mlp.2.weight", "mlp.2.bias", "linear.weight"]
     assert np.isfinite(clf.log_evidence_)
+
+
+# ------------------------------------------------------------------ compiling
+def _no_compiler(function, dynamic=None):
+    raise AssertionError("torch.compile called")
+
+
+def _as_is(function, dynamic=None):
+    """A stand-in compiler: the function as it is, so compiled and eager fits are equal."""
+    return function
+
+
+def test_auto_stays_eager_where_compiling_would_not_pay(wave_data, monkeypatch):
+    """On a small table the eager gradients never add up to a compilation's cost: nothing
+    is compiled, and ``compile='auto'`` fits what ``compile=False`` fits."""
+    monkeypatch.setattr(likelihoods, "compiled_or_eager", _no_compiler)
+    X, y = wave_data
+    auto, eager = SMCRegressor(**SMALL).fit(X, y), SMCRegressor(**SMALL, compile=False).fit(X, y)
+    assert not auto.compiled_ and not eager.compiled_
+    np.testing.assert_array_equal(auto.particles_, eager.particles_)
+
+
+def test_auto_compiles_at_the_first_stage_where_the_eager_gradients_have_paid(wave_data, monkeypatch):
+    """Ski rental: the gradient is compiled after the first stage at which the cost
+    model's savings over the blocks and rows counted so far reach the compilation's
+    cost, once, and never before (here with that cost lowered to 0.008 s, so that it
+    happens on a small table; the stand-in compiler keeps the particles equal)."""
+    monkeypatch.setattr(likelihoods, "compiled_or_eager", _as_is)
+    monkeypatch.setattr("sklearn_quinn.smc._smc.BLOCK_COMPILE_SECONDS", 0.008)
+    savings_at_stages, compiled_at = [], []
+    check = SMCRegressor._compile_if_paid
+
+    def spy(self, state_likelihood):
+        if self.compile == "auto" and not state_likelihood.gradient_compiled:
+            activations = state_likelihood.n_gradient_rows * len(state_likelihood.X) * self._model.total_width
+            savings_at_stages.append(compiling.saved_seconds(state_likelihood.n_gradient_blocks, activations))
+        check(self, state_likelihood)
+        if state_likelihood.gradient_compiled and not compiled_at:
+            compiled_at.append(len(savings_at_stages))
+
+    monkeypatch.setattr(SMCRegressor, "_compile_if_paid", spy)
+    X, y = wave_data
+    auto, eager = SMCRegressor(**SMALL).fit(X, y), SMCRegressor(**SMALL, compile=False).fit(X, y)
+    assert auto.compiled_ and not eager.compiled_
+    assert 1 < compiled_at[0] < auto.n_stages_
+    assert savings_at_stages[-1] >= 0.008 > savings_at_stages[-2] > 0
+    np.testing.assert_array_equal(auto.particles_, eager.particles_)
+
+
+@pytest.mark.parametrize("estimator", [SMCRegressor, SMCClassifier])
+def test_compile_true_compiles_from_the_start(wave_data, monkeypatch, estimator):
+    """Every likelihood's gradient (the classifier's categorical one too) is compiled
+    before the first stage, once, whatever the cost model says."""
+    compiled = []
+
+    def recording(function, dynamic):
+        compiled.append(function)
+        return function
+
+    monkeypatch.setattr(likelihoods, "compiled_or_eager", recording)
+    X, y = wave_data
+    y = y if estimator is SMCRegressor else (y > 0).astype(int)
+    fitted, eager = estimator(**SMALL, compile=True).fit(X, y), estimator(**SMALL, compile=False).fit(X, y)
+    assert fitted.compiled_ and len(compiled) == 1 and compiled[0].__name__ == "_value_and_grad"
+    np.testing.assert_array_equal(fitted.particles_, eager.particles_)
+
+
+def test_compiled_gradient_takes_a_single_row_as_two(wave_data, monkeypatch):
+    """torch.compile specialises a dimension of size 1 (a second compilation): the
+    compiled block gradient evaluates one row as two and returns the first."""
+    shapes = []
+
+    def recording(function, dynamic=None):
+        assert dynamic is True
+
+        def call(rows):
+            shapes.append(tuple(rows.shape))
+            return function(rows)
+
+        return call
+
+    monkeypatch.setattr(likelihoods, "compiled_or_eager", recording)
+    X, y = wave_data
+    model = FunctionalModel(build_mlp(1, 1, (5,)).double())
+    likelihood = GaussianStateLikelihood(model, torch.as_tensor(X), torch.as_tensor(y)[:, None], noise_std=0.1)
+    rows = torch.randn(3, model.n_params, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    expected = likelihood.value_and_grad(rows[:1])
+    likelihood.compile_gradient()
+    for got, want in zip(likelihood.value_and_grad(rows[:1]), expected):
+        assert got.shape == want.shape
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    likelihood.value_and_grad(rows)
+    assert shapes == [(2, model.n_params), (3, model.n_params)]
+    assert likelihood.n_gradient_rows == 1 + 1 + 3
+
+
+def test_compile_failure_falls_back_to_eager(wave_data, no_compiler):
+    X, y = wave_data
+    with pytest.warns(UserWarning, match="torch.compile failed .*no C\\+\\+ compiler.*running _value_and_grad eagerly"):
+        fallback = SMCRegressor(**SMALL, compile=True).fit(X, y)
+    assert fallback.compiled_
+    np.testing.assert_array_equal(fallback.particles_, SMCRegressor(**SMALL).fit(X, y).particles_)
+
+
+@pytest.mark.slow
+def test_compiled_gradient_fits_as_the_eager_one(wave_data):
+    """compile=True runs the same arithmetic through torch.compile: the same
+    particles up to rounding over a whole fit (measured below 1e-9 here; a
+    flipped accept decision would part a particle by the size of a move)."""
+    X, y = wave_data
+    compiled = SMCRegressor(**SMALL, compile=True).fit(X, y)
+    eager = SMCRegressor(**SMALL, compile=False).fit(X, y)
+    assert compiled.compiled_
+    np.testing.assert_allclose(compiled.particles_, eager.particles_, atol=1e-7)
+    assert abs(compiled.log_evidence_ - eager.log_evidence_) < 1e-7

@@ -20,12 +20,25 @@ SAVED_SECONDS_PER_ACTIVATION = 2.05e-9
 #: time in a process (the same benchmark): compiling pays where it saves more.
 COMPILE_SECONDS = 30.0
 
+#: ``torch.compile`` of a likelihood's gradient over one block of weight rows
+#: (a forward and a backward pass of the network, no trajectory) costs 10-12 s
+#: on a CPU in a fresh process with an empty compiler cache (one graph with a
+#: dynamic number of rows; ``benchmarks/bench_smc_speed.py --only compile``).
+BLOCK_COMPILE_SECONDS = 12.0
+
+
+def saved_seconds(n_calls, activations):
+    """The cost model's seconds saved by compiling ``n_calls`` batched gradient
+    calls over ``activations`` activations in all (weight rows x points x the
+    layers' output units, summed over the calls)."""
+    return n_calls * SAVED_SECONDS_PER_CALL + SAVED_SECONDS_PER_ACTIVATION * activations
+
 
 def compiled_savings(n_gradients, activations):
     """The cost model's seconds saved by compiling ``n_gradients`` batched
     gradient evaluations, each over ``activations`` activations (chains x rows
     x the layers' output units)."""
-    return n_gradients * (SAVED_SECONDS_PER_CALL + SAVED_SECONDS_PER_ACTIVATION * activations)
+    return saved_seconds(n_gradients, n_gradients * activations)
 
 
 def compile_pays(n_gradients, activations):
@@ -38,16 +51,18 @@ def compile_pays(n_gradients, activations):
     return compiled_savings(n_gradients, activations) > COMPILE_SECONDS
 
 
-def compiled_or_eager(function):
+def compiled_or_eager(function, dynamic=None):
     """``function`` compiled by ``torch.compile`` on its first call, or eager if that fails.
 
     Compilation needs a working backend (on a CPU, a C++ compiler); when it
     fails (``torch._dynamo`` raises), a ``UserWarning`` names the error and
-    every call, this one included, runs ``function`` eagerly. Shapes, dtypes
-    and Python constants of the first call are specialised on; a later call
-    that differs recompiles (with dynamic shapes from the second shape on).
+    every call, this one included, runs ``function`` eagerly. With
+    ``dynamic=None`` shapes, dtypes and Python constants of the first call are
+    specialised on, and a later call that differs recompiles (with dynamic
+    shapes from the second shape on); ``dynamic=True`` compiles for any sizes
+    from the first call.
     """
-    fast = torch.compile(function)
+    fast = torch.compile(function, dynamic=dynamic)
     failed = False
 
     def call(*args, **kwargs):

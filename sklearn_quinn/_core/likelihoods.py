@@ -25,6 +25,8 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from .compiling import compiled_or_eager
+
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 # The heteroscedastic noise head's log std is clipped to this bound either way (in
 # the network's units, where the standardised target has std 1; exp(-10) = 5e-5):
@@ -460,7 +462,51 @@ class ConstantDataFit(NamedTuple):
         return self.log_likelihood, 0.0
 
 
-class GaussianStateLikelihood:
+class RowBlockLikelihood:
+    """What the state likelihoods share: ``__call__`` and ``value_and_grad`` over weight rows,
+    evaluated a block of rows at a time (:meth:`FunctionalModel.by_row_blocks`) by the
+    subclass's ``_log_likelihood`` and ``_value_and_grad``.
+
+    The gradient's calls are counted (``n_gradient_rows``, ``n_gradient_blocks``), so
+    that a sampler can weigh compiling it against its cost, and :meth:`compile_gradient`
+    runs the block gradient through ``torch.compile`` from then on.
+    """
+
+    n_gradient_rows = n_gradient_blocks = 0
+    _compiled_gradient = None
+
+    def __call__(self, rows):
+        return self.model.by_row_blocks(self._log_likelihood, rows, len(self.X))
+
+    def value_and_grad(self, rows):
+        n_points = len(self.X)
+        self.n_gradient_rows += len(rows)
+        self.n_gradient_blocks += -(-len(rows) // self.model.row_block_size(n_points))
+        block_gradient = self._value_and_grad if self._compiled_gradient is None else self._compiled_gradient
+        return self.model.by_row_blocks(block_gradient, rows, n_points)
+
+    @property
+    def gradient_compiled(self):
+        return self._compiled_gradient is not None
+
+    def compile_gradient(self):
+        """Evaluate the gradient's blocks through ``torch.compile`` from now on: one graph
+        for any number of rows (eager, with a warning, where it cannot compile)."""
+        compiled = compiled_or_eager(self._value_and_grad, dynamic=True)
+
+        def block_gradient(rows):
+            # Fresh tensors: torch.compile guards a view's base and offset, and every new block of a
+            # particle matrix would compile again. It specialises a dimension of size 1 too: one row
+            # goes as two.
+            if len(rows) > 1:
+                return compiled(rows.clone())
+            value, gradient = compiled(torch.cat([rows, rows]))
+            return value[:1], gradient[:1]
+
+        self._compiled_gradient = block_gradient
+
+
+class GaussianStateLikelihood(RowBlockLikelihood):
     """``log p(Y | X, theta, noise)`` of a Gaussian likelihood, per state row.
 
     With ``noise_std=None`` the last column of each row is the log of the
@@ -497,12 +543,6 @@ class GaussianStateLikelihood:
         value = self._constant - 0.5 * squares.sum((-1, -2))
         return value if log_noise is None else value - self.Y.numel() * log_noise
 
-    def __call__(self, rows):
-        return self.model.by_row_blocks(self._log_likelihood, rows, len(self.X))
-
-    def value_and_grad(self, rows):
-        return self.model.by_row_blocks(self._value_and_grad, rows, len(self.X))
-
     def sum_of_squares(self, theta):
         """The residual sum of squares ``(S,)`` of weight rows ``theta (S, K)``, in units of the
         noise's scale (each output's residuals over its noise ratio)."""
@@ -533,7 +573,7 @@ class GaussianStateLikelihood:
             return value, torch.cat([gradient, d_log_noise[:, None]], dim=1)
 
 
-class HeteroscedasticStateLikelihood:
+class HeteroscedasticStateLikelihood(RowBlockLikelihood):
     """``log p(Y | X, theta)`` of :class:`HeteroscedasticGaussianLikelihood`, per row of weights.
 
     The gradient is ``J^T g`` with ``g = ((y - mu) / sigma**2, z**2 - 1)``
@@ -543,12 +583,6 @@ class HeteroscedasticStateLikelihood:
     def __init__(self, model, X, Y):
         self.model, self.X, self.Y = model, X, Y
         self._constant = -Y.numel() * _HALF_LOG_2PI
-
-    def __call__(self, rows):
-        return self.model.by_row_blocks(self._log_likelihood, rows, len(self.X))
-
-    def value_and_grad(self, rows):
-        return self.model.by_row_blocks(self._value_and_grad, rows, len(self.X))
 
     def _terms(self, outputs):
         mean, log_std = HeteroscedasticGaussianLikelihood.heads(outputs)
@@ -568,7 +602,7 @@ class HeteroscedasticStateLikelihood:
             return value, vjp(torch.cat([z * inverse_std, (z.square() - 1.0) * slope], dim=-1))
 
 
-class CategoricalStateLikelihood:
+class CategoricalStateLikelihood(RowBlockLikelihood):
     """``log p(y | X, theta)`` of a categorical (softmax) likelihood, per state row.
 
     ``y`` holds the class indices ``(N,)``; the gradient is
@@ -586,12 +620,6 @@ class CategoricalStateLikelihood:
             self._one_hot = torch.zeros(len(self.index), n_classes, dtype=self.X.dtype, device=self.X.device)
             self._one_hot.scatter_(-1, self.index, 1.0)
         return self._one_hot
-
-    def __call__(self, rows):
-        return self.model.by_row_blocks(self._log_likelihood, rows, len(self.X))
-
-    def value_and_grad(self, rows):
-        return self.model.by_row_blocks(self._value_and_grad, rows, len(self.X))
 
     def _log_likelihood(self, rows):
         log_probabilities = log_softmax(self.model(rows, self.X))

@@ -206,13 +206,17 @@ class FunctionalModel:
         read and write tens of megabytes, several times slower per element
         than the same work in cache. Elsewhere (a GPU) the rows go at once.
         """
-        size = max(1, CPU_BLOCK_ELEMENTS // (n_points * self.max_width))
+        size = self.row_block_size(n_points)
         if rows.device.type != "cpu" or size >= len(rows):
             return function(rows)
         results = [function(rows[start : start + size]) for start in range(0, len(rows), size)]
         if isinstance(results[0], tuple):
             return tuple(torch.cat(parts) for parts in zip(*results))
         return torch.cat(results)
+
+    def row_block_size(self, n_points):
+        """The weight rows of one of :meth:`by_row_blocks`' blocks on a CPU, over ``n_points`` points."""
+        return max(1, CPU_BLOCK_ELEMENTS // (n_points * self.max_width))
 
     def flatten(self):
         """The module's current weights as one detached vector of shape ``(K,)``."""

@@ -19,7 +19,7 @@ class SMCClassifier(SMCMixin, BaseBayesianClassifier):
     ----------
     hidden_layer_sizes, activation, linear_skip, module, prior_std, prior, hyperprior, hyperprior_shape, \\
 hyperprior_rate, n_particles, target_ess, resample_threshold, n_mcmc_steps, step_size, n_leapfrog, \\
-waste_free, lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, random_state, verbose
+waste_free, compile, lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         As for :class:`SMCRegressor` (a classifier has no noise: with
         ``prior_std=None`` only the prior precisions are sampled or learned).
     predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \\
@@ -33,7 +33,7 @@ waste_free, lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype
     posterior_ : SamplePosterior
         The weighted particles.
     particles_, weights_, log_evidence_, lambdas_, ess_history_, acceptance_history_, n_stages_, \\
-step_size_, n_leapfrog_, prior_precisions_, net_
+step_size_, n_leapfrog_, compiled_, prior_precisions_, net_
         As for :class:`SMCRegressor`.
 
     See Also
@@ -79,6 +79,7 @@ step_size_, n_leapfrog_, prior_precisions_, net_
         step_size=0.5,
         n_leapfrog=50,
         waste_free=False,
+        compile="auto",
         predictive=None,
         moment_match=False,
         lr=0.01,
@@ -108,6 +109,7 @@ step_size_, n_leapfrog_, prior_precisions_, net_
         self.step_size = step_size
         self.n_leapfrog = n_leapfrog
         self.waste_free = waste_free
+        self.compile = compile
         self.predictive = predictive
         self.moment_match = moment_match
         self.lr = lr

@@ -6,6 +6,7 @@ import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._core.compiling import BLOCK_COMPILE_SECONDS, saved_seconds
 from .._core.log_posterior import state_prior
 from .._core.priors import GaussianPrior, LogisticPrior
 from .._draws import DrawsMixin
@@ -43,6 +44,7 @@ class SMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
         "step_size": [Interval(Real, 0, None, closed="neither")],
         "n_leapfrog": [Interval(Integral, 1, None, closed="left")],
         "waste_free": ["boolean"],
+        "compile": ["boolean", StrOptions({"auto"})],
     }
 
     def _fit(self, X, Y):
@@ -60,11 +62,15 @@ class SMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
         if self._samples_hyperparameters:
             log_posterior, gibbs = self._hierarchical_posterior(X, Y, likelihood)
             log_likelihood, log_prior = log_posterior.log_likelihood, log_posterior.log_prior
+            state_likelihood = log_likelihood.density
             mutation = gibbs_mutation(gibbs)
         else:
-            log_likelihood = likelihood.state_log_likelihood(self._model, X, Y)
+            state_likelihood = log_likelihood = likelihood.state_log_likelihood(self._model, X, Y)
             log_prior = state_prior(weight_prior, self._model, likelihood)
-        particles, weights, log_evidence = self._anneal(log_likelihood, log_prior, mutation)
+        if self.compile is True:
+            state_likelihood.compile_gradient()
+        particles, weights, log_evidence = self._anneal(log_likelihood, log_prior, mutation, state_likelihood)
+        self.compiled_ = state_likelihood.gradient_compiled
         self.log_evidence_ = log_evidence - self._log_y_scale_total(len(X))
         n_params = self._model.n_params
         n_likelihood = n_params + likelihood.n_state_columns
@@ -75,8 +81,11 @@ class SMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
         if self._samples_hyperparameters:
             self._keep_precisions(particles[:, n_likelihood:], weights)
 
-    def _anneal(self, log_likelihood, log_prior, mutation=hmc_mutation):
+    def _anneal(self, log_likelihood, log_prior, mutation, state_likelihood):
         """Run the SMC from prior draws; set the history attributes.
+
+        ``state_likelihood`` is the likelihood whose gradient ``compile='auto'``
+        compiles once it pays (:meth:`_compile_if_paid`, after each stage).
 
         Returns
         -------
@@ -93,9 +102,11 @@ class SMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
 
             bar = tqdm(total=1.0, desc="SMC", leave=False, bar_format="{l_bar}{bar}| lambda {n:.3f} {postfix}")
 
-        def progress(stage, lam, ess):
-            bar.update(lam - bar.n)
-            bar.set_postfix(stage=stage, ess=f"{ess:.0f}")
+        def after_stage(stage, lam, ess):
+            self._compile_if_paid(state_likelihood)
+            if bar is not None:
+                bar.update(lam - bar.n)
+                bar.set_postfix(stage=stage, ess=f"{ess:.0f}")
 
         result = run_smc(
             log_likelihood,
@@ -109,7 +120,7 @@ class SMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
             mutation=mutation,
             waste_free=self.waste_free,
             generator=generator,
-            progress=progress if bar is not None else None,
+            progress=after_stage,
         )
         if bar is not None:
             bar.close()
@@ -123,6 +134,24 @@ class SMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
         weights = result.log_weights.exp()
         self.weights_ = self._to_numpy(weights)
         return result.particles, weights, result.log_evidence
+
+    def _compile_if_paid(self, state_likelihood):
+        """For ``compile='auto'`` on a CPU: compile the likelihood's gradient once the eager
+        gradients so far would have saved, compiled, what a compilation costs.
+
+        That is the break-even rule of ski rental (Karlin, Manasse, Rudolph &
+        Sleator 1988, "Competitive snoopy caching"): SMC does not know in
+        advance how many stages it will take, and the rule never spends more
+        than twice what knowing would have. The savings are the cost model's
+        (:func:`~sklearn_quinn._core.compiling.saved_seconds`) of the counted
+        blocks and rows, not a stopwatch's, so a seeded fit repeats whatever
+        the machine's load.
+        """
+        if self.compile != "auto" or state_likelihood.gradient_compiled or self._device.type != "cpu":
+            return
+        activations = state_likelihood.n_gradient_rows * len(state_likelihood.X) * self._model.total_width
+        if saved_seconds(state_likelihood.n_gradient_blocks, activations) >= BLOCK_COMPILE_SECONDS:
+            state_likelihood.compile_gradient()
 
     def _chain_shape(self):
         """The particles are one chain of draws, each with its weight."""
@@ -219,6 +248,17 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         are correlated within a chain, so ``log_evidence_`` varies more at a
         given ``n_particles`` (use more of them, at the same cost). Unused:
         ``resample_threshold``.
+    compile : bool or 'auto', default='auto'
+        Run the likelihood's gradient (the network's forward and backward
+        pass over a block of particles) through ``torch.compile``, which fuses
+        its element-wise passes; it needs a C++ compiler on a CPU and falls
+        back to eager, with a warning, without one. 'auto' compiles on a CPU
+        once the gradients taken eagerly would have saved, compiled, what a
+        compilation costs (a cost model of the particles, points and layer
+        widths, not a stopwatch, so a seeded fit repeats): from a few stages
+        in on a UCI table, never on a small problem; on a GPU it does not
+        compile. Compiled and eager gradients agree to rounding only, so
+        ``compile=False`` reproduces an eager fit.
     lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks
         The MAP training of ``hyperprior='empirical'``, as for
         :class:`~sklearn_quinn.LaplaceRegressor`; unused otherwise.
@@ -243,6 +283,9 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
     n_stages_ : int
     step_size_, n_leapfrog_ : ndarray of shape (n_particles,)
         Each particle's HMC parameters at the last stage.
+    compiled_ : bool
+        Whether the likelihood's gradient was handed to ``torch.compile``
+        (for ``compile='auto'``, from the stage where it paid on).
     noise_std_ : float or ndarray of shape (n_targets,)
         Root mean square noise std over the weighted particles, in the units of y.
     prior_precisions_ : dict of str to float
@@ -314,6 +357,7 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         step_size=0.5,
         n_leapfrog=50,
         waste_free=False,
+        compile="auto",
         lr=0.01,
         lr_schedule="cosine",
         max_epochs="auto",
@@ -344,6 +388,7 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         self.step_size = step_size
         self.n_leapfrog = n_leapfrog
         self.waste_free = waste_free
+        self.compile = compile
         self.lr = lr
         self.lr_schedule = lr_schedule
         self.max_epochs = max_epochs
