@@ -29,10 +29,27 @@ Three measurements, one thread throughout:
    posterior, on 44 times the rows, is narrower, and tempering to it takes
    more stages, not fewer. Issue 20 asks for 15 minutes.
 
+5. ``--only compile``: what ``compile`` buys. One batched log-likelihood
+   gradient of 200 particles on a concrete-sized table (927 x 8, the default
+   network), eager and through ``torch.compile`` (the first call's seconds,
+   then the median of 7 alternating pairs), beside the cost model's saving
+   (:func:`sklearn_quinn._core.compiling.saved_seconds`) that
+   ``compile='auto'`` weighs against a compilation. Then ``SMCRegressor()``
+   on UCI concrete (``--splits``, 0 by default) with ``compile=False`` and
+   with the default ``'auto'``, each split's two fits side by side in two
+   fresh processes of one thread each, the compiling one with an empty
+   compiler cache: wall seconds, stages, test log-likelihood and coverage.
+   Target of issue 18: a concrete split within 2 minutes.
+
     python benchmarks/bench_smc_speed.py [--seeds 3] [--evidence-seeds 5] [--threads 1] [--only evidence ...]
 """
 
 import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
 import time
 
 import numpy as np
@@ -48,7 +65,8 @@ from uci_protocol import DEFAULT_DATA_DIR
 from sklearn_quinn import SMCRegressor
 from sklearn_quinn._cli.benchmark import n_hidden
 from sklearn_quinn._core import network
-from sklearn_quinn._core.likelihoods import GaussianStateLikelihood
+from sklearn_quinn._core.compiling import saved_seconds
+from sklearn_quinn._core.likelihoods import GaussianStateLikelihood, RowBlockLikelihood
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 from sklearn_quinn.datasets import load_uci_split
 
@@ -188,16 +206,79 @@ def protein_projection(data_dir, n_particles=200):
           f"{projected:,.0f} s ({projected / 60:,.0f} minutes; target 15)\n")
 
 
+def compile_gain(data_dir, splits, n_particles=200, n_points=927):
+    generator = torch.Generator().manual_seed(0)
+    model = FunctionalModel(build_mlp(8, 1, (50,), linear_skip=True).double())
+    X = torch.randn(n_points, 8, generator=generator, dtype=torch.float64)
+    Y = torch.randn(n_points, 1, generator=generator, dtype=torch.float64)
+    eager, compiled = (GaussianStateLikelihood(model, X, Y) for _ in range(2))
+    rows = 0.3 * torch.randn(n_particles, model.n_params + 1, generator=generator, dtype=torch.float64)
+    compiled.compile_gradient()
+    start = time.perf_counter()
+    compiled.value_and_grad(rows)
+    first = time.perf_counter() - start
+    pairs = np.median([(median_seconds(lambda: eager.value_and_grad(rows), repeats=3),
+                        median_seconds(lambda: compiled.value_and_grad(rows), repeats=3)) for _ in range(7)], axis=0)
+    blocks = -(-n_particles // model.row_block_size(n_points))
+    modelled = saved_seconds(blocks, n_particles * n_points * model.total_width)
+    print(f"One gradient of {n_particles} particles on {n_points} x 8 points: first compiled call {first:.1f} s; "
+          f"eager {1e3 * pairs[0]:.1f} ms, compiled {1e3 * pairs[1]:.1f} ms (ratio {pairs[1] / pairs[0]:.2f}); "
+          f"saved {1e3 * (pairs[0] - pairs[1]):.1f} ms, the cost model's saving {1e3 * modelled:.1f} ms\n")
+    print("| split | compile | seconds | stages | particle gradients | us each | compiled | test log-likelihood "
+          "| 95% coverage |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for split in splits:
+        with tempfile.TemporaryDirectory() as cache:
+            runs = {setting: subprocess.Popen(
+                        [sys.executable, __file__, "--fit-concrete", str(split), setting, "--data-dir", data_dir],
+                        stdout=subprocess.PIPE, text=True, env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache})
+                    for setting in ("False", "auto")}
+            for setting, run in runs.items():
+                record = json.loads(run.communicate()[0].strip().splitlines()[-1])
+                each = 1e6 * record["seconds"] / record["particle_gradients"]
+                print(f"| {split} | {setting} | {record['seconds']:.0f} | {record['stages']} | "
+                      f"{record['particle_gradients']:,} | {each:.0f} | {record['compiled']} | "
+                      f"{record['log_likelihood']:.3f} | {record['coverage']:.3f} |", flush=True)
+
+
+def fit_concrete(data_dir, split, setting):
+    """One SMCRegressor() fit on a concrete split, in this (fresh) process: a JSON line."""
+    X_train, X_test, y_train, y_test = load_uci_split(data_dir, "concrete", split)
+    compile_setting = {"False": False, "auto": "auto"}[setting]
+    smc = make_pipeline(StandardScaler(), SMCRegressor(random_state=split, compile=compile_setting))
+    fitted = []
+    value_and_grad = RowBlockLikelihood.value_and_grad
+
+    def keeping(self, rows):
+        fitted[:] = [self]
+        return value_and_grad(self, rows)
+
+    RowBlockLikelihood.value_and_grad = keeping
+    start = time.perf_counter()
+    smc.fit(X_train, y_train)
+    seconds = time.perf_counter() - start
+    RowBlockLikelihood.value_and_grad = value_and_grad
+    mean, std = smc.predict(X_test, return_std=True)
+    print(json.dumps(dict(seconds=seconds, stages=smc[-1].n_stages_, compiled=bool(smc[-1].compiled_),
+                          particle_gradients=fitted[0].n_gradient_rows,
+                          log_likelihood=float(norm.logpdf(y_test, mean, std).mean()),
+                          coverage=float(np.mean(np.abs(y_test - mean) <= norm.ppf(0.975) * std)))))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--evidence-seeds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--only", choices=["blocking", "evidence", "speed", "protein"], nargs="+",
+    parser.add_argument("--only", choices=["blocking", "evidence", "speed", "protein", "compile"], nargs="+",
                         default=["blocking", "evidence", "speed"], help="the measurements to run")
-    parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="the UCI sets (for --only protein)")
+    parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="the UCI sets (for --only protein, compile)")
+    parser.add_argument("--splits", type=int, nargs="+", default=[0], help="the concrete splits of --only compile")
+    parser.add_argument("--fit-concrete", nargs=2, metavar=("SPLIT", "COMPILE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     pin_threads(args.threads)
+    if args.fit_concrete:
+        return fit_concrete(args.data_dir, int(args.fit_concrete[0]), args.fit_concrete[1])
     if "blocking" in args.only:
         blocking()
         print()
@@ -207,6 +288,8 @@ def main():
         speed(args.seeds)
     if "protein" in args.only:
         protein_projection(args.data_dir)
+    if "compile" in args.only:
+        compile_gain(args.data_dir, args.splits)
 
 
 if __name__ == "__main__":
