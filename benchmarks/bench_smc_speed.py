@@ -167,26 +167,32 @@ def blocking(n_particles=200):
         print(f"| {n_points} | {1e3 * whole:.1f} | {1e3 * by_blocks:.1f} | {by_blocks / whole:.2f} |")
 
 
-def protein_projection(data_dir, n_particles=200):
-    counted = {"rows": 0}
-    value_and_grad = GaussianStateLikelihood.value_and_grad
+def fit_counting_gradients(estimator, X, y):
+    """Fit ``estimator`` (an SMC pipeline); its wall seconds and the particle gradients
+    (rows of the batched log-likelihood gradients) that its likelihood counted."""
+    used = []
+    value_and_grad = RowBlockLikelihood.value_and_grad
 
-    def counting(self, rows):
-        counted["rows"] += len(rows)
+    def keeping(self, rows):
+        used[:] = [self]
         return value_and_grad(self, rows)
 
+    RowBlockLikelihood.value_and_grad = keeping
+    start = time.perf_counter()
+    try:
+        estimator.fit(X, y)
+    finally:
+        RowBlockLikelihood.value_and_grad = value_and_grad
+    return time.perf_counter() - start, used[0].n_gradient_rows
+
+
+def protein_projection(data_dir, n_particles=200):
     training = {name: load_uci_split(data_dir, name, 0)[::2] for name in ("concrete", "protein")}  # X, y
     X, y = training["concrete"]
     smc = make_pipeline(StandardScaler(), SMCRegressor(random_state=0))
-    GaussianStateLikelihood.value_and_grad = counting
-    start = time.perf_counter()
-    try:
-        smc.fit(X, y)
-    finally:
-        GaussianStateLikelihood.value_and_grad = value_and_grad
-    seconds = time.perf_counter() - start
+    seconds, n_gradients = fit_counting_gradients(smc, X, y)
     print(f"SMCRegressor() on concrete split 0: {seconds:.0f} s, {smc[-1].n_stages_} stages, "
-          f"{counted['rows']:,} particle gradients ({counted['rows'] / n_particles:,.0f} of all {n_particles})\n")
+          f"{n_gradients:,} particle gradients ({n_gradients / n_particles:,.0f} of all {n_particles})\n")
     generator = torch.Generator().manual_seed(0)
     likelihoods = {}
     for name, (X, _) in training.items():
@@ -201,8 +207,8 @@ def protein_projection(data_dir, n_particles=200):
     print("|---|---|")
     for name, seconds_each in zip(likelihoods, pairs):
         print(f"| {name} | {seconds_each:.3f} |")
-    projected = counted["rows"] / n_particles * pairs[1]
-    print(f"\nAn SMC fit on protein takes at least {counted['rows'] / n_particles:,.0f} x {pairs[1]:.3f} s = "
+    projected = n_gradients / n_particles * pairs[1]
+    print(f"\nAn SMC fit on protein takes at least {n_gradients / n_particles:,.0f} x {pairs[1]:.3f} s = "
           f"{projected:,.0f} s ({projected / 60:,.0f} minutes; target 15)\n")
 
 
@@ -246,21 +252,10 @@ def fit_concrete(data_dir, split, setting):
     X_train, X_test, y_train, y_test = load_uci_split(data_dir, "concrete", split)
     compile_setting = {"False": False, "auto": "auto"}[setting]
     smc = make_pipeline(StandardScaler(), SMCRegressor(random_state=split, compile=compile_setting))
-    fitted = []
-    value_and_grad = RowBlockLikelihood.value_and_grad
-
-    def keeping(self, rows):
-        fitted[:] = [self]
-        return value_and_grad(self, rows)
-
-    RowBlockLikelihood.value_and_grad = keeping
-    start = time.perf_counter()
-    smc.fit(X_train, y_train)
-    seconds = time.perf_counter() - start
-    RowBlockLikelihood.value_and_grad = value_and_grad
+    seconds, particle_gradients = fit_counting_gradients(smc, X_train, y_train)
     mean, std = smc.predict(X_test, return_std=True)
     print(json.dumps(dict(seconds=seconds, stages=smc[-1].n_stages_, compiled=bool(smc[-1].compiled_),
-                          particle_gradients=fitted[0].n_gradient_rows,
+                          particle_gradients=particle_gradients,
                           log_likelihood=float(norm.logpdf(y_test, mean, std).mean()),
                           coverage=float(np.mean(np.abs(y_test - mean) <= norm.ppf(0.975) * std)))))
 

@@ -526,6 +526,14 @@ def test_compile_true_compiles_from_the_start(wave_data, monkeypatch, estimator)
     np.testing.assert_array_equal(fitted.particles_, eager.particles_)
 
 
+def test_compile_accepts_numpy_booleans(wave_data, monkeypatch):
+    """scikit-learn's 'boolean' constraint admits ``numpy.bool_``: True compiles."""
+    monkeypatch.setattr(likelihoods, "compiled_or_eager", _as_is)
+    X, y = wave_data
+    assert SMCRegressor(**SMALL, compile=np.True_).fit(X, y).compiled_
+    assert not SMCRegressor(**SMALL, compile=np.False_).fit(X, y).compiled_
+
+
 def test_compiled_gradient_takes_a_single_row_as_two(wave_data, monkeypatch):
     """torch.compile specialises a dimension of size 1 (a second compilation): the
     compiled block gradient evaluates one row as two and returns the first."""
