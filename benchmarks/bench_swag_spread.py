@@ -12,7 +12,8 @@ confidence that noise is small. For each stratified 70/30 split (as
   covariance would match the posterior's scale, ``2 B K / (N tr C)`` (Mandt,
   Hoffman and Blei, 2017, with ``B`` the batch size, ``K`` the weights, ``N``
   the rows);
-- SWAG at each ``--rates`` x ``--batch-sizes``: the rate it kept
+- SWAG around the MAP alone (``n_estimators=1``: the spread of one
+  trajectory is the point here) at each ``--rates`` x ``--batch-sizes``: the rate it kept
   (``lr_swag_``, after the tenfold cuts of a diverged trajectory), the median
   logit std over its draws at the test points, and its test NLL minus the
   MAP's (mean ± s.e. over splits, and on how many splits it is lower).
@@ -80,7 +81,8 @@ def main():
             reference.append(map_reference(X_train, y_train, X_test, y_test, seed, 32))
             for rate in args.rates:
                 for batch_size in args.batch_sizes:
-                    swag = SWAGClassifier(lr_swag=rate, batch_size_swag=batch_size, random_state=seed)
+                    swag = SWAGClassifier(n_estimators=1, lr_swag=rate, batch_size_swag=batch_size,
+                                          random_state=seed)
                     swag.fit(X_train, y_train)
                     nll = categorical_nll(y_test, swag.predict_proba(X_test), labels=swag.classes_)
                     spread = median_std(logits_at(swag, X_test))

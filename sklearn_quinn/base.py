@@ -156,6 +156,16 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
             raise ValueError("module has no parameters to put a posterior on.")
         return module.to(device=self._device, dtype=self._dtype)
 
+    def _initial_weights(self, n_features, n_outputs, seeds):
+        """Members' initial weights ``(J, K)``, row ``j`` the backbone built under
+        ``seeds[j]``, and the backbone of the last (for its ``FunctionalModel``)."""
+        theta = []
+        for seed in seeds:
+            with self._seeded(int(seed)):
+                module = self._build_module(n_features, n_outputs)
+            theta.append(FunctionalModel(module).flatten())
+        return torch.stack(theta), module
+
     def _build_model(self, X, Y):
         """Build the backbone at its seeded initial weights, without training it.
 

@@ -12,8 +12,8 @@ from sklearn_quinn import (
     RMSRegressor,
     SWAGRegressor,
 )
-from sklearn_quinn import _map as map_module
 from sklearn_quinn import base as base_module
+from sklearn_quinn.ensemble import _engine as ensemble_engine
 from sklearn_quinn.swag import _swag as swag_module
 
 
@@ -69,24 +69,26 @@ def test_swag_periods_are_epochs_capped_at_200k_steps(n_rows, batch_size_swag, e
 
 def test_swag_collects_a_snapshot_a_capped_period(monkeypatch):
     """With the cap lowered to 20 steps for 4 swag_epochs, 400 rows in 10-row batches (40 steps an
-    epoch) take 5 steps between snapshots, each on fresh random rows, and still give 4 snapshots."""
+    epoch) take 5 steps between snapshots, each on fresh random rows (each member its own), and
+    still give 4 snapshots."""
     monkeypatch.setattr(swag_module, "AUTO_MAX_STEPS", 20)
     periods = []
-    original = map_module.TensorBatches.__iter__
+    original = ensemble_engine.MemberBatches.__iter__
 
     def counted(self):
         batches = list(original(self))
         if self.batch_size == 10:
-            periods.append(torch.cat([rows for rows, _ in batches]))
+            periods.append(torch.cat([rows for rows, _ in batches], dim=1))
         return iter(batches)
 
-    monkeypatch.setattr(map_module.TensorBatches, "__iter__", counted)
+    monkeypatch.setattr(ensemble_engine.MemberBatches, "__iter__", counted)
     rng = np.random.RandomState(0)
     X = rng.randn(400, 2)
     y = X[:, 0] + 0.1 * rng.randn(400)
-    reg = SWAGRegressor(hidden_layer_sizes=(4,), max_epochs=5, swag_epochs=4, batch_size_swag=10, n_samples=5,
-                        random_state=0).fit(X, y)
+    reg = SWAGRegressor(hidden_layer_sizes=(4,), n_estimators=2, max_epochs=5, swag_epochs=4, batch_size_swag=10,
+                        n_samples=5, random_state=0).fit(X, y)
     assert reg.n_snapshots_ == 4
-    assert [len(rows) for rows in periods] == [50] * 4
+    assert [rows.shape[:2] for rows in periods] == [(2, 50)] * 4
     assert not torch.equal(periods[0], periods[1])
+    assert not torch.equal(periods[0][0], periods[0][1])
     assert np.isfinite(reg.predict(X[:3], return_std=True)[1]).all()

@@ -88,16 +88,57 @@ def test_diag_sample_by_hand():
 
 
 def test_fit_collects_snapshots_and_keeps_the_map(wave_data):
+    """One member: SWAG around the MAP, whose net stays as trained."""
     X, y = wave_data
-    reg = small(swag_epochs=12, collect_every=3).fit(X, y)
+    reg = small(n_estimators=1, swag_epochs=12, collect_every=3).fit(X, y)
     assert reg.n_snapshots_ == 4
-    assert reg.posterior_.low_rank.shape == (reg._model.n_params, 4)
+    (component,) = reg.posterior_.components
+    assert component.low_rank.shape == (reg._model.n_params, 4)
     map_theta = reg._model.flatten()
-    assert not torch.equal(map_theta, reg.posterior_.mean)  # SGD moved a copy, not net_
-    torch.testing.assert_close(map_theta, reg.posterior_.mean, atol=0.5, rtol=0)
+    assert not torch.equal(map_theta, component.mean)  # SGD moved a copy, not net_
+    torch.testing.assert_close(map_theta, component.mean, atol=0.5, rtol=0)
     mean, std = reg.predict(X, return_std=True)
     assert (std > reg.noise_std_).all()
-    np.testing.assert_array_equal(reg.predict(X), small(swag_epochs=12, collect_every=3).fit(X, y).predict(X))
+    np.testing.assert_array_equal(reg.predict(X), small(n_estimators=1, swag_epochs=12, collect_every=3).fit(X, y)
+                                  .predict(X))
+
+
+def test_members_are_the_map_and_networks_from_other_initialisations(wave_data):
+    """MultiSWAG: the first Gaussian is SWAG around the MAP (the same as one
+    member's, up to the rate, which is the slowest member's), the others sit
+    around networks trained from other initial weights, far from it in weight
+    space; each has its own scale, and the posterior is their equal mixture."""
+    X, y = wave_data
+    reg = small(n_estimators=3).fit(X, y)
+    means = torch.stack([component.mean for component in reg.posterior_.components])
+    map_theta = reg._model.flatten()
+    distances = torch.linalg.vector_norm(means - map_theta, dim=1)
+    assert float(distances[0]) < 0.5 * float(distances[1:].min())
+    assert reg.cov_scale_.shape == (3,) and len(set(reg.cov_scale_)) == 3
+    torch.testing.assert_close(reg.posterior_.mean, means.mean(0))
+    single = small(n_estimators=1).fit(X, y)
+    assert reg.lr_swag_ <= single.lr_swag_
+    _, std = reg.predict(X, return_std=True)
+    _, single_std = single.predict(X, return_std=True)
+    assert np.mean(std) > np.mean(single_std)  # the members disagree where one Gaussian is sure
+
+
+def test_mixture_samples_stratified_over_the_components():
+    """7 draws of 3 components: 3, 2 and 2, in component order; the mixture's
+    variance is the components' mean variance plus the variance of their means."""
+    from sklearn_quinn._core.posterior import GaussianMixturePosterior, GaussianPosterior
+
+    means = torch.tensor([[0.0, 0.0], [100.0, 0.0], [0.0, 100.0]], dtype=torch.float64)
+    stds = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], dtype=torch.float64)
+    mixture = GaussianMixturePosterior(GaussianPosterior.from_std(m, s) for m, s in zip(means, stds))
+    draws = mixture.sample(7, torch.Generator().manual_seed(0))
+    nearest = torch.cdist(draws, means).argmin(1)
+    assert nearest.tolist() == [0, 0, 0, 1, 1, 2, 2]
+    expected = stds.square().mean(0) + means.var(0, correction=0)
+    torch.testing.assert_close(mixture.variance, expected)
+    scaled = mixture.scaled([1.0, 4.0, 9.0])
+    roots = torch.tensor([[1.0], [2.0], [3.0]], dtype=torch.float64)
+    torch.testing.assert_close(torch.stack([component.std for component in scaled.components]), stds * roots)
 
 
 def test_stiff_data_does_not_diverge():
@@ -133,7 +174,7 @@ def test_sgd_phase_blowing_up_within_the_finite_numbers_is_rerun(wave_data):
     with pytest.warns(ConvergenceWarning, match="diverged at lr_swag=1.5"):
         reg = small(lr_swag=1.5, swag_epochs=2).fit(X, y)
     assert reg.lr_swag_ == pytest.approx(0.15)
-    assert float(reg.posterior_.std.max()) < 1.0
+    assert max(float(component.std.max()) for component in reg.posterior_.components) < 1.0
 
 
 def test_sgd_phase_diverging_at_every_rate_raises(wave_data):
@@ -153,6 +194,8 @@ def test_sgd_phase_diverging_at_every_rate_raises(wave_data):
         ({"cov_scale": "wide"}, "cov_scale"),
         ({"swag_epochs": 3, "collect_every": 2}, "fewer than the 2 snapshots"),
         ({"n_samples": 0}, "n_samples"),
+        ({"n_estimators": 0}, "n_estimators"),
+        ({"n_estimators": 1.5}, "n_estimators"),
     ],
 )
 def test_bad_parameters(wave_data, params, message):
@@ -163,13 +206,12 @@ def test_bad_parameters(wave_data, params, message):
 
 def test_proximal_step_shrinks_by_the_implicit_factor():
     """With no loss gradient, one step takes theta to theta / (1 + lr * decay)
-    exactly; a parameter without a decay is left alone."""
-    decayed, free = torch.nn.Parameter(torch.tensor([2.0, -4.0])), torch.nn.Parameter(torch.tensor([3.0]))
-    optimizer = ProximalSGD([decayed, free], lr=0.5, decay={decayed: 3.0})
-    (0.0 * (decayed.sum() + free.sum())).backward()
+    exactly; one decay per weight ``(K,)`` serves stacked members ``(J, K)``."""
+    stacked = torch.nn.Parameter(torch.tensor([[2.0, -4.0], [1.0, 3.0]]))
+    optimizer = ProximalSGD([stacked], lr=0.5, decay=torch.tensor([3.0, 0.0]))
+    (0.0 * stacked.sum()).backward()
     optimizer.step()
-    torch.testing.assert_close(decayed.detach(), torch.tensor([2.0, -4.0]) / 2.5)
-    torch.testing.assert_close(free.detach(), torch.tensor([3.0]))
+    torch.testing.assert_close(stacked.detach(), torch.tensor([[2.0 / 2.5, -4.0], [1.0 / 2.5, 3.0]]))
 
 
 def test_proximal_step_is_stable_where_the_explicit_step_diverges():
@@ -177,7 +219,7 @@ def test_proximal_step_is_stable_where_the_explicit_step_diverges():
     multiplies theta by -9 each time; the proximal one by 1 / 11."""
     explicit, proximal = (torch.nn.Parameter(torch.ones(1)) for _ in range(2))
     optimizers = [torch.optim.SGD([explicit], lr=0.1, weight_decay=100.0),
-                  ProximalSGD([proximal], lr=0.1, decay={proximal: 100.0})]
+                  ProximalSGD([proximal], lr=0.1, decay=100.0)]
     for _ in range(5):
         for optimizer, parameter in zip(optimizers, (explicit, proximal)):
             optimizer.zero_grad()
@@ -319,22 +361,26 @@ def test_misfit_scale_of_the_exact_linear_posterior_by_hand(factor, low_rank):
     assert scale == pytest.approx(expected, rel=1e-9)
 
 
+def assert_components_scaled(scaled, unscaled, scales):
+    for component, reference, scale in zip(scaled.posterior_.components, unscaled.posterior_.components, scales,
+                                           strict=True):
+        torch.testing.assert_close(component.mean, reference.mean)
+        torch.testing.assert_close(component.variance, reference.variance / scale)
+
+
 def test_cov_scale_divides_the_covariance(wave_data):
     """``cov_scale=s`` (Laplace's meaning): the same snapshots (same seed) with
-    every draw's deviation from the mean over ``sqrt(s)``; 'auto' reports the
-    ``s`` it took, ``1 / misfit_scale``."""
+    every member's covariance over ``s``; 'auto' reports the ``s`` it took for
+    each member, ``1 / misfit_scale``."""
     X, y = wave_data
-    one = small(cov_scale=1.0).fit(X, y)
-    four = small(cov_scale=4.0).fit(X, y)
-    assert (one.cov_scale_, four.cov_scale_) == (1.0, 4.0)
-    generator = torch.Generator().manual_seed(0)
-    deviations_one = one.posterior_.sample(5, generator) - one.posterior_.mean
-    generator = torch.Generator().manual_seed(0)
-    deviations_four = four.posterior_.sample(5, generator) - four.posterior_.mean
-    torch.testing.assert_close(deviations_four, deviations_one / 2)
-    auto = small().fit(X, y)
-    assert auto.cov_scale_ > 0 and auto.cov_scale_ != 1.0
-    torch.testing.assert_close(auto.posterior_.variance, one.posterior_.variance / auto.cov_scale_)
+    one = small(n_estimators=2, cov_scale=1.0).fit(X, y)
+    four = small(n_estimators=2, cov_scale=4.0).fit(X, y)
+    np.testing.assert_array_equal(one.cov_scale_, [1.0, 1.0])
+    np.testing.assert_array_equal(four.cov_scale_, [4.0, 4.0])
+    assert_components_scaled(four, one, [4.0, 4.0])
+    auto = small(n_estimators=2).fit(X, y)
+    assert (auto.cov_scale_ > 0).all() and (auto.cov_scale_ != 1.0).all()
+    assert_components_scaled(auto, one, auto.cov_scale_)
 
 
 def test_a_trajectory_that_barely_moved_warns(wave_data):
@@ -343,7 +389,7 @@ def test_a_trajectory_that_barely_moved_warns(wave_data):
     X, y = wave_data
     with pytest.warns(UserWarning, match="spread .* times too little"):
         reg = small(lr_swag=1e-9).fit(X, y)
-    assert reg.cov_scale_ < 1 / 100
+    assert (reg.cov_scale_ < 1 / 100).all()
 
 
 def test_auto_scale_is_one_where_the_curvature_vanishes_with_confidence(wave_data):
@@ -355,8 +401,8 @@ def test_auto_scale_is_one_where_the_curvature_vanishes_with_confidence(wave_dat
 
     X, y = wave_data
     params = dict(hidden_layer_sizes=(8,), max_epochs=60, swag_epochs=10, max_rank=4, random_state=0)
-    assert SWAGClassifier(**params).fit(X, y > np.median(y)).cov_scale_ == 1.0
+    np.testing.assert_array_equal(SWAGClassifier(**params).fit(X, y > np.median(y)).cov_scale_, np.ones(5))
     one = small(likelihood="heteroscedastic", cov_scale=1.0).fit(X, y)
     auto = small(likelihood="heteroscedastic").fit(X, y)
-    assert auto.cov_scale_ > 0 and auto.cov_scale_ != 1.0
-    torch.testing.assert_close(auto.posterior_.variance, one.posterior_.variance / auto.cov_scale_)
+    assert (auto.cov_scale_ > 0).all() and (auto.cov_scale_ != 1.0).all()
+    assert_components_scaled(auto, one, auto.cov_scale_)

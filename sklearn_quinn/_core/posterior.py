@@ -150,3 +150,46 @@ class GaussianPosterior:
         if self.low_rank is not None:
             covariance = covariance + self.low_rank @ self.low_rank.T
         return covariance
+
+
+class GaussianMixturePosterior:
+    """The equal-weight mixture of Gaussians over the weights (MultiSWAG's, one per basin).
+
+    Parameters
+    ----------
+    components : list of GaussianPosterior
+        Over the same ``K`` weights.
+    """
+
+    def __init__(self, components):
+        self.components = list(components)
+
+    @property
+    def n_params(self):
+        return self.components[0].n_params
+
+    @property
+    def mean(self):
+        return torch.stack([component.mean for component in self.components]).mean(0)
+
+    @property
+    def variance(self):
+        """Marginal variances of the weights, ``(K,)``: the components' mean
+        variance plus the variance of their means."""
+        means = torch.stack([component.mean for component in self.components])
+        within = torch.stack([component.variance for component in self.components]).mean(0)
+        return within + means.var(0, correction=0)
+
+    def scaled(self, factors):
+        """The mixture whose component ``j`` has its covariance times ``factors[j] > 0``."""
+        return type(self)(component.scaled(float(factor)) for component, factor in zip(self.components, factors))
+
+    def sample(self, n, generator=None):
+        """``n`` weight vectors ``(n, K)``, stratified over the components: the
+        first ``n mod J`` components give ``ceil(n / J)`` draws, the others
+        ``floor(n / J)``, in component order (a multinomial choice of the
+        component would add its own noise to every average over the draws)."""
+        counts = [len(part) for part in torch.arange(n).tensor_split(len(self.components))]
+        return torch.cat([
+            component.sample(count, generator) for component, count in zip(self.components, counts) if count
+        ])

@@ -32,18 +32,23 @@ class MemberBatches:
     target, then the member's standard-normal perturbation of it): member ``j``
     draws its rows from ``subsets[j]`` in an order from its own generator, so a
     member's training does not depend on which other members share its batch.
+    With ``max_batches``, an epoch is its first ``max_batches`` batches, a
+    random part of each subset drawn afresh every epoch (as for
+    :class:`~sklearn_quinn._map.TensorBatches`).
     """
 
-    def __init__(self, dataset, batch_size, subsets, perturbations, generators):
+    def __init__(self, dataset, batch_size, subsets, perturbations, generators, max_batches=None):
         self.X = torch.as_tensor(dataset.X)
         self.y = torch.as_tensor(dataset.y)
         self.subsets = subsets
         self.perturbations = perturbations
         self.generators = generators
         self.batch_size = batch_size
+        self.max_batches = max_batches
 
     def __len__(self):
-        return -(-self.subsets.shape[1] // self.batch_size)
+        n_batches = -(-self.subsets.shape[1] // self.batch_size)
+        return n_batches if self.max_batches is None else min(n_batches, self.max_batches)
 
     def __iter__(self):
         n_rows = self.subsets.shape[1]
@@ -51,7 +56,7 @@ class MemberBatches:
             [subset[torch.randperm(n_rows, generator=g)] for subset, g in zip(self.subsets, self.generators)]
         )
         members = torch.arange(len(self.subsets))[:, None]
-        for start in range(0, n_rows, self.batch_size):
+        for start in range(0, min(n_rows, len(self) * self.batch_size), self.batch_size):
             rows = order[:, start : start + self.batch_size]
             targets = torch.stack([self.y[rows], self.perturbations[members, rows]], dim=-1)
             yield self.X[rows], targets
@@ -110,7 +115,7 @@ class Members(NamedTuple):
 
 
 def train_members(model, theta, X, Y, *, subsets, anchors, perturbations, likelihood, prior_precision, seeds,
-                  batch_size, **train_params):
+                  batch_size, max_batches=None, desc="ensemble", **train_params):
     """Train the rows of ``theta`` as ensemble members, all in one batched model.
 
     Parameters
@@ -134,9 +139,13 @@ def train_members(model, theta, X, Y, *, subsets, anchors, perturbations, likeli
         Seed each member's minibatch order.
     batch_size : int
         Rows per member per step.
+    max_batches : int, default=None
+        Steps an epoch at most (see :class:`MemberBatches`).
+    desc : str, default='ensemble'
+        Label of the progress bar.
     **train_params
         ``lr``, ``lr_schedule``, ``max_epochs``, ``optimizer``, ``callbacks``,
-        ``device``, ``verbose`` of :func:`~sklearn_quinn._map.train_net`.
+        ``device``, ``verbose``, ``warm_up`` of :func:`~sklearn_quinn._map.train_net`.
 
     Returns
     -------
@@ -153,8 +162,9 @@ def train_members(model, theta, X, Y, *, subsets, anchors, perturbations, likeli
         X,
         Y,
         iterator=MemberBatches,
-        desc="ensemble",
+        desc=desc,
         batch_size=min(batch_size, subsets.shape[1]),
+        max_batches=max_batches,
         subsets=subsets,
         perturbations=perturbations,
         generators=[torch.Generator().manual_seed(int(seed)) for seed in seeds],

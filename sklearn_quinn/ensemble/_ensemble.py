@@ -95,13 +95,7 @@ class EnsembleMixin(DrawsMixin):
         return torch.cat([result.theta for result in results]), [result.likelihood for result in results]
 
     def _train_group(self, X, Y, targets, seeds, n_rows, verbose):
-        n_outputs = self._n_outputs(Y)
-        theta = []
-        for init_seed in seeds[:, 0]:
-            with self._seeded(int(init_seed)):
-                module = self._build_module(X.shape[1], n_outputs)
-            theta.append(FunctionalModel(module).flatten())
-        theta = torch.stack(theta)
+        theta, module = self._initial_weights(X.shape[1], self._n_outputs(Y), seeds[:, 0])
         subsets = torch.as_tensor(np.stack([member_subset(len(X), n_rows, seed) for seed in seeds[:, 1]]))
         anchors, perturbations = zip(
             *(self._randomization(theta.shape[1], Y.shape, self._generator(seed)) for seed in seeds[:, 2])

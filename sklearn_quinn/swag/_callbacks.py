@@ -1,4 +1,4 @@
-"""The skorch side of SWAG: a callback that feeds the SGD trajectory to the moments."""
+"""The skorch side of SWAG: a callback that feeds the SGD trajectories to the moments."""
 
 from skorch.callbacks import Callback
 
@@ -6,35 +6,40 @@ from . import _engine as moments
 
 
 class CollectSnapshots(Callback):
-    """Feed the flat weights to the SWAG moments every ``every`` epochs.
+    """Feed the stacked members' weights to the SWAG moments every ``every`` epochs.
 
     Parameters
     ----------
-    flatten : callable ``() -> tensor of shape (K,)``
-        The trained module's current flat weights.
     every : int
         Epochs between snapshots.
     max_rank : int
         Last snapshots the moments keep for the low-rank term.
+    member_losses : callable ``(J, K) -> tensor of shape (J,)``
+        Each member's training loss at its weights, recorded after every epoch.
 
     Attributes
     ----------
     state_ : SWAGState or None
-        The moments of the snapshots collected since training began; None
-        before the first.
+        The moments of the snapshots ``(J, K)`` of ``net.module_.theta``
+        (:class:`~sklearn_quinn.ensemble._engine.StackedMembers`) collected
+        since training began; None before the first.
+    losses_ : list of tensor of shape (J,)
+        Each member's loss after each epoch.
     """
 
-    def __init__(self, flatten, every, max_rank):
-        self.flatten = flatten
+    def __init__(self, every, max_rank, member_losses):
         self.every = every
         self.max_rank = max_rank
+        self.member_losses = member_losses
 
     def on_train_begin(self, net, **kwargs):
         self.state_ = None
+        self.losses_ = []
 
     def on_epoch_end(self, net, **kwargs):
+        theta = net.module_.theta.detach()
+        self.losses_.append(self.member_losses(theta))
         if len(net.history) % self.every == 0:
-            theta = self.flatten()
             if self.state_ is None:
                 self.state_ = moments.init(theta)
             else:

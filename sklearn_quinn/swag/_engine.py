@@ -3,9 +3,12 @@
 The moments are a transform in the style of the ``posteriors`` library:
 ``init(theta) -> SWAGState`` from the first snapshot, ``update(state, theta,
 max_rank) -> SWAGState`` for each later one, and :func:`gaussian_posterior`
-to turn the final state into the posterior. Nothing here knows how the
-snapshots were produced (the skorch callback that feeds them lives in
-:mod:`sklearn_quinn.swag._callbacks`).
+to turn the final state into the posterior. A snapshot is one weight vector
+``(K,)`` or the rows ``(J, K)`` of ``J`` trajectories run side by side
+(MultiSWAG's members), whose moments are kept row by row;
+:func:`mixture_posterior` turns those into the equal mixture of their
+Gaussians. Nothing here knows how the snapshots were produced (the skorch
+callback that feeds them lives in :mod:`sklearn_quinn.swag._callbacks`).
 """
 
 import math
@@ -13,24 +16,24 @@ from typing import NamedTuple
 
 import torch
 
-from .._core.posterior import GaussianPosterior
+from .._core.posterior import GaussianMixturePosterior, GaussianPosterior
 
 
 class SWAGState(NamedTuple):
     """Running moments of the weight snapshots, and the last ones kept for the low-rank term."""
 
-    mean: torch.Tensor  # (K,), running mean of the snapshots
-    sq_mean: torch.Tensor  # (K,), running mean of their squares
-    snapshots: torch.Tensor  # (k, K), the last k <= max_rank snapshots, oldest first
+    mean: torch.Tensor  # (..., K), running mean of the snapshots
+    sq_mean: torch.Tensor  # (..., K), running mean of their squares
+    snapshots: torch.Tensor  # (k, ..., K), the last k <= max_rank snapshots, oldest first
     n_snapshots: torch.Tensor  # (), snapshots averaged so far
 
 
 def init(theta):
-    """The moments of a single snapshot ``theta`` of shape ``(K,)``.
+    """The moments of a single snapshot ``theta`` of shape ``(K,)`` or ``(J, K)``.
 
     Parameters
     ----------
-    theta : tensor of shape (K,)
+    theta : tensor of shape (K,) or (J, K)
         The flat weights; copied, so later in-place training leaves the state alone.
 
     Returns
@@ -54,7 +57,7 @@ def update(state, theta, max_rank):
     Parameters
     ----------
     state : SWAGState
-    theta : tensor of shape (K,)
+    theta : tensor of shape (K,) or (J, K), as the first snapshot
     max_rank : int
         Number of last snapshots kept for the low-rank term.
 
@@ -96,3 +99,23 @@ def gaussian_posterior(state, cov_type):
     n_columns = len(state.snapshots)
     deviations = state.snapshots.T.contiguous() - state.mean[:, None]
     return GaussianPosterior.from_low_rank(state.mean, std, deviations / math.sqrt(2 * (n_columns - 1)))
+
+
+def mixture_posterior(state, cov_type):
+    """The equal mixture of the SWAG Gaussians of ``J`` trajectories' moments (MultiSWAG).
+
+    Parameters
+    ----------
+    state : SWAGState
+        Of snapshots of shape ``(J, K)``.
+    cov_type : {'lowrank', 'diag'}
+
+    Returns
+    -------
+    GaussianMixturePosterior
+        Its ``components[j]`` is :func:`gaussian_posterior` of row ``j``.
+    """
+    return GaussianMixturePosterior([
+        gaussian_posterior(SWAGState(mean, sq_mean, state.snapshots[:, row], state.n_snapshots), cov_type)
+        for row, (mean, sq_mean) in enumerate(zip(state.mean, state.sq_mean))
+    ])

@@ -4,7 +4,7 @@ import torch
 
 
 class ProximalSGD(torch.optim.SGD):
-    """SGD on the loss, then each weight tensor shrunk by ``1 / (1 + lr * decay)``.
+    """SGD on the loss, then each weight shrunk by ``1 / (1 + lr * decay)``.
 
     For a loss plus ``decay * ||theta||^2 / 2`` the explicit step
     ``theta - lr * (g + decay * theta)`` diverges once ``lr * decay > 2``, which
@@ -19,9 +19,10 @@ class ProximalSGD(torch.optim.SGD):
     ----------
     params : iterable of tensors or of parameter groups
     lr : float
-    decay : dict
-        ``decay[p]``: the shrinkage rate of parameter ``p`` (``delta_g / N``
-        for a per-point loss); parameters not in it are not shrunk.
+    decay : float or tensor
+        The shrinkage rate of every parameter's elements (``delta / N`` for a
+        per-point loss), broadcast against each parameter: one value per
+        weight ``(K,)`` serves stacked members ``(J, K)``.
     """
 
     def __init__(self, params, lr, decay):
@@ -33,6 +34,5 @@ class ProximalSGD(torch.optim.SGD):
         loss = super().step(closure)
         for group in self.param_groups:
             for param in group["params"]:
-                if param in self.decay:
-                    param.div_(1.0 + group["lr"] * self.decay[param])
+                param.div_(1.0 + group["lr"] * self.decay)
         return loss

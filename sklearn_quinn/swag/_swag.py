@@ -1,6 +1,5 @@
 """SWAGRegressor and SWAGClassifier: a Gaussian from the moments of the SGD trajectory after the MAP."""
 
-import copy
 import warnings
 from functools import partial
 from numbers import Integral, Real
@@ -12,11 +11,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._classifier_base import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from .._core.network import FunctionalModel
-from .._map import fit_map
 from .._regressor_base import BaseBayesianRegressor
-from ..base import AUTO_MAX_STEPS, MAP_TRAINING_CONSTRAINTS
+from ..base import _MAX_SEED, AUTO_MAX_STEPS, MAP_TRAINING_CONSTRAINTS
+from ..ensemble._engine import train_members
 from ._callbacks import CollectSnapshots
-from ._engine import gaussian_posterior
+from ._engine import mixture_posterior
 from ._proximal_sgd import ProximalSGD
 from ._rate import sampling_rate
 from ._scale import misfit_scale
@@ -26,13 +25,26 @@ _MAX_QUIET_WIDENING = 100.0  # cov_scale='auto' warns beyond this widening of th
 
 
 class SWAGMixin:
-    """The SGD phase after the MAP, and the SWAG Gaussian of its snapshots.
+    """The members, the SGD phase after their MAPs, and the mixture of the SWAG Gaussians of their snapshots.
 
     Its ``_fit`` serves :class:`SWAGRegressor` and :class:`SWAGClassifier`.
+    With ``n_estimators=1`` it is SWAG (Maddox et al. 2019); with more it is
+    MultiSWAG (Wilson & Izmailov 2020, "Bayesian deep learning and a
+    probabilistic perspective of generalization"): one SWAG Gaussian around
+    each of several independently trained networks, and the posterior their
+    equal mixture. One SGD trajectory explores one basin of the loss, and a
+    constant-rate trajectory spreads in the directions SGD's noise takes, not
+    in those the posterior is wide in; networks trained from other
+    initialisations land in other basins, and where the data leave the
+    function open they disagree, which a single basin's Gaussian cannot show.
+    The members train side by side as rows of one weight matrix, as a deep
+    ensemble's do, under the prior and the noise the evidence of the first
+    one's MAP learned (the MAP is the first member).
     """
 
     _swag_constraints: dict = {
         **MAP_TRAINING_CONSTRAINTS,
+        "n_estimators": [Interval(Integral, 1, None, closed="left")],
         "cov_type": [StrOptions({"lowrank", "diag"})],
         "max_rank": [Interval(Integral, 2, None, closed="left")],
         "cov_scale": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
@@ -44,29 +56,69 @@ class SWAGMixin:
     }
 
     def _fit(self, X, Y):
-        """Train to the MAP, then collect the SGD trajectory's moments: the family's part of ``fit``."""
+        """Train the members, then collect their SGD trajectories' moments: the family's part of ``fit``."""
         self._check_snapshots()
-        theta, likelihood, _, targets = self._fit_map(X, Y)
+        theta, likelihood, prior, targets = self._fit_map(X, Y)
         noise_std = likelihood.output_noise_std(Y.shape[1])
+        # Seeds per member: initial weights, minibatch order of its MAP training, of its SGD phase.
+        seeds = np.random.RandomState(self._split_seed).randint(_MAX_SEED, size=(self.n_estimators, 3))
+        members = torch.cat([theta[None], self._train_members(X, Y, targets, prior, noise_std, seeds[1:])])
         # The SGD rate is read in units of the loss's curvature scale: the noise variance.
         rate_unit = 1.0 if noise_std is None else float(noise_std.square().mean())
         frozen = likelihood.frozen(Y.shape[1])
         groups, precision = self.net_.criterion_.groups, self.net_.criterion_.prior_precision
         lr_swag = self.lr_swag
-        if lr_swag == "auto":
-            lr_swag = sampling_rate(
-                self._model, theta, self._tensor(X), self._tensor(Y), frozen, groups, precision,
-                self._swag_batch_size(len(X)),
+        if lr_swag == "auto":  # the slowest member's rate: one rate must suit every member
+            lr_swag = min(
+                sampling_rate(self._model, member, self._tensor(X), self._tensor(Y), frozen, groups, precision,
+                              self._swag_batch_size(len(X)))
+                for member in members
             ) / rate_unit
-        self._collect_trajectory(X, Y, targets, frozen, lr_swag, rate_unit)
-        self.cov_scale_ = float(self.cov_scale) if self.cov_scale != "auto" else self._misfit_cov_scale(
-            X, Y, frozen, groups, precision)
+        self._collect_trajectories(X, targets, members, frozen, prior, lr_swag, rate_unit, seeds[:, 2])
+        if self.cov_scale == "auto":
+            scales = []
+            for component in self.posterior_.components:
+                scales.append(self._misfit_cov_scale(X, Y, frozen, groups, precision, component))
+            self.cov_scale_ = np.array(scales)
+        else:
+            self.cov_scale_ = np.full(self.n_estimators, float(self.cov_scale))
         self.posterior_ = self.posterior_.scaled(1 / self.cov_scale_)
         self._keep_noise(noise_std)
 
-    def _misfit_cov_scale(self, X, Y, likelihood, groups, precision):
-        """``cov_scale='auto'``: ``1 / misfit_scale``, with a warning where it widens the snapshots' spread
-        more than ``_MAX_QUIET_WIDENING``-fold (a trajectory that barely moved says little about the shape).
+    def _train_members(self, X, Y, targets, prior, noise_std, seeds):
+        """The weights ``(J - 1, K)`` of the members after the first: trained from their own
+        initial weights as a deep ensemble's members are (:func:`train_members`), on the MAP's
+        ``targets`` under its learned ``prior`` and noise."""
+        n_members = len(seeds)
+        if n_members == 0:
+            return torch.empty(0, self._model.n_params, dtype=self._dtype, device=self._device)
+        initial, module = self._initial_weights(X.shape[1], self._n_outputs(Y), seeds[:, 0])
+        return train_members(
+            FunctionalModel(module),
+            initial,
+            X.astype(self.dtype),
+            targets.astype(self.dtype),
+            subsets=torch.arange(len(X)).repeat(n_members, 1),
+            anchors=torch.zeros_like(initial),
+            perturbations=None,
+            likelihood=self._likelihood(Y, leading_shape=(n_members, 1), noise_std=noise_std),
+            prior_precision=prior.precision,
+            seeds=seeds[:, 1],
+            batch_size=self._batch_size(len(X)),
+            lr=self.lr,
+            lr_schedule=self.lr_schedule,
+            max_epochs=self._n_epochs(len(X)),
+            optimizer=self.optimizer,
+            callbacks=self.callbacks,
+            device=self._device,
+            verbose=self.verbose,
+            desc="MultiSWAG members",
+        ).theta
+
+    def _misfit_cov_scale(self, X, Y, likelihood, groups, precision, component):
+        """``cov_scale='auto'`` for one member's Gaussian: ``1 / misfit_scale``, with a warning where it
+        widens the snapshots' spread more than ``_MAX_QUIET_WIDENING``-fold (a trajectory that barely moved
+        says little about the shape).
 
         1 under a likelihood whose curvature vanishes as its outputs grow
         confident (a classifier's): the misfit is then far from quadratic
@@ -76,7 +128,7 @@ class SWAGMixin:
         does not vanish, and there the scale applies."""
         if likelihood.curvature_vanishes_with_confidence:
             return 1.0
-        factor = misfit_scale(self._model, self.posterior_, self._tensor(X), self._tensor(Y), likelihood, groups,
+        factor = misfit_scale(self._model, component, self._tensor(X), self._tensor(Y), likelihood, groups,
                               precision)
         if factor > _MAX_QUIET_WIDENING:
             warnings.warn(f"the SGD phase's snapshots spread {factor:.3g} times too little for the data misfit the "
@@ -92,29 +144,30 @@ class SWAGMixin:
                 "collects fewer than the 2 snapshots SWAG needs."
             )
 
-    def _collect_trajectory(self, X, Y, targets, likelihood, lr_swag, rate_unit):
-        """Run SGD at rate ``lr_swag * rate_unit`` from a copy of the MAP net on the MAP's
+    def _collect_trajectories(self, X, targets, members, likelihood, prior, lr_swag, rate_unit, seeds):
+        """Run SGD at rate ``lr_swag * rate_unit`` from the ``members`` ``(J, K)`` on the MAP's
         ``targets`` (see :meth:`_fit_map`); set ``posterior_``, ``n_snapshots_`` and
         ``lr_swag_`` from the snapshots (``net_`` stays the MAP).
 
-        A trajectory that diverges is run again at a tenth of the rate, up
-        to ``_MAX_RATE_CUTS`` times, with a ConvergenceWarning. It diverged
-        if its moments leave the finite numbers or if an epoch's training
-        loss rises above that of a freshly initialised network of the same
-        architecture: SGD has then undone the training, even where the
-        weights (e.g. 1e99) stay finite. A MAP no better than that network
-        (labels without signal, where the evidence shrinks the network to a
-        constant) has no training to undo, and only finiteness is checked.
+        A phase in which a member diverges is run again at a tenth of the
+        rate, up to ``_MAX_RATE_CUTS`` times, with a ConvergenceWarning. A
+        member diverged if its moments leave the finite numbers or if an
+        epoch's training loss rises above that of a freshly initialised network
+        of the same architecture: SGD has then undone the training, even where
+        the weights (e.g. 1e99) stay finite. A member no better than that
+        network (labels without signal, where the evidence shrinks the network
+        to a constant) has no training to undo, and only finiteness is checked.
         """
-        untrained_loss = self._untrained_loss(X, Y, targets, likelihood)
-        if self._loss(self.net_.module_, X, targets, likelihood) >= untrained_loss:
-            untrained_loss = np.inf
+        member_losses = partial(self._member_losses, self._tensor(X), self._tensor(targets), likelihood)
+        untrained_loss = self._untrained_loss(X, targets, likelihood)
+        limit = torch.where(member_losses(members) >= untrained_loss, torch.inf, untrained_loss)
         first = lr_swag
         for cut in range(_MAX_RATE_CUTS + 1):
             lr_swag = first / 10**cut
-            moments, losses = self._run_sgd(X, targets, likelihood, lr_swag * rate_unit)
+            moments, losses = self._run_sgd(X, targets, members, likelihood, prior, lr_swag * rate_unit,
+                                            member_losses, seeds)
             finite = torch.isfinite(moments.mean).all() and torch.isfinite(moments.sq_mean).all()
-            if finite and np.all(np.asarray(losses) <= untrained_loss):  # a NaN loss fails too
+            if finite and bool((torch.stack(losses) <= limit).all()):  # a NaN loss fails too
                 break
         else:
             raise FloatingPointError(f"the SGD phase diverged at every rate from lr_swag={first:g} "
@@ -123,7 +176,7 @@ class SWAGMixin:
             warnings.warn(f"the SGD phase diverged at lr_swag={first:g}; the snapshots were collected at "
                           f"lr_swag={lr_swag:g} (lr_swag_)", ConvergenceWarning, stacklevel=4)  # fit -> _fit -> here
         self.lr_swag_ = lr_swag
-        self.posterior_ = gaussian_posterior(moments, self.cov_type)
+        self.posterior_ = mixture_posterior(moments, self.cov_type)
         self.n_snapshots_ = int(moments.n_snapshots)
 
     def _swag_batch_size(self, n_rows):
@@ -143,7 +196,7 @@ class SWAGMixin:
         cap = max(1, AUTO_MAX_STEPS // self.swag_epochs)
         return cap if batches_per_epoch > cap else None
 
-    def _untrained_loss(self, X, Y, targets, likelihood):
+    def _untrained_loss(self, X, Y, likelihood):
         """The SGD phase's training loss, the negative log likelihood per
         point, of the backbone freshly initialised (a ``module`` given as a
         trained instance is reset too)."""
@@ -152,72 +205,81 @@ class SWAGMixin:
             for layer in module.modules():
                 if hasattr(layer, "reset_parameters"):
                     layer.reset_parameters()
-        return self._loss(module, X, targets, likelihood)
+        theta = FunctionalModel(module).flatten()[None]
+        return float(self._member_losses(self._tensor(X), self._tensor(Y), likelihood, theta)[0])
 
-    def _loss(self, module, X, Y, likelihood):
-        """The negative log likelihood per point of ``module`` on the training rows (``Y``: the
-        SGD phase's targets)."""
-        X, Y = (torch.as_tensor(array, dtype=self._dtype, device=self._device) for array in (X, Y))
+    def _member_losses(self, X, Y, likelihood, theta):
+        """The negative log likelihood per point of each row of ``theta`` ``(J, K)`` on the
+        training rows (``Y``: the SGD phase's targets), shape ``(J,)``."""
         with torch.no_grad():
-            return float(-likelihood.log_prob(module(X), Y).mean())
+            return -likelihood.log_prob(self._model(theta, X), Y.expand(len(theta), *Y.shape)).mean(-1)
 
-    def _run_sgd(self, X, Y, likelihood, lr):
-        """The moments of ``swag_epochs`` of constant-rate SGD from a copy of
-        the MAP module, and the training loss of each epoch (the likelihood's
-        part: the prior's is taken by :class:`ProximalSGD`)."""
-        module = copy.deepcopy(self.net_.module_)
-        parameters = list(module.parameters())
-        precisions = self.net_.criterion_.tensor_precisions(parameters)
-        decay = {p: delta / len(X) for p, delta in zip(parameters, precisions)}
-        collect = CollectSnapshots(FunctionalModel(module).flatten, self.collect_every, self.max_rank)
+    def _run_sgd(self, X, Y, members, likelihood, prior, lr, member_losses, seeds):
+        """The moments of ``swag_epochs`` of constant-rate SGD from the ``members``, each on its own
+        minibatches, and each member's training loss after each epoch (the likelihood's part: the
+        prior's is taken by :class:`ProximalSGD`)."""
+        collect = CollectSnapshots(self.collect_every, self.max_rank, member_losses)
         with self._seeded(self._split_seed):
-            net = fit_map(
-                module,
+            train_members(
+                self._model,
+                members.clone(),
                 X.astype(self.dtype),
                 Y.astype(self.dtype),
-                prior_precision=0.0,
+                subsets=torch.arange(len(X)).repeat(len(members), 1),
+                anchors=torch.zeros_like(members),
+                perturbations=None,
                 likelihood=likelihood,
+                prior_precision=0.0,
+                seeds=seeds,
+                batch_size=self._swag_batch_size(len(X)),
+                max_batches=self._steps_per_period(len(X)),
                 lr=lr,
                 lr_schedule="constant",
                 max_epochs=self.swag_epochs,
-                batch_size=self._swag_batch_size(len(X)),
-                max_batches=self._steps_per_period(len(X)),
-                optimizer=partial(ProximalSGD, decay=decay),
+                optimizer=partial(ProximalSGD, decay=prior.precision / len(X)),
                 callbacks=[("swag", collect)],
                 device=self._device,
-                seed=self._split_seed,
                 verbose=self.verbose,
-                finish=False,  # the trajectory of constant-rate SGD is the point, not a mode
                 warm_up=False,  # it starts at the MAP, under the likelihood itself
                 desc="SWAG",
             )
-        return collect.state_, net.history[:, "train_loss"]
+        return collect.state_, collect.losses_
 
 
 class SWAGRegressor(SWAGMixin, BaseBayesianRegressor):
-    """Neural-network regressor with a SWAG posterior (stochastic weight averaging Gaussian).
+    """Neural-network regressor with a (Multi)SWAG posterior: stochastic weight averaging Gaussians.
 
     The network is first trained to the MAP (negative log posterior, through
-    skorch); SGD then runs ``swag_epochs`` more epochs at the constant rate
-    ``lr_swag`` with the noise fixed at its MAP estimate, and every
-    ``collect_every`` epochs the weights update running first and second
-    moments and join the last ``max_rank`` snapshots. The posterior is the
-    SWAG Gaussian of Maddox et al. (2019): a draw is
+    skorch), learning the prior and the noise from the evidence; the other
+    ``n_estimators - 1`` members train from their own initial weights under
+    them, side by side as a deep ensemble's. SGD then runs ``swag_epochs``
+    more epochs from every member at the constant rate ``lr_swag`` with the
+    noise fixed, and every ``collect_every`` epochs each member's weights
+    update its running first and second moments and join its last
+    ``max_rank`` snapshots. Each member's Gaussian is the SWAG Gaussian of
+    Maddox et al. (2019): a draw is
 
         mean + diag(sqrt(var)) z1 / sqrt(2) + D z2 / sqrt(2 (k - 1)),
 
     ``var`` the snapshots' variance, ``D`` the last ``k`` deviations from the
     mean (the second term only for ``cov_type='lowrank'``), the deviation
-    from the mean divided by ``sqrt(cov_scale_)``. Predictions average
-    the network over ``n_samples`` draws. Cost: one MAP training plus
-    ``swag_epochs`` epochs; memory ``O(K max_rank)``.
+    from the mean divided by ``sqrt(cov_scale_)``. The posterior is the equal
+    mixture of the members' Gaussians (MultiSWAG, Wilson & Izmailov 2020): one
+    SGD trajectory explores one basin, and its Gaussian misses the
+    disagreement between networks the data leave open. Predictions average
+    the network over ``n_samples`` draws, shared evenly among the members.
+    Cost: ``n_estimators`` MAP trainings plus ``swag_epochs`` epochs, batched
+    over the members; memory ``O(n_estimators K max_rank)``.
 
     Parameters
     ----------
     hidden_layer_sizes, activation, linear_skip, module, prior_std, noise_std, likelihood, lr, lr_schedule, \\
 max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor` (they set the MAP
-        training).
+        training, and the members').
+    n_estimators : int, default=5
+        Members, each the centre of one SWAG Gaussian; 1 is Maddox et al.'s
+        SWAG around the MAP.
     cov_type : {'lowrank', 'diag'}, default='lowrank'
     max_rank : int, default=20
         Number ``k`` of last deviations kept for the low-rank term.
@@ -230,10 +292,10 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
     collect_every : int, default=1
         Epochs between snapshots (at least two snapshots are needed).
     cov_scale : 'auto' or float, default='auto'
-        The ``s`` of ``Sigma = Sigma_SWAG / s``, as for
+        The ``s`` of ``Sigma = Sigma_SWAG / s`` for every member, as for
         :class:`~sklearn_quinn.LaplaceRegressor`: values above 1 shrink the
         posterior, 1.0 is Maddox et al.'s covariance. ``'auto'`` takes
-        ``s = tr(G Sigma_SWAG) / gamma`` at the SWA mean (``G`` the
+        ``s = tr(G Sigma_SWAG) / gamma`` at each member's SWA mean (``G`` the
         generalised Gauss-Newton, ``gamma`` MacKay's count of well-determined
         weights), so that the draws raise the training data's misfit as much
         as the Laplace posterior's do: SGD capped by its stability limit
@@ -252,13 +314,14 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         per-point gradients' covariance there), capped at 0.2 of the
         stability limit of gradient descent on the MAP's curvature (where
         the iterates' variance is at most 1.25 times the continuous-time
-        stationary law's at that rate).
+        stationary law's at that rate); the smallest of the members' rates.
     batch_size_swag : int, default=32
         Minibatch rows of the SGD phase: the gradient noise of small batches
         is what spreads the snapshots (full-batch descent would settle on the
         MAP and collapse the posterior to a point).
     n_samples : int, default=100
-        Weight draws averaged by ``predict`` (the same draws at every call).
+        Weight draws averaged by ``predict`` (the same draws at every call),
+        shared evenly among the members.
 
     Attributes
     ----------
@@ -272,13 +335,15 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         ``stage``, ``log_evidence``, ``noise_std`` in network units, the
         precision of each group); empty when nothing is learned
         and the noise is not a heteroscedastic head.
-    posterior_ : GaussianPosterior
-        Mean, diagonal std and (low rank) factor of the SWAG Gaussian.
+    posterior_ : GaussianMixturePosterior
+        The equal mixture of the members' SWAG Gaussians: ``components[j]``
+        holds member ``j``'s mean, diagonal std and (low rank) factor
+        (``components[0]`` is the MAP's).
     n_snapshots_ : int
-        Snapshots collected.
-    cov_scale_ : float
-        The ``s`` the SWAG covariance was divided by (``cov_scale``, or the
-        one ``'auto'`` chose).
+        Snapshots collected per member.
+    cov_scale_ : ndarray of shape (n_estimators,)
+        The ``s`` each member's SWAG covariance was divided by (``cov_scale``,
+        or the one ``'auto'`` chose).
     lr_swag_ : float
         The rate the snapshots were collected at: ``lr_swag`` (or the rate
         ``'auto'`` chose), or a tenth of it (up to three times) when SGD
@@ -293,6 +358,9 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
     W. J. Maddox, T. Garipov, P. Izmailov, D. Vetrov and A. G. Wilson, "A simple
     baseline for Bayesian uncertainty in deep learning", NeurIPS 2019.
 
+    A. G. Wilson and P. Izmailov, "Bayesian deep learning and a probabilistic
+    perspective of generalization", NeurIPS 2020.
+
     Examples
     --------
     >>> import numpy as np
@@ -302,8 +370,8 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
     >>> y = np.sin(2 * X[:, 0]) + 0.1 * rng.randn(60)
     >>> reg = SWAGRegressor(hidden_layer_sizes=(16,), max_epochs=100, swag_epochs=20,
     ...                     max_rank=5, random_state=0).fit(X, y)
-    >>> reg.n_snapshots_, reg.posterior_.low_rank.shape
-    (20, torch.Size([50, 5]))
+    >>> reg.n_snapshots_, len(reg.posterior_.components), reg.posterior_.components[0].low_rank.shape
+    (20, 5, torch.Size([50, 5]))
     >>> mean, std = reg.predict(X[:3], return_std=True)
     >>> mean.shape, bool((std > 0).all())
     ((3,), True)
@@ -324,6 +392,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         prior_std=None,
         noise_std=None,
         likelihood="gaussian",
+        n_estimators=5,
         cov_type="lowrank",
         max_rank=20,
         swag_epochs=100,
@@ -351,6 +420,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         self.prior_std = prior_std
         self.noise_std = noise_std
         self.likelihood = likelihood
+        self.n_estimators = n_estimators
         self.cov_type = cov_type
         self.max_rank = max_rank
         self.swag_epochs = swag_epochs
@@ -376,8 +446,8 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
 class SWAGClassifier(SWAGMixin, BaseBayesianClassifier):
     """Neural-network classifier with a SWAG posterior.
 
-    :class:`SWAGRegressor`'s MAP, SGD phase and Gaussian with a categorical
-    (softmax) likelihood; ``lr_swag`` is the SGD rate on the mean
+    :class:`SWAGRegressor`'s members, SGD phase and mixture of Gaussians with
+    a categorical (softmax) likelihood; ``lr_swag`` is the SGD rate on the mean
     cross-entropy. ``cov_scale='auto'`` is 1 here: a softmax's curvature
     vanishes where it saturates, so the misfit is not quadratic across the
     draws, and the regressor's scale over-widens (on wine, twice the MAP
@@ -387,7 +457,7 @@ class SWAGClassifier(SWAGMixin, BaseBayesianClassifier):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, linear_skip, module, prior_std, cov_type, max_rank, swag_epochs, \
+    hidden_layer_sizes, activation, linear_skip, module, prior_std, n_estimators, cov_type, max_rank, swag_epochs, \
 collect_every, cov_scale, lr_swag, batch_size_swag, n_samples, lr, lr_schedule, max_epochs, batch_size, optimizer, \
 callbacks, dtype, device, random_state, verbose
         As for :class:`SWAGRegressor`.
@@ -408,9 +478,9 @@ callbacks, dtype, device, random_state, verbose
         ``stage``, ``log_evidence``, ``noise_std`` in network units, the
         precision of each group); empty when nothing is learned.
     classes_ : ndarray of shape (n_classes,)
-    posterior_ : GaussianPosterior
+    posterior_ : GaussianMixturePosterior
     n_snapshots_ : int
-    cov_scale_ : float
+    cov_scale_ : ndarray of shape (n_estimators,)
     lr_swag_ : float
     net_ : skorch.NeuralNet
         The MAP net.
@@ -441,6 +511,7 @@ callbacks, dtype, device, random_state, verbose
         linear_skip=True,
         module=None,
         prior_std=None,
+        n_estimators=5,
         cov_type="lowrank",
         max_rank=20,
         swag_epochs=100,
@@ -467,6 +538,7 @@ callbacks, dtype, device, random_state, verbose
         self.linear_skip = linear_skip
         self.module = module
         self.prior_std = prior_std
+        self.n_estimators = n_estimators
         self.cov_type = cov_type
         self.max_rank = max_rank
         self.swag_epochs = swag_epochs
