@@ -196,6 +196,7 @@ def test_sgd_phase_diverging_at_every_rate_raises(wave_data):
         ({"n_samples": 0}, "n_samples"),
         ({"n_estimators": 0}, "n_estimators"),
         ({"n_estimators": 1.5}, "n_estimators"),
+        ({"n_estimators": 5, "n_samples": 4}, "cannot cover the n_estimators=5 members"),
     ],
 )
 def test_bad_parameters(wave_data, params, message):

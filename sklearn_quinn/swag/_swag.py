@@ -57,7 +57,7 @@ class SWAGMixin:
 
     def _fit(self, X, Y):
         """Train the members, then collect their SGD trajectories' moments: the family's part of ``fit``."""
-        self._check_snapshots()
+        self._check_counts()
         theta, likelihood, prior, targets = self._fit_map(X, Y)
         noise_std = likelihood.output_noise_std(Y.shape[1])
         # Seeds per member: initial weights, minibatch order of its MAP training, of its SGD phase.
@@ -137,11 +137,16 @@ class SWAGMixin:
                           stacklevel=4)  # fit -> _fit -> _misfit_cov_scale -> here
         return 1 / factor
 
-    def _check_snapshots(self):
+    def _check_counts(self):
         if self.swag_epochs // self.collect_every < 2:
             raise ValueError(
                 f"swag_epochs={self.swag_epochs} with collect_every={self.collect_every} "
                 "collects fewer than the 2 snapshots SWAG needs."
+            )
+        if self.n_samples < self.n_estimators:  # a member without a draw would drop out of every prediction
+            raise ValueError(
+                f"n_samples={self.n_samples} draws cannot cover the n_estimators={self.n_estimators} members' "
+                "Gaussians; give n_samples >= n_estimators."
             )
 
     def _collect_trajectories(self, X, targets, members, likelihood, prior, lr_swag, rate_unit, seeds):
@@ -321,7 +326,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         MAP and collapse the posterior to a point).
     n_samples : int, default=100
         Weight draws averaged by ``predict`` (the same draws at every call),
-        shared evenly among the members.
+        shared evenly among the members: at least ``n_estimators``.
 
     Attributes
     ----------
