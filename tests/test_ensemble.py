@@ -170,3 +170,25 @@ def test_bad_parameters(wave_data, estimator, params, message):
     X, y = wave_data
     with pytest.raises(ValueError, match=message):
         small(estimator, **params).fit(X, y)
+
+
+def test_criterion_averages_each_member_s_misfit_over_the_batches():
+    """``mean_misfit``: per member, the negative log likelihood per point averaged over the batches
+    since ``reset_misfit``, by hand for two members of a unit-noise Gaussian; the prior's part is
+    left out."""
+    from sklearn_quinn._core.likelihoods import GaussianLikelihood
+    from sklearn_quinn.ensemble._engine import AnchoredNegativeLogPosterior, StackedMembers
+
+    theta = torch.tensor([[1.0], [2.0]], dtype=torch.float64)
+    members = StackedMembers(lambda weights, X: weights[:, None, :] * X, theta)
+    criterion = AnchoredNegativeLogPosterior(10, 5.0, torch.zeros_like(theta),
+                                             GaussianLikelihood(torch.ones(1, dtype=torch.float64)), False)
+    X = torch.ones(2, 3, 1, dtype=torch.float64)
+    half_log_2pi = 0.5 * np.log(2 * np.pi)
+    criterion(members(X), torch.zeros(2, 3, 1, 2, dtype=torch.float64), members)  # targets 0
+    criterion.reset_misfit()
+    for target in (0.0, 2.0):
+        targets = torch.stack([torch.full((2, 3, 1), target), torch.zeros(2, 3, 1)], dim=-1).double()
+        criterion(members(X), targets, members)  # the target, then no perturbation
+    expected = [((1 - 0) ** 2 / 2 + (1 - 2) ** 2 / 2) / 2, ((2 - 0) ** 2 / 2 + 0) / 2]
+    torch.testing.assert_close(criterion.mean_misfit, torch.tensor(expected, dtype=torch.float64) + half_log_2pi)

@@ -89,6 +89,13 @@ class AnchoredNegativeLogPosterior(nn.Module):
         gives each member its own (fixed or trained) noise.
     perturb : bool
         Perturb the targets by the members' noise draws (Gaussian only).
+
+    Attributes
+    ----------
+    mean_misfit : tensor of shape (J,)
+        Each member's negative log likelihood per point, averaged over the
+        batches since :meth:`reset_misfit`: per member what skorch's
+        ``train_loss`` is for the sum.
     """
 
     def __init__(self, n_train, prior_precision, anchors, likelihood, perturb):
@@ -98,12 +105,22 @@ class AnchoredNegativeLogPosterior(nn.Module):
         self.register_buffer("anchors", anchors)
         self.likelihood = likelihood
         self.perturb = perturb
+        self.reset_misfit()
+
+    def reset_misfit(self):
+        """Start a new average of the members' misfits (:attr:`mean_misfit`)."""
+        self._misfit_sum, self._misfit_batches = 0.0, 0
+
+    @property
+    def mean_misfit(self):
+        return self._misfit_sum / self._misfit_batches
 
     def forward(self, y_pred, y_true, module):
         y, eps = y_true[..., 0], y_true[..., 1]
-        log_likelihood = self.likelihood.log_prob(y_pred, y, eps if self.perturb else None)
+        misfit = -self.likelihood.log_prob(y_pred, y, eps if self.perturb else None).mean(-1)
+        self._misfit_sum, self._misfit_batches = self._misfit_sum + misfit.detach(), self._misfit_batches + 1
         penalty = ((module.theta - self.anchors).square() * self.prior_precision).sum(-1)
-        return (-log_likelihood.mean(-1) + 0.5 * penalty / self.n_train).sum()
+        return (misfit + 0.5 * penalty / self.n_train).sum()
 
 
 class Members(NamedTuple):

@@ -14,8 +14,6 @@ class CollectSnapshots(Callback):
         Epochs between snapshots.
     max_rank : int
         Last snapshots the moments keep for the low-rank term.
-    member_losses : callable ``(J, K) -> tensor of shape (J,)``
-        Each member's training loss at its weights, recorded after every epoch.
 
     Attributes
     ----------
@@ -24,22 +22,25 @@ class CollectSnapshots(Callback):
         (:class:`~sklearn_quinn.ensemble._engine.StackedMembers`) collected
         since training began; None before the first.
     losses_ : list of tensor of shape (J,)
-        Each member's loss after each epoch.
+        Each member's training loss over each epoch (the criterion's
+        ``mean_misfit``, :class:`~sklearn_quinn.ensemble._engine.AnchoredNegativeLogPosterior`).
     """
 
-    def __init__(self, every, max_rank, member_losses):
+    def __init__(self, every, max_rank):
         self.every = every
         self.max_rank = max_rank
-        self.member_losses = member_losses
 
     def on_train_begin(self, net, **kwargs):
         self.state_ = None
         self.losses_ = []
 
+    def on_epoch_begin(self, net, **kwargs):
+        net.criterion_.reset_misfit()
+
     def on_epoch_end(self, net, **kwargs):
-        theta = net.module_.theta.detach()
-        self.losses_.append(self.member_losses(theta))
+        self.losses_.append(net.criterion_.mean_misfit)
         if len(net.history) % self.every == 0:
+            theta = net.module_.theta.detach()
             if self.state_ is None:
                 self.state_ = moments.init(theta)
             else:

@@ -163,14 +163,13 @@ class SWAGMixin:
         network (labels without signal, where the evidence shrinks the network
         to a constant) has no training to undo, and only finiteness is checked.
         """
-        member_losses = partial(self._member_losses, self._tensor(X), self._tensor(targets), likelihood)
         untrained_loss = self._untrained_loss(X, targets, likelihood)
-        limit = torch.where(member_losses(members) >= untrained_loss, torch.inf, untrained_loss)
+        trained_loss = self._member_losses(self._tensor(X), self._tensor(targets), likelihood, members)
+        limit = torch.where(trained_loss >= untrained_loss, torch.inf, untrained_loss)
         first = lr_swag
         for cut in range(_MAX_RATE_CUTS + 1):
             lr_swag = first / 10**cut
-            moments, losses = self._run_sgd(X, targets, members, likelihood, prior, lr_swag * rate_unit,
-                                            member_losses, seeds)
+            moments, losses = self._run_sgd(X, targets, members, likelihood, prior, lr_swag * rate_unit, seeds)
             finite = torch.isfinite(moments.mean).all() and torch.isfinite(moments.sq_mean).all()
             if finite and bool((torch.stack(losses) <= limit).all()):  # a NaN loss fails too
                 break
@@ -219,11 +218,11 @@ class SWAGMixin:
         with torch.no_grad():
             return -likelihood.log_prob(self._model(theta, X), Y.expand(len(theta), *Y.shape)).mean(-1)
 
-    def _run_sgd(self, X, Y, members, likelihood, prior, lr, member_losses, seeds):
+    def _run_sgd(self, X, Y, members, likelihood, prior, lr, seeds):
         """The moments of ``swag_epochs`` of constant-rate SGD from the ``members``, each on its own
-        minibatches, and each member's training loss after each epoch (the likelihood's part: the
+        minibatches, and each member's training loss over each epoch (the likelihood's part: the
         prior's is taken by :class:`ProximalSGD`)."""
-        collect = CollectSnapshots(self.collect_every, self.max_rank, member_losses)
+        collect = CollectSnapshots(self.collect_every, self.max_rank)
         with self._seeded(self._split_seed):
             train_members(
                 self._model,
