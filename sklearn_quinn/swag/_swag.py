@@ -68,7 +68,7 @@ class SWAGMixin:
         frozen = likelihood.frozen(Y.shape[1])
         groups, precision = self.net_.criterion_.groups, self.net_.criterion_.prior_precision
         lr_swag = self.lr_swag
-        if lr_swag == "auto":  # the slowest member's rate: one rate must suit every member
+        if lr_swag == "auto":  # the smallest of the members' rates: one rate must be stable for every member
             lr_swag = min(
                 sampling_rate(self._model, member, self._tensor(X), self._tensor(Y), frozen, groups, precision,
                               self._swag_batch_size(len(X)))
@@ -156,12 +156,16 @@ class SWAGMixin:
 
         A phase in which a member diverges is run again at a tenth of the
         rate, up to ``_MAX_RATE_CUTS`` times, with a ConvergenceWarning. A
-        member diverged if its moments leave the finite numbers or if an
-        epoch's training loss rises above that of a freshly initialised network
-        of the same architecture: SGD has then undone the training, even where
-        the weights (e.g. 1e99) stay finite. A member no better than that
-        network (labels without signal, where the evidence shrinks the network
-        to a constant) has no training to undo, and only finiteness is checked.
+        member diverged if its moments leave the finite numbers or if its
+        training loss, averaged over the phase's epochs, rises above that of a
+        freshly initialised network of the same architecture: SGD has then
+        undone the training, even where the weights (e.g. 1e99) stay finite.
+        The average, not each epoch's loss: where the data leave a trained
+        network little better than an untrained one (diabetes), the epochs of
+        five members at any rate fluctuate across that line. A member no
+        better than that network (labels without signal, where the evidence
+        shrinks the network to a constant) has no training to undo, and only
+        finiteness is checked.
         """
         untrained_loss = self._untrained_loss(X, targets, likelihood)
         trained_loss = self._member_losses(self._tensor(X), self._tensor(targets), likelihood, members)
@@ -171,7 +175,7 @@ class SWAGMixin:
             lr_swag = first / 10**cut
             moments, losses = self._run_sgd(X, targets, members, likelihood, prior, lr_swag * rate_unit, seeds)
             finite = torch.isfinite(moments.mean).all() and torch.isfinite(moments.sq_mean).all()
-            if finite and bool((torch.stack(losses) <= limit).all()):  # a NaN loss fails too
+            if finite and bool((torch.stack(losses).mean(0) <= limit).all()):  # a NaN loss fails too
                 break
         else:
             raise FloatingPointError(f"the SGD phase diverged at every rate from lr_swag={first:g} "
