@@ -196,7 +196,8 @@ def test_sgd_phase_diverging_at_every_rate_raises(wave_data):
         ({"n_samples": 0}, "n_samples"),
         ({"n_estimators": 0}, "n_estimators"),
         ({"n_estimators": 1.5}, "n_estimators"),
-        ({"n_estimators": 5, "n_samples": 4}, "cannot cover the n_estimators=5 members"),
+        ({"n_estimators": 5, "n_samples": 4}, "cannot cover the 5 members"),
+        ({"n_estimators": "many"}, "n_estimators"),
     ],
 )
 def test_bad_parameters(wave_data, params, message):
@@ -407,3 +408,13 @@ def test_auto_scale_is_one_where_the_curvature_vanishes_with_confidence(wave_dat
     auto = small(likelihood="heteroscedastic").fit(X, y)
     assert (auto.cov_scale_ > 0).all() and (auto.cov_scale_ != 1.0).all()
     assert_components_scaled(auto, one, auto.cov_scale_)
+
+
+@pytest.mark.parametrize("n_rows, params, expected", [
+    (40_000, {}, 5),  # 200 steps an epoch: 1000 epochs are exactly the 200,000-step cap
+    (40_001, {}, 1),  # capped: each member would be another capped training
+    (10**6, {"max_epochs": 100}, 5),  # epochs fixed by the user: no cap
+    (10**6, {"n_estimators": 3}, 3),
+])
+def test_auto_members_are_five_below_the_training_s_step_cap(n_rows, params, expected):
+    assert SWAGRegressor(**params)._n_members(n_rows) == expected
