@@ -27,8 +27,10 @@ Kronecker-factored blocks understate it: its direction mixes the layers), so
 that no direction's variance exceeds the continuous law's by more than a
 quarter. A scalar rate spreads every direction alike, so the
 iterates still under-explore the flat directions of the posterior: Mandt et
-al.'s remedy is a preconditioner (the inverse gradient noise covariance),
-which this module does not attempt.
+al.'s remedy is a preconditioner (the inverse gradient noise covariance).
+A diagonal one (the MAP's GGN diagonal plus the prior) makes the stationary
+covariance that diagonal's, and covered the regression tables worse; the
+family mixes several members' Gaussians instead (MultiSWAG, ``_swag.py``).
 """
 
 from torch.func import grad

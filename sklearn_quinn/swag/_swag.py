@@ -1,4 +1,4 @@
-"""SWAGRegressor and SWAGClassifier: a Gaussian from the moments of the SGD trajectory after the MAP."""
+"""SWAGRegressor and SWAGClassifier: a mixture of Gaussians from the moments of the members' SGD trajectories."""
 
 import warnings
 from functools import partial
