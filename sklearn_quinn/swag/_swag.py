@@ -367,7 +367,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         Snapshots collected per member.
     n_estimators_ : int
         The members (``n_estimators``, or the number ``'auto'`` chose).
-    cov_scale_ : ndarray of shape (n_estimators_,)
+    cov_scale_ : ndarray, one entry per member
         The ``s`` each member's SWAG covariance was divided by (``cov_scale``,
         or the one ``'auto'`` chose).
     lr_swag_ : float
@@ -507,7 +507,7 @@ callbacks, dtype, device, random_state, verbose
     posterior_ : GaussianMixturePosterior
     n_snapshots_ : int
     n_estimators_ : int
-    cov_scale_ : ndarray of shape (n_estimators_,)
+    cov_scale_ : ndarray, one entry per member
     lr_swag_ : float
     net_ : skorch.NeuralNet
         The MAP net.
