@@ -69,18 +69,20 @@ class SWAGMixin:
         rate_unit = 1.0 if noise_std is None else float(noise_std.square().mean())
         frozen = likelihood.frozen(Y.shape[1])
         groups, precision = self.net_.criterion_.groups, self.net_.criterion_.prior_precision
+        X_tensor, Y_tensor = self._tensor(X), self._tensor(Y)
         lr_swag = self.lr_swag
         if lr_swag == "auto":  # the smallest of the members' rates: one rate must be stable for every member
             lr_swag = min(
-                sampling_rate(self._model, member, self._tensor(X), self._tensor(Y), frozen, groups, precision,
+                sampling_rate(self._model, member, X_tensor, Y_tensor, frozen, groups, precision,
                               self._swag_batch_size(len(X)))
                 for member in members
             ) / rate_unit
-        self._collect_trajectories(X, targets, members, frozen, prior, lr_swag, rate_unit, seeds[:, 2])
+        self._collect_trajectories(X, targets, self._n_outputs(Y), members, frozen, prior, lr_swag, rate_unit,
+                                   seeds[:, 2])
         if self.cov_scale == "auto":
             scales = []
             for component in self.posterior_.components:
-                scales.append(self._misfit_cov_scale(X, Y, frozen, groups, precision, component))
+                scales.append(self._misfit_cov_scale(X_tensor, Y_tensor, frozen, groups, precision, component))
             self.cov_scale_ = np.array(scales)
         else:
             self.cov_scale_ = np.full(self.n_estimators_, float(self.cov_scale))
@@ -118,9 +120,9 @@ class SWAGMixin:
         ).theta
 
     def _misfit_cov_scale(self, X, Y, likelihood, groups, precision, component):
-        """``cov_scale='auto'`` for one member's Gaussian: ``1 / misfit_scale``, with a warning where it
-        widens the snapshots' spread more than ``_MAX_QUIET_WIDENING``-fold (a trajectory that barely moved
-        says little about the shape).
+        """``cov_scale='auto'`` for one member's Gaussian (``X``, ``Y``: tensors): ``1 / misfit_scale``,
+        with a warning where it widens the snapshots' spread more than ``_MAX_QUIET_WIDENING``-fold
+        (a trajectory that barely moved says little about the shape).
 
         1 under a likelihood whose curvature vanishes as its outputs grow
         confident (a classifier's): the misfit is then far from quadratic
@@ -130,8 +132,7 @@ class SWAGMixin:
         does not vanish, and there the scale applies."""
         if likelihood.curvature_vanishes_with_confidence:
             return 1.0
-        factor = misfit_scale(self._model, component, self._tensor(X), self._tensor(Y), likelihood, groups,
-                              precision)
+        factor = misfit_scale(self._model, component, X, Y, likelihood, groups, precision)
         if factor > _MAX_QUIET_WIDENING:
             warnings.warn(f"the SGD phase's snapshots spread {factor:.3g} times too little for the data misfit the "
                           "posterior should have; its covariance is scaled up by that factor, but its shape is "
@@ -146,8 +147,7 @@ class SWAGMixin:
         (power, kin8nm, naval) one member's intervals already covered 0.93-0.98."""
         if self.n_estimators != "auto":
             return self.n_estimators
-        steps_per_epoch = -(-n_rows // self._batch_size(n_rows))
-        return 1 if self.max_epochs == "auto" and steps_per_epoch * AUTO_EPOCHS > AUTO_MAX_STEPS else AUTO_MEMBERS
+        return 1 if self.max_epochs == "auto" and self._n_epochs(n_rows) < AUTO_EPOCHS else AUTO_MEMBERS
 
     def _check_counts(self):
         if self.swag_epochs // self.collect_every < 2:
@@ -161,9 +161,9 @@ class SWAGMixin:
                 f"(n_estimators={self.n_estimators!r}); give n_samples >= n_estimators."
             )
 
-    def _collect_trajectories(self, X, targets, members, likelihood, prior, lr_swag, rate_unit, seeds):
+    def _collect_trajectories(self, X, targets, n_outputs, members, likelihood, prior, lr_swag, rate_unit, seeds):
         """Run SGD at rate ``lr_swag * rate_unit`` from the ``members`` ``(J, K)`` on the MAP's
-        ``targets`` (see :meth:`_fit_map`); set ``posterior_``, ``n_snapshots_`` and
+        ``targets`` (see :meth:`_fit_map`; ``n_outputs``: the network's); set ``posterior_``, ``n_snapshots_`` and
         ``lr_swag_`` from the snapshots (``net_`` stays the MAP).
 
         A phase in which a member diverges is run again at a tenth of the
@@ -179,8 +179,9 @@ class SWAGMixin:
         shrinks the network to a constant) has no training to undo, and only
         finiteness is checked.
         """
-        untrained_loss = self._untrained_loss(X, targets, likelihood)
-        trained_loss = self._member_losses(self._tensor(X), self._tensor(targets), likelihood, members)
+        X_tensor, targets_tensor = self._tensor(X), self._tensor(targets)
+        untrained_loss = self._untrained_loss(X_tensor, targets_tensor, n_outputs, likelihood)
+        trained_loss = self._member_losses(X_tensor, targets_tensor, likelihood, members)
         limit = torch.where(trained_loss >= untrained_loss, torch.inf, untrained_loss)
         first = lr_swag
         for cut in range(_MAX_RATE_CUTS + 1):
@@ -216,17 +217,17 @@ class SWAGMixin:
         cap = max(1, AUTO_MAX_STEPS // self.swag_epochs)
         return cap if batches_per_epoch > cap else None
 
-    def _untrained_loss(self, X, Y, likelihood):
+    def _untrained_loss(self, X, Y, n_outputs, likelihood):
         """The SGD phase's training loss, the negative log likelihood per
         point, of the backbone freshly initialised (a ``module`` given as a
-        trained instance is reset too)."""
+        trained instance is reset too); ``X``, ``Y``: tensors."""
         with self._seeded(self._split_seed):
-            module = self._build_module(X.shape[1], self._n_outputs(Y))
+            module = self._build_module(X.shape[1], n_outputs)
             for layer in module.modules():
                 if hasattr(layer, "reset_parameters"):
                     layer.reset_parameters()
         theta = FunctionalModel(module).flatten()[None]
-        return float(self._member_losses(self._tensor(X), self._tensor(Y), likelihood, theta)[0])
+        return float(self._member_losses(X, Y, likelihood, theta)[0])
 
     def _member_losses(self, X, Y, likelihood, theta):
         """The negative log likelihood per point of each row of ``theta`` ``(J, K)`` on the
