@@ -459,6 +459,15 @@ class PosteriorNet(NeuralNet):
         return self.criterion_(y_pred, y_true, self.module_)
 
 
+def batch_starts(n_rows, batch_size, max_batches=None):
+    """The first row of each batch of an epoch over ``n_rows`` rows: every row once,
+    or with ``max_batches`` the first ``max_batches`` batches' worth."""
+    n_batches = -(-n_rows // batch_size)
+    if max_batches is not None:
+        n_batches = min(n_batches, max_batches)
+    return range(0, n_batches * batch_size, batch_size)
+
+
 class TensorBatches:
     """Minibatches of in-memory tensors by bulk indexing, for skorch's ``iterator_train``.
 
@@ -477,8 +486,7 @@ class TensorBatches:
         self.max_batches = max_batches
 
     def __len__(self):
-        n_batches = -(-len(self.X) // self.batch_size)
-        return n_batches if self.max_batches is None else min(n_batches, self.max_batches)
+        return len(batch_starts(len(self.X), self.batch_size, self.max_batches))
 
     def __iter__(self):
         n_rows = len(self.X)
@@ -486,7 +494,7 @@ class TensorBatches:
             order = torch.randperm(n_rows, generator=self.generator)
         else:
             order = torch.arange(n_rows)
-        for start in range(0, min(n_rows, len(self) * self.batch_size), self.batch_size):
+        for start in batch_starts(n_rows, self.batch_size, self.max_batches):
             rows = order[start : start + self.batch_size]
             yield self.X[rows], self.y[rows]
 

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._map import train_net
+from .._map import batch_starts, train_net
 
 
 class MemberBatches:
@@ -47,8 +47,7 @@ class MemberBatches:
         self.max_batches = max_batches
 
     def __len__(self):
-        n_batches = -(-self.subsets.shape[1] // self.batch_size)
-        return n_batches if self.max_batches is None else min(n_batches, self.max_batches)
+        return len(batch_starts(self.subsets.shape[1], self.batch_size, self.max_batches))
 
     def __iter__(self):
         n_rows = self.subsets.shape[1]
@@ -56,7 +55,7 @@ class MemberBatches:
             [subset[torch.randperm(n_rows, generator=g)] for subset, g in zip(self.subsets, self.generators)]
         )
         members = torch.arange(len(self.subsets))[:, None]
-        for start in range(0, min(n_rows, len(self) * self.batch_size), self.batch_size):
+        for start in batch_starts(n_rows, self.batch_size, self.max_batches):
             rows = order[:, start : start + self.batch_size]
             targets = torch.stack([self.y[rows], self.perturbations[members, rows]], dim=-1)
             yield self.X[rows], targets
