@@ -39,7 +39,7 @@ optimizer, callbacks, dtype, device, compile, n_jobs, random_state, verbose
 prior_precision_samples_, evidence_history_, compiled_
         As for :class:`MCMCRegressor`.
     net_ : skorch.NeuralNet or None
-        The MAP net of ``init='map'``.
+        The MAP net, when a MAP is trained.
 
     Examples
     --------

@@ -17,8 +17,9 @@ from .._core.priors import GaussianPrior
 from .._core.rng import standard_normal
 from .._draws import DrawsMixin
 from .._inference_data import InferenceDataMixin
+from .._members import MemberTrainingMixin
 from .._regressor_base import BaseBayesianRegressor
-from ..base import MAP_TRAINING_CONSTRAINTS
+from ..base import _MAX_SEED, MAP_TRAINING_CONSTRAINTS
 from ._diagnostics import effective_sample_size, split_rhat
 from ._hierarchical import (
     DEFAULT_HYPERPRIOR_RATE,
@@ -34,7 +35,7 @@ from ._sgmcmc import SG_SAMPLERS, MinibatchLogPosterior, auto_step_size, run_sg_
 FULL_DATA_INITIAL_STEP = 0.01
 
 
-class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
+class MCMCMixin(HyperpriorMixin, MemberTrainingMixin, InferenceDataMixin, DrawsMixin):
     """Batched chains from the log posterior: starts, joblib groups, diagnostics.
 
     Its ``_fit`` serves :class:`MCMCRegressor` and :class:`MCMCClassifier`; the
@@ -59,7 +60,7 @@ class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
         "gamma": [Interval(Real, 0, None, closed="neither")],
         "adapt_start": [Interval(Integral, 0, None, closed="left")],
         "adapt_every": [Interval(Integral, 1, None, closed="left")],
-        "init": [StrOptions({"map", "prior"})],
+        "init": [StrOptions({"ensemble", "map", "prior"})],
         "compile": ["boolean", StrOptions({"auto"})],
         "n_jobs": [None, Integral],
     }
@@ -72,22 +73,24 @@ class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
                 "draws the prior precisions and the noise from full passes over the data at every step: use "
                 "hyperprior='empirical' (the precisions and noise the MAP learns) or a float prior_std."
             )
-        prior = None
-        if self.init == "map" or self._empirical_hyperparameters:
-            theta, likelihood, prior, _ = self._fit_map(X, Y)
+        prior = centres = None
+        if self.init != "prior" or self._empirical_hyperparameters:
+            theta, likelihood, prior, targets = self._fit_map(X, Y)
+            if self.init != "prior":
+                centres = self._chain_centres(X, Y, theta, likelihood, prior, targets)
         else:
             theta, likelihood = self._build_model(X, Y), self._likelihood(Y)
         X, Y = self._tensor(X), self._tensor(Y)
         n_params, gibbs, inverse_mass = self._model.n_params, None, None
         if self._samples_hyperparameters:
             log_density, gibbs = self._hierarchical_posterior(X, Y, likelihood)
-            start = self._hierarchical_start(theta, likelihood, prior, log_density.log_prior)
+            start = self._hierarchical_start(theta, centres, likelihood, prior, log_density.log_prior)
         else:
             if self._empirical_hyperparameters:
                 likelihood = likelihood.frozen(Y.shape[1])  # the MAP's learned noise, fixed
             else:
                 prior = GaussianPrior(self.prior_std)
-            start = self._starting_points(theta, prior)
+            start = self._starting_points(theta, centres, prior)
             if likelihood.n_state_columns:
                 start = torch.cat([start, likelihood.initial_state(self.n_chains)], dim=1)
             log_density = log_posterior(self._model, X, Y, likelihood, prior)
@@ -126,22 +129,40 @@ class MCMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
             precision = torch.nn.functional.pad(precision, (0, likelihood.n_state_columns), value=2.0 * Y.numel())
         return precision.reciprocal()
 
-    def _starting_points(self, theta, prior):
-        """Chain starts ``(n_chains, K)``: the MAP with a small jitter, or draws of ``prior``."""
+    def _chain_centres(self, X, Y, theta, likelihood, prior, targets):
+        """Where the chains start, before their jitter, ``(n_chains, K)``: the MAP ``theta`` for
+        every chain (``init='map'``), or for the first chain, and for each other one a network
+        trained beside it from its own initial weights under the MAP's learned prior and noise
+        (``'ensemble'``)."""
+        centres = theta.expand(self.n_chains, -1)
+        if self.init != "ensemble":
+            return centres
+        # Chains started in one basin stay there: a network's posterior has many basins that
+        # predict differently, and a chain crosses none of them in a run (Izmailov, Vikram, Hoffman
+        # & Wilson 2021, "What are Bayesian neural network posteriors really like?"). Starting each
+        # chain in a basin of its own mixes them, as MultiSWAG mixes its members' Gaussians.
+        seeds = np.random.RandomState(self._map_seed).randint(_MAX_SEED, size=(self.n_chains - 1, 2))
+        noise_std = likelihood.output_noise_std(Y.shape[1])
+        others = self._train_members(X, Y, targets, prior, noise_std, seeds, "MCMC chain starts")
+        return torch.cat([theta[None], others])
+
+    def _starting_points(self, theta, centres, prior):
+        """Chain starts ``(n_chains, K)``: the ``centres`` with a small jitter, or draws of
+        ``prior`` (``init='prior'``, no centres)."""
         generator = self._generator(self._map_seed)
         n_params = theta.shape[0]
-        if self.init == "map":
+        if centres is not None:
             jitter = standard_normal(generator, theta, (self.n_chains, n_params))
-            return theta + 1e-3 * prior.std * jitter
+            return centres + 1e-3 * prior.std * jitter
         return prior.sample(self.n_chains, n_params, generator, theta.dtype, theta.device)
 
-    def _hierarchical_start(self, theta, likelihood, prior, hierarchical_prior):
-        """Chain starts ``(n_chains, P)`` with hyperparameter columns: the MAP's
-        weights (jittered) and learned hyperparameters, or draws of the hierarchical prior."""
-        if self.init == "prior":
+    def _hierarchical_start(self, theta, centres, likelihood, prior, hierarchical_prior):
+        """Chain starts ``(n_chains, P)`` with hyperparameter columns: the ``centres`` (jittered)
+        with the MAP's learned hyperparameters, or draws of the hierarchical prior."""
+        if centres is None:
             generator = self._generator(self._map_seed)
             return hierarchical_prior.sample(self.n_chains, generator, theta.dtype, theta.device)
-        weights = self._starting_points(theta, prior)
+        weights = self._starting_points(theta, centres, prior)
         return torch.cat([weights, self._empirical_state(likelihood, self.n_chains)], dim=1)
 
     def _sample_chains(self, log_density, start, gibbs=None, inverse_mass=None, *, n_rows):
@@ -312,7 +333,7 @@ class MCMCRegressor(MCMCMixin, BaseBayesianRegressor):
     hidden_layer_sizes, activation, linear_skip, module, lr, lr_schedule, max_epochs, batch_size, optimizer, \\
 callbacks, normalize_y, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor` (the MAP settings
-        apply to ``init='map'`` and ``hyperprior='empirical'``).
+        apply to ``init='ensemble'``, ``'map'`` and ``hyperprior='empirical'``).
     prior_std : float or None, default=None
         None: one prior precision per parameter tensor (each layer's weights
         and biases apart), sampled or fixed as ``hyperprior`` says. A float:
@@ -383,11 +404,18 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         AMCMC step at which the covariance adaptation starts (``t0``).
     adapt_every : int, default=10
         AMCMC steps between covariance refreshes.
-    init : {'map', 'prior'}, default='map'
-        Start the chains at the MAP (trained through skorch, with a small
-        per-chain jitter; sampled hyperparameters start at the values it
-        learned) or at prior draws (of the hyperparameters too, when they are
-        sampled).
+    init : {'map', 'ensemble', 'prior'}, default='map'
+        Where the chains start. 'map': every chain at the MAP (trained
+        through skorch, with a small per-chain jitter; sampled
+        hyperparameters start at the values it learned). 'ensemble': the
+        first chain there, and each other chain at a network trained beside
+        it from its own initial weights under the MAP's learned prior and
+        noise (as MultiSWAG's members; ``n_chains - 1`` more trainings, run
+        stacked as one), so that the chains explore different basins of the
+        posterior, which no chain crosses in a run; the draws weigh the
+        chains equally (see the MCMC page of the docs for where that helps
+        and where it hurts). 'prior': at prior draws (of the
+        hyperparameters too, when they are sampled).
     compile : bool or 'auto', default='auto'
         Run HMC's leapfrog trajectories through ``torch.compile``: the
         gradients and updates of a trajectory become one compiled graph

@@ -11,6 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._classifier_base import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from .._core.network import FunctionalModel
+from .._members import MemberTrainingMixin
 from .._regressor_base import BaseBayesianRegressor
 from ..base import _MAX_SEED, AUTO_EPOCHS, AUTO_MAX_STEPS, MAP_TRAINING_CONSTRAINTS
 from ..ensemble._engine import train_members
@@ -25,7 +26,7 @@ _MAX_QUIET_WIDENING = 100.0  # cov_scale='auto' warns beyond this widening of th
 AUTO_MEMBERS = 5  # n_estimators='auto' below the training's step cap, as the deep ensemble's default
 
 
-class SWAGMixin:
+class SWAGMixin(MemberTrainingMixin):
     """The members, the SGD phase after their MAPs, and the mixture of the SWAG Gaussians of their snapshots.
 
     Its ``_fit`` serves :class:`SWAGRegressor` and :class:`SWAGClassifier`.
@@ -64,7 +65,8 @@ class SWAGMixin:
         noise_std = likelihood.output_noise_std(Y.shape[1])
         # Seeds per member: initial weights, minibatch order of its MAP training, of its SGD phase.
         seeds = np.random.RandomState(self._split_seed).randint(_MAX_SEED, size=(self.n_estimators_, 3))
-        members = torch.cat([theta[None], self._train_members(X, Y, targets, prior, noise_std, seeds[1:])])
+        others = self._train_members(X, Y, targets, prior, noise_std, seeds[1:], "MultiSWAG members")
+        members = torch.cat([theta[None], others])
         # The SGD rate is read in units of the loss's curvature scale: the noise variance.
         rate_unit = 1.0 if noise_std is None else float(noise_std.square().mean())
         frozen = likelihood.frozen(Y.shape[1])
@@ -88,36 +90,6 @@ class SWAGMixin:
             self.cov_scale_ = np.full(self.n_estimators_, float(self.cov_scale))
         self.posterior_ = self.posterior_.scaled(1 / self.cov_scale_)
         self._keep_noise(noise_std)
-
-    def _train_members(self, X, Y, targets, prior, noise_std, seeds):
-        """The weights ``(J - 1, K)`` of the members after the first: trained from their own
-        initial weights as a deep ensemble's members are (:func:`train_members`), on the MAP's
-        ``targets`` under its learned ``prior`` and noise."""
-        n_members = len(seeds)
-        if n_members == 0:
-            return torch.empty(0, self._model.n_params, dtype=self._dtype, device=self._device)
-        initial, module = self._initial_weights(X.shape[1], self._n_outputs(Y), seeds[:, 0])
-        return train_members(
-            FunctionalModel(module),
-            initial,
-            X.astype(self.dtype),
-            targets.astype(self.dtype),
-            subsets=torch.arange(len(X)).repeat(n_members, 1),
-            anchors=torch.zeros_like(initial),
-            perturbations=None,
-            likelihood=self._likelihood(Y, leading_shape=(n_members, 1), noise_std=noise_std),
-            prior_precision=prior.precision,
-            seeds=seeds[:, 1],
-            batch_size=self._batch_size(len(X)),
-            lr=self.lr,
-            lr_schedule=self.lr_schedule,
-            max_epochs=self._n_epochs(len(X)),
-            optimizer=self.optimizer,
-            callbacks=self.callbacks,
-            device=self._device,
-            verbose=self.verbose,
-            desc="MultiSWAG members",
-        ).theta
 
     def _misfit_cov_scale(self, X, Y, likelihood, groups, precision, component):
         """``cov_scale='auto'`` for one member's Gaussian (``X``, ``Y``: tensors): ``1 / misfit_scale``,
