@@ -123,6 +123,12 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         )
         return X, Y
 
+    @staticmethod
+    def _seed_table(seed, shape):
+        """Seeds of ``shape`` drawn up front from ``seed``: one row per member, chain or worker group,
+        so that results do not depend on how they are grouped over joblib workers."""
+        return np.random.RandomState(seed).randint(_MAX_SEED, size=shape)
+
     def _torch_setup(self):
         """Check ``device`` (``'auto'``: CUDA where there is one) and ``dtype``; keep them as torch objects."""
         self._device = resolve_device(self.device)

@@ -13,7 +13,7 @@ from .._core.network import FunctionalModel
 from .._core.priors import GaussianPrior
 from .._draws import DrawsMixin
 from .._regressor_base import BaseBayesianRegressor
-from ..base import _MAX_SEED, MAP_TRAINING_CONSTRAINTS
+from ..base import MAP_TRAINING_CONSTRAINTS
 from ._engine import member_subset, train_members
 
 
@@ -84,7 +84,7 @@ class EnsembleMixin(DrawsMixin):
         # Four seeds per member, drawn up front: initial weights, data subset,
         # anchor and target perturbations, minibatch order. Results do not
         # depend on how members are grouped over joblib workers.
-        seeds = np.random.RandomState(self._split_seed).randint(_MAX_SEED, size=(self.n_estimators, 4))
+        seeds = self._seed_table(self._split_seed, (self.n_estimators, 4))
         groups = np.array_split(np.arange(self.n_estimators), min(effective_n_jobs(self.n_jobs), self.n_estimators))
         results = Parallel(n_jobs=self.n_jobs)(
             delayed(self._train_group)(X, Y, targets, seeds[group], n_rows, verbose=self.verbose if index == 0 else 0)

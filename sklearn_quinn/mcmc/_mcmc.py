@@ -19,7 +19,7 @@ from .._draws import DrawsMixin
 from .._inference_data import InferenceDataMixin
 from .._members import MemberTrainingMixin
 from .._regressor_base import BaseBayesianRegressor
-from ..base import _MAX_SEED, MAP_TRAINING_CONSTRAINTS
+from ..base import MAP_TRAINING_CONSTRAINTS
 from ._diagnostics import effective_sample_size, split_rhat
 from ._hierarchical import (
     DEFAULT_HYPERPRIOR_RATE,
@@ -141,7 +141,7 @@ class MCMCMixin(HyperpriorMixin, MemberTrainingMixin, InferenceDataMixin, DrawsM
         # predict differently, and a chain crosses none of them in a run (Izmailov, Vikram, Hoffman
         # & Wilson 2021, "What are Bayesian neural network posteriors really like?"). Starting each
         # chain in a basin of its own mixes them, as MultiSWAG mixes its members' Gaussians.
-        seeds = np.random.RandomState(self._map_seed).randint(_MAX_SEED, size=(self.n_chains - 1, 2))
+        seeds = self._seed_table(self._map_seed, (self.n_chains - 1, 2))
         noise_std = likelihood.output_noise_std(Y.shape[1])
         others = self._train_members(X, Y, targets, prior, noise_std, seeds, "MCMC chain starts")
         return torch.cat([theta[None], others])
@@ -172,7 +172,7 @@ class MCMCMixin(HyperpriorMixin, MemberTrainingMixin, InferenceDataMixin, DrawsM
         for ``compile='auto'``); set ``chains_`` and the diagnostics, and return
         every kept row ``(n_chains * n_samples, P)``."""
         groups = np.array_split(np.arange(self.n_chains), min(self.n_jobs or 1, self.n_chains))
-        seeds = np.random.RandomState(self._split_seed).randint(np.iinfo(np.int32).max, size=len(groups))
+        seeds = self._seed_table(self._split_seed, len(groups))
         results = Parallel(n_jobs=len(groups) if len(groups) > 1 else None)(
             delayed(self._run_group)(log_density, start[group], seed, gibbs, show=index == 0,
                                      inverse_mass=None if inverse_mass is None else inverse_mass[group],

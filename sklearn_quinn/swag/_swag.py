@@ -13,7 +13,7 @@ from .._classifier_base import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from .._core.network import FunctionalModel
 from .._members import MemberTrainingMixin
 from .._regressor_base import BaseBayesianRegressor
-from ..base import _MAX_SEED, AUTO_EPOCHS, AUTO_MAX_STEPS, MAP_TRAINING_CONSTRAINTS
+from ..base import AUTO_EPOCHS, AUTO_MAX_STEPS, MAP_TRAINING_CONSTRAINTS
 from ..ensemble._engine import train_members
 from ._callbacks import CollectSnapshots
 from ._engine import mixture_posterior
@@ -64,7 +64,7 @@ class SWAGMixin(MemberTrainingMixin):
         theta, likelihood, prior, targets = self._fit_map(X, Y)
         noise_std = likelihood.output_noise_std(Y.shape[1])
         # Seeds per member: initial weights, minibatch order of its MAP training, of its SGD phase.
-        seeds = np.random.RandomState(self._split_seed).randint(_MAX_SEED, size=(self.n_estimators_, 3))
+        seeds = self._seed_table(self._split_seed, (self.n_estimators_, 3))
         others = self._train_members(X, Y, targets, prior, noise_std, seeds[1:], "MultiSWAG members")
         members = torch.cat([theta[None], others])
         # The SGD rate is read in units of the loss's curvature scale: the noise variance.
