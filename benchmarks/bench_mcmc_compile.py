@@ -15,7 +15,7 @@ Printed: fit + predict seconds, whether the chains compiled (``compiled_``),
 the ratio to the eager fit, and the test log-likelihood and 95% coverage
 (the compiled steps agree with the eager ones to rounding, and the chains
 part once rounding flips an accept decision: the scores agree within the
-chains' Monte Carlo error, not to the digit). Below about 6,500 training
+chains' Monte Carlo error, not to the digit). Below about 15,500 training
 rows the defaults stay eager (the first rows must match); above, they compile.
 
 ``--steps`` first measures what ``compile='auto'``'s cost model rests on, in

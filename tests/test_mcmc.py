@@ -235,13 +235,13 @@ def test_compile_failure_falls_back_to_eager(wave_data, no_compiler):
 def test_auto_compiles_where_the_cost_model_says_it_pays():
     """At the defaults (4 chains, 990 steps after the pilot, 10 leapfrog
     steps each, the 1x50 network with one output and its skip path: 52
-    output units) HMC compiles from about 6,500 training rows on, as the
+    output units) HMC compiles from about 15,500 training rows on, as the
     docstring says; the digits classifier's chains (1,437 rows, 70 units)
     stay eager, and NUTS's trajectories of hundreds of steps compile on a
     small table."""
     n_gradients = 990 * 10
-    assert not compiling.compile_pays(n_gradients, 4 * 6_000 * 52)
-    assert compiling.compile_pays(n_gradients, 4 * 7_000 * 52)
+    assert not compiling.compile_pays(n_gradients, 4 * 15_000 * 52)
+    assert compiling.compile_pays(n_gradients, 4 * 16_000 * 52)
     assert not compiling.compile_pays(n_gradients, 4 * 1_437 * 70)
     assert compiling.compile_pays(990 * 700, 4 * 300 * 52)
 

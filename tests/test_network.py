@@ -160,6 +160,33 @@ def test_forward_and_vjp_with_per_row_inputs_and_bias_free_layers(per_row_inputs
     _assert_forward_and_vjp_match(model, generic, theta, X)
 
 
+@pytest.mark.parametrize("per_row_inputs", [False, True], ids=["shared X", "X per row"])
+def test_in_place_passes_leave_the_callers_tensors_and_match_autograd(per_row_inputs):
+    """The fast path runs activations in place on a layer's product and their
+    backward passes in place on a cotangent it made, and a single output
+    unit's backward product as an outer product: an activation first (on the
+    caller's X), two in a row (the first's output is the second's input,
+    which the first's backward pass reads) and one output unit."""
+    torch.manual_seed(3)
+    module = nn.Sequential(nn.Tanh(), nn.Linear(3, 5), nn.ReLU(), nn.Sigmoid(), nn.Linear(5, 1)).double()
+    model = FunctionalModel(module)
+    assert model._plan is not None
+    generic = FunctionalModel(module)
+    generic._plan = None
+    theta = model.flatten() + 0.1 * torch.randn(4, model.n_params, dtype=torch.float64)
+    X = torch.randn(4, 7, 3, dtype=torch.float64) if per_row_inputs else _inputs()
+    X_before = X.clone()
+    cotangent = torch.randn(4, 7, 1, dtype=torch.float64)
+    cotangent_before = cotangent.clone()
+    outputs, vjp = model.forward_and_vjp(theta, X)
+    gradient = vjp(cotangent)
+    rows = theta.clone().requires_grad_(True)
+    (expected,) = torch.autograd.grad((generic(rows, X) * cotangent).sum(), rows)
+    torch.testing.assert_close(outputs, generic(theta, X))
+    torch.testing.assert_close(gradient, expected)
+    assert torch.equal(X, X_before) and torch.equal(cotangent, cotangent_before)
+
+
 def test_linear_skip_mlp_adds_a_linear_map_of_the_inputs():
     torch.manual_seed(0)
     module = build_mlp(3, 2, (5,), "relu", linear_skip=True).double()

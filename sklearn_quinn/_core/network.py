@@ -34,10 +34,13 @@ ACTIVATIONS = {
 }
 
 class _Activation(NamedTuple):
-    """An element-wise activation and its backward pass from its output:
-    ``backward(cotangent, output) = cotangent * f'(input)``."""
+    """An element-wise activation, the same in place, and its backward pass
+    from its output: ``backward(cotangent, output, in_place=False) =
+    cotangent * f'(input)``, written over ``cotangent`` with ``in_place``
+    (each element is read before it is written)."""
 
     function: Callable
+    in_place: Callable
     backward: Callable
 
 
@@ -45,30 +48,38 @@ def _identity(h):
     return h
 
 
-def _identity_backward(cotangent, output):
+def _identity_backward(cotangent, output, in_place=False):
     return cotangent
 
 
-def _relu_backward(cotangent, output):
-    return torch.ops.aten.threshold_backward(cotangent, output.expand_as(cotangent), 0)
+def _fused_backward(kernel, cotangent, output, in_place, *extra):
+    """``kernel``, torch's fused backward of an activation (the one autograd calls), over
+    ``cotangent`` with ``in_place``."""
+    output = output.expand_as(cotangent)
+    if in_place:
+        return kernel.grad_input(cotangent, output, *extra, grad_input=cotangent)
+    return kernel.default(cotangent, output, *extra)
 
 
-def _tanh_backward(cotangent, output):
-    return torch.ops.aten.tanh_backward(cotangent, output.expand_as(cotangent))
+def _relu_backward(cotangent, output, in_place=False):
+    return _fused_backward(torch.ops.aten.threshold_backward, cotangent, output, in_place, 0)
 
 
-def _sigmoid_backward(cotangent, output):
-    return torch.ops.aten.sigmoid_backward(cotangent, output.expand_as(cotangent))
+def _tanh_backward(cotangent, output, in_place=False):
+    return _fused_backward(torch.ops.aten.tanh_backward, cotangent, output, in_place)
+
+
+def _sigmoid_backward(cotangent, output, in_place=False):
+    return _fused_backward(torch.ops.aten.sigmoid_backward, cotangent, output, in_place)
 
 
 # Element-wise activations the batched fast path knows, by module type (named
-# functions, not lambdas, so a fitted model pickles). The backward passes are
-# torch's own fused kernels, the ones autograd calls.
+# functions, not lambdas, so a fitted model pickles).
 _ELEMENTWISE = {
-    nn.Identity: _Activation(_identity, _identity_backward),
-    nn.Sigmoid: _Activation(torch.sigmoid, _sigmoid_backward),
-    nn.Tanh: _Activation(torch.tanh, _tanh_backward),
-    nn.ReLU: _Activation(torch.relu, _relu_backward),
+    nn.Identity: _Activation(_identity, _identity, _identity_backward),
+    nn.Sigmoid: _Activation(torch.sigmoid, torch.sigmoid_, _sigmoid_backward),
+    nn.Tanh: _Activation(torch.tanh, torch.tanh_, _tanh_backward),
+    nn.ReLU: _Activation(torch.relu, torch.relu_, _relu_backward),
 }
 
 
@@ -326,6 +337,7 @@ class FunctionalModel:
             gradient = torch.empty_like(theta)
             n_rows = theta.shape[0]
             cotangent = cotangent.transpose(1, 2)  # feature-major, as h
+            own_cotangent = False
             if self._skip:
                 start, stop, shape = self._skip
                 gradient[:, start:stop] = (cotangent @ inputs[0].transpose(-1, -2)).flatten(1)
@@ -333,7 +345,8 @@ class FunctionalModel:
                 step = self._plan[index]
                 if isinstance(step, _Activation):
                     output = inputs[index + 1] if index + 1 < len(inputs) else h
-                    cotangent = step.backward(cotangent, output)
+                    # In place where the cotangent is one this pass made (a layer's product), not the caller's.
+                    cotangent = step.backward(cotangent, output, in_place=own_cotangent)
                     continue
                 (start, stop, shape), bias = step
                 layer_input = inputs[index]
@@ -347,7 +360,11 @@ class FunctionalModel:
                 if bias is not None:
                     gradient[:, bias[0] : bias[1]] = cotangent.sum(-1)
                 if index:
-                    cotangent = theta[:, start:stop].view(n_rows, *shape).transpose(1, 2) @ cotangent
+                    weight = theta[:, start:stop].view(n_rows, *shape).transpose(1, 2)
+                    # One output unit makes the product an outer product: a broadcast multiply does it
+                    # in one pass, where a batched matrix product with an inner dimension of 1 is slower.
+                    cotangent = weight * cotangent if shape[0] == 1 else weight @ cotangent
+                    own_cotangent = True
             return gradient
 
         return h.transpose(1, 2), vjp
@@ -357,14 +374,20 @@ class FunctionalModel:
         to ``(S, out, N)``, multiplying by the weight block as it is stored, and
         the pre-activations are contiguous along the points (what a compiled
         graph vectorises best). Returns ``h (S, O, N)`` (transpose for the
-        outputs) and, with ``keep_inputs``, each step's input (the first ``X^T``)."""
+        outputs) and, with ``keep_inputs``, each step's input (the first ``X^T``; an
+        activation's, where it ran in place, holds its output, which is the next step's input)."""
         n_rows = theta.shape[0]
         inputs, h = [], X.transpose(-1, -2)
+        fresh = False  # whether h is a layer's product that nothing else holds
         for step in self._plan:
             inputs.append(h)
             if isinstance(step, _Activation):
-                h = step.function(h)
+                # In place on a layer's product (one pass over it, no new tensor); never on the caller's X
+                # nor on another activation's output, which its backward pass reads.
+                h = step.in_place(h) if fresh else step.function(h)
+                fresh = False
                 continue
+            fresh = True
             (start, stop, shape), bias = step
             weight = theta[:, start:stop].view(n_rows, *shape)
             if bias is None:

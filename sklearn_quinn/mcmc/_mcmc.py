@@ -434,7 +434,7 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         agree to rounding only, so ``compile=False`` reproduces an eager
         fit's draws exactly. At the defaults (4 chains, 1000 steps of 10
         leapfrog steps, the 1x50 network, one target) HMC compiles from about
-        6,500 training rows on, whatever the number of features; NUTS, whose
+        15,500 training rows on, whatever the number of features; NUTS, whose
         trajectories on a network often take hundreds of leapfrog steps,
         wherever they do. Falls back to eager execution, with a warning, when
         compiling fails. No effect on MALA, AMCMC and the stochastic-gradient
