@@ -92,17 +92,18 @@ def ours_breakdown(module, X, Y, noise, structure):
     """Seconds of each stage of ``ours_fit``, run stage by stage."""
     model = FunctionalModel(module)
     theta = model.flatten()
-    t_curv, matrix = timed(lambda: curvature(model, theta, X, Y, GaussianLikelihood(noise), "ggn", structure))
-    t_eig = timed(lambda: torch.linalg.eigh(matrix))[0] if structure == "full" else 0.0
+    t_curv = timed(lambda: curvature(model, theta, X, Y, GaussianLikelihood(noise), "ggn", structure))[0]
     t_init, la = timed(
         lambda: LaplaceApproximation(model, theta, X, Y, GaussianLikelihood(noise), kind="ggn", structure=structure)
     )
+    # The full structure decomposes on first need (here the evidence's): timed apart.
+    t_eig = timed(lambda: la.eigenvalues)[0] if structure == "full" else 0.0
     t_tune, (delta, _) = timed(lambda: la.maximise_evidence(1.0, tune_noise=False))
     t_post = timed(lambda: la.posterior(delta))[0]
     return {
         "curvature": t_curv,
         "eigh": t_eig,
-        "init_other": max(t_init - t_curv - t_eig, 0.0),
+        "init_other": max(t_init - t_curv, 0.0),
         "evidence": t_tune,
         "posterior": t_post,
     }

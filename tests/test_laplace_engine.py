@@ -10,6 +10,7 @@ from torch import nn
 
 from sklearn_quinn._core.likelihoods import GaussianLikelihood
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
+from sklearn_quinn._core.pushforward import linear_pushforward
 from sklearn_quinn.laplace._engine import LaplaceApproximation
 
 from .exact import BayesianLinearRegression
@@ -124,3 +125,36 @@ def test_evidence_gradient_matches_finite_differences(linear_data, kind):
         shift = np.eye(2)[axis] * step
         numeric = (laplace._evidence(*(x + shift))[0] - laplace._evidence(*(x - shift))[0]) / (2 * step)
         np.testing.assert_allclose(gradient[axis], numeric, rtol=1e-6)
+
+
+def test_each_posterior_is_that_of_its_own_prior_and_scales(linear_data):
+    """The last Cholesky factor is kept and re-scaled for another ``cov_scale``: whatever the
+    order of the calls, each posterior's precision is ``s (X^T X / (c sigma)^2 + delta I)``."""
+    laplace, exact = _linear_laplace(*linear_data)
+    data_precision = exact.precision - PRIOR_STD**-2 * np.eye(len(exact.precision))
+    for delta, noise_scale, cov_scale in [(0.25, 1.0, 4.0), (0.25, 1.0, 1.0), (0.5, 1.3, 1.0), (0.25, 1.0, 4.0)]:
+        expected = cov_scale * (data_precision / noise_scale**2 + delta * np.eye(len(data_precision)))
+        covariance = laplace.posterior(delta, noise_scale, cov_scale).covariance.numpy()
+        np.testing.assert_allclose(covariance, np.linalg.inv(expected), rtol=1e-10)
+
+
+@pytest.mark.parametrize("structure", ["full", "kron", "lowrank", "diag"])
+def test_linearised_covariance_equals_the_posteriors_pushforward(structure):
+    """The calibration path's covariances (from the spectrum) and the predictive's (from the
+    posterior's factor) are one covariance, under a per-weight prior shape and any scales."""
+    torch.manual_seed(0)
+    model = FunctionalModel(build_mlp(3, 2, (5,), "tanh").double())
+    X = torch.randn(30, 3, dtype=torch.float64)
+    Y = torch.randn(30, 2, dtype=torch.float64)
+    theta = model.flatten()
+    # One precision per parameter tensor (the Kronecker factors need one per layer's input column).
+    shape = torch.cat([torch.full((p.numel(),), 0.5 + i, dtype=torch.float64)
+                       for i, p in enumerate(model.module.parameters())])
+    noise = torch.tensor([0.5, 0.8], dtype=torch.float64)
+    laplace = LaplaceApproximation(model, theta, X, Y, GaussianLikelihood(noise), structure=structure,
+                                   prior_shape=shape, rank=10)
+    mean, covariance = laplace.linearised(model, X)
+    for scales in [(0.7, 1.0, 1.0), (0.7, 1.0, 3.0), (2.0, 1.4, 0.5)]:
+        outputs = linear_pushforward(model, laplace.posterior(*scales), X)
+        torch.testing.assert_close(outputs.mean, mean)
+        torch.testing.assert_close(outputs.factor @ outputs.factor.mT, covariance(*scales), rtol=1e-9, atol=1e-12)

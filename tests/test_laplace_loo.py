@@ -8,6 +8,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from sklearn_quinn import LaplaceClassifier, LaplaceRegressor, metrics
 from sklearn_quinn._core.likelihoods import CategoricalLikelihood
+from sklearn_quinn.calibration import calibrate
 from sklearn_quinn.laplace._base import LOO_COV_SCALES
 from sklearn_quinn.laplace._loo import site_cavities
 
@@ -66,3 +67,17 @@ def test_loo_is_a_classifier_option():
         LaplaceRegressor(cov_scale="loo").fit(X, y.astype(float))
     with pytest.raises(InvalidParameterError, match="cov_scale"):
         LaplaceClassifier(cov_scale="leave-one-out").fit(X, y)
+
+
+def test_loo_and_cov_scale_calibration_need_no_eigen_decomposition():
+    """The fit's one prior precision and noise need only the posterior's Cholesky factor, and so
+    does a search over cov_scale: over a few thousand weights the full curvature's eigen
+    decomposition costs many factorisations, and it waits for what asks for another prior
+    precision, the evidence."""
+    X, y = make_classification(160, 6, n_informative=4, n_classes=3, random_state=0)
+    clf = LaplaceClassifier(max_epochs=50, random_state=0).fit(X[:120], y[:120])
+    assert clf.hessian_structure_ == "full"
+    calibrate(clf, X[120:], y[120:], param="cov_scale", grid=np.logspace(-1, 1, 5))
+    assert "_full_decomposition" not in vars(clf._laplace)
+    evidence = clf.log_marginal_likelihood()
+    assert np.isfinite(evidence) and "_full_decomposition" in vars(clf._laplace)

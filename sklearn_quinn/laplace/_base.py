@@ -174,14 +174,21 @@ class LaplaceMixin(GridsearchPriorMixin):
         The summary is the task's (``(y_mean, y_std)`` or class
         probabilities). The linear pushforward projects the Jacobian on the
         curvature's eigenvectors once, so each value costs ``O(N K)`` (times
-        the predictive); the nonlinear one re-factors the posterior from the
-        same eigen decomposition and samples. A noise scale ``c`` multiplies
+        the predictive); over ``cov_scale``, which divides one covariance, it
+        takes that covariance from the posterior's factor and needs no
+        eigenvectors. The nonlinear one factors the posterior at each value
+        (once over ``cov_scale``) and samples. A noise scale ``c`` multiplies
         the MAP's noise std and divides the curvature by ``c**p``.
         """
         if param == "noise_scale" and self._map_noise_std is None:
             raise ValueError(f"a classifier calibrates 'prior_precision' or 'cov_scale', not {param!r}.")
         X = self._validated_inputs(X)
-        if self.pushforward == "linear":
+        if self.pushforward == "linear" and param == "cov_scale":
+            mean, fitted = self._linearised_at_fit(X)
+
+            def covariance(prior_precision, noise_scale, cov_scale):
+                return fitted / cov_scale
+        elif self.pushforward == "linear":
             mean, covariance = self._laplace.linearised(self._model, X)
 
         def path(value):
@@ -204,6 +211,17 @@ class LaplaceMixin(GridsearchPriorMixin):
             setattr(self, f"{param}_", float(value))
         self.prior_precisions_ = {name: shape * self.prior_precision_ for name, shape in self._group_precisions.items()}
         self.posterior_ = self._laplace.posterior(self.prior_precision_, self._noise_scale, self.cov_scale_)
+
+    def _linearised_at_fit(self, X):
+        """The linearised network's outputs over ``X`` (a tensor): the mean ``(N, O)`` and the
+        covariance ``(N, O, O)`` at the fitted prior precision and noise scale and a ``cov_scale``
+        of 1, which a ``cov_scale`` ``s`` divides by ``s``. From the posterior's Cholesky factor:
+        where only ``s`` varies, the full curvature's eigen decomposition, which costs about
+        twenty factorisations, is not needed."""
+        with torch.no_grad():
+            posterior = self._laplace.posterior(self.prior_precision_, self._noise_scale)
+            outputs = linear_pushforward(self._model, posterior, X)
+            return outputs.mean, outputs.factor @ outputs.factor.mT
 
     def _stratification(self, Y):
         """Labels to stratify the held-out rows by (None: no stratification)."""
@@ -237,8 +255,7 @@ class LaplaceClassificationMixin:
             return super()._initial_cov_scale(X, Y)
         X, Y = self._tensor(X), self._tensor(Y)
         labels = Y[:, 0].long()
-        mean, covariance = self._laplace.linearised(self._model, X)
-        covariance = covariance(self.prior_precision_, self._noise_scale)
+        mean, covariance = self._linearised_at_fit(X)
         likelihood = self._likelihood(Y)
         gradient, hessian = likelihood.output_gradient(mean, Y), likelihood.output_hessian(mean)
         rows = torch.arange(len(labels), device=labels.device)

@@ -2,7 +2,8 @@
 
 The curvature ``C`` of the negative log-likelihood (Gaussian at a reference
 noise level ``noise_std``, or categorical) is computed once and decomposed
-once (an eigen decomposition for the full structure; the diagonal is its own
+at most once (an eigen decomposition for the full structure, taken on first
+need, below; the diagonal is its own
 spectrum; for the Kronecker-factored one, the eigen decompositions of each
 layer's two factors, see :mod:`~sklearn_quinn._core.kronecker`; for the
 low-rank one, the top eigenpairs found from curvature products, the rest of
@@ -16,8 +17,13 @@ Fisher, so the posterior precision for any prior precision
 
 its log determinant and the Laplace evidence all follow from the one
 spectrum: tuning ``delta`` and ``c`` by the evidence costs no new curvature
-and no new factorisation. The full posterior itself is then factored by
-Cholesky; the Kronecker and low-rank ones stay in their eigenbases.
+and no new factorisation. The full posterior itself is factored by
+Cholesky; the Kronecker and low-rank ones stay in their eigenbases. A fit
+that asks for one prior precision and noise scale only (a classifier at its
+defaults: its ``cov_scale`` search divides one covariance) needs no spectrum,
+and the full structure's eigen decomposition, which costs as much as many
+Cholesky factorisations of the same matrix, waits until something asks for
+another.
 
 A prior ``N(0, (delta * P)^-1)`` with a per-weight shape ``P = diag(p)`` (the
 precisions learned for each group of weights, which ``delta`` then scales)
@@ -30,6 +36,7 @@ cancelling.
 
 import math
 import warnings
+from functools import cached_property
 
 import numpy as np
 import torch
@@ -47,7 +54,7 @@ _LOG_NOISE_SCALE_BOUNDS = (math.log(1e-4), math.log(1e4))
 
 
 class LaplaceApproximation:
-    """Curvature at a MAP, decomposed once, and everything that follows from it.
+    """Curvature at a MAP, decomposed at most once, and everything that follows from it.
 
     Parameters
     ----------
@@ -73,9 +80,9 @@ class LaplaceApproximation:
     ----------
     eigenvalues : tensor of shape (K,)
         Spectrum of the curvature (its diagonal for 'diag'), negative values
-        set to zero.
+        set to zero; for 'full', decomposed on first use.
     eigenvectors : tensor of shape (K, K) or None
-        For 'full'.
+        For 'full' (decomposed on first use).
     basis : KroneckerEigenbasis, LowRankEigenbasis or None
         For 'kron' and 'lowrank': the eigenvectors as an operator, the prior's scale included.
     n_negative : int
@@ -90,11 +97,18 @@ class LaplaceApproximation:
         self.structure = structure
         self.noise_power = 4 if kind == "ef" else 2
         self._prior_root = None if prior_shape is None else prior_shape.sqrt()
-        self.eigenvectors = self.basis = None
+        self.basis = None
+        # The full curvature, kept for the posterior's Cholesky factor (cheaper and more accurate
+        # than rebuilding it from the eigenvectors at every call). Its eigen decomposition waits for
+        # the first question a Cholesky factor cannot answer (another prior precision or noise
+        # scale): a classifier at the defaults asks none, and over a few thousand weights the
+        # decomposition costs about twenty factorisations.
+        self._matrix = None
+        self._cholesky_key = self._cholesky = None
         if structure == "kron":
             layers, factors, rest, rest_curvature = kronecker_curvature(model, theta, X, Y, likelihood, kind)
             self.basis = KroneckerEigenbasis(layers, factors, rest, rest_curvature, len(theta), self._prior_root)
-            eigenvalues = self.basis.eigenvalues
+            spectrum = self.basis.eigenvalues
         elif structure == "lowrank":
             if kind == "hessian":
                 raise ValueError("hessian_structure='lowrank' decomposes the GGN or the empirical Fisher, "
@@ -106,45 +120,63 @@ class LaplaceApproximation:
 
             values, vectors = top_eigenpairs(whitened_matmul, len(theta), rank, theta.dtype, theta.device, seed)
             self.basis = LowRankEigenbasis(values, vectors, self._prior_root)
-            eigenvalues = self.basis.eigenvalues
+            spectrum = self.basis.eigenvalues
+        elif structure == "full":
+            self._matrix = self._whiten(curvature(model, theta, X, Y, likelihood, kind, structure))
+            spectrum = None
         else:
-            eigenvalues = matrix = self._whiten(curvature(model, theta, X, Y, likelihood, kind, structure))
-        if structure == "full":
-            eigenvalues, self.eigenvectors = torch.linalg.eigh(matrix)
+            spectrum = self._whiten(curvature(model, theta, X, Y, likelihood, kind, structure))
+        self._spectrum = spectrum  # None for 'full' until decomposed
         # The GGN and the empirical Fisher are positive semi-definite: a negative
         # eigenvalue is round-off. The Hessian can be indefinite away from a minimum.
         self.n_negative = 0
-        if kind == "hessian" and eigenvalues.numel():
-            scale = float(eigenvalues.abs().max())
-            tolerance = torch.finfo(eigenvalues.dtype).eps * eigenvalues.numel() * scale
-            self.n_negative = int((eigenvalues < -tolerance).sum())
+        if kind == "hessian" and len(theta):
+            raw = self._full_decomposition[0] if structure == "full" else spectrum
+            scale = float(raw.abs().max())
+            tolerance = torch.finfo(raw.dtype).eps * raw.numel() * scale
+            self.n_negative = int((raw < -tolerance).sum())
         if self.n_negative:
             warnings.warn(
                 f"The Hessian at the MAP has {self.n_negative} negative "
                 f"{'eigenvalues' if structure == 'full' else 'diagonal entries'} "
-                f"(smallest {float(eigenvalues.min()):.3g}); they were set to zero so the "
+                f"(smallest {float(raw.min()):.3g}); they were set to zero so the "
                 "posterior precision is positive definite. The MAP may not be a minimum: "
                 "train longer, or use curvature='ggn'.",
                 UserWarning,
                 stacklevel=2,
             )
-        self.eigenvalues = eigenvalues.clamp(min=0.0)
-        # One per coordinate of the posterior's basis: the spectrum itself but for 'lowrank',
-        # whose frame has R + K coordinates.
-        self._coordinate_eigenvalues = (self.eigenvalues if self.basis is None
-                                        else self.basis.coordinate_eigenvalues.clamp(min=0.0))
-        # The full curvature, kept for the posterior's Cholesky factor (cheaper and
-        # more accurate than rebuilding it from the eigenvectors at every call);
-        # rebuilt once from the clipped spectrum when a Hessian was indefinite.
-        self._matrix = None
-        if structure == "full":
-            vectors = self.eigenvectors
-            self._matrix = (vectors * self.eigenvalues) @ vectors.T if self.n_negative else matrix
+            if structure == "full":  # the factorisations' matrix, rebuilt once from the clipped spectrum
+                self._matrix = (self.eigenvectors * self.eigenvalues) @ self.eigenvectors.T
 
-        self._spectrum_numpy = self.eigenvalues.detach().cpu().numpy().astype(np.float64)
         self._data_fit = likelihood.evidence_data_fit(model.single(theta, X), Y)
         whitened_theta = theta if self._prior_root is None else theta * self._prior_root
         self._theta_sq_norm = float(whitened_theta.square().sum())
+
+    @cached_property
+    def _full_decomposition(self):
+        """``torch.linalg.eigh`` of the full curvature, on first need."""
+        return torch.linalg.eigh(self._matrix)
+
+    @cached_property
+    def eigenvalues(self):
+        """Spectrum of the curvature (its diagonal for 'diag'), negative values set to zero."""
+        spectrum = self._full_decomposition[0] if self.structure == "full" else self._spectrum
+        return spectrum.clamp(min=0.0)
+
+    @property
+    def eigenvectors(self):
+        """For 'full': the curvature's eigenvectors ``(K, K)``; None otherwise."""
+        return self._full_decomposition[1] if self.structure == "full" else None
+
+    @cached_property
+    def _coordinate_eigenvalues(self):
+        """One per coordinate of the posterior's basis: the spectrum itself but for 'lowrank',
+        whose frame has R + K coordinates."""
+        return self.eigenvalues if self.basis is None else self.basis.coordinate_eigenvalues.clamp(min=0.0)
+
+    @cached_property
+    def _spectrum_numpy(self):
+        return self.eigenvalues.detach().cpu().numpy().astype(np.float64)
 
     def _whiten(self, matrix):
         """The curvature in the whitened weights: ``P^(-1/2) C P^(-1/2)``."""
@@ -259,9 +291,18 @@ class LaplaceApproximation:
             if self.basis is not None:
                 return GaussianPosterior.from_basis(self.theta, self.basis, std)
             return GaussianPosterior.from_std(self.theta, std if root is None else std / root)
-        matrix = self._matrix / noise_scale**self.noise_power
-        matrix.diagonal().add_(prior_precision)
-        cholesky = torch.linalg.cholesky(cov_scale * matrix)
+        cholesky = self._precision_cholesky(prior_precision, noise_scale) * cov_scale**0.5
         if root is not None:
             cholesky = root[:, None] * cholesky  # P^(1/2) L, still lower triangular
         return GaussianPosterior.from_precision_cholesky(self.theta, cholesky)
+
+    def _precision_cholesky(self, prior_precision, noise_scale):
+        """The lower Cholesky factor of ``C / c**p + delta I`` (whitened), the last one kept:
+        the factor at ``cov_scale`` ``s`` is ``s**0.5`` times it, so a search over ``s``
+        factorises once."""
+        key = (float(prior_precision), float(noise_scale))
+        if self._cholesky_key != key:
+            matrix = self._matrix / noise_scale**self.noise_power
+            matrix.diagonal().add_(prior_precision)
+            self._cholesky_key, self._cholesky = key, torch.linalg.cholesky(matrix)
+        return self._cholesky
