@@ -114,6 +114,8 @@ from sklearn_quinn.mcmc._sampling import GradientCount, run_chains  # noqa: E402
 
 NOISE_STD = 0.3
 HIDDEN = 50
+#: Issue 18: a gradient inside HMC, and a leapfrog step inside NUTS, at most NumPyro's time.
+TARGET_RATIO = 1.0
 
 # JAX's own records of tracing, lowering and XLA compilation.
 COMPILE_EVENTS = (
@@ -326,10 +328,10 @@ def nuts_comparison(log_density, start, potential_fn, init_sites, step_size, dep
           f"{compile_ours.wall:.1f} s)")
     print(f"{'NumPyro: per leapfrog step in NUTS':36s}{fmt_us(per_theirs):>11s}   leapfrog steps a NUTS step "
           + ", ".join(f"{n / n_numpyro:.0f}" for _, n, _ in theirs))
-    print(f"{'RATIO ours (compile=True) / NumPyro':36s}{per_compiled / per_theirs:>10.2f}x   target <= 1.0: "
-          f"{'MET' if per_compiled <= per_theirs else 'NOT MET'}")
-    print(f"{'RATIO ours / NumPyro (NUTS)':36s}{per_ours / per_theirs:>10.2f}x   target <= 1.0: "
-          f"{'MET' if per_ours <= per_theirs else 'NOT MET'}; acceptance ours "
+    print(f"{'RATIO ours (compile=True) / NumPyro':36s}{per_compiled / per_theirs:>10.2f}x   target <= {TARGET_RATIO}: "
+          f"{'MET' if per_compiled <= TARGET_RATIO * per_theirs else 'NOT MET'}")
+    print(f"{'RATIO ours / NumPyro (NUTS)':36s}{per_ours / per_theirs:>10.2f}x   target <= {TARGET_RATIO}: "
+          f"{'MET' if per_ours <= TARGET_RATIO * per_theirs else 'NOT MET'}; acceptance ours "
           f"{statistics.mean(a for *_, a in ours):.3f}, NumPyro {statistics.mean(a for *_, a in theirs):.3f}")
 
 
@@ -471,8 +473,8 @@ def main():
     for side, name in (("ours", "RATIO ours (eager) / NumPyro"), ("compiled", "RATIO ours (compile=True) / NumPyro")):
         ratio_wall = med[side][0] / med["numpyro"][0]
         ratio_cpu = med[side][1] / med["numpyro"][1]
-        print(f"{name:36s}{ratio_wall:>10.2f}x{ratio_cpu:>10.2f}x   target <= 1.5: "
-              f"{'MET' if ratio_wall <= 1.5 else 'NOT MET'}")
+        print(f"{name:36s}{ratio_wall:>10.2f}x{ratio_cpu:>10.2f}x   target <= {TARGET_RATIO} (issue 18): "
+              f"{'MET' if ratio_wall <= TARGET_RATIO else 'NOT MET'}")
     print()
     print(f"{'bare gradient, ours (eager)':36s}{fmt_us(bare_ours[0]):>11s}{fmt_us(bare_ours[1]):>11s}")
     print(f"{'bare gradient, jax.jit, python loop':36s}{fmt_us(bare_jax[0]):>11s}{fmt_us(bare_jax[1]):>11s}"
