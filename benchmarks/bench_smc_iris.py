@@ -69,8 +69,7 @@ def main():
     print("| architecture | parameters | log evidence (mean ± std) | stages | chosen (seeds) |")
     print("|---|---|---|---|---|")
     for index, (sizes, activation) in enumerate(ARCHITECTURES):
-        widths = (4, *sizes, 3)
-        n_params = sum((a + 1) * b for a, b in zip(widths[:-1], widths[1:]))
+        n_params = search.estimators_[index][-1]._model.n_params  # the linear skip path's weights included
         print(f"| {_name(sizes, activation)} | {n_params} | {evidence[:, index].mean():.2f} ± "
               f"{evidence[:, index].std(ddof=1) if args.seeds > 1 else float('nan'):.2f} | "
               f"{stages[:, index].mean():.1f} | {chosen.count(index)} |")
