@@ -259,9 +259,11 @@ class LaplaceApproximation:
         linearised posterior.
 
         The Jacobian ``J`` (shape ``(N, O, K)``) is projected on the
-        eigenvectors once; each evaluation is then ``O(N O^2 K)``: a grid search
-        over the prior precision or ``cov_scale`` costs no new curvature and no
-        factorisation.
+        eigenvectors once (for 'full', decomposing the curvature if nothing
+        has yet); each evaluation is then ``O(N O^2 K)``: a grid search over the
+        prior precision or the noise costs no new curvature and no
+        factorisation. Over ``cov_scale`` alone, the posterior's factor gives
+        the one covariance that the scale divides, without the decomposition.
 
         Returns
         -------
