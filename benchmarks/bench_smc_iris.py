@@ -34,6 +34,12 @@ ARCHITECTURES = [
 LOGISTIC_SCALE_ONE = math.pi / math.sqrt(3)
 
 
+def iris_split():
+    """The experiment's split: ``X_train, X_test, y_train, y_test``, 80:20, stratified."""
+    X, y = load_iris(return_X_y=True)
+    return train_test_split(X, y, test_size=0.2, random_state=0, stratify=y)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--particles", type=int, default=200)
@@ -44,8 +50,7 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
-    X, y = load_iris(return_X_y=True)
-    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2, random_state=0, stratify=y)
+    X_train, X_test, y_train, y_test = iris_split()
     grid = [{"smcclassifier__hidden_layer_sizes": [sizes], "smcclassifier__activation": [activation]}
             for sizes, activation in ARCHITECTURES]
     evidence, seconds, stages, accuracy, chosen = [], [], [], [], []

@@ -119,13 +119,20 @@ def speed(seeds):
     print()
 
 
-def evidence(seeds, noise_std=0.4):
-    """The log evidence of a linear model against its closed form, at 500 particles."""
-    rng = np.random.RandomState(0)  # the linear data of tests/test_smc.py
+def linear_evidence_table(noise_std=0.4):
+    """The linear data of tests/test_smc.py (50 x 2) and the closed-form log evidence of a linear
+    model on it under a unit-variance prior on the weights and the bias and the noise ``noise_std``."""
+    rng = np.random.RandomState(0)
     X = rng.randn(50, 2)
     y = X @ [1.0, -0.5] + 0.3 + noise_std * rng.randn(50)
-    design = np.c_[X, np.ones(len(X))]  # a unit-variance prior on the weights and the bias
+    design = np.c_[X, np.ones(len(X))]
     exact = multivariate_normal(np.zeros(len(y)), noise_std**2 * np.eye(len(y)) + design @ design.T).logpdf(y)
+    return X, y, exact
+
+
+def evidence(seeds, noise_std=0.4):
+    """The log evidence of a linear model against its closed form, at 500 particles."""
+    X, y, exact = linear_evidence_table(noise_std)
     print(f"Linear model (50 x 2, fixed N(0, 1) prior and noise), exact log evidence {exact:.3f}; "
           f"SMC at 500 particles, {seeds} seeds:\n")
     print(f"| settings | errors (nats) | mean | sd | RMS | max abs error | at most {EVIDENCE_TARGET_NATS} | s a fit |")

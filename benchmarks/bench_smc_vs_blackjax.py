@@ -51,36 +51,19 @@ import statistics
 import time
 
 import numpy as np
-from scipy.stats import multivariate_normal
+from bench_smc_iris import ARCHITECTURES, LOGISTIC_SCALE_ONE, iris_split
+from bench_smc_speed import EVIDENCE_TARGET_NATS, EXACT_TEST_SETTINGS, linear_evidence_table
 
 NOISE_STD = 0.4
-TARGET_NATS = 0.2
-MOVES = dict(n_mcmc_steps=5, step_size=0.5, n_leapfrog=10)
-LINEAR = dict(n_particles=500, target_ess=0.8)
+MOVES = {name: EXACT_TEST_SETTINGS[name] for name in ("n_mcmc_steps", "step_size", "n_leapfrog")}
+LINEAR = dict(n_particles=500, target_ess=EXACT_TEST_SETTINGS["target_ess"])
 IRIS = dict(n_particles=200, target_ess=0.5)
-ARCHITECTURES = [
-    ((1,), "relu"), ((2,), "relu"), ((3,), "relu"), ((4,), "relu"), ((5,), "relu"),
-    ((1, 1), "relu"), ((2, 2), "relu"), ((3, 3), "relu"), ((4, 4), "relu"), ((2, 2), "logistic"),
-]
-LOGISTIC_SCALE_ONE = math.pi / math.sqrt(3)  # the standard deviation of a logistic distribution of scale 1
-
-
-def linear_table():
-    rng = np.random.RandomState(0)  # the linear data of tests/test_smc.py
-    X = rng.randn(50, 2)
-    y = X @ [1.0, -0.5] + 0.3 + NOISE_STD * rng.randn(50)
-    design = np.c_[X, np.ones(len(X))]
-    exact = multivariate_normal(np.zeros(len(y)), NOISE_STD**2 * np.eye(len(y)) + design @ design.T).logpdf(y)
-    return X, y, exact
 
 
 def iris_table():
-    from sklearn.datasets import load_iris
-    from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import StandardScaler
 
-    X, y = load_iris(return_X_y=True)
-    X_train, _, y_train, _ = train_test_split(X, y, test_size=0.2, random_state=0, stratify=y)
+    X_train, _, y_train, _ = iris_split()
     return StandardScaler().fit_transform(X_train), y_train
 
 
@@ -208,7 +191,7 @@ def timed_fit(estimator, X, y):
 def compare_linear(seeds):
     from sklearn_quinn import SMCRegressor
 
-    X, y, exact = linear_table()
+    X, y, exact = linear_evidence_table(NOISE_STD)
     compiled, compile_seconds = blackjax_runner(*linear_model(X, y), **LINEAR)
     print(f"Linear model (50 x 2, N(0, 1) prior, noise std 0.4), exact log evidence {exact:.3f}; "
           f"{LINEAR['n_particles']} particles, target_ess {LINEAR['target_ess']}, {seeds} seeds; "
@@ -232,7 +215,8 @@ def compare_linear(seeds):
               f"{np.sqrt(np.mean(side_errors**2)):.3f}, largest {np.abs(side_errors).max():.3f}; median "
               f"{statistics.median(seconds[side]):.2f} s a run")
     worst = np.abs(errors["ours"]).max()
-    print(f"ours: every error within {TARGET_NATS} nats (issue 18): {'yes' if worst <= TARGET_NATS else 'NO'}")
+    verdict = "yes" if worst <= EVIDENCE_TARGET_NATS else "NO"
+    print(f"ours: every error within {EVIDENCE_TARGET_NATS} nats (issue 18): {verdict}")
     print(f"RATIO median seconds ours / BlackJAX (without its compilation): "
           f"{statistics.median(seconds['ours']) / statistics.median(seconds['BlackJAX']):.2f}\n")
 
