@@ -205,6 +205,44 @@ def _walking_mutation(log_density, particles, parameters):
     return _Walk(particles), step
 
 
+_SHARPNESS = 1000.0
+
+
+def _reckless_mutation(log_density, particles, parameters):
+    """A 'kernel' whose proposals jump ``step_size`` times a standard normal in every coordinate and are
+    accepted with probability ``exp(-step_size)``, so that the jumps a draw weights by reward a step of
+    2 (acceptance 0.14); it moves by exact draws from the stages' target (likelihood
+    ``-_SHARPNESS * ||theta||**2`` under a N(0, I) prior), so that the tempering runs its course."""
+    std = (1 + 2 * _SHARPNESS * log_density.temperature) ** -0.5
+
+    def step(generator, state):
+        proposal = state.position + parameters.step_size[:, None] * torch.randn(
+            state.position.shape, generator=generator, **DOUBLE)
+        draws = std * torch.randn(state.position.shape, generator=generator, **DOUBLE)
+        return _Walk(draws), _WalkInfo(torch.exp(-parameters.step_size), proposal)
+
+    return _Walk(particles), step
+
+
+def test_step_sizes_shrink_when_the_acceptance_falls_below_its_floor():
+    """From initial steps in (0, 3) (mean acceptance 0.32), the jump-weighted
+    draw alone follows the jumps to steps near 2 (acceptance below 0.2 in the
+    last stages); with the floor at 0.65 the acceptance climbs back to it, and
+    ends within 0.05 below it (each draw still pulls it down a little). The
+    ten-dimensional likelihood takes about 18 stages to temper."""
+    prior = StatePrior(GaussianPrior(1.0), 10)
+    sharp = lambda rows: -_SHARPNESS * rows.square().sum(1)  # noqa: E731
+    acceptances = {}
+    for floor in (0.65, None):
+        generator = torch.Generator().manual_seed(0)
+        result = run_smc(sharp, prior, prior.sample(500, generator), n_mcmc_steps=1, n_leapfrog=None,
+                         step_size=3.0, mutation=_reckless_mutation, min_acceptance=floor, generator=generator)
+        assert len(result.acceptance) >= 15
+        acceptances[floor] = np.array(result.acceptance)
+    assert acceptances[None][-3:].max() < 0.2
+    assert (acceptances[0.65][8:] > 0.55).all() and (abs(acceptances[0.65][-3:] - 0.65) < 0.05).all()
+
+
 @pytest.mark.parametrize("n_particles", [50, 48])
 def test_waste_free_particles_are_every_state_of_every_chain(n_particles):
     """Waste-free SMC with 4 steps a chain: ceil(N / 5) = 10 chains, each of 5 states, chain by chain
@@ -248,7 +286,8 @@ def test_any_kernel_moves_the_particles(linear_data):
     prior = StatePrior(GaussianPrior(1.0), model.n_params)
     generator = torch.Generator().manual_seed(0)
     result = run_smc(log_likelihood, prior, prior.sample(1000, generator), target_ess=0.8, n_mcmc_steps=5,
-                     step_size=0.1, n_leapfrog=None, mutation=_mala_mutation, generator=generator)
+                     step_size=0.1, n_leapfrog=None, mutation=_mala_mutation, min_acceptance=0.574,
+                     generator=generator)
     assert result.n_leapfrog is None and 0.3 < np.mean(result.acceptance) < 1
     assert abs(result.log_evidence - exact.log_evidence()) < 0.3
     weights = result.log_weights.exp().numpy()

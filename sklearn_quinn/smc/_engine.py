@@ -15,7 +15,8 @@ prior) to 1 (the posterior), as in Del Moral, Doucet & Jasra (2006),
 4. moves every particle by ``n_mcmc_steps`` steps of an MCMC kernel that
    leaves ``pi_t`` invariant, with per-particle parameters tuned from the last
    move's jumps (Buchholz, Chopin & Jacob 2021, "Adaptive tuning of
-   Hamiltonian Monte Carlo within sequential Monte Carlo").
+   Hamiltonian Monte Carlo within sequential Monte Carlo"), all shrunk
+   together when the last moves' mean acceptance fell too low.
 
 Waste-free SMC (Dau & Chopin 2022, "Waste-free sequential Monte Carlo")
 replaces steps 3 and 4: every stage resamples ``M = ceil(N / (k + 1))``
@@ -48,10 +49,12 @@ from ..mcmc._kernels import hmc
 from ._resampling import systematic_resample
 from ._tempering import effective_sample_size, next_increment, reweight, uniform_log_weights
 from ._tuning import (
+    HMC_MIN_ACCEPTANCE,
     MutationParameters,
     initial_parameters,
     particle_variance,
     perturb_parameters,
+    shrink_step_sizes,
     squared_jumping_distance,
 )
 
@@ -125,7 +128,8 @@ def gibbs_mutation(gibbs, mutation=hmc_mutation):
 
 
 def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_threshold=0.5, n_mcmc_steps=1,
-            step_size=0.5, n_leapfrog=50, mutation=hmc_mutation, waste_free=False, generator=None, progress=None):
+            step_size=0.5, n_leapfrog=50, mutation=hmc_mutation, min_acceptance=HMC_MIN_ACCEPTANCE,
+            waste_free=False, generator=None, progress=None):
     """Anneal ``particles`` drawn from the prior to the posterior; estimate the log evidence.
 
     Parameters
@@ -155,6 +159,13 @@ def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_th
         ``position`` ``(N, P)`` and an ``Info`` with ``acceptance_probability``
         and ``proposed_position`` (as the kernels of
         :mod:`sklearn_quinn.mcmc._kernels` do).
+    min_acceptance : float in (0, 1) or None, default=0.65
+        When the last moves' mean acceptance fell below it, every step size
+        drawn for the next stage is multiplied by ``exp(acceptance -
+        min_acceptance)``: 0.65 is HMC's
+        optimal acceptance in high dimensions; 0.574 is MALA's (Roberts &
+        Rosenthal 1998, "Optimal scaling of discrete approximations to Langevin
+        diffusions"). None leaves the step sizes to the jump-weighted draw.
     waste_free : bool, default=False
         Waste-free SMC (see the module's docstring): the step sizes and
         trajectory lengths are then one per chain.
@@ -172,7 +183,7 @@ def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_th
     log_like = _finite_log_likelihood(log_likelihood, particles)
     n_chains = -(-n // (n_mcmc_steps + 1)) if waste_free else n
     epsilon, length = initial_parameters(n_chains, step_size, n_leapfrog, generator, dtype, device)
-    jumps = None
+    jumps = acceptance = None
     lambdas, ess_history, acceptance_history = [0.0], [], []
     log_evidence, lam = 0.0, 0.0
     while lam < 1.0:
@@ -191,6 +202,8 @@ def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_th
                 variance = particle_variance(particles, log_weights)
         if jumps is not None:
             epsilon, length = perturb_parameters(epsilon, length, jumps, generator)
+            if min_acceptance is not None:
+                epsilon = shrink_step_sizes(epsilon, acceptance, min_acceptance)
         if length is not None:
             # Longest trajectories first: the leapfrog steps then move only the rows still going.
             order = torch.argsort(length, descending=True)
