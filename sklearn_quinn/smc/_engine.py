@@ -161,11 +161,11 @@ def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_th
         :mod:`sklearn_quinn.mcmc._kernels` do).
     min_acceptance : float in (0, 1) or None, default=0.65
         When the last moves' mean acceptance fell below it, every step size
-        drawn for the next stage is multiplied by ``exp(acceptance -
-        min_acceptance)``: 0.65 is HMC's
-        optimal acceptance in high dimensions; 0.574 is MALA's (Roberts &
-        Rosenthal 1998, "Optimal scaling of discrete approximations to Langevin
-        diffusions"). None leaves the step sizes to the jump-weighted draw.
+        drawn for the next stage is multiplied by
+        ``exp(acceptance - min_acceptance)``: 0.65 is HMC's optimal acceptance
+        in high dimensions; 0.574 is MALA's (Roberts & Rosenthal 1998, "Optimal
+        scaling of discrete approximations to Langevin diffusions"). None
+        leaves the step sizes to the jump-weighted draw.
     waste_free : bool, default=False
         Waste-free SMC (see the module's docstring): the step sizes and
         trajectory lengths are then one per chain.

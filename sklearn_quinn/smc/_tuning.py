@@ -98,7 +98,6 @@ def perturb_parameters(step_size, n_leapfrog, jumps, generator=None):
     return epsilon, (n_leapfrog[parent] + shift).clamp(min=1)
 
 
-
 def shrink_step_sizes(step_size, acceptance, min_acceptance):
     """Every step size times ``exp(acceptance - min_acceptance)`` when the last
     moves' mean ``acceptance`` fell below ``min_acceptance``; unchanged otherwise.
