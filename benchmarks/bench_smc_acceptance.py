@@ -20,13 +20,12 @@ a few minutes a fit).
 import argparse
 import functools
 import json
-import subprocess
 import sys
 
 import numpy as np
 from bench_smc_speed import fit_counting_gradients, nonlinear_table, test_log_likelihood
 from defaults_options import pin_threads
-from scipy.stats import norm
+from records import side_by_side
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from uci_protocol import DEFAULT_DATA_DIR
@@ -55,12 +54,10 @@ def fit(name, seed, floor, data_dir):
     smc = make_pipeline(StandardScaler(), SMCRegressor(random_state=seed))
     seconds, particle_gradients = fit_counting_gradients(smc, X, y)
     acceptance = smc[-1].acceptance_history_
-    mean, std = smc.predict(X_test, return_std=True)
     print(json.dumps(dict(
         seconds=seconds, stages=smc[-1].n_stages_, particle_gradients=particle_gradients,
         late_acceptance=float(acceptance[len(acceptance) // 2:].mean()), log_evidence=smc[-1].log_evidence_,
         log_likelihood=test_log_likelihood(smc, X_test, y_test),
-        coverage=float(np.mean(np.abs(y_test - mean) <= norm.ppf(0.975) * std)),
     )))
 
 
@@ -70,10 +67,8 @@ def compare(name, seeds, data_dir):
     print("|---|---|---|---|---|---|---|---|")
     differences = []
     for seed in seeds:
-        runs = {floor: subprocess.Popen([sys.executable, __file__, "--fit", name, str(seed), floor,
-                                         "--data-dir", data_dir], stdout=subprocess.PIPE, text=True)
-                for floor in FLOORS}
-        records = {floor: json.loads(run.communicate()[0].strip().splitlines()[-1]) for floor, run in runs.items()}
+        records = side_by_side({floor: [sys.executable, __file__, "--fit", name, str(seed), floor, "--data-dir",
+                                        data_dir] for floor in FLOORS})
         for floor, record in records.items():
             print(f"| {seed} | {floor} | {record['seconds']:.0f} | {record['stages']} | "
                   f"{record['particle_gradients']:,} | {record['late_acceptance']:.2f} | "

@@ -47,7 +47,6 @@ Three measurements, one thread throughout:
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -55,6 +54,7 @@ import time
 import numpy as np
 import torch
 from defaults_options import pin_threads
+from records import side_by_side
 from scipy.stats import multivariate_normal, norm
 from sklearn.linear_model import BayesianRidge
 from sklearn.pipeline import make_pipeline
@@ -242,12 +242,11 @@ def compile_gain(data_dir, splits, n_particles=200, n_points=927):
     print("|---|---|---|---|---|---|---|---|---|")
     for split in splits:
         with tempfile.TemporaryDirectory() as cache:
-            runs = {setting: subprocess.Popen(
-                        [sys.executable, __file__, "--fit-concrete", str(split), setting, "--data-dir", data_dir],
-                        stdout=subprocess.PIPE, text=True, env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache})
-                    for setting in ("False", "auto")}
-            for setting, run in runs.items():
-                record = json.loads(run.communicate()[0].strip().splitlines()[-1])
+            records = side_by_side(
+                {setting: [sys.executable, __file__, "--fit-concrete", str(split), setting, "--data-dir", data_dir]
+                 for setting in ("False", "auto")},
+                env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache})
+            for setting, record in records.items():
                 each = 1e6 * record["seconds"] / record["particle_gradients"]
                 print(f"| {split} | {setting} | {record['seconds']:.0f} | {record['stages']} | "
                       f"{record['particle_gradients']:,} | {each:.0f} | {record['compiled']} | "

@@ -3,9 +3,12 @@
 ``bench_defaults_uci.py``, ``bench_heteroscedastic_uci.py``,
 ``bench_defaults_classification.py`` and ``bench_scale.py`` keep their records
 this way: a run skips what its file already holds under the same settings.
+:func:`side_by_side` runs fits in fresh processes at once and reads the record
+each prints.
 """
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -38,3 +41,11 @@ def append_as_they_end(path, tasks, n_jobs, describe):
                 file.write(json.dumps(record) + "\n")
                 file.flush()
                 print(describe(record), file=sys.stderr, flush=True)
+
+
+def side_by_side(commands, env=None):
+    """Start every command of ``commands`` (name -> argv) at once, each in its own process
+    (environment ``env``), and return name -> the JSON record it printed as its last line."""
+    runs = {name: subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env)
+            for name, argv in commands.items()}
+    return {name: json.loads(run.communicate()[0].strip().splitlines()[-1]) for name, run in runs.items()}
