@@ -244,6 +244,38 @@ def test_step_sizes_shrink_when_the_acceptance_falls_below_its_floor():
     assert (acceptances[0.65][8:] > 0.55).all() and (abs(acceptances[0.65][-3:] - 0.65) < 0.05).all()
 
 
+@pytest.mark.parametrize(
+    "keywords, error, message",
+    [
+        (dict(target_ess=0.0), ValueError, "target_ess == 0.0, must be > 0"),
+        (dict(target_ess=1.0), ValueError, "target_ess == 1.0, must be < 1"),
+        (dict(resample_threshold=0.0), ValueError, "resample_threshold == 0.0, must be > 0"),
+        (dict(resample_threshold=1.5), ValueError, "resample_threshold == 1.5, must be <= 1"),
+        (dict(n_mcmc_steps=0), ValueError, "n_mcmc_steps == 0, must be >= 1"),
+        (dict(n_mcmc_steps=2.0), TypeError, "n_mcmc_steps must be an instance of int"),
+        (dict(step_size=0.0), ValueError, "step_size == 0.0, must be > 0"),
+        (dict(n_leapfrog=0), ValueError, "n_leapfrog == 0, must be >= 1"),
+        (dict(min_acceptance=1.0), ValueError, "min_acceptance == 1.0, must be < 1"),
+        (dict(min_acceptance="high"), TypeError, "min_acceptance must be an instance of"),
+    ],
+)
+def test_engine_refuses_keywords_out_of_range(keywords, error, message):
+    """Each keyword of run_smc outside its documented range raises before any stage runs
+    (a target ESS of 1 would never move the temperature)."""
+    prior = StatePrior(GaussianPrior(1.0), 3)
+    flat = lambda rows: torch.zeros(len(rows), **DOUBLE)  # noqa: E731
+    with pytest.raises(error, match=message):
+        run_smc(flat, prior, prior.sample(10, torch.Generator().manual_seed(0)), **keywords)
+
+
+@pytest.mark.parametrize("shape", [(1, 3), (10,)], ids=["one row", "a vector"])
+def test_engine_refuses_particles_that_are_not_a_matrix_of_rows(shape):
+    prior = StatePrior(GaussianPrior(1.0), 3)
+    flat = lambda rows: torch.zeros(len(rows), **DOUBLE)  # noqa: E731
+    with pytest.raises(ValueError, match="particles must be a matrix of at least 2 rows"):
+        run_smc(flat, prior, torch.zeros(shape, **DOUBLE))
+
+
 @pytest.mark.parametrize("n_particles", [50, 48])
 def test_waste_free_particles_are_every_state_of_every_chain(n_particles):
     """Waste-free SMC with 4 steps a chain: ceil(N / 5) = 10 chains, each of 5 states, chain by chain

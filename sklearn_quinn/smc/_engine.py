@@ -39,9 +39,11 @@ evidence is the one with the hyperparameters integrated out).
 """
 
 import math
+from numbers import Integral, Real
 from typing import NamedTuple
 
 import torch
+from sklearn.utils import check_scalar
 
 from .._core.log_posterior import LogPosterior
 from ..mcmc._gibbs import ConditionalDensity, GibbsState, gibbs_step
@@ -144,12 +146,12 @@ def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_th
     resample_threshold : float in (0, 1]
         Resample when the ESS falls below this fraction of ``N`` (unused by
         waste-free SMC, which resamples at every stage).
-    n_mcmc_steps : int
+    n_mcmc_steps : int >= 1
         MCMC steps per stage: of every particle, or with ``waste_free`` of
         every chain.
-    step_size : float
+    step_size : float > 0
         Initial ``epsilon ~ U(0, step_size)`` per particle.
-    n_leapfrog : int or None
+    n_leapfrog : int >= 1 or None
         Initial ``L ~ U{1, ..., n_leapfrog}`` per particle; None for a kernel
         without trajectory lengths (then only the step sizes are tuned).
     mutation : callable ``(log_density, particles, parameters) -> (state, step)``, default=hmc_mutation
@@ -176,7 +178,14 @@ def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_th
     Returns
     -------
     SMCResult
+
+    Raises
+    ------
+    ValueError, TypeError
+        For particles that are not a matrix of at least two rows, or a
+        keyword outside its range above (sklearn's ``check_scalar``).
     """
+    _check_arguments(particles, target_ess, resample_threshold, n_mcmc_steps, step_size, n_leapfrog, min_acceptance)
     n = particles.shape[0]
     dtype, device = particles.dtype, particles.device
     log_weights = uniform_log_weights(n, dtype, device)
@@ -227,6 +236,22 @@ def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_th
         epsilon = epsilon.repeat_interleave(n_mcmc_steps + 1)[:n]
         length = None if length is None else length.repeat_interleave(n_mcmc_steps + 1)[:n]
     return SMCResult(particles, log_weights, log_evidence, lambdas, ess_history, acceptance_history, epsilon, length)
+
+
+def _check_arguments(particles, target_ess, resample_threshold, n_mcmc_steps, step_size, n_leapfrog,
+                     min_acceptance):
+    """Refuse what :func:`run_smc` cannot run: a ``target_ess`` of 0 or 1 would never
+    move the temperature, a step size of 0 never the particles."""
+    if particles.ndim != 2 or particles.shape[0] < 2:
+        raise ValueError(f"particles must be a matrix of at least 2 rows, got shape {tuple(particles.shape)}.")
+    check_scalar(target_ess, "target_ess", Real, min_val=0, max_val=1, include_boundaries="neither")
+    check_scalar(resample_threshold, "resample_threshold", Real, min_val=0, max_val=1, include_boundaries="right")
+    check_scalar(n_mcmc_steps, "n_mcmc_steps", Integral, min_val=1)
+    check_scalar(step_size, "step_size", Real, min_val=0, include_boundaries="neither")
+    if n_leapfrog is not None:
+        check_scalar(n_leapfrog, "n_leapfrog", Integral, min_val=1)
+    if min_acceptance is not None:
+        check_scalar(min_acceptance, "min_acceptance", Real, min_val=0, max_val=1, include_boundaries="neither")
 
 
 def move(mutation, target, particles, parameters, n_steps, generator=None, keep_states=False):
