@@ -73,6 +73,16 @@ class EvidenceSearch(MetaEstimatorMixin, BaseEstimator):
     --------
     sklearn_quinn.SMCClassifier, sklearn_quinn.SMCRegressor, sklearn_quinn.LaplaceRegressor
 
+    Notes
+    -----
+    A ranking is as reliable as the evidence is exact. SMC's is a Monte
+    Carlo estimate whose spread grows with the number of rows: give
+    ``random_state`` a few values in ``param_grid`` to see it (each run is
+    then a candidate, and the average runs over them too). Laplace's is a
+    Gaussian at one mode, which misses more of the posterior's volume the
+    weaker the prior, so it is lower than the exact evidence by more for
+    such candidates; the user guide's evidence page measures both.
+
     References
     ----------
     D. J. C. MacKay, "Bayesian interpolation", Neural Computation 4(3), 1992.
