@@ -79,8 +79,8 @@ class EvidenceSearch(MetaEstimatorMixin, BaseEstimator):
     Carlo estimate whose spread grows with the number of rows: give
     ``random_state`` a few values in ``param_grid`` to see it (each run is
     then a candidate, and the average runs over them too). Laplace's is a
-    Gaussian at one mode, which misses more of the posterior's volume the
-    weaker the prior, so it is lower than the exact evidence by more for
+    Gaussian at one mode, which can miss more of the posterior's volume the
+    weaker the prior, and then falls further below the exact evidence for
     such candidates; the user guide's evidence page measures both.
 
     References
