@@ -3,13 +3,13 @@
 On UCI splits, ``LaplaceRegressor`` and ``SMCRegressor`` are fitted at fixed
 Gaussian priors ``N(0, s**2)`` on every weight (``--prior-stds``) and at their
 defaults (``default``: Laplace's evidence-learned precisions, SMC's Gamma
-hyperpriors, which its evidence integrates out), each in a
-``Pipeline([StandardScaler(), estimator])`` with ``random_state`` the split.
-Per fit: the log evidence in the units of y (``log_marginal_likelihood()``,
-``log_evidence_``), the test log-likelihood per point, RMSE, 95% coverage and
-seconds. Then, per family and split, whether the evidence and the test
-log-likelihood pick the same prior, and Spearman's rank correlation of the two
-over the priors.
+hyperpriors, which its evidence integrates out), each by the UCI protocol's
+``run_split`` (inputs standardised on the training rows, ``random_state`` the
+split). Per fit: the log evidence in the units of y
+(``log_marginal_likelihood()``, ``log_evidence_``), the test log-likelihood
+per point, RMSE, 95% coverage and seconds (fit and predict). Then, per
+family and split, whether the evidence and the test log-likelihood pick the
+same prior, and Spearman's rank correlation of the two over the priors.
 
 Laplace's evidence is the Gaussian approximation at one mode; SMC's is a
 Monte Carlo estimate of the exact one (its spread on concrete is tens of
@@ -24,19 +24,16 @@ Records are appended to ``--out`` as the fits end and read back to resume
 """
 
 import argparse
-import time
 
 import numpy as np
 from defaults_options import pin_threads
 from joblib import delayed
 from records import append_as_they_end, matches, read_lines
-from scipy.stats import norm, spearmanr
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
-from uci_protocol import DEFAULT_DATA_DIR
+from scipy.stats import spearmanr
+from uci_protocol import DEFAULT_DATA_DIR, run_split
 
 from sklearn_quinn import LaplaceRegressor, SMCRegressor
-from sklearn_quinn.datasets import UCI_DATASETS, load_uci_split
+from sklearn_quinn.datasets import UCI_DATASETS
 from sklearn_quinn.model_selection import log_evidence
 
 FAMILIES = {"laplace": LaplaceRegressor, "smc": SMCRegressor}
@@ -44,20 +41,14 @@ DEFAULT = "default"
 
 
 def fit(family, prior, dataset, split, likelihood, data_dir):
-    """One fit on one thread: its record."""
+    """One fit on one thread, by the UCI protocol's ``run_split``: its record."""
     pin_threads(1)
-    X_train, X_test, y_train, y_test = load_uci_split(data_dir, dataset, split)
     fixed = {} if prior == DEFAULT else {"prior_std": float(prior)}
-    model = make_pipeline(StandardScaler(), FAMILIES[family](likelihood=likelihood, random_state=split, **fixed))
-    start = time.perf_counter()
-    model.fit(X_train, y_train)
-    seconds = time.perf_counter() - start
-    mean, std = model.predict(X_test, return_std=True)
+    scored = run_split(FAMILIES[family](likelihood=likelihood, **fixed), data_dir, dataset, split)
     return [dict(
         dataset=dataset, split=split, family=family, prior=prior, likelihood=likelihood,
-        log_evidence=log_evidence(model), test_ll=float(norm.logpdf(y_test, mean, std).mean()),
-        rmse=float(np.sqrt(np.mean((y_test - mean) ** 2))),
-        coverage=float(np.mean(np.abs(y_test - mean) <= norm.ppf(0.975) * std)), seconds=seconds,
+        log_evidence=log_evidence(scored["estimator"]), test_ll=scored["ll"], rmse=scored["rmse"],
+        coverage=scored["coverage_95"], seconds=scored["seconds"],
     )]
 
 
