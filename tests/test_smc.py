@@ -206,6 +206,11 @@ def _walking_mutation(log_density, particles, parameters):
     return _Walk(particles), step
 
 
+def _flat(rows):
+    """A likelihood of 1 everywhere: the tempering ends in one stage."""
+    return torch.zeros(len(rows), **DOUBLE)
+
+
 _SHARPNESS = 1000.0
 
 
@@ -263,17 +268,15 @@ def test_engine_refuses_keywords_out_of_range(keywords, error, message):
     """Each keyword of run_smc outside its documented range raises before any stage runs
     (a target ESS of 1 would never move the temperature)."""
     prior = StatePrior(GaussianPrior(1.0), 3)
-    flat = lambda rows: torch.zeros(len(rows), **DOUBLE)  # noqa: E731
     with pytest.raises(error, match=message):
-        run_smc(flat, prior, prior.sample(10, torch.Generator().manual_seed(0)), **keywords)
+        run_smc(_flat, prior, prior.sample(10, torch.Generator().manual_seed(0)), **keywords)
 
 
 @pytest.mark.parametrize("shape", [(1, 3), (10,)], ids=["one row", "a vector"])
 def test_engine_refuses_particles_that_are_not_a_matrix_of_rows(shape):
     prior = StatePrior(GaussianPrior(1.0), 3)
-    flat = lambda rows: torch.zeros(len(rows), **DOUBLE)  # noqa: E731
     with pytest.raises(ValueError, match="particles must be a matrix of at least 2 rows"):
-        run_smc(flat, prior, torch.zeros(shape, **DOUBLE))
+        run_smc(_flat, prior, torch.zeros(shape, **DOUBLE))
 
 
 @pytest.mark.parametrize("n_particles", [50, 48])
@@ -284,8 +287,7 @@ def test_waste_free_particles_are_every_state_of_every_chain(n_particles):
     start plus j."""
     prior = StatePrior(GaussianPrior(1.0), 3)
     generator = torch.Generator().manual_seed(0)
-    flat = lambda rows: torch.zeros(len(rows), **DOUBLE)  # noqa: E731
-    result = run_smc(flat, prior, prior.sample(n_particles, generator), n_mcmc_steps=4, n_leapfrog=None,
+    result = run_smc(_flat, prior, prior.sample(n_particles, generator), n_mcmc_steps=4, n_leapfrog=None,
                      mutation=_walking_mutation, waste_free=True, generator=generator)
     assert result.lambdas == [0.0, 1.0]
     assert result.particles.shape == (n_particles, 3) and result.step_size.shape == (n_particles,)
