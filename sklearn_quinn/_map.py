@@ -162,6 +162,12 @@ class EvidenceMaximisation(Callback):
     learn_prior, learn_noise : bool
     epochs : set of int
         The epochs (1-based) after which to update.
+    precision_factor : float, default=1.0
+        The learned precisions times this factor: each update sets the
+        evidence's maximisers times it, so that the training goes on under a
+        prior of the evidence's shape, weaker (< 1) or stronger (> 1) by a
+        common scale that cross-validation can choose (the estimators'
+        ``prior_std_scale``, which is ``precision_factor**-0.5``).
     targets : tensor of shape (N, O'), default=None
         What the training reads as its targets (default ``Y``). A likelihood
         that fits the means' posterior variance (``fits_mean_variance``, the
@@ -181,10 +187,12 @@ class EvidenceMaximisation(Callback):
         ``noise_std`` (None without a noise) and the precision of every group.
     """
 
-    def __init__(self, model, X, Y, groups, *, learn_prior, learn_noise, epochs, targets=None):
+    def __init__(self, model, X, Y, groups, *, learn_prior, learn_noise, epochs, targets=None,
+                 precision_factor=1.0):
         self.model, self.X, self.Y, self.groups = model, X, Y, groups
         self.targets = Y if targets is None else targets
         self.learn_prior, self.learn_noise, self.epochs = learn_prior, learn_noise, epochs
+        self.precision_factor = precision_factor
         # MacKay's SSE / (N - gamma) presumes the gamma well-determined directions are fitted; far from
         # a mode (an untrained network has gamma near min(N, K)) it can exceed the targets' own spread and
         # then stall the training under a noise that drowns the data. Each target's spread about its
@@ -233,19 +241,29 @@ class EvidenceMaximisation(Callback):
         what a classifier's calibration turns on. One factorisation per step,
         where an update iterates many.
         """
-        best = start = self._converged_state(net)
         if self.learn_prior and net.criterion_.likelihood.curvature_varies_with_outputs:
-            base = self._precision(net)
-            for direction in (-1, 1):
-                for step in range(1, _MAX_SCALE_STEPS + 1):
-                    state = self._converged_state(net, _SCALE_STEP ** (direction * step) * base)
-                    if state["record"]["log_evidence"] < best["record"]["log_evidence"] + _MIN_SCALE_GAIN:
-                        break
-                    best = state
-                self._restore(net, best)
-                if best is not start:
-                    break
+            best = self._climb_common_scale(net)
+        else:
+            best = self._converged_state(net)
         self.history_.append(best["record"])
+
+    def _climb_common_scale(self, net):
+        """The converged state at the evidence's maximiser along the common scale of the
+        last update's precisions (as :meth:`finish` describes), times ``precision_factor``."""
+        base = self._precision(net) / self.precision_factor
+        best = start = self._converged_state(net, base)
+        for direction in (-1, 1):
+            for step in range(1, _MAX_SCALE_STEPS + 1):
+                state = self._converged_state(net, _SCALE_STEP ** (direction * step) * base)
+                if state["record"]["log_evidence"] < best["record"]["log_evidence"] + _MIN_SCALE_GAIN:
+                    break
+                best = state
+            self._restore(net, best)
+            if best is not start:
+                break
+        if self.precision_factor != 1:
+            best = self._converged_state(net, self.precision_factor * self._precision(net))
+        return best
 
     def _converged_state(self, net, precision=None):
         """Polish the MAP under the prior ``precision`` (default: the current
@@ -293,6 +311,8 @@ class EvidenceMaximisation(Callback):
             max_iterations=max_iterations,
             max_noise_scale=self._max_noise_scale(likelihood.output_noise_std(self.Y.shape[1])),
         )
+        if learn_prior:
+            found = found * self.precision_factor
         precision = self.groups.untie(torch.as_tensor(found)).numpy() if tied else found
         if learn_prior:
             criterion.prior_precision = torch.as_tensor(precision, dtype=self.X.dtype)

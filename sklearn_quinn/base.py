@@ -68,6 +68,10 @@ MAP_TRAINING_CONSTRAINTS: dict = {
 }
 
 
+#: Constraint of ``prior_std_scale``, for the families whose posterior rests on the evidence-trained MAP.
+PRIOR_SCALE_CONSTRAINTS: dict = {"prior_std_scale": [Interval(Real, 0, None, closed="neither")]}
+
+
 class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
     """What every estimator shares: a torch backbone, its seeds, device and MAP.
 
@@ -114,6 +118,12 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         Returns validated ``X`` and 2-D ``Y`` in the network's units.
         """
         self._validate_params()
+        scale = self.get_params(deep=False).get("prior_std_scale", 1)  # the families with one
+        if self.prior_std is not None and scale != 1:
+            raise ValueError(
+                f"prior_std_scale={scale!r} scales a learned prior, but prior_std={self.prior_std!r} "
+                "fixes it; set prior_std=None, or leave prior_std_scale at 1 and scale prior_std itself."
+            )
         X, Y = self._validate_training_data(X, y)
         self._torch_setup()
         rng = check_random_state(self.random_state)
@@ -183,12 +193,13 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         self.net_ = None
         return self._model.flatten()
 
-    def _fit_map(self, X, Y):
+    def _fit_map(self, X, Y, prior_std_scale=1.0):
         """Build the backbone and train it to the MAP of the task's likelihood through skorch.
 
         With ``prior_std=None`` the prior precision of each group of weights (``ParameterGroups``),
         and with an estimated noise the noise, are learned during training by
-        maximising the Laplace evidence (:class:`~sklearn_quinn._map.EvidenceMaximisation`);
+        maximising the Laplace evidence (:class:`~sklearn_quinn._map.EvidenceMaximisation`),
+        the precisions' stds times ``prior_std_scale`` (the family's parameter, where it has one);
         under the heteroscedastic likelihood its updates also give the noise head the
         means' posterior variances to fit (whatever the prior), as the targets' last columns,
         where the training loss is deterministic (a point estimate's).
@@ -225,6 +236,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
                 evidence = EvidenceMaximisation(
                     model, self._tensor(X), Y_tensor, groups, learn_prior=learn_prior,
                     learn_noise=likelihood.learn_noise, epochs=evidence_epochs(n_epochs), targets=targets,
+                    precision_factor=prior_std_scale**-2,
                 )
             self.net_ = fit_map(
                 self._training_module(module),

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 from scipy.optimize import brentq, minimize
-from scipy.stats import multivariate_normal
+from scipy.stats import multivariate_normal, norm
 from sklearn.base import is_classifier
 from torch import nn
 
@@ -460,6 +460,42 @@ def test_learned_prior_and_noise_are_the_exact_evidence_maximisers(device):
     assert reg.log_marginal_likelihood() == pytest.approx(-negative(np.log(exact)), abs=0.02)
 
 
+def laplace_log_evidence_at(X, y, theta, weight_precision, bias_precision, noise_std):
+    """The Laplace log evidence of the linear model at weights ``theta`` (not necessarily its
+    MAP): the log joint there plus the Gaussian normaliser of the curvature."""
+    design = np.hstack([X, np.ones((len(X), 1))])
+    prior = np.append(weight_precision, bias_precision)
+    hessian = design.T @ design / noise_std**2 + np.diag(prior)
+    return (norm.logpdf(y - design @ theta, scale=noise_std).sum()
+            + 0.5 * np.log(prior / (2 * np.pi)).sum() - 0.5 * (prior * theta**2).sum()
+            - 0.5 * np.linalg.slogdet(hessian / (2 * np.pi))[1])
+
+
+def test_a_scaled_prior_is_the_evidence_maximiser_scaled_at_its_own_map():
+    """``prior_std_scale=2``: every update sets the precisions to the evidence's maximisers
+    over 4, so the training settles where the learned precisions are 1/4 of the maximisers
+    of the Laplace evidence at the MAP they give (with the noise that maximises it there),
+    five hyperparameters of the closed form; at scale 1 this is the exact evidence's maximum
+    (test_learned_prior_and_noise_are_the_exact_evidence_maximisers)."""
+    X, y = linear_data(60, noise=0.5, seed=1)
+    reg = LaplaceRegressor(hidden_layer_sizes=(), normalize_y=False, prior_std_scale=2.0, max_epochs=400,
+                           random_state=0).fit(X, y)
+    learned = np.array([reg.prior_precisions_[f"0.weight[:, {column}]"] for column in range(3)]
+                       + [reg.prior_precisions_["0.bias"]])
+    theta = exact_map(X, y, learned[:3], learned[3], reg.noise_std_)
+
+    def negative(log_hyper):
+        hyper = np.exp(log_hyper)
+        return -laplace_log_evidence_at(X, y, theta, hyper[:3], hyper[3], hyper[4])
+
+    maximisers = np.exp(minimize(negative, np.zeros(5), method="Nelder-Mead",
+                                 options={"xatol": 1e-8, "fatol": 1e-10, "maxiter": 20000, "maxfev": 20000}).x)
+    np.testing.assert_allclose(np.append(learned * 4, reg.noise_std_), maximisers, rtol=0.02)
+    # Not the evidence's own maximisers: a quarter of them, each.
+    at_scale_one = LaplaceRegressor(hidden_layer_sizes=(), normalize_y=False, max_epochs=400, random_state=0).fit(X, y)
+    assert all(learned < 0.5 * np.array(list(at_scale_one.prior_precisions_.values())))
+
+
 @pytest.mark.parametrize(
     "estimator",
     [
@@ -531,6 +567,34 @@ def test_prior_std_neither_none_nor_positive_is_refused(estimator, prior_std):
         estimator(prior_std=prior_std).fit(X, y)
 
 
+SCALED_PRIOR_ESTIMATORS = [cls for cls in ALL_ESTIMATORS if "prior_std_scale" in cls().get_params()]
+
+
+def test_the_families_that_train_from_the_evidence_map_scale_its_prior():
+    names = {cls.__name__.removesuffix("Regressor").removesuffix("Classifier") for cls in SCALED_PRIOR_ESTIMATORS}
+    assert names == {"Laplace", "DeepEnsemble", "RMS", "MCDropout", "SWAG"}
+    assert len(SCALED_PRIOR_ESTIMATORS) == 10
+
+
+@pytest.mark.parametrize("prior_std_scale", [0, -2.0, "2"])
+@pytest.mark.parametrize("estimator", SCALED_PRIOR_ESTIMATORS, ids=lambda cls: cls.__name__)
+def test_prior_std_scale_not_positive_is_refused(estimator, prior_std_scale):
+    X, y = linear_data(20)
+    if is_classifier(estimator()):
+        y = (y > np.median(y)).astype(int)
+    with pytest.raises((ValueError, TypeError), match="prior_std_scale"):
+        estimator(prior_std_scale=prior_std_scale).fit(X, y)
+
+
+@pytest.mark.parametrize("estimator", SCALED_PRIOR_ESTIMATORS, ids=lambda cls: cls.__name__)
+def test_prior_std_scale_with_a_fixed_prior_is_refused(estimator):
+    X, y = linear_data(20)
+    if is_classifier(estimator()):
+        y = (y > np.median(y)).astype(int)
+    with pytest.raises(ValueError, match=r"prior_std_scale=2\.0 scales a learned prior, but prior_std=0\.5 fixes it"):
+        estimator(prior_std=0.5, prior_std_scale=2.0).fit(X, y)
+
+
 # Bayes by backprop's classifier keeps a fixed N(0, 1): with a learned prior, the
 # mean-field ELBO of a 1x50 network prefers pruning it to uniform probabilities
 # on iris and wine (see docs/variational.rst). MCMC and SMC sample the prior
@@ -585,28 +649,35 @@ def logistic_laplace_evidence(X, y, weight_precision, bias_precision):
     return float(log_joint(theta.detach()) - 0.5 * torch.logdet(hessian))
 
 
-def test_classifier_prior_scale_is_the_evidence_maximiser_along_it():
+@pytest.mark.parametrize("prior_std_scale", [1.0, 2.0])
+def test_classifier_prior_scale_is_the_evidence_maximiser_along_it(prior_std_scale):
     """A classifier's curvature shrinks as a weaker prior lets its probabilities saturate,
     which MacKay's fixed point ignores: its prior is too strong. The common scale of the
     precisions the training ends with is a local maximum of the exact Laplace evidence
     along it (the MAP re-found at each scale) to the search's resolution (a step must
-    gain 0.1 nats), below the fixed point's, ratios kept."""
+    gain 0.1 nats), below the fixed point's, ratios kept; with ``prior_std_scale``, that
+    maximiser's precisions over its square."""
     rng = np.random.RandomState(0)
     centres = np.array([[0.0, 2.0], [2.0, -1.0], [-2.0, -1.0]])
     y = np.repeat(np.arange(3), 20)
     X = centres[y] + 0.8 * rng.randn(60, 2)
-    clf = sklearn_quinn.LaplaceClassifier(hidden_layer_sizes=(), max_epochs=200, random_state=0).fit(X, y)
+    clf = sklearn_quinn.LaplaceClassifier(hidden_layer_sizes=(), max_epochs=200, random_state=0,
+                                          prior_std_scale=prior_std_scale).fit(X, y)
     learned = clf.prior_precisions_
     fixed_point = [update for update in clf.evidence_history_ if update["stage"] == "training"][-1]
     scales = np.array([learned[name] / fixed_point[name] for name in learned])
     assert scales[0] < 0.7
     np.testing.assert_allclose(scales, scales[0])
     columns = np.array([learned["0.weight[:, 0]"], learned["0.weight[:, 1]"]])
-    at = {step: logistic_laplace_evidence(X, y, columns * 2**(step / 2), learned["0.bias"] * 2**(step / 2))
+    factor = prior_std_scale**2
+    at = {step: logistic_laplace_evidence(X, y, factor * columns * 2**(step / 2),
+                                          factor * learned["0.bias"] * 2**(step / 2))
           for step in (-1, 0, 1)}
     assert at[0] >= max(at[-1], at[1]) - 0.1
-    # The polished MAP is that MAP: the classifier's evidence is the exact Laplace evidence there.
-    assert clf.log_marginal_likelihood() == pytest.approx(at[0], abs=1e-4)
+    # The polished MAP is the MAP of the learned prior: the classifier's evidence is the exact
+    # Laplace evidence there.
+    assert clf.log_marginal_likelihood() == pytest.approx(
+        logistic_laplace_evidence(X, y, columns, learned["0.bias"]), abs=1e-4)
 
 
 def test_the_classifier_ends_at_the_exact_evidence_where_its_updates_are_kronecker_factored(monkeypatch):

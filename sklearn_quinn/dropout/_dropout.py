@@ -8,7 +8,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._classifier_base import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from .._regressor_base import BaseBayesianRegressor
-from ..base import MAP_TRAINING_CONSTRAINTS
+from ..base import MAP_TRAINING_CONSTRAINTS, PRIOR_SCALE_CONSTRAINTS
 from ._engine import DropoutPosterior, InputDropout, linear_input_blocks
 
 
@@ -21,6 +21,7 @@ class MCDropoutMixin:
 
     _dropout_constraints: dict = {
         **MAP_TRAINING_CONSTRAINTS,
+        **PRIOR_SCALE_CONSTRAINTS,
         "dropout_rate": [Interval(Real, 0, 1, closed="left"), StrOptions({"auto"})],
         "n_samples": [Interval(Integral, 1, None, closed="left")],
     }
@@ -32,7 +33,7 @@ class MCDropoutMixin:
 
     def _fit(self, X, Y):
         """Train the network (and the rates) with dropout: the family's part of ``fit``."""
-        theta, likelihood, _, _ = self._fit_map(X, Y)
+        theta, likelihood, _, _ = self._fit_map(X, Y, self.prior_std_scale)
         blocks = linear_input_blocks(self._model.module)
         self.dropout_rates_ = (self.net_.module_.rates.detach().cpu().numpy().astype(np.float64)
                                if self.dropout_rate == "auto" else np.full(len(blocks), float(self.dropout_rate)))
@@ -77,8 +78,8 @@ class MCDropoutRegressor(MCDropoutMixin, BaseBayesianRegressor):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, linear_skip, module, prior_std, noise_std, likelihood, lr, lr_schedule, \\
-max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verbose
+    hidden_layer_sizes, activation, linear_skip, module, prior_std, prior_std_scale, noise_std, likelihood, lr, \\
+lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor` (they set the training).
         A custom ``module`` has the inputs of each of its ``nn.Linear``
         layers dropped (the columns of their weights masked); its other
@@ -152,6 +153,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         linear_skip=True,
         module=None,
         prior_std=None,
+        prior_std_scale=1.0,
         noise_std=None,
         likelihood="gaussian",
         dropout_rate="auto",
@@ -173,6 +175,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         self.linear_skip = linear_skip
         self.module = module
         self.prior_std = prior_std
+        self.prior_std_scale = prior_std_scale
         self.noise_std = noise_std
         self.likelihood = likelihood
         self.dropout_rate = dropout_rate
@@ -201,8 +204,8 @@ class MCDropoutClassifier(MCDropoutMixin, BaseBayesianClassifier):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, linear_skip, module, prior_std, dropout_rate, n_samples, lr, lr_schedule, \
-max_epochs, batch_size, optimizer, callbacks, dtype, device, random_state, verbose
+    hidden_layer_sizes, activation, linear_skip, module, prior_std, prior_std_scale, dropout_rate, n_samples, lr, \
+lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         As for :class:`MCDropoutRegressor`.
     predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \
 'mean_field_2'}, default=None
@@ -261,6 +264,7 @@ max_epochs, batch_size, optimizer, callbacks, dtype, device, random_state, verbo
         linear_skip=True,
         module=None,
         prior_std=None,
+        prior_std_scale=1.0,
         dropout_rate="auto",
         n_samples=100,
         predictive=None,
@@ -281,6 +285,7 @@ max_epochs, batch_size, optimizer, callbacks, dtype, device, random_state, verbo
         self.linear_skip = linear_skip
         self.module = module
         self.prior_std = prior_std
+        self.prior_std_scale = prior_std_scale
         self.dropout_rate = dropout_rate
         self.n_samples = n_samples
         self.predictive = predictive

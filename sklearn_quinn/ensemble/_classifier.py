@@ -8,8 +8,8 @@ from ._ensemble import EnsembleMixin
 _PARAMETERS_DOC = """
     Parameters
     ----------
-    hidden_layer_sizes, activation, linear_skip, module, n_estimators, data_fraction, prior_std, lr, \\
-lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, n_jobs, random_state, verbose
+    hidden_layer_sizes, activation, linear_skip, module, n_estimators, data_fraction, prior_std, prior_std_scale, \\
+lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, n_jobs, random_state, verbose
         As for :class:`~sklearn_quinn.DeepEnsembleRegressor`.
     predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \
 'mean_field_2'}, default=None
@@ -60,6 +60,7 @@ class BaseEnsembleClassifier(EnsembleMixin, BaseBayesianClassifier):
         n_estimators=5,
         data_fraction=1.0,
         prior_std=None,
+        prior_std_scale=1.0,
         predictive=None,
         moment_match=False,
         lr=0.01,
@@ -81,6 +82,7 @@ class BaseEnsembleClassifier(EnsembleMixin, BaseBayesianClassifier):
         self.n_estimators = n_estimators
         self.data_fraction = data_fraction
         self.prior_std = prior_std
+        self.prior_std_scale = prior_std_scale
         self.predictive = predictive
         self.moment_match = moment_match
         self.lr = lr

@@ -13,7 +13,7 @@ from .._core.network import FunctionalModel
 from .._core.priors import GaussianPrior
 from .._draws import DrawsMixin
 from .._regressor_base import BaseBayesianRegressor
-from ..base import MAP_TRAINING_CONSTRAINTS
+from ..base import MAP_TRAINING_CONSTRAINTS, PRIOR_SCALE_CONSTRAINTS
 from ._engine import member_subset, train_members
 
 
@@ -27,6 +27,7 @@ class EnsembleMixin(DrawsMixin):
 
     _ensemble_constraints: dict = {
         **MAP_TRAINING_CONSTRAINTS,
+        **PRIOR_SCALE_CONSTRAINTS,
         "n_estimators": [Interval(Integral, 1, None, closed="left")],
         "data_fraction": [Interval(Real, 0, 1, closed="right")],
         "n_jobs": [None, Integral],
@@ -65,7 +66,7 @@ class EnsembleMixin(DrawsMixin):
         if self.prior_std is not None and not likelihood.learn_noise and not self._fits_mean_variances(likelihood, Y):
             self.prior_precisions_, self.evidence_history_ = None, []  # the layout is known once the members are
             return GaussianPrior(self.prior_std), likelihood.output_noise_std(Y.shape[1]), Y
-        _, likelihood, prior, targets = self._fit_map(X, Y)
+        _, likelihood, prior, targets = self._fit_map(X, Y, self.prior_std_scale)
         return prior, likelihood.output_noise_std(Y.shape[1]), targets
 
     def _anchor(self, n_params, generator):
@@ -153,6 +154,9 @@ _SHARED_DOC = """
         evidence of one MAP network, trained first (see
         :class:`~sklearn_quinn.LaplaceRegressor`); every member then trains
         under it. A float fixes the std of the Gaussian prior on every weight.
+    prior_std_scale : float > 0, default=1.0
+        As for :class:`~sklearn_quinn.LaplaceRegressor`: the learned prior's
+        stds times this, within the MAP training and for every member.
     noise_std : float, default=None
         Observation noise std in the units of y; None learns it with the
         prior, once, shared by the members (a noise fitted by each member
@@ -258,6 +262,7 @@ class DeepEnsembleRegressor(BaseEnsembleRegressor):
         n_estimators=5,
         data_fraction=1.0,
         prior_std=None,
+        prior_std_scale=1.0,
         noise_std=None,
         likelihood="gaussian",
         lr=0.01,
@@ -280,6 +285,7 @@ class DeepEnsembleRegressor(BaseEnsembleRegressor):
         self.n_estimators = n_estimators
         self.data_fraction = data_fraction
         self.prior_std = prior_std
+        self.prior_std_scale = prior_std_scale
         self.noise_std = noise_std
         self.likelihood = likelihood
         self.lr = lr
@@ -358,6 +364,7 @@ class RMSRegressor(BaseEnsembleRegressor):
         n_estimators=5,
         data_fraction=1.0,
         prior_std=None,
+        prior_std_scale=1.0,
         noise_std=None,
         likelihood="gaussian",
         perturb_targets=True,
@@ -381,6 +388,7 @@ class RMSRegressor(BaseEnsembleRegressor):
         self.n_estimators = n_estimators
         self.data_fraction = data_fraction
         self.prior_std = prior_std
+        self.prior_std_scale = prior_std_scale
         self.noise_std = noise_std
         self.likelihood = likelihood
         self.perturb_targets = perturb_targets

@@ -13,7 +13,7 @@ from .._core.evidence import ParameterGroups
 from .._core.kronecker import KroneckerUnsupportedError, kronecker_layers
 from .._core.last_layer import LastLayerModel
 from .._core.pushforward import linear_pushforward
-from ..base import MAP_TRAINING_CONSTRAINTS
+from ..base import MAP_TRAINING_CONSTRAINTS, PRIOR_SCALE_CONSTRAINTS
 from ._engine import LaplaceApproximation
 from ._gridsearch import GridsearchPriorMixin
 from ._loo import site_cavities
@@ -35,6 +35,7 @@ class LaplaceMixin(GridsearchPriorMixin):
 
     _laplace_constraints: dict = {
         **MAP_TRAINING_CONSTRAINTS,
+        **PRIOR_SCALE_CONSTRAINTS,
         "hessian_structure": [StrOptions({*STRUCTURES, "kron", "lowrank", "auto"})],
         "memory_budget": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         "max_rank": [Interval(Integral, 1, None, closed="left")],
@@ -51,7 +52,7 @@ class LaplaceMixin(GridsearchPriorMixin):
         """Train the MAP network, then fit the Laplace posterior around it: the family's part of ``fit``."""
         X, Y, held_out = self._hold_out(X, Y, stratify=self._stratification(Y))
         self._log_y_scale = self._log_y_scale_total(len(X))
-        theta, likelihood, prior, _ = self._fit_map(X, Y)
+        theta, likelihood, prior, _ = self._fit_map(X, Y, self.prior_std_scale)
         # The curvature is taken at the MAP's noise, one per output, held fixed.
         self._map_noise_std = likelihood.output_noise_std(Y.shape[1])
         # A learned prior keeps its shape across groups; prior_precision_ then scales it.

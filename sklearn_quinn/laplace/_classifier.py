@@ -25,7 +25,7 @@ class LaplaceClassifier(LaplaceClassificationMixin, LaplaceMixin, BaseBayesianCl
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, linear_skip, module, prior_std, lr, lr_schedule, max_epochs, \\
+    hidden_layer_sizes, activation, linear_skip, module, prior_std, prior_std_scale, lr, lr_schedule, max_epochs, \\
 batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor`.
     hessian_structure : {'auto', 'full', 'kron', 'lowrank', 'diag'}, default='auto'
@@ -129,6 +129,7 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         linear_skip=True,
         module=None,
         prior_std=None,
+        prior_std_scale=1.0,
         hessian_structure="auto",
         memory_budget="auto",
         max_rank=100,
@@ -157,6 +158,7 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         self.linear_skip = linear_skip
         self.module = module
         self.prior_std = prior_std
+        self.prior_std_scale = prior_std_scale
         self.hessian_structure = hessian_structure
         self.memory_budget = memory_budget
         self.max_rank = max_rank

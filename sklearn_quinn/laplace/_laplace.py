@@ -51,6 +51,17 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         weights (empirical Bayes, ``prior_precisions_``). A float fixes the
         standard deviation of the Gaussian prior on every weight (of the
         network that fits the standardised target when ``normalize_y``).
+    prior_std_scale : float > 0, default=1.0
+        With a learned prior, the stds of the prior the training goes on under
+        are the evidence's times this: each update sets the precisions to the
+        evidence's maximisers over ``prior_std_scale**2``, so that the weights
+        and the noise learned with them settle under a wider (> 1) or narrower
+        (< 1) prior of the evidence's shape. 1 is empirical Bayes; other values
+        are for cross-validation (``GridSearchCV`` over, e.g., ``[1, 2, 4]``
+        with :func:`~sklearn_quinn.metrics.neg_nll_scorer`), for data where a
+        single network under the evidence's prior predicts worse than under a
+        weaker one (docs/evidence.rst). A value other than 1 with a float
+        ``prior_std`` raises a ValueError.
     noise_std : float, default=None
         Observation noise std in the units of y. None learns it with the
         prior, by the evidence (``SSE / (N - gamma)``, not the training
@@ -227,6 +238,7 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         linear_skip=True,
         module=None,
         prior_std=None,
+        prior_std_scale=1.0,
         noise_std=None,
         likelihood="gaussian",
         hessian_structure="auto",
@@ -257,6 +269,7 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         self.linear_skip = linear_skip
         self.module = module
         self.prior_std = prior_std
+        self.prior_std_scale = prior_std_scale
         self.noise_std = noise_std
         self.likelihood = likelihood
         self.hessian_structure = hessian_structure

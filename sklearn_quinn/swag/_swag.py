@@ -13,7 +13,7 @@ from .._classifier_base import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from .._core.network import FunctionalModel
 from .._members import MemberTrainingMixin
 from .._regressor_base import BaseBayesianRegressor
-from ..base import AUTO_EPOCHS, AUTO_MAX_STEPS, MAP_TRAINING_CONSTRAINTS
+from ..base import AUTO_EPOCHS, AUTO_MAX_STEPS, MAP_TRAINING_CONSTRAINTS, PRIOR_SCALE_CONSTRAINTS
 from ..ensemble._engine import train_members
 from ._callbacks import CollectSnapshots
 from ._engine import mixture_posterior
@@ -46,6 +46,7 @@ class SWAGMixin(MemberTrainingMixin):
 
     _swag_constraints: dict = {
         **MAP_TRAINING_CONSTRAINTS,
+        **PRIOR_SCALE_CONSTRAINTS,
         "n_estimators": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "cov_type": [StrOptions({"lowrank", "diag"})],
         "max_rank": [Interval(Integral, 2, None, closed="left")],
@@ -61,7 +62,7 @@ class SWAGMixin(MemberTrainingMixin):
         """Train the members, then collect their SGD trajectories' moments: the family's part of ``fit``."""
         self.n_estimators_ = self._n_members(len(X))
         self._check_counts()
-        theta, likelihood, prior, targets = self._fit_map(X, Y)
+        theta, likelihood, prior, targets = self._fit_map(X, Y, self.prior_std_scale)
         noise_std = likelihood.output_noise_std(Y.shape[1])
         # Seeds per member: initial weights, minibatch order of its MAP training, of its SGD phase.
         seeds = self._seed_table(self._split_seed, (self.n_estimators_, 3))
@@ -266,8 +267,8 @@ class SWAGRegressor(SWAGMixin, BaseBayesianRegressor):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, linear_skip, module, prior_std, noise_std, likelihood, lr, lr_schedule, \\
-max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verbose
+    hidden_layer_sizes, activation, linear_skip, module, prior_std, prior_std_scale, noise_std, likelihood, lr, \\
+lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor` (they set the MAP
         training, and the members').
     n_estimators : int or 'auto', default='auto'
@@ -389,6 +390,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         linear_skip=True,
         module=None,
         prior_std=None,
+        prior_std_scale=1.0,
         noise_std=None,
         likelihood="gaussian",
         n_estimators="auto",
@@ -417,6 +419,7 @@ max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random
         self.linear_skip = linear_skip
         self.module = module
         self.prior_std = prior_std
+        self.prior_std_scale = prior_std_scale
         self.noise_std = noise_std
         self.likelihood = likelihood
         self.n_estimators = n_estimators
@@ -456,9 +459,9 @@ class SWAGClassifier(SWAGMixin, BaseBayesianClassifier):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, linear_skip, module, prior_std, n_estimators, cov_type, max_rank, swag_epochs, \
-collect_every, cov_scale, lr_swag, batch_size_swag, n_samples, lr, lr_schedule, max_epochs, batch_size, optimizer, \
-callbacks, dtype, device, random_state, verbose
+    hidden_layer_sizes, activation, linear_skip, module, prior_std, prior_std_scale, n_estimators, cov_type, max_rank, \
+swag_epochs, collect_every, cov_scale, lr_swag, batch_size_swag, n_samples, lr, lr_schedule, max_epochs, batch_size, \
+optimizer, callbacks, dtype, device, random_state, verbose
         As for :class:`SWAGRegressor`.
     predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \
 'mean_field_2'}, default=None
@@ -511,6 +514,7 @@ callbacks, dtype, device, random_state, verbose
         linear_skip=True,
         module=None,
         prior_std=None,
+        prior_std_scale=1.0,
         n_estimators="auto",
         cov_type="lowrank",
         max_rank=20,
@@ -538,6 +542,7 @@ callbacks, dtype, device, random_state, verbose
         self.linear_skip = linear_skip
         self.module = module
         self.prior_std = prior_std
+        self.prior_std_scale = prior_std_scale
         self.n_estimators = n_estimators
         self.cov_type = cov_type
         self.max_rank = max_rank
