@@ -184,7 +184,9 @@ class EvidenceMaximisation(Callback):
         ``log_evidence`` (network units; a 'final' one exact up to
         ``AUTO_MAX_FULL_PARAMS`` weights, where 'training' ones may be
         Kronecker-factored),
-        ``noise_std`` (None without a noise) and the precision of every group.
+        ``noise_std`` (None without a noise) and the precision of every group
+        as set (the maximisers times ``precision_factor``; ``log_evidence`` is
+        the maximum).
     """
 
     def __init__(self, model, X, Y, groups, *, learn_prior, learn_noise, epochs, targets=None,
@@ -311,8 +313,7 @@ class EvidenceMaximisation(Callback):
             max_iterations=max_iterations,
             max_noise_scale=self._max_noise_scale(likelihood.output_noise_std(self.Y.shape[1])),
         )
-        if learn_prior:
-            found = found * self.precision_factor
+        found = found * self.precision_factor if learn_prior else found
         precision = self.groups.untie(torch.as_tensor(found)).numpy() if tied else found
         if learn_prior:
             criterion.prior_precision = torch.as_tensor(precision, dtype=self.X.dtype)
