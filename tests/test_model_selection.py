@@ -1,13 +1,15 @@
-"""EvidenceSearch: ranking by the evidence, and Bayesian model averaging."""
+"""EvidenceSearch: ranking by the evidence, and Bayesian model averaging; the one-standard-error refit rule."""
 
 import numpy as np
 import pytest
 from sklearn.datasets import load_iris
+from sklearn.linear_model import Ridge
+from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from sklearn_quinn import DeepEnsembleRegressor, LaplaceRegressor, SMCClassifier, SMCRegressor
-from sklearn_quinn.model_selection import EvidenceSearch
+from sklearn_quinn.model_selection import EvidenceSearch, one_standard_error_rule
 
 
 @pytest.fixture(scope="module")
@@ -84,3 +86,49 @@ def test_estimator_without_evidence_is_refused(one_unit_data):
     search = EvidenceSearch(DeepEnsembleRegressor(n_estimators=2, max_epochs=5), {"hidden_layer_sizes": [(3,)]})
     with pytest.raises(ValueError, match="log_evidence_.*DeepEnsembleRegressor"):
         search.fit(X, y)
+
+
+def cv_results(values, fold_scores, name="scale"):
+    """A ``GridSearchCV.cv_results_`` of the candidates ``values`` with these per-fold scores."""
+    fold_scores = np.asarray(fold_scores, dtype=float)
+    results = {f"param_{name}": np.ma.masked_array(values, dtype=object), "mean_test_score": fold_scores.mean(1)}
+    results.update({f"split{fold}_test_score": fold_scores[:, fold] for fold in range(fold_scores.shape[1])})
+    return results
+
+
+def test_the_rule_moves_to_a_candidate_that_beats_the_default_beyond_the_folds_noise():
+    # Gains 0.1, 0.2, 0.1, 0.2 over the default: mean 0.15, paired standard error 0.029.
+    results = cv_results([1.0, 2.0, 4.0], [[-1.0, -2.0, -1.0, -2.0], [-0.9, -1.8, -0.9, -1.8],
+                                            [-1.5, -2.5, -1.5, -2.5]])
+    assert one_standard_error_rule("scale", 1.0)(results) == 1
+
+
+def test_the_rule_keeps_the_default_when_the_best_gain_is_within_the_folds_noise():
+    # The best mean (scale 2) gains 0.05 on average, but +0.5, -0.3, +0.3, -0.3 fold by fold:
+    # standard error 0.2.
+    results = cv_results([1.0, 2.0, 4.0], [[-1.0, -2.0, -1.0, -2.0], [-0.5, -2.3, -0.7, -2.3],
+                                            [-1.5, -2.5, -1.5, -2.5]])
+    assert np.argmax(results["mean_test_score"]) == 1
+    assert one_standard_error_rule("scale", 1.0)(results) == 0
+
+
+def test_the_rule_keeps_the_best_of_several_defaults():
+    """With a second parameter in the grid, the reference is the best candidate at the default."""
+    results = cv_results([1.0, 1.0, 2.0], [[-1.0, -2.0, -1.0], [-0.9, -1.9, -0.9], [-0.95, -1.9, -0.95]])
+    assert one_standard_error_rule("scale", 1.0)(results) == 1
+
+
+def test_the_rule_refuses_a_grid_without_the_default():
+    with pytest.raises(ValueError, match="no candidate has scale=1.0"):
+        one_standard_error_rule("scale", 1.0)(cv_results([2.0, 4.0], [[-1.0, -2.0], [-1.5, -2.5]]))
+
+
+def test_the_rule_refits_gridsearchcv_at_its_choice():
+    rng = np.random.RandomState(0)
+    X = rng.randn(40, 3)
+    y = X @ [1.0, 0.5, 0.0] + rng.randn(40)
+    grid = {"alpha": [1.0, 3.0]}
+    plain = GridSearchCV(Ridge(), grid, cv=5).fit(X, y)
+    ruled = GridSearchCV(Ridge(), grid, cv=5, refit=one_standard_error_rule("alpha", 1.0)).fit(X, y)
+    assert plain.best_params_ == {"alpha": 3.0} and ruled.best_params_ == {"alpha": 1.0}
+    np.testing.assert_allclose(ruled.predict(X), Ridge(alpha=1.0).fit(X, y).predict(X))
