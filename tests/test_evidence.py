@@ -557,12 +557,16 @@ def test_fixed_prior_learns_only_the_noise():
     assert fixed.evidence_history_ == [] and fixed.noise_std_ == pytest.approx(0.3)
 
 
+def small_task(estimator):
+    """20 rows of ``linear_data``, the targets split at their median for a classifier."""
+    X, y = linear_data(20)
+    return X, (y > np.median(y)).astype(int) if is_classifier(estimator()) else y
+
+
 @pytest.mark.parametrize("prior_std", [0, -1.0, "1.0"])
 @pytest.mark.parametrize("estimator", ALL_ESTIMATORS, ids=lambda cls: cls.__name__)
 def test_prior_std_neither_none_nor_positive_is_refused(estimator, prior_std):
-    X, y = linear_data(20)
-    if is_classifier(estimator()):
-        y = (y > np.median(y)).astype(int)
+    X, y = small_task(estimator)
     with pytest.raises(ValueError, match="prior_std"):
         estimator(prior_std=prior_std).fit(X, y)
 
@@ -579,18 +583,14 @@ def test_the_families_that_train_from_the_evidence_map_scale_its_prior():
 @pytest.mark.parametrize("prior_std_scale", [0, -2.0, "2"])
 @pytest.mark.parametrize("estimator", SCALED_PRIOR_ESTIMATORS, ids=lambda cls: cls.__name__)
 def test_prior_std_scale_not_positive_is_refused(estimator, prior_std_scale):
-    X, y = linear_data(20)
-    if is_classifier(estimator()):
-        y = (y > np.median(y)).astype(int)
+    X, y = small_task(estimator)
     with pytest.raises((ValueError, TypeError), match="prior_std_scale"):
         estimator(prior_std_scale=prior_std_scale).fit(X, y)
 
 
 @pytest.mark.parametrize("estimator", SCALED_PRIOR_ESTIMATORS, ids=lambda cls: cls.__name__)
 def test_prior_std_scale_with_a_fixed_prior_is_refused(estimator):
-    X, y = linear_data(20)
-    if is_classifier(estimator()):
-        y = (y > np.median(y)).astype(int)
+    X, y = small_task(estimator)
     with pytest.raises(ValueError, match=r"prior_std_scale=2\.0 scales a learned prior, but prior_std=0\.5 fixes it"):
         estimator(prior_std=0.5, prior_std_scale=2.0).fit(X, y)
 
