@@ -234,13 +234,13 @@ class EvidenceMaximisation(Callback):
         and the fixed point is within a step of the maximum, so the scale is
         not searched.
 
-        The precisions and the noise it learns are instead updated once more at
-        the polished MAP (:meth:`_update_at_the_mode`). The training's last
-        update sets the noise by the residuals of weights that then train for
-        a fifth of the epochs and the polish; where those residuals are the
-        network's approximation error rather than noise (a nearly noise-free
-        table), they go on shrinking after it, and the noise would stay above
-        them.
+        A learned noise is instead updated once more at the polished MAP
+        (:meth:`_update_at_the_mode`). The training's last update sets it by
+        the residuals of weights that then train for a fifth of the epochs and
+        the polish; where those residuals are the network's approximation
+        error rather than noise (a nearly noise-free table), they go on
+        shrinking after it, and the noise would stay above them. The
+        precisions stay those the weights trained under.
 
         The evidence of these converged states is exact up to
         ``AUTO_MAX_FULL_PARAMS`` weights (where ``hessian_structure='auto'``
@@ -253,21 +253,21 @@ class EvidenceMaximisation(Callback):
         """
         if self.learn_prior and net.criterion_.likelihood.curvature_varies_with_outputs:
             best = self._climb_common_scale(net)
-        elif self.learn_prior or self.learn_noise:
+        elif self.learn_noise:
             best = self._update_at_the_mode(net)
         else:
             best = self._converged_state(net)
         self.history_.append(best["record"])
 
     def _update_at_the_mode(self, net):
-        """The state of the polished MAP after one more update of the learned noise and precisions
-        there (as :meth:`finish` describes), recorded with the evidence at its weights, exact up to
+        """The state of the polished MAP after one more update of the learned noise there (as
+        :meth:`finish` describes), recorded with the evidence at its weights, exact up to
         ``AUTO_MAX_FULL_PARAMS`` weights. The MAP is not polished again under the update: the
         L-BFGS polish of a ReLU network stops on kinks of its loss, and a second one, from a
         polished start under a moved loss, carries the rounding of the standardised targets into
         the predictions (``y`` and ``1000 * y + 7`` no longer give one fit)."""
         polish(net, self.X, self.targets)
-        self._maximise(net, self.learn_prior, self.learn_noise, None, "final")
+        self._maximise(net, False, True, None, "final")
         self.history_.pop()  # the record below, with the exact evidence, replaces the update's
         self._maximise(net, False, False, None, "final", max_full_params=AUTO_MAX_FULL_PARAMS)
         return {"record": self.history_.pop()}
