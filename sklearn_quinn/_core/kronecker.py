@@ -47,13 +47,16 @@ class KroneckerLayer(NamedTuple):
 
     ``index`` gives, in the row-major order of ``W~ = [W b]`` (shape
     ``(n_out, n_in)``, ``n_in`` counting the bias column), each entry's
-    position in ``theta``.
+    position in ``theta``; ``parts``, the column ranges of ``W~`` that lie
+    row-major in one run of ``theta``, as ``(start in theta, columns)``: ``W``'s
+    and the bias column's.
     """
 
     name: str
     index: torch.Tensor
     n_out: int
     n_in: int
+    parts: tuple = ()
 
 
 def _module_and_inputs(model, X):
@@ -81,11 +84,13 @@ def kronecker_layers(model):
             )
         start, stop, shape = functional._slices[prefix + "weight"]
         columns = [torch.arange(start, stop).view(shape)]
+        parts = [(start, slice(0, shape[1]))]
         if layer.bias is not None:
             bias_start, bias_stop, _ = functional._slices[prefix + "bias"]
             columns.append(torch.arange(bias_start, bias_stop).view(-1, 1))
+            parts.append((bias_start, slice(shape[1], shape[1] + 1)))
         index = torch.cat(columns, dim=1)
-        layers.append(KroneckerLayer(name, index.flatten(), *index.shape))
+        layers.append(KroneckerLayer(name, index.flatten(), *index.shape, tuple(parts)))
     covered = torch.zeros(functional.n_params, dtype=torch.bool)
     for layer in layers:
         covered[layer.index] = True
@@ -239,17 +244,34 @@ def layered_curvature(model, theta, X, Y, likelihood, kind="ggn"):
     if len(rest) or not layers:
         raise KroneckerUnsupportedError("the layered curvature needs every weight in an nn.Linear layer.")
     _check_layers_carry_the_gradient(model, theta, X, layers)
-    total = theta.new_zeros(theta.shape[0], theta.shape[0])
+    products = {}
     for layer_inputs, gradients in chunks:
         # The layers with curvature in this chunk, each pair once.
-        present = [entry for entry in zip(layers, layer_inputs, gradients) if entry[1] is not None]
-        for i, (first, a, b) in enumerate(present):
-            for second, c, d in present[i:]:
-                block = _layer_pair_block(first, a, b, second, c, d)
-                total[first.index[:, None], second.index[None, :]] += block
-                if second is not first:
-                    total[second.index[:, None], first.index[None, :]] += block.T
+        present = [entry for entry in enumerate(zip(layer_inputs, gradients)) if entry[1][0] is not None]
+        for position, (i, (a, b)) in enumerate(present):
+            for j, (c, d) in present[position:]:
+                product = _layer_pair_product(layers[i], a, b, layers[j], c, d)
+                products[i, j] = products[i, j].add_(product) if (i, j) in products else product
+    total = theta.new_zeros(theta.shape[0], theta.shape[0])
+    for (i, j), product in products.items():
+        _place_block(total, layers[i], layers[j], product)
     return total
+
+
+def _place_block(total, first, second, product):
+    """Write the block of layers ``first`` and ``second`` (and its transpose) into ``total`` at their
+    weights' positions, from their pair's product ``(first.n_out second.n_out, first.n_in second.n_in)``,
+    one run of rows and columns at a time: scattering it entry by entry to positions where the bias
+    sits beside each row of ``W`` costs more than the product."""
+    block = product.view(first.n_out, second.n_out, first.n_in, second.n_in).permute(0, 2, 1, 3)
+    for row_start, row_columns in first.parts:
+        n_rows = first.n_out * (row_columns.stop - row_columns.start)
+        for column_start, column_columns in second.parts:
+            n_columns = second.n_out * (column_columns.stop - column_columns.start)
+            rows, columns = slice(row_start, row_start + n_rows), slice(column_start, column_start + n_columns)
+            total[rows, columns] = block[:, row_columns, :, column_columns].reshape(n_rows, n_columns)
+            if first is not second:
+                total[columns, rows] = total[rows, columns].T
 
 
 #: What one row's element of a layer pair's input or output products, materialised, costs in multiply-adds
@@ -261,9 +283,10 @@ _MATERIALISED_COST = 100
 def layered_is_cheaper(model, n_directions):
     """Whether :func:`layered_curvature` costs less than the per-example
     Jacobians' ``N D K**2`` multiply-adds for ``n_directions`` (``D``) output
-    directions: its pairs of layers cost ``N in_l in_m out_l out_m``, or the
-    materialising of ``in_l in_m`` products per row where the output widths are
-    few (``_MATERIALISED_COST``).
+    directions: its pairs of layers cost ``N in_l in_m out_l out_m`` (a layer
+    with itself about half, :func:`_layer_pair_product`), or the materialising
+    of ``in_l in_m`` products per row where the output widths are few
+    (``_MATERIALISED_COST``).
 
     Raises
     ------
@@ -273,6 +296,7 @@ def layered_is_cheaper(model, n_directions):
     layers, rest = kronecker_layers(model)
     n_params = sum(layer.n_out * layer.n_in for layer in layers) + len(rest)
     work = sum(first.n_in * second.n_in * max(first.n_out * second.n_out, _MATERIALISED_COST)
+               * (_folded_share(max(first.n_out, first.n_in)) if first is second else 1)
                for i, first in enumerate(layers) for second in layers[i:])
     return not len(rest) and work < n_directions * n_params**2
 
@@ -307,19 +331,54 @@ def _check_layers_carry_the_gradient(model, theta, X, layers):
         )
 
 
-def _layer_pair_block(first, a, b, second, c, d):
-    """``sum_n (B_n^T D_n) (x) (a_n c_n^T)``, ``(first.n_out first.n_in, second.n_out second.n_in)``,
-    for a chunk of rows, in sub-chunks whose two per-row products stay under ``_CHUNK_ELEMENTS``."""
+def _layer_pair_product(first, a, b, second, c, d):
+    """``sum_n vec(B_n^T D_n) vec(a_n c_n^T)^T``, ``(first.n_out second.n_out, first.n_in second.n_in)``:
+    the pair's block ``sum_n (B_n^T D_n) (x) (a_n c_n^T)`` with its axes in the product's order, for
+    a chunk of rows, in sub-chunks whose two per-row products stay under ``_CHUNK_ELEMENTS``.
+
+    A layer's product with itself is symmetric in each factor's pair of indices: only the pairs
+    ``i <= k`` of its wider factor enter the product (half its multiply-adds), and the others are
+    read from them."""
+    same = first is second
     per_row = first.n_out * second.n_out + first.n_in * second.n_in
     step = max(1, _CHUNK_ELEMENTS // per_row)
-    block = a.new_zeros(first.n_out * second.n_out, first.n_in * second.n_in)
+    fold_outputs = same and first.n_out >= first.n_in
+    fold_inputs = same and not fold_outputs
+    pairs = _SymmetricPairs(max(first.n_out, first.n_in), a.device) if same else None
+    product = a.new_zeros(pairs.n_pairs if fold_outputs else first.n_out * second.n_out,
+                          pairs.n_pairs if fold_inputs else first.n_in * second.n_in)
     for start in range(0, a.shape[0], step):
         rows = slice(start, start + step)
         outputs = torch.einsum("dni,dnk->nik", b[:, rows], d[:, rows]).flatten(1)
         inputs = torch.einsum("nj,nl->njl", a[rows], c[rows]).flatten(1)
-        block.addmm_(outputs.T, inputs)
-    shape = (first.n_out, second.n_out, first.n_in, second.n_in)
-    return block.view(shape).permute(0, 2, 1, 3).reshape(first.n_out * first.n_in, second.n_out * second.n_in)
+        if fold_outputs:
+            outputs = outputs[:, pairs.upper]
+        if fold_inputs:
+            inputs = inputs[:, pairs.upper]
+        product.addmm_(outputs.T, inputs)
+    if fold_outputs:
+        return product[pairs.of_every]
+    return product[:, pairs.of_every] if fold_inputs else product
+
+
+def _folded_share(n):
+    """The share of the ``n**2`` pairs of ``n`` indices with ``i <= k``."""
+    return (n + 1) / (2 * n)
+
+
+class _SymmetricPairs:
+    """The pairs ``(i, k)`` of ``n`` indices, as positions in a row-major ``n x n``: ``upper``, those
+    with ``i <= k``, and ``of_every``, for each of the ``n**2`` the position in ``upper`` of its
+    mirror ``(min, max)``."""
+
+    def __init__(self, n, device):
+        i, k = torch.triu_indices(n, n, device=device)
+        self.upper = i * n + k
+        self.n_pairs = len(self.upper)
+        slot = torch.empty(n, n, dtype=torch.long, device=device)
+        slot[i, k] = torch.arange(self.n_pairs, device=device)
+        slot[k, i] = slot[i, k]
+        self.of_every = slot.flatten()
 
 
 class KroneckerEigenbasis:
