@@ -87,9 +87,7 @@ class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
     _gaussian_logits = False
 
     def _probabilities(self, logits):
-        if isinstance(logits, GaussianPredictive):
-            return self._gaussian_probabilities(logits.mean, logits.factor @ logits.factor.mT)
-        if self.predictive is None:
+        if self.predictive is None and not isinstance(logits, GaussianPredictive):
             return logits.average(torch.softmax(logits.samples, dim=-1))
         return self._gaussian_probabilities(logits.mean, logits.output_covariance())
 

@@ -3,6 +3,8 @@
 import pytest
 import torch
 
+from sklearn_quinn._core import kronecker as kronecker_module
+from sklearn_quinn._core.last_layer import LastLayerModel
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 from sklearn_quinn._core.posterior import GaussianPosterior
 from sklearn_quinn._core.pushforward import (
@@ -30,6 +32,44 @@ def test_linear_pushforward_is_j_sigma_jt(model_and_inputs):
     torch.testing.assert_close(predictive.mean, model.single(theta, X))
     torch.testing.assert_close(predictive.covariance(), torch.stack([cov[0, 0], cov[1, 1]]))
     torch.testing.assert_close(predictive.variance, torch.stack([cov[0, 0].diagonal(), cov[1, 1].diagonal()], 1))
+
+
+def _random_covariance(n, seed):
+    factor = torch.randn(n, n, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
+    return factor @ factor.T / n + 0.1 * torch.eye(n, dtype=torch.float64)
+
+
+@pytest.mark.parametrize("chunk_elements", [None, 30], ids=["whole", "a few rows at a time"])
+@pytest.mark.parametrize("last_layer", [False, True], ids=["all weights", "last layer"])
+def test_layered_output_covariance_is_j_sigma_jt(monkeypatch, chunk_elements, last_layer):
+    # Two hidden layers and the linear skip: every pair of layers, a layer with itself folded, is exercised.
+    torch.manual_seed(4)
+    X = torch.randn(13, 3, dtype=torch.float64)
+    model = FunctionalModel(build_mlp(3, 4, (5, 6), "relu", linear_skip=True).double())
+    if last_layer:
+        model = LastLayerModel(model, model.flatten(), X)
+    theta = model.flatten()
+    covariance = _random_covariance(model.n_params, 0)
+    if chunk_elements is not None:
+        monkeypatch.setattr(kronecker_module, "_CHUNK_ELEMENTS", chunk_elements)
+    jac = model.jacobian(theta, X)
+    expected = torch.einsum("nok,kl,npl->nop", jac, covariance, jac)
+    torch.testing.assert_close(kronecker_module.layered_output_covariance(model, theta, covariance, X), expected)
+
+
+@pytest.mark.parametrize("n_rows, layered", [(40, True), (4, False)])
+def test_a_full_posterior_over_many_outputs_takes_the_layers_route_where_it_costs_less(n_rows, layered):
+    # 46 weights and 6 outputs: the layers' route costs less from 13 rows on (N (O - 1) > 4/3 K).
+    torch.manual_seed(5)
+    model = FunctionalModel(build_mlp(3, 6, (4,), "tanh").double())
+    X = torch.randn(n_rows, 3, dtype=torch.float64)
+    precision = _random_covariance(model.n_params, 1)
+    posterior = GaussianPosterior.from_precision_cholesky(model.flatten(), torch.linalg.cholesky(precision))
+    predictive = linear_pushforward(model, posterior, X)
+    assert (predictive._output_covariance is not None) == layered
+    from_factor = predictive.factor @ predictive.factor.mT
+    torch.testing.assert_close(predictive.output_covariance(), from_factor)
+    torch.testing.assert_close(predictive.columns(slice(1, 4)).output_covariance(), from_factor[:, 1:4, 1:4])
 
 
 def test_gaussian_predictive_samples_have_its_moments(model_and_inputs):

@@ -274,6 +274,92 @@ def _place_block(total, first, second, product):
                 total[columns, rows] = total[rows, columns].T
 
 
+def layered_output_covariance(model, theta, covariance, X):
+    """The linearised outputs' covariance ``J_n Sigma J_n^T`` at every row, ``(N, O, O)``, for a
+    network whose every weight sits in an ``nn.Linear`` layer and a weight covariance ``Sigma``
+    ``(K, K)``.
+
+    A layer's Jacobian at row ``n`` is ``B_n (x) a~_n^T`` (``B_n`` its outputs' Jacobian, ``O x
+    out``), so the pair of layers ``l, m`` adds ``B_n^l M_n B_n^m^T``, with ``M_n`` their block of
+    ``Sigma`` contracted with ``a~_n^l`` and ``a~_n^m``: about ``N K_l K_m`` multiply-adds, where
+    projecting the Jacobians through a factor of ``Sigma`` costs ``N O K**2``.
+
+    Raises
+    ------
+    KroneckerUnsupportedError
+        For a weight in no linear layer, or layers the hooks refuse.
+    """
+    layers, rest = kronecker_layers(model)
+    if len(rest) or not layers:
+        raise KroneckerUnsupportedError("the layered output covariance needs every weight in an nn.Linear layer.")
+    _check_layers_carry_the_gradient(model, theta, X, layers)
+    module, inputs, _ = _module_and_inputs(model, X)
+    n_outputs = model.single(theta, X[:1]).shape[-1]
+    identity = torch.eye(n_outputs, dtype=theta.dtype, device=theta.device)
+    # Each pair's block with the inputs' axes first, (in_l in_m, out_l out_m): one product with the rows'
+    # input products a~_n (x) c~_n, as for the curvature (_layer_pair_product), folded where l = m.
+    blocks = {(i, j): _read_block(covariance, first, second).permute(1, 3, 0, 2).reshape(
+                  first.n_in * second.n_in, first.n_out * second.n_out)
+              for i, first in enumerate(layers) for j, second in enumerate(layers) if i <= j}
+    folds = {i: _SymmetricPairs(layer.n_in, theta.device) for i, layer in enumerate(layers)}
+    for i, pairs in folds.items():
+        # a (x) a counts each pair j != l twice: the folded block sums the two mirrored rows.
+        folded = blocks[i, i][pairs.upper] + blocks[i, i][pairs.lower]
+        folded[pairs.diagonal] /= 2
+        blocks[i, i] = folded
+    chunk = max(1, _CHUNK_ELEMENTS // max(first.n_in * second.n_in for first in layers for second in layers))
+    result = []
+    for start in range(0, X.shape[0], chunk):
+        rows = inputs[start:start + chunk]
+        layer_inputs, gradients = _inputs_and_output_gradients(
+            module, theta, rows, lambda outputs: identity[:, None, :].expand(-1, len(outputs), -1), layers
+        )
+        present = [(i, _with_bias_column(layers[i], a), b)
+                   for i, (a, b) in enumerate(zip(layer_inputs, gradients)) if a is not None and b is not None]
+        part = theta.new_zeros(len(rows), n_outputs, n_outputs)
+        for position, (i, a, b) in enumerate(present):
+            for j, c, d in present[position:]:
+                products = torch.einsum("nj,nl->njl", a, c).flatten(1)
+                if i == j:
+                    products = products[:, folds[i].upper]
+                inner = (products @ blocks[i, j]).view(len(rows), layers[i].n_out, layers[j].n_out)
+                pair = torch.einsum("dni,nik,enk->nde", b, inner, d)
+                part += pair if i == j else pair + pair.mT
+        result.append(part)
+    return torch.cat(result)
+
+
+def layered_output_covariance_is_cheaper(model, n_rows, n_outputs):
+    """Whether :func:`layered_output_covariance` on ``n_rows`` rows costs less than projecting their
+    ``n_outputs`` Jacobians through a Cholesky factor of the precision: the triangular solve costs
+    ``N O K**2 / 2`` multiply-adds, forming ``Sigma`` from the factor ``2/3 K**3`` and the layered
+    contraction about ``N K**2 / 2``, so about when ``N (O - 1) > 4/3 K``.
+
+    Raises
+    ------
+    KroneckerUnsupportedError
+        As :func:`kronecker_layers`.
+    """
+    layers, rest = kronecker_layers(model)
+    n_params = sum(layer.n_out * layer.n_in for layer in layers) + len(rest)
+    return not len(rest) and bool(layers) and 3 * n_rows * (n_outputs - 1) > 4 * n_params
+
+
+def _read_block(total, first, second):
+    """The block of layers ``first`` and ``second`` of ``total`` ``(K, K)``, as ``(first.n_out,
+    first.n_in, second.n_out, second.n_in)`` in the order of ``W~`` (the inverse of :func:`_place_block`)."""
+    block = total.new_empty(first.n_out, first.n_in, second.n_out, second.n_in)
+    for row_start, row_columns in first.parts:
+        n_row_columns = row_columns.stop - row_columns.start
+        for column_start, column_columns in second.parts:
+            n_column_columns = column_columns.stop - column_columns.start
+            block[:, row_columns, :, column_columns] = total[
+                row_start:row_start + first.n_out * n_row_columns,
+                column_start:column_start + second.n_out * n_column_columns,
+            ].view(first.n_out, n_row_columns, second.n_out, n_column_columns)
+    return block
+
+
 #: What one row's element of a layer pair's input or output products, materialised, costs in multiply-adds
 #: of the pair's product: a product whose output widths are few is bound by memory
 #: (``benchmarks/bench_layered_curvature.py``: 7x slower than the Jacobians on 1000 inputs, 4 units, 1 output).
@@ -369,11 +455,11 @@ def _folded_share(n):
 class _SymmetricPairs:
     """The pairs ``(i, k)`` of ``n`` indices, as positions in a row-major ``n x n``: ``upper``, those
     with ``i <= k``, and ``of_every``, for each of the ``n**2`` the position in ``upper`` of its
-    mirror ``(min, max)``."""
+    mirror ``(min, max)``; ``lower``, the mirrors of ``upper``, and ``diagonal``, which of them are ``i = k``."""
 
     def __init__(self, n, device):
         i, k = torch.triu_indices(n, n, device=device)
-        self.upper = i * n + k
+        self.upper, self.lower, self.diagonal = i * n + k, k * n + i, i == k
         self.n_pairs = len(self.upper)
         slot = torch.empty(n, n, dtype=torch.long, device=device)
         slot[i, k] = torch.arange(self.n_pairs, device=device)

@@ -14,6 +14,7 @@ from functools import cached_property
 
 import torch
 
+from .kronecker import KroneckerUnsupportedError, layered_output_covariance, layered_output_covariance_is_cheaper
 from .rng import standard_normal
 
 
@@ -22,15 +23,25 @@ class GaussianPredictive:
 
     ``factor`` may be a zero-argument callable: it is then computed on first
     use, so a caller that needs only the mean never pays for the Jacobian.
+    ``output_covariance``, a zero-argument callable giving each point's
+    ``(N, O, O)`` covariance without the factor, serves
+    :meth:`output_covariance` where that costs less (default: from the factor).
     """
 
-    def __init__(self, mean, factor):
+    def __init__(self, mean, factor, output_covariance=None):
         self.mean = mean
         self._factor = factor
+        self._output_covariance = output_covariance
 
     @cached_property
     def factor(self):
         return self._factor() if callable(self._factor) else self._factor
+
+    def output_covariance(self):
+        """Covariance across outputs at each point, shape ``(N, O, O)``."""
+        if self._output_covariance is not None:
+            return self._output_covariance()
+        return self.factor @ self.factor.mT
 
     @property
     def variance(self):
@@ -43,7 +54,11 @@ class GaussianPredictive:
 
     def columns(self, index):
         """The distribution of the outputs ``index`` (a slice of the last axis)."""
-        return GaussianPredictive(self.mean[..., index], lambda: self.factor[:, index])
+        output_covariance = None
+        if self._output_covariance is not None:
+            def output_covariance():
+                return self._output_covariance()[:, index, index]
+        return GaussianPredictive(self.mean[..., index], lambda: self.factor[:, index], output_covariance)
 
     def expected_exp(self, c):
         """``E[exp(c f)]`` per point and output, ``exp(c m + c**2 v / 2)``, shape ``(N, O)``."""
@@ -106,7 +121,13 @@ class SampledPredictive:
 
 
 def linear_pushforward(model, posterior, X):
-    """The linearised network's predictive under a :class:`GaussianPosterior`."""
+    """The linearised network's predictive under a :class:`GaussianPosterior`.
+
+    Under a full posterior (a Cholesky factor of the precision), each point's
+    covariance across many outputs (a softmax's logits) comes from the layers'
+    structure (:func:`~sklearn_quinn._core.kronecker.layered_output_covariance`)
+    where that costs less than the factor.
+    """
     mean = model.single(posterior.mean, X)
 
     def factor():
@@ -114,7 +135,19 @@ def linear_pushforward(model, posterior, X):
         n_points, n_outputs, n_params = jac.shape
         return posterior.project(jac.reshape(-1, n_params)).reshape(n_points, n_outputs, -1)
 
-    return GaussianPredictive(mean, factor)
+    output_covariance = None
+    if posterior.std is None and _layered_is_cheaper(model, *mean.shape):
+        def output_covariance():
+            return layered_output_covariance(model, posterior.mean, posterior.covariance, X)
+
+    return GaussianPredictive(mean, factor, output_covariance)
+
+
+def _layered_is_cheaper(model, n_points, n_outputs):
+    try:
+        return layered_output_covariance_is_cheaper(model, n_points, n_outputs)
+    except KroneckerUnsupportedError:
+        return False
 
 
 def nonlinear_pushforward(model, theta, X, weights=None):

@@ -222,7 +222,7 @@ class LaplaceMixin(GridsearchPriorMixin):
         with torch.no_grad():
             posterior = self._laplace.posterior(self.prior_precision_, self._noise_scale)
             outputs = linear_pushforward(self._model, posterior, X)
-            return outputs.mean, outputs.factor @ outputs.factor.mT
+            return outputs.mean, outputs.output_covariance()
 
     def _stratification(self, Y):
         """Labels to stratify the held-out rows by (None: no stratification)."""
