@@ -71,9 +71,10 @@ _POLISH_ITERATIONS = 100
 # this factor, at most this many steps each way, while a step gains at least
 # this many nats (a Bayes factor of 1.1: finer than the Laplace approximation
 # resolves; labels without signal otherwise creep towards an ever stronger
-# prior by a tenth of a nat a step) (EvidenceMaximisation.finish).
-_SCALE_STEP = math.sqrt(2.0)
-_MAX_SCALE_STEPS = 12
+# prior by a tenth of a nat a step), then steps to the vertex of a parabola
+# where it promises as much (EvidenceMaximisation.finish).
+_SCALE_STEP = 2.0
+_MAX_SCALE_STEPS = 6
 _MIN_SCALE_GAIN = 0.1
 
 
@@ -229,7 +230,8 @@ class EvidenceMaximisation(Callback):
         MAP hops between modes), so the ratios of the precisions stay those of
         the training's last update, and their common scale climbs the evidence
         of the re-converged MAP in steps of ``_SCALE_STEP``, first weaker, then
-        stronger, while a step gains at least ``_MIN_SCALE_GAIN`` nats. Under a
+        stronger, while a step gains at least ``_MIN_SCALE_GAIN`` nats, then
+        takes one step of parabolic interpolation (:meth:`_parabolic_step`). Under a
         Gaussian likelihood only the network's Jacobian moves with the weights,
         and the fixed point is within a step of the maximum, so the scale is
         not searched.
@@ -267,28 +269,49 @@ class EvidenceMaximisation(Callback):
         polished start under a moved loss, carries the rounding of the standardised targets into
         the predictions (``y`` and ``1000 * y + 7`` no longer give one fit)."""
         polish(net, self.X, self.targets)
-        self._maximise(net, False, True, None, "final")
-        self.history_.pop()  # the record below, with the exact evidence, replaces the update's
-        self._maximise(net, False, False, None, "final", max_full_params=AUTO_MAX_FULL_PARAMS)
-        return {"record": self.history_.pop()}
+        update = self._maximise(net, False, True, None, "final")
+        record = self.history_.pop()
+        return {"record": record if update.structure in _EXACT_STRUCTURES else self._exact_record(net)}
 
     def _climb_common_scale(self, net):
         """The converged state at the evidence's maximiser along the common scale of the
         last update's precisions (as :meth:`finish` describes), times ``precision_factor``."""
         base = self._precision(net) / self.precision_factor
-        best = start = self._converged_state(net, base)
+        states = {0: self._converged_state(net, base)}  # by their steps from the base
+        best = 0
         for direction in (-1, 1):
-            for step in range(1, _MAX_SCALE_STEPS + 1):
-                state = self._converged_state(net, _SCALE_STEP ** (direction * step) * base)
-                if state["record"]["log_evidence"] < best["record"]["log_evidence"] + _MIN_SCALE_GAIN:
+            step = direction
+            while abs(step) <= _MAX_SCALE_STEPS:
+                states[step] = self._converged_state(net, _SCALE_STEP**step * base)
+                if _log_evidence(states[step]) < _log_evidence(states[best]) + _MIN_SCALE_GAIN:
                     break
-                best = state
-            self._restore(net, best)
-            if best is not start:
+                best, step = step, step + direction
+            self._restore(net, states[best])
+            if best != 0:
                 break
+        chosen = self._parabolic_step(net, base, states, best)
         if self.precision_factor != 1:
-            best = self._converged_state(net, self.precision_factor * self._precision(net))
-        return best
+            chosen = self._converged_state(net, self.precision_factor * self._precision(net))
+        return chosen
+
+    def _parabolic_step(self, net, base, states, best):
+        """The better of ``states[best]`` and the converged state at the vertex of the parabola
+        through it and its two neighbours, in the log of the scale: the climb's steps bracket the
+        maximum, and one step of parabolic interpolation (Brent 1973, "Algorithms for Minimization
+        without Derivatives") resolves it within the bracket where the parabola promises at least
+        ``_MIN_SCALE_GAIN`` nats. The net is left at the state returned."""
+        if best - 1 not in states or best + 1 not in states:  # the climb ended at the end of its range
+            return states[best]
+        below, middle, above = (_log_evidence(states[step]) for step in (best - 1, best, best + 1))
+        curvature = 2 * middle - below - above
+        if curvature <= 0 or (above - below) ** 2 / (8 * curvature) < _MIN_SCALE_GAIN:
+            return states[best]
+        vertex = best + min(max((above - below) / (2 * curvature), -1.0), 1.0)
+        state = self._converged_state(net, _SCALE_STEP**vertex * base)
+        if _log_evidence(state) > middle:
+            return state
+        self._restore(net, states[best])
+        return states[best]
 
     def _converged_state(self, net, precision=None):
         """Polish the MAP under the prior ``precision`` (default: the current
@@ -301,10 +324,15 @@ class EvidenceMaximisation(Callback):
         if self._carries_mean_variances:
             self._write_mean_variances(net, self._evidence(net, AUTO_MAX_FULL_PARAMS), self._precision(net))
         polish(net, self.X, self.targets)
-        self._maximise(net, False, False, None, "final", max_full_params=AUTO_MAX_FULL_PARAMS)
-        return {"record": self.history_.pop(), "module": copy.deepcopy(net.module_.state_dict()),
+        return {"record": self._exact_record(net), "module": copy.deepcopy(net.module_.state_dict()),
                 "criterion": copy.deepcopy(net.criterion_.state_dict()),
                 "precision": net.criterion_.prior_precision, "targets": self.targets.clone()}
+
+    def _exact_record(self, net):
+        """The record of the evidence at the current weights and hyperparameters, exact up to
+        ``AUTO_MAX_FULL_PARAMS`` weights."""
+        self._maximise(net, False, False, None, "final", max_full_params=AUTO_MAX_FULL_PARAMS)
+        return self.history_.pop()
 
     def _restore(self, net, state):
         net.module_.load_state_dict(state["module"])
@@ -323,7 +351,7 @@ class EvidenceMaximisation(Callback):
         and record the update (with nothing learned: only the evidence);
         ``max_full_params`` as for ``LaplaceEvidence``; ``tied``: one
         precision per parameter tensor (:meth:`ParameterGroups.tied`), each
-        set on every group of its tensor."""
+        set on every group of its tensor. Returns the :class:`LaplaceEvidence` maximised."""
         criterion = net.criterion_
         likelihood = criterion.likelihood
         if learn_noise and self.Y.shape[1] > 1:
@@ -353,6 +381,7 @@ class EvidenceMaximisation(Callback):
             "noise_std": None if noise_std is None else noise_std.cpu().numpy().astype(np.float64),
             **self.groups.as_dict(precision),
         })
+        return evidence
 
     @property
     def _carries_mean_variances(self):
@@ -396,6 +425,14 @@ class EvidenceMaximisation(Callback):
             log_rms = torch.log(rms.clamp(min=floor))
             log_noise = likelihood.log_noise_std
             log_noise.copy_(log_rms - log_rms.mean() + log_noise.mean())
+
+
+# The structures of LaplaceEvidence whose log determinant is exact.
+_EXACT_STRUCTURES = ("kernel", "full")
+
+
+def _log_evidence(state):
+    return state["record"]["log_evidence"]
 
 
 def mean_variances_available(n_rows, n_outputs, module):

@@ -7,6 +7,8 @@ form, the Laplace evidence at the MAP equals it, and the learned prior
 precisions and noise must be its maximisers.
 """
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -27,6 +29,7 @@ from sklearn_quinn._core.likelihoods import (
     HeteroscedasticGaussianLikelihood,
 )
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
+from sklearn_quinn._map import EvidenceMaximisation
 
 ALL_ESTIMATORS = [getattr(sklearn_quinn, name) for name in sklearn_quinn.__all__
                   if name.endswith(("Regressor", "Classifier"))]
@@ -699,6 +702,30 @@ def test_classifier_prior_scale_is_the_evidence_maximiser_along_it(prior_std_sca
     # Laplace evidence there.
     assert clf.log_marginal_likelihood() == pytest.approx(
         logistic_laplace_evidence(X, y, columns, learned["0.bias"]), abs=1e-4)
+
+
+@pytest.mark.parametrize("maximiser, visited", [
+    (-2.3, [0, -1, -2, -3, -2.3]),  # weaker: the climb, then the vertex of its last three states
+    (1.3, [0, -1, 1, 2, 1.3]),  # stronger, after the weaker step lost
+    (-0.02, [0, -1, 1]),  # within the first bracket: the parabola promises under 0.1 nats, no vertex
+])
+def test_the_scale_search_ends_at_the_maximiser_of_a_parabolic_evidence(maximiser, visited):
+    """The climb along the common scale in steps of 2 brackets the maximum, and the step of
+    parabolic interpolation lands on it where the evidence is a parabola in the log scale."""
+    base = np.array([8.0, 2.0])
+    steps = []
+
+    def converged_state(net, precision=None):
+        steps.append(math.log2(precision[0] / base[0]))
+        return {"record": {"log_evidence": -3.0 * (steps[-1] - maximiser) ** 2}, "precision": precision}
+
+    search = EvidenceMaximisation.__new__(EvidenceMaximisation)
+    search.precision_factor = 1.0
+    search._precision = lambda net: base
+    search._converged_state, search._restore = converged_state, lambda net, state: None
+    chosen = search._climb_common_scale(None)
+    np.testing.assert_allclose(steps, visited, atol=1e-12)
+    np.testing.assert_allclose(chosen["precision"], base * 2.0 ** visited[-1] if len(visited) > 3 else base)
 
 
 def test_the_classifier_ends_at_the_exact_evidence_where_its_updates_are_kronecker_factored(monkeypatch):
