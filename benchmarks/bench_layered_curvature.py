@@ -10,6 +10,15 @@ are many; with one it does the Jacobians' arithmetic through larger
 temporaries. The last column is the route ``curvature`` takes
 (``layered_is_cheaper``).
 
+A second table does the same for the linearised predictive's covariance
+across a classifier's outputs at each row under a full posterior (the
+curvature plus a unit prior): from the layers (``layered_output_covariance``,
+the covariance formed from the precision's Cholesky factor first) against the
+Jacobians' triangular solve through that factor (``GaussianPosterior.project``),
+on all the rows (what the leave-one-out ``cov_scale`` search reads at fit) and
+on a fifth of them (a test set), with the route the predictive takes
+(``layered_output_covariance_is_cheaper``).
+
     python benchmarks/bench_layered_curvature.py [--repeats 5]
 """
 
@@ -22,9 +31,15 @@ from sklearn.preprocessing import StandardScaler
 from timing import median_seconds
 
 from sklearn_quinn._core.curvature import jacobian_curvature
-from sklearn_quinn._core.kronecker import layered_curvature, layered_is_cheaper
+from sklearn_quinn._core.kronecker import (
+    layered_curvature,
+    layered_is_cheaper,
+    layered_output_covariance,
+    layered_output_covariance_is_cheaper,
+)
 from sklearn_quinn._core.likelihoods import CategoricalLikelihood, GaussianLikelihood
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
+from sklearn_quinn._core.posterior import GaussianPosterior
 
 
 def problems():
@@ -61,6 +76,32 @@ def main():
         route = "layers" if layered_is_cheaper(model, model.single(theta, X[:1]).shape[-1]) else "Jacobians"
         print(f"| {name} | {theta.shape[0]} | {layered:.2f} | {jacobians:.2f} | {jacobians / layered:.1f} | "
               f"{difference:.1e} | {route} |", flush=True)
+
+    print("\n| network | rows | layered s | triangular solve s | ratio | max relative difference | predictive takes |")
+    print("|---|---|---|---|---|---|---|")
+    for name, model, X, Y, likelihood in problems():
+        theta = model.flatten().detach()
+        n_outputs = model.single(theta, X[:1]).shape[-1]
+        if n_outputs == 1:
+            continue
+        precision = layered_curvature(model, theta, X, Y, likelihood)
+        precision.diagonal().add_(1.0)
+        posterior = GaussianPosterior.from_precision_cholesky(theta, torch.linalg.cholesky(precision))
+        for rows in (X, X[: len(X) // 5]):
+            def layered():
+                return layered_output_covariance(model, theta, posterior.covariance, rows)
+
+            def solved():
+                factor = posterior.project(model.jacobian(theta, rows).reshape(-1, theta.shape[0]))
+                factor = factor.reshape(len(rows), n_outputs, -1)
+                return factor @ factor.mT
+
+            layered_s, solved_s = median_seconds(layered, args.repeats), median_seconds(solved, args.repeats)
+            exact = solved()
+            difference = float((layered() - exact).abs().max() / exact.abs().max())
+            cheaper = layered_output_covariance_is_cheaper(model, len(rows), n_outputs)
+            print(f"| {name} | {len(rows)} | {layered_s:.2f} | {solved_s:.2f} | {solved_s / layered_s:.1f} | "
+                  f"{difference:.1e} | {'layers' if cheaper else 'triangular solve'} |", flush=True)
 
 
 if __name__ == "__main__":
