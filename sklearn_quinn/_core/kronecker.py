@@ -264,14 +264,33 @@ def _place_block(total, first, second, product):
     one run of rows and columns at a time: scattering it entry by entry to positions where the bias
     sits beside each row of ``W`` costs more than the product."""
     block = product.view(first.n_out, second.n_out, first.n_in, second.n_in).permute(0, 2, 1, 3)
+    for rows, columns, row_columns, column_columns in _runs(first, second):
+        total[rows, columns] = block[:, row_columns, :, column_columns].reshape(
+            rows.stop - rows.start, columns.stop - columns.start)
+        if first is not second:
+            total[columns, rows] = total[rows, columns].T
+
+
+def _read_block(total, first, second):
+    """The block of layers ``first`` and ``second`` of ``total`` ``(K, K)``, as ``(first.n_out,
+    first.n_in, second.n_out, second.n_in)`` in the order of ``W~`` (the inverse of :func:`_place_block`)."""
+    block = total.new_empty(first.n_out, first.n_in, second.n_out, second.n_in)
+    for rows, columns, row_columns, column_columns in _runs(first, second):
+        block[:, row_columns, :, column_columns] = total[rows, columns].view(
+            first.n_out, row_columns.stop - row_columns.start, second.n_out, column_columns.stop - column_columns.start)
+    return block
+
+
+def _runs(first, second):
+    """The runs of the block of layers ``first`` and ``second`` that lie in one run of rows and of
+    columns of a ``(K, K)`` matrix: ``(rows, columns, row_columns, column_columns)``, slices of the
+    matrix and of the two layers' ``W~`` columns (:attr:`KroneckerLayer.parts`)."""
     for row_start, row_columns in first.parts:
         n_rows = first.n_out * (row_columns.stop - row_columns.start)
         for column_start, column_columns in second.parts:
             n_columns = second.n_out * (column_columns.stop - column_columns.start)
-            rows, columns = slice(row_start, row_start + n_rows), slice(column_start, column_start + n_columns)
-            total[rows, columns] = block[:, row_columns, :, column_columns].reshape(n_rows, n_columns)
-            if first is not second:
-                total[columns, rows] = total[rows, columns].T
+            yield (slice(row_start, row_start + n_rows), slice(column_start, column_start + n_columns),
+                   row_columns, column_columns)
 
 
 def layered_output_covariance(model, theta, covariance, X):
@@ -340,24 +359,8 @@ def layered_output_covariance_is_cheaper(model, n_rows, n_outputs):
     KroneckerUnsupportedError
         As :func:`kronecker_layers`.
     """
-    layers, rest = kronecker_layers(model)
-    n_params = sum(layer.n_out * layer.n_in for layer in layers) + len(rest)
+    layers, rest, n_params = _layers_and_size(model)
     return not len(rest) and bool(layers) and 3 * n_rows * (n_outputs - 1) > 4 * n_params
-
-
-def _read_block(total, first, second):
-    """The block of layers ``first`` and ``second`` of ``total`` ``(K, K)``, as ``(first.n_out,
-    first.n_in, second.n_out, second.n_in)`` in the order of ``W~`` (the inverse of :func:`_place_block`)."""
-    block = total.new_empty(first.n_out, first.n_in, second.n_out, second.n_in)
-    for row_start, row_columns in first.parts:
-        n_row_columns = row_columns.stop - row_columns.start
-        for column_start, column_columns in second.parts:
-            n_column_columns = column_columns.stop - column_columns.start
-            block[:, row_columns, :, column_columns] = total[
-                row_start:row_start + first.n_out * n_row_columns,
-                column_start:column_start + second.n_out * n_column_columns,
-            ].view(first.n_out, n_row_columns, second.n_out, n_column_columns)
-    return block
 
 
 #: What one row's element of a layer pair's input or output products, materialised, costs in multiply-adds
@@ -379,12 +382,17 @@ def layered_is_cheaper(model, n_directions):
     KroneckerUnsupportedError
         As :func:`kronecker_layers`.
     """
-    layers, rest = kronecker_layers(model)
-    n_params = sum(layer.n_out * layer.n_in for layer in layers) + len(rest)
+    layers, rest, n_params = _layers_and_size(model)
     work = sum(first.n_in * second.n_in * max(first.n_out * second.n_out, _MATERIALISED_COST)
                * (_folded_share(max(first.n_out, first.n_in)) if first is second else 1)
                for i, first in enumerate(layers) for second in layers[i:])
     return not len(rest) and work < n_directions * n_params**2
+
+
+def _layers_and_size(model):
+    """:func:`kronecker_layers` and the count of the weights."""
+    layers, rest = kronecker_layers(model)
+    return layers, rest, sum(layer.n_out * layer.n_in for layer in layers) + len(rest)
 
 
 #: Rows on which :func:`_check_layers_carry_the_gradient` compares the two gradients.
