@@ -72,6 +72,31 @@ def test_a_full_posterior_over_many_outputs_takes_the_layers_route_where_it_cost
     torch.testing.assert_close(predictive.columns(slice(1, 4)).output_covariance(), from_factor[:, 1:4, 1:4])
 
 
+class _TiedDecoder(torch.nn.Module):
+    """A decoder that reuses the encoder's weights outside the encoder's call: its layers do not
+    carry their weights' gradient, which only the call of the layered route finds out."""
+
+    def __init__(self):
+        super().__init__()
+        self.encoder = torch.nn.Linear(6, 4)
+
+    def forward(self, inputs):
+        return torch.nn.functional.linear(torch.tanh(self.encoder(inputs)), self.encoder.weight.T)
+
+
+def test_a_network_the_layers_route_refuses_takes_the_factor():
+    torch.manual_seed(6)
+    model = FunctionalModel(_TiedDecoder().double())
+    X = torch.randn(40, 6, dtype=torch.float64)
+    precision = _random_covariance(model.n_params, 2)
+    posterior = GaussianPosterior.from_precision_cholesky(model.flatten(), torch.linalg.cholesky(precision))
+    predictive = linear_pushforward(model, posterior, X)
+    assert predictive._output_covariance is not None  # chosen by cost, refused when called
+    with pytest.raises(kronecker_module.KroneckerUnsupportedError):
+        kronecker_module.layered_output_covariance(model, model.flatten(), posterior.covariance, X)
+    torch.testing.assert_close(predictive.output_covariance(), predictive.factor @ predictive.factor.mT)
+
+
 def test_gaussian_predictive_samples_have_its_moments(model_and_inputs):
     """100k joint draws: covariance within 3% of the scale."""
     model, X = model_and_inputs

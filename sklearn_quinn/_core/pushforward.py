@@ -135,12 +135,15 @@ def linear_pushforward(model, posterior, X):
         n_points, n_outputs, n_params = jac.shape
         return posterior.project(jac.reshape(-1, n_params)).reshape(n_points, n_outputs, -1)
 
-    output_covariance = None
-    if posterior.std is None and _layered_is_cheaper(model, *mean.shape):
-        def output_covariance():
+    def output_covariance():
+        try:
             return layered_output_covariance(model, posterior.mean, posterior.covariance, X)
+        except KroneckerUnsupportedError:  # layers that do not carry their weights' gradient: the factor serves
+            return predictive.factor @ predictive.factor.mT
 
-    return GaussianPredictive(mean, factor, output_covariance)
+    layered = posterior.std is None and _layered_is_cheaper(model, *mean.shape)
+    predictive = GaussianPredictive(mean, factor, output_covariance if layered else None)
+    return predictive
 
 
 def _layered_is_cheaper(model, n_points, n_outputs):
