@@ -104,9 +104,12 @@ def kronecker_bytes(layers, n_rest, dtype):
 
 
 def _directions(likelihood, outputs, Y, kind):
-    """Cotangents ``(D, N, O)`` on the outputs: the whitening rows ``S_n`` (GGN) or the loss gradient (EF)."""
+    """Cotangents ``(D, N, O)`` on the outputs: the whitening rows ``S_n`` (GGN), the loss gradient
+    (EF), or the outputs themselves (``'jacobian'``, for the outputs' Jacobian)."""
+    identity = torch.eye(outputs.shape[-1], dtype=outputs.dtype, device=outputs.device)
+    if kind == "jacobian":
+        return identity[:, None, :].expand(-1, len(outputs), -1)
     if kind == "ggn":
-        identity = torch.eye(outputs.shape[-1], dtype=outputs.dtype, device=outputs.device)
         return likelihood.whitened_jacobian(identity.expand(len(outputs), -1, -1), outputs).transpose(0, 1)
     return likelihood.output_gradient(outputs, Y).unsqueeze(0)
 
@@ -161,8 +164,10 @@ def _with_bias_column(layer, a):
 def _layer_chunks(model, theta, X, Y, likelihood, kind):
     """The layers of ``model`` and, one chunk of rows at a time, each layer's
     input ``a~`` with its bias column ``(n, n_in)`` and its whitened output
-    gradients ``B`` ``(D, n, n_out)`` (None for a layer without curvature)."""
-    if kind not in ("ggn", "ef"):
+    gradients ``B`` ``(D, n, n_out)`` (None for a layer without curvature);
+    ``kind='jacobian'``: the outputs' own gradients (``Y`` and ``likelihood``
+    unused)."""
+    if kind not in ("ggn", "ef", "jacobian"):
         raise KroneckerUnsupportedError(
             f"hessian_structure='kron' factors the GGN or the empirical Fisher, not curvature={kind!r}."
         )
@@ -176,7 +181,8 @@ def _layer_chunks(model, theta, X, Y, likelihood, kind):
             rows = slice(start, start + chunk)
 
             def directions_at(outputs):
-                return _directions(likelihood, outputs if offset is None else outputs + offset[rows], Y[rows], kind)
+                targets = None if Y is None else Y[rows]
+                return _directions(likelihood, outputs if offset is None else outputs + offset[rows], targets, kind)
 
             layer_inputs, gradients = _inputs_and_output_gradients(module, theta, inputs[rows], directions_at, layers)
             yield [None if a is None or b is None else _with_bias_column(layer, a)
@@ -308,13 +314,10 @@ def layered_output_covariance(model, theta, covariance, X):
     KroneckerUnsupportedError
         For a weight in no linear layer, or layers the hooks refuse.
     """
-    layers, rest = kronecker_layers(model)
+    layers, rest, chunks = _layer_chunks(model, theta, X, None, None, "jacobian")
     if len(rest) or not layers:
         raise KroneckerUnsupportedError("the layered output covariance needs every weight in an nn.Linear layer.")
     _check_layers_carry_the_gradient(model, theta, X, layers)
-    module, inputs, _ = _module_and_inputs(model, X)
-    n_outputs = model.single(theta, X[:1]).shape[-1]
-    identity = torch.eye(n_outputs, dtype=theta.dtype, device=theta.device)
     # Each pair's block with the inputs' axes first, (in_l in_m, out_l out_m): one product with the rows'
     # input products a~_n (x) c~_n, as for the curvature (_layer_pair_product), folded where l = m.
     blocks = {(i, j): _read_block(covariance, first, second).permute(1, 3, 0, 2).reshape(
@@ -326,26 +329,33 @@ def layered_output_covariance(model, theta, covariance, X):
         folded = blocks[i, i][pairs.upper] + blocks[i, i][pairs.lower]
         folded[pairs.diagonal] /= 2
         blocks[i, i] = folded
-    chunk = max(1, _CHUNK_ELEMENTS // max(first.n_in * second.n_in for first in layers for second in layers))
     result = []
-    for start in range(0, X.shape[0], chunk):
-        rows = inputs[start:start + chunk]
-        layer_inputs, gradients = _inputs_and_output_gradients(
-            module, theta, rows, lambda outputs: identity[:, None, :].expand(-1, len(outputs), -1), layers
-        )
-        present = [(i, _with_bias_column(layers[i], a), b)
-                   for i, (a, b) in enumerate(zip(layer_inputs, gradients)) if a is not None and b is not None]
-        part = theta.new_zeros(len(rows), n_outputs, n_outputs)
-        for position, (i, a, b) in enumerate(present):
-            for j, c, d in present[position:]:
-                products = torch.einsum("nj,nl->njl", a, c).flatten(1)
-                if i == j:
-                    products = products[:, folds[i].upper]
-                inner = (products @ blocks[i, j]).view(len(rows), layers[i].n_out, layers[j].n_out)
-                pair = torch.einsum("dni,nik,enk->nde", b, inner, d)
+    for layer_inputs, gradients in chunks:
+        present = [entry for entry in enumerate(zip(layer_inputs, gradients)) if entry[1][0] is not None]
+        n_rows, n_outputs = len(present[0][1][0]), present[0][1][1].shape[0]
+        part = theta.new_zeros(n_rows, n_outputs, n_outputs)
+        for position, (i, (a, b)) in enumerate(present):
+            for j, (c, d) in present[position:]:
+                pair = _layer_pair_output_covariance(layers[i], a, b, layers[j], c, d, blocks[i, j], folds[i])
                 part += pair if i == j else pair + pair.mT
         result.append(part)
     return torch.cat(result)
+
+
+def _layer_pair_output_covariance(first, a, b, second, c, d, block, pairs):
+    """``B_n^l M_n B_n^m^T`` at every row of a chunk, ``(n, O, O)``, from the pair's ``block`` of
+    ``Sigma`` as :func:`layered_output_covariance` lays it out (folded by ``pairs`` where ``first``
+    is ``second``), in sub-chunks whose input products stay under ``_CHUNK_ELEMENTS``."""
+    step = max(1, _CHUNK_ELEMENTS // (first.n_in * second.n_in))
+    parts = []
+    for start in range(0, a.shape[0], step):
+        rows = slice(start, start + step)
+        products = torch.einsum("nj,nl->njl", a[rows], c[rows]).flatten(1)
+        if first is second:
+            products = products[:, pairs.upper]
+        inner = (products @ block).view(len(products), first.n_out, second.n_out)
+        parts.append(torch.einsum("dni,nik,enk->nde", b[:, rows], inner, d[:, rows]))
+    return torch.cat(parts)
 
 
 def layered_output_covariance_is_cheaper(model, n_rows, n_outputs):
