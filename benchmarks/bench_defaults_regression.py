@@ -14,7 +14,10 @@ from each split's seed, have no target and print the table alone: ``--data fried
 Friedman's (1991) smooth function of 5 of 10 uniform features with unit noise (300
 training and 1000 test rows, where the GP is close to the exact model), and ``--data
 categorical``, one 4-level feature one-hot encoded beside a numeric one, ``y = c_k +
-sin(2 x) + N(0, 0.3**2)`` (200 training and 600 test rows). The families are the command line's registry
+sin(2 x) + N(0, 0.3**2)`` (200 training and 600 test rows); ``--data wide``, 40 standard-normal
+features of which 5 carry a linear signal and the first a ``sin(2 x)`` too, with unit noise, 150
+training and 1000 test rows (more features per row than any UCI set: a third of a feature a row,
+where the posterior's spread is a large part of the predictive). The families are the command line's registry
 (``METHODS``), so a new family joins without an edit here; they run at the
 package's defaults (``--quick``: ``compare``'s smaller budgets, and then split 0
 reproduces the main job's table). The references are ``compare``'s:
@@ -28,16 +31,16 @@ on diabetes, mean NLL at most BayesianRidge's + 0.03 and mean coverage within
 [0.90, 0.98]; on linear data, + 0.05 and [0.92, 0.98].
 Per-fit lines go to stderr, the table to stdout.
 
-    python benchmarks/bench_defaults_regression.py [--data diabetes|linear|friedman1|categorical] \\
+    python benchmarks/bench_defaults_regression.py [--data diabetes|linear|friedman1|categorical|wide] \\
         [--methods laplace de ...] \\
-        [--splits 11] [--quick] [--max-epochs N] [--device cpu] [--threads 1]
+        [--splits 11] [--quick] [--max-epochs N] [--set NAME=VALUE ...] [--device cpu] [--threads 1]
 """
 
 import argparse
 import sys
 
 import numpy as np
-from defaults_options import add_defaults_options, pin_threads
+from defaults_options import add_defaults_options, add_set_option, pin_threads, set_arguments
 from sklearn.datasets import make_friedman1
 from uci_protocol import fmt, mean_se
 
@@ -48,7 +51,7 @@ from sklearn_quinn._cli.methods import METHODS
 # Issue 17's targets per table: how far a family's mean NLL may exceed BayesianRidge's, and the range
 # of its mean coverage of the central 95% interval; None for a table without targets.
 TARGETS = {"diabetes": (0.03, (0.90, 0.98)), "linear": (0.05, (0.92, 0.98)), "friedman1": None,
-           "categorical": None}
+           "categorical": None, "wide": None}
 BASELINE = "sklearn-bayesian-ridge"
 
 
@@ -76,7 +79,19 @@ def categorical_split(seed, n_train=200, n_test=600, levels=(0.0, 2.0, -1.0, 5.0
     return X[:n_train], X[n_train:], y[:n_train], y[n_train:]
 
 
-SYNTHETIC = {"linear": linear_split, "friedman1": friedman1_split, "categorical": categorical_split}
+def wide_split(seed, n_train=150, n_test=1000, n_features=40, n_relevant=5):
+    """Training and test rows of ``y = X w + sin(2 x_0) + e`` with ``n_relevant`` nonzero standard-normal
+    weights of ``n_features`` and unit noise, drawn from ``seed``."""
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n_train + n_test, n_features)
+    weights = np.zeros(n_features)
+    weights[:n_relevant] = rng.randn(n_relevant)
+    y = X @ weights + np.sin(2 * X[:, 0]) + rng.randn(n_train + n_test)
+    return X[:n_train], X[n_train:], y[:n_train], y[n_train:]
+
+
+SYNTHETIC = {"linear": linear_split, "friedman1": friedman1_split, "categorical": categorical_split,
+             "wide": wide_split}
 
 
 def main(argv=None):
@@ -85,6 +100,7 @@ def main(argv=None):
     parser.add_argument("--splits", type=int, default=11,
                         help="splits in all: random_state 0 (the main job's) to SPLITS - 1 (default: 11)")
     add_defaults_options(parser)
+    add_set_option(parser)
     args = parser.parse_args(argv)
     pin_threads(args.threads)
 
@@ -97,7 +113,7 @@ def main(argv=None):
         else:
             X_train, X_test, y_train, y_test = SYNTHETIC[args.data](seed)
         for candidate in candidates(args.methods, False, X_train, quick=args.quick, max_epochs=args.max_epochs,
-                                    random_state=seed, device=args.device):
+                                    random_state=seed, device=args.device, params=dict(args.set)):
             result = fit_and_score(candidate.estimator, X_train, y_train, X_test, y_test, False).scores
             scores.setdefault(candidate.name, []).append(result)
             print(f"split {seed} {candidate.name}: NLL {result['NLL']:.3f}  coverage {result['95% coverage']:.3f}  "
@@ -105,6 +121,7 @@ def main(argv=None):
 
     budget = "compare's budgets (--quick)" if args.quick else "the package's defaults"
     epochs = f", max_epochs {args.max_epochs}" if args.max_epochs else ""
+    epochs += "".join(f", {text}" for text in set_arguments(args.set))
     splits = ("random 80/20 splits (random_state 0 = the main job's)" if args.data == "diabetes"
               else "draws of the training and test rows")
     print(f"{args.data}, {args.splits} {splits}, {budget}{epochs}, "
