@@ -251,23 +251,34 @@ def test_row_blocks_give_the_unblocked_values_and_gradients(monkeypatch, likelih
 
 @pytest.mark.parametrize("module", [build_mlp(3, 2, (8,)).double(), TwoHeads()], ids=["mlp", "generic"])
 @pytest.mark.parametrize("shared_inputs", [True, False])
-def test_outputs_without_gradients_go_in_blocks_of_points(module, shared_inputs, monkeypatch):
-    """Predictions of many rows on many points: the points go in blocks whose activations stay
-    under the budget, and the outputs are the same; with gradients, in one pass."""
+def test_outputs_without_gradients_go_in_tiles_of_rows_and_points(module, shared_inputs, monkeypatch):
+    """Predictions of many rows on many points: on a CPU they go in tiles of rows and points whose
+    activations stay under the budget, and the outputs are the same; with gradients, in one pass."""
     model = FunctionalModel(module)
     generator = torch.Generator().manual_seed(0)
-    theta = torch.randn(4, model.n_params, generator=generator, dtype=torch.float64)
-    X = _inputs(n=11) if shared_inputs else torch.randn(4, 11, 3, generator=generator, dtype=torch.float64)
+    theta = torch.randn(5, model.n_params, generator=generator, dtype=torch.float64)
+    X = _inputs(n=11) if shared_inputs else torch.randn(5, 11, 3, generator=generator, dtype=torch.float64)
     whole = model(theta, X)
     calls = []
-    monkeypatch.setattr(network, "INFERENCE_BLOCK_ELEMENTS", 4 * 8 * 3)  # 3 points a block
-    monkeypatch.setattr(model, "_outputs", lambda theta, X: calls.append(X.shape[-2])
+    monkeypatch.setattr(network, "CPU_INFERENCE_TILE_POINTS", 3)
+    monkeypatch.setattr(network, "CPU_INFERENCE_TILE_ELEMENTS", 2 * 3 * model.max_width)  # 2 rows a tile
+    monkeypatch.setattr(model, "_outputs", lambda theta, X: calls.append((len(theta), X.shape[-2]))
                         or FunctionalModel._outputs(model, theta, X))
     with torch.no_grad():
         torch.testing.assert_close(model(theta, X), whole.detach())
-    assert calls == [3, 3, 3, 2]
+    assert calls == [(rows, points) for rows in (2, 2, 1) for points in (3, 3, 3, 2)]
     model(theta, X)
-    assert calls[-1] == 11
+    assert calls[-1] == (5, 11)
+
+
+def test_outputs_off_a_cpu_go_in_blocks_of_points_with_every_row():
+    """On a GPU every weight row goes at once, the points in blocks of at most
+    INFERENCE_BLOCK_ELEMENTS activations."""
+    model = FunctionalModel(build_mlp(3, 2, (8,)).double())
+    assert model.inference_tile(4, 10**9, torch.device("cuda")) == (4, network.INFERENCE_BLOCK_ELEMENTS // (4 * 8))
+    points = network.CPU_INFERENCE_TILE_POINTS
+    assert model.inference_tile(4, 10**9, torch.device("cpu")) == (
+        network.CPU_INFERENCE_TILE_ELEMENTS // (points * 8), points)
 
 
 def test_a_linear_subclass_with_its_own_forward_is_evaluated_by_it():

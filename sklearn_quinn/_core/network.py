@@ -21,10 +21,20 @@ from torch.func import functional_call, jacrev, vmap
 CPU_BLOCK_ELEMENTS = 2**18
 
 #: The most elements one activation tensor may hold when the outputs are
-#: computed without gradients (predictions of many weight rows on many points):
-#: 256 MiB of float64. Beyond it the points go in blocks, so that 2000 MCMC
-#: draws on a test table of 5000 rows need no 7 GiB hidden layer.
+#: computed without gradients (predictions of many weight rows on many points)
+#: on a GPU: 256 MiB of float64. Beyond it the points go in blocks, so that 2000
+#: MCMC draws on a test table of 5000 rows need no 7 GiB hidden layer.
 INFERENCE_BLOCK_ELEMENTS = 2**25
+
+#: On a CPU the same outputs go in tiles of at most ``CPU_INFERENCE_TILE_POINTS``
+#: points and as many weight rows as keep a tile's activations within
+#: ``CPU_INFERENCE_TILE_ELEMENTS`` elements (8 MiB of float64, within the last
+#: level cache): a tile's layers then pass over memory the cache holds, where a
+#: block of every row streams each activation through main memory, and its
+#: rows see enough points for an efficient matrix product
+#: (benchmarks/bench_predict_tiles.py).
+CPU_INFERENCE_TILE_ELEMENTS = 2**20
+CPU_INFERENCE_TILE_POINTS = 4096
 
 ACTIVATIONS = {
     "identity": nn.Identity,
@@ -245,14 +255,32 @@ class FunctionalModel:
         """Outputs ``(S, N, O)`` for weight rows ``theta (S, K)`` and inputs
         ``X``: ``(N, D)`` shared by every row, or ``(S, N, D)``, one set per row.
 
-        Without gradients, the points go in blocks whose activations hold at
-        most :data:`INFERENCE_BLOCK_ELEMENTS` elements.
+        Without gradients, the outputs go in tiles of weight rows and points
+        (:meth:`inference_tile`), each written into the whole.
         """
-        size = max(1, INFERENCE_BLOCK_ELEMENTS // (theta.shape[0] * self.max_width))
-        if torch.is_grad_enabled() or X.shape[-2] <= size:
+        n_rows, n_points = theta.shape[0], X.shape[-2]
+        rows, points = self.inference_tile(n_rows, n_points, X.device)
+        if torch.is_grad_enabled() or (rows >= n_rows and points >= n_points):
             return self._outputs(theta, X)
-        return torch.cat([self._outputs(theta, X[..., start : start + size, :])
-                          for start in range(0, X.shape[-2], size)], dim=1)
+        out = None
+        for row in range(0, n_rows, rows):
+            for point in range(0, n_points, points):
+                inputs = X[point : point + points] if X.dim() == 2 else X[row : row + rows, point : point + points]
+                tile = self._outputs(theta[row : row + rows], inputs)
+                if out is None:
+                    out = tile.new_empty(n_rows, n_points, tile.shape[-1])
+                out[row : row + rows, point : point + points] = tile
+        return out
+
+    def inference_tile(self, n_rows, n_points, device):
+        """The weight rows and points of one tile of outputs computed without gradients: on a CPU
+        at most :data:`CPU_INFERENCE_TILE_POINTS` points and the rows that keep the tile's
+        activations within :data:`CPU_INFERENCE_TILE_ELEMENTS` elements; elsewhere (a GPU) every
+        row, and the points that keep them within :data:`INFERENCE_BLOCK_ELEMENTS`."""
+        if device.type == "cpu":
+            points = min(n_points, CPU_INFERENCE_TILE_POINTS)
+            return max(1, CPU_INFERENCE_TILE_ELEMENTS // (points * self.max_width)), points
+        return n_rows, max(1, INFERENCE_BLOCK_ELEMENTS // (n_rows * self.max_width))
 
     def _outputs(self, theta, X):
         if self._plan is not None:
