@@ -1,4 +1,4 @@
-"""Predictions of many weight draws on many rows: cache-sized tiles against blocks of every draw.
+"""Predictions through many draws on a CPU: cache-sized tiles against the larger blocks before them.
 
 Without gradients, ``FunctionalModel`` computes the outputs of ``S`` weight
 rows on ``N`` points in pieces. On a GPU (and on the CPU before the tiles)
@@ -13,6 +13,12 @@ takes, swapped in for the timing), ``--repeats`` pairs; prints the median
 seconds of each, their ratio (blocks / tiles), and the largest difference of
 the two's means and stds (the same numbers, up to the order of the sums).
 
+A second table times a classifier's Monte Carlo predictive over its logits
+(``mc_bridge``: 1000 draws of each row's Gaussian logits, the softmax averaged)
+on random Gaussians of digits' shape (1437 rows, 10 classes) and of a larger
+table, in blocks of 2 MiB of draws (``MC_BLOCK_BYTES`` now) against 64 MiB
+(before), alternated, median seconds and the largest difference.
+
     python benchmarks/bench_predict_tiles.py [--methods mcmc swag bbb dropout] \\
         [--rows 20000] [--repeats 3] [--threads 1]
 """
@@ -23,10 +29,14 @@ import time
 import warnings
 
 import numpy as np
+import torch
 from defaults_options import pin_threads
 
 from sklearn_quinn._cli.methods import METHODS, make_estimator
-from sklearn_quinn._core import network
+from sklearn_quinn._core import link_approximations, network
+
+#: mc_bridge's block of draws before the cache-sized one.
+EARLIER_MC_BLOCK_BYTES = 2**26
 
 
 def blocks_of_every_row(self, n_rows, n_points, device):
@@ -38,6 +48,32 @@ def timed_predict(estimator, X):
     start = time.perf_counter()
     mean, std = estimator.predict(X, return_std=True)
     return time.perf_counter() - start, mean, std
+
+
+def mc_bridge_table(repeats, shapes=((1437, 10), (20000, 3))):
+    """Median seconds of mc_bridge in cache-sized blocks against the earlier blocks, per shape."""
+    print("\n| logits (rows x classes) | blocks of 64 MiB s | blocks of 2 MiB s | ratio | largest difference |")
+    print("|---|---|---|---|---|")
+    generator = torch.Generator().manual_seed(0)
+    now = link_approximations.MC_BLOCK_BYTES
+    for n_rows, n_classes in shapes:
+        mean = torch.randn(n_rows, n_classes, generator=generator, dtype=torch.float64)
+        factor = torch.randn(n_rows, n_classes, n_classes, generator=generator, dtype=torch.float64)
+        covariance = factor @ factor.mT / n_classes
+        times, results = {now: [], EARLIER_MC_BLOCK_BYTES: []}, {}
+        try:
+            for _ in range(repeats):
+                for block in times:
+                    link_approximations.MC_BLOCK_BYTES = block
+                    start = time.perf_counter()
+                    results[block] = link_approximations.mc_bridge(mean, covariance, 1000,
+                                                                   torch.Generator().manual_seed(1))
+                    times[block].append(time.perf_counter() - start)
+        finally:
+            link_approximations.MC_BLOCK_BYTES = now
+        earlier, cached = statistics.median(times[EARLIER_MC_BLOCK_BYTES]), statistics.median(times[now])
+        difference = float((results[now] - results[EARLIER_MC_BLOCK_BYTES]).abs().max())
+        print(f"| {n_rows} x {n_classes} | {earlier:.3f} | {cached:.3f} | {earlier / cached:.2f} | {difference:.1e} |")
 
 
 def main(argv=None):
@@ -79,6 +115,7 @@ def main(argv=None):
             draws = estimator.n_chains * estimator.n_samples
         print(f"| {name} | {draws} | {blocks:.2f} | {tiles:.2f} | {blocks / tiles:.2f} | {difference:.1e} |",
               flush=True)
+    mc_bridge_table(args.repeats)
 
 
 if __name__ == "__main__":

@@ -25,8 +25,9 @@ from .rng import standard_normal
 LAMBDA_0 = math.pi / 8
 
 #: Largest block of logit draws ``(points, C, n_samples)`` that mc_bridge holds at
-#: once; the draws, the logits and their softmax together stay under ~256 MB.
-MC_BLOCK_BYTES = 2**26
+#: once: 2 MiB, so that the logits and their softmax stay in a core's cache
+#: rather than stream through main memory at each pass (benchmarks/bench_predict_tiles.py).
+MC_BLOCK_BYTES = 2**21
 
 
 def _variances(cov):
