@@ -1,0 +1,123 @@
+"""How far the ensembles' members spread, against the Laplace posterior about the same MAP.
+
+Every regressor that trains from the evidence's MAP (Laplace, the deep
+ensemble, RMS, SWAG) shares its learned prior and noise; they differ in how
+they spread the network's outputs. For each table (the synthetic tables of
+``bench_defaults_regression.py``, fresh draws per seed, and diabetes' random
+80/20 splits) and each family at its defaults in ``Pipeline([StandardScaler(),
+estimator])``, this prints the mean epistemic variance of the outputs
+(``predict_uncertainty``'s ``epistemic_std`` squared) over the training rows
+and over the test rows, divided by the learned noise variance, and the test
+coverage of the central 95% interval. For a linear model with Gaussian noise
+the Laplace ratio on the training rows is ``gamma / N``, MacKay's
+well-determined parameters per row; a family whose ratio is far below the
+Laplace posterior's has intervals too narrow by the missing part.
+
+A second table scores the deep ensemble's test predictive as it is and with
+each member's Gaussian widened by the Laplace posterior's mean output variance
+over the training rows (the first table's Laplace ratio times the noise
+variance): a mixture of the members' local posteriors (Eschenhagen, Daxberger,
+Hennig & Kristiadi 2021, "Mixtures of Laplace approximations for improved
+post-hoc uncertainty in deep learning") with every local variance replaced by
+that one constant, beside Laplace's own score. A measurement of what the
+members miss, not a method of the package.
+
+    python benchmarks/bench_member_spread.py [--tables wide linear diabetes] [--seeds 3] [--threads 1]
+"""
+
+import argparse
+import warnings
+
+import numpy as np
+from bench_defaults_regression import SYNTHETIC
+from defaults_options import pin_threads
+from sklearn.datasets import load_diabetes
+from sklearn.model_selection import train_test_split
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from uci_protocol import fmt
+
+from sklearn_quinn import DeepEnsembleRegressor, LaplaceRegressor, RMSRegressor, SWAGRegressor
+
+FAMILIES = {"Laplace": LaplaceRegressor, "deep ensemble": DeepEnsembleRegressor, "RMS": RMSRegressor,
+            "SWAG": SWAGRegressor}
+
+
+def split_of(table, seed):
+    """Training and test rows of ``table`` for ``seed``."""
+    if table == "diabetes":
+        X, y = load_diabetes(return_X_y=True)
+        return train_test_split(X, y, test_size=0.2, random_state=seed)
+    return SYNTHETIC[table](seed)
+
+
+def gaussian_scores(y, mean, variance):
+    """Mean negative log density and 95% coverage of ``N(mean, variance)`` at ``y``."""
+    nll = np.mean(0.5 * np.log(2 * np.pi * variance) + 0.5 * (y - mean) ** 2 / variance)
+    return float(nll), float(np.mean(np.abs(y - mean) < 1.96 * np.sqrt(variance)))
+
+
+def spread(estimator, X_train, X_test, y_test):
+    """Epistemic over noise variance on the training and the test rows, and the test coverage."""
+    scaler, regressor = estimator[0], estimator[-1]
+    noise_variance = float(np.ravel(regressor.noise_std_)[0]) ** 2
+    ratios = [float(np.mean(regressor.predict_uncertainty(scaler.transform(X)).epistemic_std ** 2)) / noise_variance
+              for X in (X_train, X_test)]
+    mean, std = estimator.predict(X_test, return_std=True)
+    return (*ratios, float(np.mean(np.abs(y_test - mean) < 1.96 * std)))
+
+
+def widened_ensemble(fits, y_test, X_test):
+    """The deep ensemble's test NLL and coverage, as it is and with the Laplace posterior's mean
+    training-row output variance added to every member's, and Laplace's own."""
+    (laplace, laplace_ratio), (ensemble, _) = fits["Laplace"], fits["deep ensemble"]
+    noise_variance = float(np.ravel(laplace[-1].noise_std_)[0]) ** 2
+    mean, std = ensemble.predict(X_test, return_std=True)
+    laplace_mean, laplace_std = laplace.predict(X_test, return_std=True)
+    return (*gaussian_scores(y_test, mean, std**2),
+            *gaussian_scores(y_test, mean, std**2 + laplace_ratio * noise_variance),
+            *gaussian_scores(y_test, laplace_mean, laplace_std**2))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tables", nargs="+", choices=[*SYNTHETIC, "diabetes"], default=["wide", "linear", "diabetes"])
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+    pin_threads(args.threads)
+
+    print(f"Mean epistemic / noise variance on the training and the test rows, and test 95% coverage; "
+          f"mean ± s.e. over {args.seeds} seeds, one thread.\n")
+    print("| table | family | training rows | test rows | coverage |")
+    print("|---|---|---|---|---|")
+    widened = {}
+    for table in args.tables:
+        results = {name: [] for name in FAMILIES}
+        widened[table] = []
+        for seed in range(args.seeds):
+            X_train, X_test, y_train, y_test = split_of(table, seed)
+            fits = {}
+            for name, family in FAMILIES.items():
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    estimator = make_pipeline(StandardScaler(), family(random_state=seed)).fit(X_train, y_train)
+                results[name].append(spread(estimator, X_train, X_test, y_test))
+                fits[name] = estimator, results[name][-1][0]
+            widened[table].append(widened_ensemble(fits, y_test, X_test))
+        for name, rows in results.items():
+            columns = np.array(rows).T
+            print(f"| {table} | {name} | {fmt(columns[0])} | {fmt(columns[1])} | {fmt(columns[2])} |", flush=True)
+
+    print("\nThe deep ensemble's test NLL and 95% coverage as it is, with the Laplace posterior's mean "
+          "training-row output variance added to each member's, and Laplace's:\n")
+    print("| table | deep ensemble | widened | Laplace |")
+    print("|---|---|---|---|")
+    for table, rows in widened.items():
+        columns = np.array(rows).T
+        cells = [f"{fmt(columns[i])}, {fmt(columns[i + 1])}" for i in (0, 2, 4)]
+        print(f"| {table} | {' | '.join(cells)} |")
+
+
+if __name__ == "__main__":
+    main()
