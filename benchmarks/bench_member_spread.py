@@ -6,21 +6,18 @@ they spread the network's outputs. For each table (the synthetic tables of
 ``bench_defaults_regression.py``, fresh draws per seed, and diabetes' random
 80/20 splits) and each family at its defaults in ``Pipeline([StandardScaler(),
 estimator])``, this prints the mean epistemic variance of the outputs
-(``predict_uncertainty``'s ``epistemic_std`` squared) over the training rows
-and over the test rows, divided by the learned noise variance, and the test
-coverage of the central 95% interval. For a linear model with Gaussian noise
+(``predict_uncertainty``'s ``epistemic_std`` squared; for the deep ensemble
+the members' own spread, less the ``member_std_`` it adds) over the training
+rows and over the test rows, divided by the learned noise variance, and the
+test coverage of the central 95% interval. For a linear model with Gaussian noise
 the Laplace ratio on the training rows is ``gamma / N``, MacKay's
 well-determined parameters per row; a family whose ratio is far below the
 Laplace posterior's has intervals too narrow by the missing part.
 
-A second table scores the deep ensemble's test predictive as it is and with
-each member's Gaussian widened by the Laplace posterior's mean output variance
-over the training rows (the first table's Laplace ratio times the noise
-variance): a mixture of the members' local posteriors (Eschenhagen, Daxberger,
-Hennig & Kristiadi 2021, "Mixtures of Laplace approximations for improved
-post-hoc uncertainty in deep learning") with every local variance replaced by
-that one constant, beside Laplace's own score. A measurement of what the
-members miss, not a method of the package.
+A second table scores the deep ensemble's test predictive with its members
+alone (their spread and the noise, the predictive before ``member_std_``) and
+as it is, each member's Gaussian widened by the Laplace posterior's mean
+output variance over the training rows (``member_std_``), beside Laplace's.
 
     python benchmarks/bench_member_spread.py [--tables wide linear diabetes] [--seeds 3] [--threads 1]
 """
@@ -57,25 +54,32 @@ def gaussian_scores(y, mean, variance):
     return float(nll), float(np.mean(np.abs(y - mean) < 1.96 * np.sqrt(variance)))
 
 
+def member_variance(regressor):
+    """The variance the deep ensemble adds to each member's output (0 for the other families)."""
+    member_std = getattr(regressor, "member_std_", None)
+    return 0.0 if member_std is None else member_std**2
+
+
 def spread(estimator, X_train, X_test, y_test):
-    """Epistemic over noise variance on the training and the test rows, and the test coverage."""
+    """Epistemic (the deep ensemble's: its members' spread) over noise variance on the training
+    and the test rows, and the test coverage."""
     scaler, regressor = estimator[0], estimator[-1]
     noise_variance = float(np.ravel(regressor.noise_std_)[0]) ** 2
-    ratios = [float(np.mean(regressor.predict_uncertainty(scaler.transform(X)).epistemic_std ** 2)) / noise_variance
+    ratios = [float(np.mean(regressor.predict_uncertainty(scaler.transform(X)).epistemic_std ** 2)
+                    - member_variance(regressor)) / noise_variance
               for X in (X_train, X_test)]
     mean, std = estimator.predict(X_test, return_std=True)
     return (*ratios, float(np.mean(np.abs(y_test - mean) < 1.96 * std)))
 
 
 def widened_ensemble(fits, y_test, X_test):
-    """The deep ensemble's test NLL and coverage, as it is and with the Laplace posterior's mean
-    training-row output variance added to every member's, and Laplace's own."""
-    (laplace, laplace_ratio), (ensemble, _) = fits["Laplace"], fits["deep ensemble"]
-    noise_variance = float(np.ravel(laplace[-1].noise_std_)[0]) ** 2
+    """The deep ensemble's test NLL and coverage with its members alone and as it is (widened by
+    ``member_std_``), and Laplace's."""
+    laplace, ensemble = fits["Laplace"], fits["deep ensemble"]
     mean, std = ensemble.predict(X_test, return_std=True)
     laplace_mean, laplace_std = laplace.predict(X_test, return_std=True)
-    return (*gaussian_scores(y_test, mean, std**2),
-            *gaussian_scores(y_test, mean, std**2 + laplace_ratio * noise_variance),
+    return (*gaussian_scores(y_test, mean, std**2 - member_variance(ensemble[-1])),
+            *gaussian_scores(y_test, mean, std**2),
             *gaussian_scores(y_test, laplace_mean, laplace_std**2))
 
 
@@ -103,15 +107,15 @@ def main(argv=None):
                     warnings.simplefilter("ignore")
                     estimator = make_pipeline(StandardScaler(), family(random_state=seed)).fit(X_train, y_train)
                 results[name].append(spread(estimator, X_train, X_test, y_test))
-                fits[name] = estimator, results[name][-1][0]
+                fits[name] = estimator
             widened[table].append(widened_ensemble(fits, y_test, X_test))
         for name, rows in results.items():
             columns = np.array(rows).T
             print(f"| {table} | {name} | {fmt(columns[0])} | {fmt(columns[1])} | {fmt(columns[2])} |", flush=True)
 
-    print("\nThe deep ensemble's test NLL and 95% coverage as it is, with the Laplace posterior's mean "
-          "training-row output variance added to each member's, and Laplace's:\n")
-    print("| table | deep ensemble | widened | Laplace |")
+    print("\nThe deep ensemble's test NLL and 95% coverage with its members alone and as it is (each member "
+          "widened by member_std_), and Laplace's:\n")
+    print("| table | members alone | deep ensemble | Laplace |")
     print("|---|---|---|---|")
     for table, rows in widened.items():
         columns = np.array(rows).T

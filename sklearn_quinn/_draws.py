@@ -2,34 +2,43 @@
 
 from ._core.posterior import SamplePosterior
 from ._core.pushforward import nonlinear_pushforward
-from ._core.rng import choice
+from ._core.rng import choice, standard_normal
 
 
 class DrawsMixin:
     """Predictions from a finite set of weight vectors (chain draws, ensemble
     members, particles), for regressors and classifiers alike.
 
-    The outputs are the network over every kept row, with its weight; a
+    The outputs are the network over every kept row, with its weight, each
+    optionally spread by a Gaussian of a local variance about it; a
     regressor's predictive variance adds the mean square noise, and
     ``sample_y`` picks rows by weight, each with its own noise std (the exact
     predictive mixture).
     """
 
-    def _keep_draws(self, theta, noise_std=None, weights=None):
-        """Keep weight rows ``(S, K)``, their weights ``(S,)`` (None: equal) and,
-        for a regressor with a homoscedastic noise, their noise std ``(S, O)``
-        (network units; None for a classifier or a heteroscedastic regressor)."""
+    def _keep_draws(self, theta, noise_std=None, weights=None, local_variance=None):
+        """Keep weight rows ``(S, K)``, their weights ``(S,)`` (None: equal),
+        for a regressor with a homoscedastic noise their noise std ``(S, O)``
+        (network units; None for a classifier or a heteroscedastic regressor),
+        and the variance ``(O,)`` of each row's outputs about the network's
+        (network units; None: none)."""
         self.posterior_ = SamplePosterior(theta, weights)
         self._draw_noise = noise_std
+        self._draw_local_variance = local_variance
         self._keep_noise(None if noise_std is None else (self.posterior_.weights @ noise_std.square()).sqrt())
 
     def _outputs(self, X, posterior=None):
         """The network over every kept row, weighted."""
         posterior = self.posterior_ if posterior is None else posterior
-        return nonlinear_pushforward(self._model, posterior.samples, X, posterior.weights)
+        return nonlinear_pushforward(self._model, posterior.samples, X, posterior.weights,
+                                     getattr(self, "_draw_local_variance", None))
 
     def _sample_outputs(self, X, n_samples, generator):
         weights = self.posterior_.weights
         index = choice(generator, weights, n_samples)
         noise_std = None if self._draw_noise is None else self._draw_noise[index].unsqueeze(1)
-        return self._model(self.posterior_.samples[index], X), noise_std
+        outputs = self._model(self.posterior_.samples[index], X)
+        local_variance = getattr(self, "_draw_local_variance", None)
+        if local_variance is not None:
+            outputs = outputs + local_variance.sqrt() * standard_normal(generator, outputs)
+        return outputs, noise_std

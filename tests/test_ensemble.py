@@ -107,11 +107,33 @@ def test_predictive_std_adds_spread_and_noise(wave_data):
     outputs = reg._model(reg.posterior_.samples, torch.as_tensor(X)).squeeze(-1).numpy() * y.std()
     mean, std = reg.predict(X, return_std=True)
     np.testing.assert_allclose(mean, outputs.mean(0) + y.mean())
-    np.testing.assert_allclose(std**2, outputs.var(0, ddof=1) + reg.noise_std_**2)
+    np.testing.assert_allclose(std**2, outputs.var(0, ddof=1) + reg.member_std_**2 + reg.noise_std_**2)
+    parts = reg.predict_uncertainty(X)
+    np.testing.assert_allclose(parts.epistemic_std**2, outputs.var(0, ddof=1) + reg.member_std_**2)
     # One noise for every member: learned once, by the evidence of the first MAP network.
     member_noise = reg._draw_noise[:, 0].numpy() * y.std()
     np.testing.assert_allclose(member_noise, reg.noise_std_)
     np.testing.assert_allclose(reg.noise_std_, reg.evidence_history_[-1]["noise_std"][0] * y.std())
+
+
+def test_deep_ensemble_members_spread_by_the_map_posterior_s_mean_leverage(linear_data):
+    """A linear model's members all reach the MAP; each then carries the Laplace posterior's mean
+    output variance over the training rows, ``noise**2 gamma / N`` with ``gamma`` the exact
+    well-determined parameters ``tr(H (H + A)^-1)`` at the learned precisions and noise, and
+    ``sample_y`` draws it; RMS's members, posterior draws, carry none."""
+    X, y = linear_data
+    reg = DeepEnsembleRegressor(module=nn.Linear(3, 1, dtype=torch.float64), normalize_y=False, n_estimators=3,
+                                random_state=0).fit(X, y)
+    precision = reg.prior_precisions_
+    prior = np.diag([precision[f"weight[:, {j}]"] for j in range(3)] + [precision["bias"]])
+    design = np.hstack([X, np.ones((len(X), 1))])
+    data = design.T @ design / reg.noise_std_**2
+    well_determined = np.trace(data @ np.linalg.inv(data + prior))
+    assert reg.member_std_**2 == pytest.approx(reg.noise_std_**2 * well_determined / len(X), rel=1e-6)
+    draws = reg.sample_y(X[:2], 20000, random_state=0)
+    np.testing.assert_allclose(draws.std(1), np.sqrt(reg.member_std_**2 + reg.noise_std_**2), rtol=0.03)
+    assert linear_rms(3).fit(X, y).member_std_ is None
+    assert small(likelihood="heteroscedastic", max_epochs=5).fit(X, y).member_std_ is None
 
 
 def test_fixed_noise_and_same_random_state(wave_data):

@@ -72,18 +72,21 @@ class GaussianPredictive:
 
 class SampledPredictive:
     """The empirical distribution of output draws ``samples`` of shape ``(S, N, O)``,
-    equally weighted or with normalised ``weights`` ``(S,)`` (SMC particles).
+    equally weighted or with normalised ``weights`` ``(S,)`` (SMC particles), each
+    draw's outputs optionally spread by an independent Gaussian of variance
+    ``local_variance`` ``(O,)`` about them (a mixture of Gaussians).
 
     Variances and covariances are the unbiased weighted estimates, divided by
     ``1 - sum(w**2)`` (``(S - 1) / S`` for equal weights); zero when one draw
-    carries all the weight.
+    carries all the weight; plus the local variance.
     """
 
-    def __init__(self, samples, weights=None):
+    def __init__(self, samples, weights=None, local_variance=None):
         self.samples = samples
         if weights is None:
             weights = torch.full(samples.shape[:1], 1.0 / samples.shape[0], dtype=samples.dtype, device=samples.device)
         self.weights = weights
+        self.local_variance = local_variance
 
     def average(self, values):
         """The weighted average of ``values (S, ...)`` over the draws."""
@@ -95,11 +98,13 @@ class SampledPredictive:
 
     def columns(self, index):
         """The distribution of the outputs ``index`` (a slice of the last axis)."""
-        return SampledPredictive(self.samples[..., index], self.weights)
+        local = None if self.local_variance is None else self.local_variance[index]
+        return SampledPredictive(self.samples[..., index], self.weights, local)
 
     def expected_exp(self, c):
         """``E[exp(c f)]`` per point and output, shape ``(N, O)``."""
-        return self.average(torch.exp(c * self.samples))
+        expected = self.average(torch.exp(c * self.samples))
+        return expected if self.local_variance is None else expected * torch.exp(0.5 * c**2 * self.local_variance)
 
     def _unbiased(self, scatter):
         effective = 1.0 - self.weights.square().sum()
@@ -107,17 +112,23 @@ class SampledPredictive:
 
     @property
     def variance(self):
-        return self._unbiased(self.average((self.samples - self.mean).square()))
+        variance = self._unbiased(self.average((self.samples - self.mean).square()))
+        return variance if self.local_variance is None else variance + self.local_variance
 
     def covariance(self):
-        """Covariance across points for each output, shape ``(O, N, N)``."""
+        """Covariance across points for each output, shape ``(O, N, N)`` (the local
+        spreads independent from point to point)."""
         centred = (self.samples - self.mean).permute(2, 1, 0)
-        return self._unbiased((centred * self.weights) @ centred.mT)
+        covariance = self._unbiased((centred * self.weights) @ centred.mT)
+        if self.local_variance is None:
+            return covariance
+        return covariance + torch.diag_embed(self.local_variance[:, None].expand(covariance.shape[:2]))
 
     def output_covariance(self):
         """Covariance across outputs at each point, shape ``(N, O, O)``."""
         centred = self.samples - self.mean
-        return self._unbiased(torch.einsum("s,snc,snd->ncd", self.weights, centred, centred))
+        covariance = self._unbiased(torch.einsum("s,snc,snd->ncd", self.weights, centred, centred))
+        return covariance if self.local_variance is None else covariance + torch.diag(self.local_variance)
 
 
 def linear_pushforward(model, posterior, X):
@@ -153,6 +164,7 @@ def _layered_is_cheaper(model, n_points, n_outputs):
         return False
 
 
-def nonlinear_pushforward(model, theta, X, weights=None):
-    """The network's outputs for weight draws ``theta (S, K)``, optionally weighted."""
-    return SampledPredictive(model(theta, X), weights)
+def nonlinear_pushforward(model, theta, X, weights=None, local_variance=None):
+    """The network's outputs for weight draws ``theta (S, K)``, optionally weighted, each
+    optionally spread by ``local_variance`` ``(O,)`` (see :class:`SampledPredictive`)."""
+    return SampledPredictive(model(theta, X), weights, local_variance)

@@ -6,9 +6,11 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from joblib import Parallel, delayed, effective_n_jobs
+from sklearn.base import is_regressor
 from sklearn.utils._param_validation import Interval
 
-from .._core.evidence import ParameterGroups
+from .._core.curvature import AUTO_MAX_FULL_PARAMS
+from .._core.evidence import LaplaceEvidence, ParameterGroups
 from .._core.network import FunctionalModel
 from .._core.priors import GaussianPrior
 from .._draws import DrawsMixin
@@ -33,14 +35,50 @@ class EnsembleMixin(DrawsMixin):
         "n_jobs": [None, Integral],
     }
 
+    #: Whether each member's outputs are spread by the Laplace posterior's mean variance over the
+    #: training rows (:meth:`_local_variance`): the deep ensemble's regressor.
+    _local_posteriors = False
+
     def _fit(self, X, Y):
         """Learn the prior and the noise, then train the members: the family's part of ``fit``."""
         self._prior, self._member_noise, targets = self._hyperparameters(X, Y)
+        local_variance = self._local_variance(X, Y)
         theta, likelihoods = self._fit_members(X, Y, targets)
         if self.prior_precisions_ is None:
             self.prior_precisions_ = dict.fromkeys(ParameterGroups.of(self._model).names, self.prior_std**-2)
         noise_std = [likelihood.member_noise_std(Y.shape[1]) for likelihood in likelihoods]
-        self._keep_draws(theta, None if noise_std[0] is None else torch.cat(noise_std))
+        self._keep_draws(theta, None if noise_std[0] is None else torch.cat(noise_std), local_variance=local_variance)
+        if is_regressor(self):
+            member_std = None if local_variance is None else local_variance.sqrt().cpu().numpy() * self._y_scale
+            self.member_std_ = member_std if member_std is None or not self._single_output else float(member_std[0])
+
+    def _local_variance(self, X, Y):
+        """The variance ``(O,)`` (network units) by which each member's outputs spread about its
+        own, or None: for the deep ensemble's regressor under a Gaussian likelihood whose prior
+        and noise the MAP network learned (:meth:`_hyperparameters`), the mean over the training
+        rows of the Laplace posterior's output variance about that MAP, ``noise_std**2 gamma /
+        (N O)`` with ``gamma`` its well-determined parameters (MacKay 1992); exact for a linear
+        model, whose leverages sum to ``gamma``.
+
+        Under the learned prior the members' objective is nearly convex and they reach one
+        function: their spread is not the posterior's (``benchmarks/bench_member_spread.py``).
+        Each member then stands for a mixture component with its own local posterior
+        (Eschenhagen, Daxberger, Hennig & Kristiadi 2021, "Mixtures of Laplace approximations
+        for improved post-hoc uncertainty in deep learning"), whose variance is taken as the
+        MAP's average over the training rows: one GGN at the MAP, no curvature per member.
+        """
+        # prior_precisions_ is None where the prior and the noise were both fixed: no MAP was trained.
+        if not self._local_posteriors or self.likelihood != "gaussian" or self.prior_precisions_ is None:
+            return None
+        theta = self._model.flatten()
+        groups = ParameterGroups.of(self._model)
+        precision = torch.as_tensor(np.array(list(self.prior_precisions_.values())), dtype=torch.float64)
+        likelihood = self._likelihood(Y, noise_std=self._member_noise).frozen(Y.shape[1])
+        evidence = LaplaceEvidence(self._model, theta, self._tensor(X), self._tensor(Y), likelihood, groups,
+                                   max_full_params=AUTO_MAX_FULL_PARAMS)
+        well_determined = float(evidence.well_determined(precision).sum())
+        noise_variance = torch.as_tensor(self._member_noise, dtype=theta.dtype, device=theta.device).square()
+        return noise_variance * well_determined / Y.size
 
     def _randomization(self, n_params, target_shape, generator):
         """One member's anchor ``(K,)`` and standard-normal target perturbations
@@ -201,6 +239,14 @@ _SHARED_DOC = """
     noise_std_ : float or ndarray of shape (n_targets,)
         Root mean square of the members' noise std, in the units of y (the
         predictive variance adds its square; ``sample_y`` uses each member's own).
+    member_std_ : float, ndarray of shape (n_targets,) or None
+        The deep ensemble's: the std, in the units of y, of each member's
+        Gaussian about its output, the Laplace posterior's mean over the
+        training rows at the MAP network that learned the prior and the noise
+        (the predictive variance adds its square to the members' spread, as
+        epistemic); None for RMS, whose members are posterior draws, under the
+        heteroscedastic likelihood, and where ``prior_std`` and ``noise_std``
+        are both fixed (no MAP network is trained).
     net_ : list of skorch.NeuralNet
         The skorch net of each group of members trained together (one unless
         ``n_jobs`` splits them).
@@ -215,7 +261,8 @@ class DeepEnsembleRegressor(BaseEnsembleRegressor):
         """Deep ensemble: ``n_estimators`` networks from independent initialisations.
 
     Predictions average the members; the predictive variance is the spread of
-    the members plus the observation noise. All members train together as
+    the members, plus each member's local posterior variance (``member_std_``),
+    plus the observation noise. All members train together as
     the rows of one batched weight matrix (one optimiser step updates all),
     each on its own random subset of the rows and in its own minibatch order.
 
@@ -251,6 +298,8 @@ class DeepEnsembleRegressor(BaseEnsembleRegressor):
     ((3,), True)
     """
     )
+
+    _local_posteriors = True
 
     def __init__(
         self,
