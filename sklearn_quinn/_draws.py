@@ -16,6 +16,10 @@ class DrawsMixin:
     predictive mixture).
     """
 
+    #: The variance ``(O,)`` of each row's outputs about the network's (:meth:`_keep_draws`); None:
+    #: none (and for an estimator pickled before it was kept).
+    _draw_local_variance = None
+
     def _keep_draws(self, theta, noise_std=None, weights=None, local_variance=None):
         """Keep weight rows ``(S, K)``, their weights ``(S,)`` (None: equal),
         for a regressor with a homoscedastic noise their noise std ``(S, O)``
@@ -30,15 +34,13 @@ class DrawsMixin:
     def _outputs(self, X, posterior=None):
         """The network over every kept row, weighted."""
         posterior = self.posterior_ if posterior is None else posterior
-        return nonlinear_pushforward(self._model, posterior.samples, X, posterior.weights,
-                                     getattr(self, "_draw_local_variance", None))
+        return nonlinear_pushforward(self._model, posterior.samples, X, posterior.weights, self._draw_local_variance)
 
     def _sample_outputs(self, X, n_samples, generator):
         weights = self.posterior_.weights
         index = choice(generator, weights, n_samples)
         noise_std = None if self._draw_noise is None else self._draw_noise[index].unsqueeze(1)
         outputs = self._model(self.posterior_.samples[index], X)
-        local_variance = getattr(self, "_draw_local_variance", None)
-        if local_variance is not None:
-            outputs = outputs + local_variance.sqrt() * standard_normal(generator, outputs)
+        if self._draw_local_variance is not None:
+            outputs = outputs + self._draw_local_variance.sqrt() * standard_normal(generator, outputs)
         return outputs, noise_std

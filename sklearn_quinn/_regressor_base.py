@@ -91,11 +91,15 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         """Keep the network-unit noise ``(O,)`` and report ``noise_std_`` in units of y
         (None under the heteroscedastic likelihood, whose noise varies with the inputs)."""
         self._noise_std = noise_std
-        if noise_std is None:
-            self.noise_std_ = None
-            return
-        in_y_units = noise_std.cpu().numpy().astype(np.float64) * self._y_scale
-        self.noise_std_ = float(in_y_units[0]) if self._single_output else in_y_units
+        self.noise_std_ = self._std_in_y_units(noise_std)
+
+    def _std_in_y_units(self, std):
+        """A network-unit std per output ``(O,)`` in the units of y: a float for one target, an
+        array ``(n_targets,)`` for several (None stays None)."""
+        if std is None:
+            return None
+        in_y_units = self._to_numpy(std) * self._y_scale
+        return float(in_y_units[0]) if self._single_output else in_y_units
 
     # -------------------------------------------------------------- predict
     def _sample_outputs(self, X, n_samples, generator):

@@ -6,7 +6,6 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from joblib import Parallel, delayed, effective_n_jobs
-from sklearn.base import is_regressor
 from sklearn.utils._param_validation import Interval
 
 from .._core.curvature import AUTO_MAX_FULL_PARAMS
@@ -48,9 +47,6 @@ class EnsembleMixin(DrawsMixin):
             self.prior_precisions_ = dict.fromkeys(ParameterGroups.of(self._model).names, self.prior_std**-2)
         noise_std = [likelihood.member_noise_std(Y.shape[1]) for likelihood in likelihoods]
         self._keep_draws(theta, None if noise_std[0] is None else torch.cat(noise_std), local_variance=local_variance)
-        if is_regressor(self):
-            member_std = None if local_variance is None else local_variance.sqrt().cpu().numpy() * self._y_scale
-            self.member_std_ = member_std if member_std is None or not self._single_output else float(member_std[0])
 
     def _local_variance(self, X, Y):
         """The variance ``(O,)`` (network units) by which each member's outputs spread about its
@@ -168,6 +164,11 @@ class BaseEnsembleRegressor(EnsembleMixin, BaseBayesianRegressor):
         **BaseBayesianRegressor._parameter_constraints,
         **EnsembleMixin._ensemble_constraints,
     }
+
+    def _fit(self, X, Y):
+        super()._fit(X, Y)
+        local_variance = self._draw_local_variance
+        self.member_std_ = self._std_in_y_units(None if local_variance is None else local_variance.sqrt())
 
 
 
