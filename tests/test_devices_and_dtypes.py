@@ -51,7 +51,7 @@ REGRESSORS = [
     # package's defaults, by 1e-9).
     sq.LaplaceRegressor(**FAST, likelihood="heteroscedastic"),
     sq.MCMCRegressor(**CHAINS),
-    sq.MCMCRegressor(**CHAINS, sampler="nuts", max_tree_depth=5),
+    sq.MCMCRegressor(**CHAINS, sampler="nuts", max_tree_depth=3),
     sq.MCMCRegressor(**CHAINS, sampler="sghmc", hyperprior="empirical"),
     sq.DeepEnsembleRegressor(**FAST, n_estimators=3),
     sq.RMSRegressor(**FAST, n_estimators=3),

@@ -408,16 +408,18 @@ def wave():
 
 #: 95% coverage in the lowest- and the highest-noise third of the test inputs.
 COVERAGE = (0.88, 0.99)
-#: The heteroscedastic fit's test NLL per point is at least this much below the Gaussian fit's.
+#: The heteroscedastic fit's test NLL per point is at least this much below the best
+#: homoscedastic predictive's, which is 0.28 above the true heteroscedastic predictive's.
 NLL_GAIN = 0.1
 
 
 #: Known gap, measured: BBB trains the noise head under draws from q, and
 #: E[exp(2 s)] over them inflates the noise where it is small (Jensen): its
-#: NLL gains 0.08, not 0.1, on its Gaussian fit. (MC dropout had the same gap
-#: at a fixed rate 0.1; its learned rates fall far enough to close it.)
+#: NLL, 1.197, gains 0.08 on its own Gaussian fit but stays 0.04 above the best
+#: homoscedastic predictive's, 1.154. (MC dropout had the same gap at a fixed
+#: rate 0.1; its learned rates fall far enough to close it.)
 KNOWN_GAPS = {
-    BBBRegressor: "the NLL gain over the Gaussian fit is 0.08",
+    BBBRegressor: "the NLL is 0.04 above the best homoscedastic predictive's",
 }
 
 
@@ -429,13 +431,20 @@ KNOWN_GAPS = {
     ids=by_name,
 )
 def test_heteroscedastic_fit_follows_noise_growing_with_x(estimator, wave):
-    """300 rows of ``sin(x) + (0.1 + 0.4 |x|) eps`` on [-3, 3], each family at its defaults."""
+    """300 rows of ``sin(x) + (0.1 + 0.4 |x|) eps`` on [-3, 3], each family at its defaults.
+
+    The NLL is held against the best homoscedastic predictive, the true mean
+    with the constant std that fits the true noise best, which no Gaussian
+    predictive of constant std beats in expectation (any other mean or std adds
+    to the expected NLL): the families' own homoscedastic fits measured
+    1.16-1.28 against its 1.154, so the margin is at least as clear as against
+    them, without a second fit."""
     (X, y, _), (X_test, y_test, noise) = wave
     model = estimator(likelihood="heteroscedastic", random_state=0).fit(X, y)
     parts = model.predict_uncertainty(X_test)
-    gaussian_mean, gaussian_std = estimator(random_state=0).fit(X, y).predict(X_test, return_std=True)
+    best_homoscedastic = np.full_like(noise, np.sqrt(np.mean(noise**2)))
     nll = metrics.gaussian_nll(y_test, parts.mean, parts.std)
-    assert nll <= metrics.gaussian_nll(y_test, gaussian_mean, gaussian_std) - NLL_GAIN
+    assert nll <= metrics.gaussian_nll(y_test, np.sin(X_test[:, 0]), best_homoscedastic) - NLL_GAIN
     thirds = np.digitize(noise, np.quantile(noise, [1 / 3, 2 / 3]))
     for third in (0, 2):
         rows = thirds == third

@@ -34,7 +34,7 @@ def banana_log_density(x):
     return -0.5 * x[:, 0].square() - 0.5 * ((x[:, 1] - x[:, 0].square()) / 0.5).square()
 
 
-def _run(log_density, sampler, n_samples=2000, step_size=0.3, seed=0, n_chains=8, target_acceptance=None):
+def _run(log_density, sampler, n_samples=1000, step_size=0.3, seed=0, n_chains=8, target_acceptance=None):
     result = run_chains(
         log_density,
         torch.zeros(n_chains, 2, dtype=torch.float64),
