@@ -3,7 +3,10 @@
 Data: scikit-learn's iris, wine, breast cancer and digits. Splits: ``compare``'s
 (stratified random 80/20, ``random_state`` = split index 0, 1, ...; split 0 is
 ``sklearn-quinn compare <data set>``'s), 20 by default and the same for every
-method, so that differences are paired. Each split runs ``compare``'s own code
+method, so that differences are paired. ``wide``: the wide regression table of
+``bench_defaults_regression.py`` (150 training and 1000 test rows of 40
+features), its targets' signs as two classes, drawn afresh from each split's
+seed. Each split runs ``compare``'s own code
 (``split_table``, ``candidates``, ``fit_and_score``): every estimator in
 ``Pipeline([StandardScaler(), estimator])``, seeded with the split's
 ``random_state``, scored on the test rows (NLL, accuracy, ECE over 15
@@ -35,7 +38,7 @@ LogisticRegression and against the family's own MAP network, with the target of
 issue 17: each difference at most one standard error, and how many splits each
 row has. Per-fit lines go to stderr, the tables to stdout.
 
-    python benchmarks/bench_defaults_classification.py [--datasets iris wine breast_cancer digits] \\
+    python benchmarks/bench_defaults_classification.py [--datasets iris wine breast_cancer digits wide] \\
         [--methods laplace de ...] [--splits 20] [--quick] [--max-epochs N] [--device cpu] [--threads 1] \\
         [--out classification-defaults.jsonl] [--n-jobs 1] [--set NAME=VALUE ...]
 """
@@ -44,6 +47,7 @@ import argparse
 import sys
 
 import numpy as np
+from bench_defaults_regression import wide_split
 from defaults_options import add_defaults_options, add_set_option, pin_threads, set_arguments
 from joblib import delayed
 from records import append_as_they_end, matches, read_lines
@@ -55,7 +59,7 @@ from sklearn_quinn._cli.compare import candidates, classification_scores, fit_an
 from sklearn_quinn._cli.data import load_table
 from sklearn_quinn._cli.methods import METHODS
 
-DATASETS = ("iris", "wine", "breast_cancer", "digits")
+DATASETS = ("iris", "wine", "breast_cancer", "digits", "wide")
 REFERENCE = "sklearn-logistic"
 MAP_NETWORK = "MAP network"
 # The parameters that make a family's MAP network: its backbone and its MAP training.
@@ -103,8 +107,11 @@ def fit_split(data, seed, args, done):
     """The records of split ``seed`` of ``data`` not yet in ``done``: each
     family and the reference, then the MAP network of every family's MAP parameters."""
     pin_threads(args.threads)
-    X, y, _ = load_table(data)
-    X_train, X_test, y_train, y_test = split_table(X, y, True, test_size=0.2, random_state=seed)
+    if data == "wide":
+        X_train, X_test, y_train, y_test = wide_classes(seed)
+    else:
+        X, y, _ = load_table(data)
+        X_train, X_test, y_train, y_test = split_table(X, y, True, test_size=0.2, random_state=seed)
     todo = candidates(args.methods, True, X_train, quick=args.quick, max_epochs=args.max_epochs,
                       random_state=seed, device=args.device, params=dict(args.set))
     base = {"dataset": data, "split": seed, **settings(args), "threads": args.threads}
@@ -124,6 +131,14 @@ def fit_split(data, seed, args, done):
         if identity(record) not in done:
             records.append({**record, **map_network_scores(params, X_train, y_train, X_test, y_test)})
     return records
+
+
+def wide_classes(seed):
+    """``bench_defaults_regression.py``'s wide table (40 features, 5 with a linear signal and the first a
+    ``sin(2 x)`` too, unit noise; 150 training and 1000 test rows, drawn from ``seed``), its targets'
+    signs as two classes: a probit model, where a third of a training row a feature is little to learn from."""
+    X_train, X_test, y_train, y_test = wide_split(seed)
+    return X_train, X_test, (y_train > 0).astype(int), (y_test > 0).astype(int)
 
 
 def paired(values, baseline):

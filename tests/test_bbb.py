@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 import torch
 from scipy.stats import norm
-from sklearn.datasets import load_iris
 from sklearn.linear_model import BayesianRidge
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from skorch.callbacks import Callback
 
 from sklearn_quinn import BBBClassifier, BBBRegressor
+from sklearn_quinn._core.evidence import ParameterGroups
 from sklearn_quinn._core.likelihoods import GaussianLikelihood
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 from sklearn_quinn._core.priors import ScaleMixturePrior
@@ -60,9 +60,10 @@ def test_estimated_noise(linear_data):
 # ------------------------------------------------------------ the learned prior
 # A linear network ([X, 1] w: three coefficients, then the bias) with Gaussian
 # noise has a closed-form ELBO, and for any prior variances a closed-form best
-# factored q: the exact posterior mean, variances 1 / diag(precision).
+# factored q: the exact posterior mean, variances 1 / diag(precision). Each
+# coefficient reads one input column, so each is a group of its own (ARD).
 
-LINEAR_GROUPS = [3, 1]
+LINEAR_GROUPS = [1, 1, 1, 1]
 
 
 def linear_elbo(design, y, mean, variance, prior_variance):
@@ -94,7 +95,7 @@ def test_learned_prior_and_q_maximise_the_elbo(linear_data):
                        random_state=0).fit(X, y)
     mean, variance = reg.posterior_.mean.numpy(), reg.posterior_.std.numpy() ** 2
     second_moments = np.split(mean**2 + variance, np.cumsum(LINEAR_GROUPS)[:-1])
-    assert list(reg.prior_precisions_) == ["0.weight", "0.bias"]
+    assert list(reg.prior_precisions_) == ["0.weight[:, 0]", "0.weight[:, 1]", "0.weight[:, 2]", "0.bias"]
     np.testing.assert_allclose(list(reg.prior_precisions_.values()), [1 / m.mean() for m in second_moments],
                                rtol=1e-12)
 
@@ -102,7 +103,7 @@ def test_learned_prior_and_q_maximise_the_elbo(linear_data):
     prior_variance = np.repeat([1 / p for p in reg.prior_precisions_.values()], LINEAR_GROUPS)
     fitted = linear_elbo(design, y, mean, variance, prior_variance)
     for scale in [0.5, 2.0]:
-        for group in [np.array([1, 1, 1, 0]), np.array([0, 0, 0, 1]), np.ones(4)]:
+        for group in [*np.eye(4), np.ones(4)]:
             scaled = prior_variance * scale**group
             assert fitted > linear_elbo(design, y, *best_factored_q(design, y, scaled), scaled)
 
@@ -119,21 +120,23 @@ def test_learned_kl_is_a_function_of_q_alone():
     - sum_g log sigma`` (to 1e-12), and any other prior variance of a group
     gives a larger KL."""
     model = FunctionalModel(build_mlp(3, 2, [4]))
+    groups = ParameterGroups.of(model)  # the first layer's three input columns apart
     generator = torch.Generator().manual_seed(0)
     mean = 0.5 * torch.randn(model.n_params, generator=generator, dtype=torch.float64)
     std = 0.1 + torch.rand(model.n_params, generator=generator, dtype=torch.float64)
-    prior = EmpiricalBayesPrior(model.sizes)
+    prior = EmpiricalBayesPrior(groups.index)
     kl = kl_divergence(mean, std, None, prior)
-    groups = (mean.square() + std.square()).split(model.sizes)
-    by_hand = [0.5 * len(g) * math.log(g.mean()) - s.log().sum() for g, s in zip(groups, std.split(model.sizes))]
+    members = [groups.index == group for group in range(len(groups))]
+    second_moments = mean.square() + std.square()
+    by_hand = [0.5 * int(m.sum()) * math.log(second_moments[m].mean()) - std[m].log().sum() for m in members]
     np.testing.assert_allclose(prior.group_kl_divergences(mean, std).numpy(), by_hand, rtol=1e-12)
     assert float(kl) == pytest.approx(math.fsum(by_hand), rel=1e-12)
     variances = prior.variances(mean, std)
-    for group in range(len(model.sizes)):
+    for group in range(len(groups)):
         for scale in [0.9, 1.1]:
             other = variances.clone()
             other[group] *= scale
-            prior_std = other.sqrt().repeat_interleave(torch.tensor(model.sizes))
+            prior_std = groups.expand(other).sqrt()
             ratio = (std / prior_std).square()
             assert float(0.5 * (ratio + (mean / prior_std).square() - 1 - ratio.log()).sum()) > float(kl)
 
@@ -145,12 +148,13 @@ def test_collapsed_group_stops_at_the_floor():
     gradient are finite."""
     mean = torch.zeros(5)
     std = torch.full((5,), 1e-25, requires_grad=True)
-    prior = EmpiricalBayesPrior([3, 2])
+    groups = torch.tensor([0, 0, 0, 1, 1])
+    prior = EmpiricalBayesPrior(groups)
     torch.testing.assert_close(prior.variances(mean, std), torch.full((2,), MIN_PRIOR_VARIANCE))
     kl = kl_divergence(mean, std, None, prior)
     kl.backward()
     assert torch.isfinite(kl) and torch.isfinite(std.grad).all()
-    assert torch.isnan(kl_divergence(mean, std, None, EmpiricalBayesPrior([3, 2], min_variance=0.0)))
+    assert torch.isnan(kl_divergence(mean, std, None, EmpiricalBayesPrior(groups, min_variance=0.0)))
 
 
 def test_prior_is_fixed_for_the_warmup_epochs_then_learned(wave_data):
@@ -166,29 +170,52 @@ def test_prior_is_fixed_for_the_warmup_epochs_then_learned(wave_data):
 
 
 def test_pruned_weight_matrix_is_reported():
-    """On iris (150 rows) the ELBO of a 1x16 network prefers q = its learned
-    prior on the first layer's weights, which cuts the outputs off the inputs
-    (probabilities near the class frequencies); the fit says so from the
-    user's line, and a fixed prior fits. (With the linear skip path, the
-    default, the inputs keep a path to the outputs.)"""
-    X, y = load_iris(return_X_y=True)
+    """On 150 rows of 40 features, five of which carry the signal, the ELBO of
+    a 1x16 network without the linear skip path prefers q = its learned prior
+    on the first layer's weights, which cuts the outputs off the inputs
+    (probabilities of one half); the fit says so from the user's line, and a
+    fixed prior fits. (With the linear skip path, the default, the inputs
+    keep a path to the outputs.)"""
+    rng = np.random.RandomState(0)
+    X = rng.randn(150, 40)
+    y = (X[:, :5] @ np.array([1.0, -1.0, 0.5, 0.5, -0.5]) + 0.5 * rng.logistic(size=150) > 0).astype(int)
     with pytest.warns(UserWarning, match="pruned every weight of 0.weight") as record:
-        clf = BBBClassifier(hidden_layer_sizes=(16,), prior_std=None, linear_skip=False, random_state=0).fit(X, y)
+        clf = BBBClassifier(hidden_layer_sizes=(16,), prior_std=None, linear_skip=False, max_epochs=300,
+                            random_state=0).fit(X, y)
     assert record[0].filename == __file__
-    np.testing.assert_allclose(clf.predict_proba(X), 1 / 3, atol=0.05)
+    np.testing.assert_allclose(clf.predict_proba(X), 0.5, atol=0.05)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert BBBClassifier(hidden_layer_sizes=(16,), prior_std=1.0, linear_skip=False,
+        assert BBBClassifier(hidden_layer_sizes=(16,), prior_std=1.0, linear_skip=False, max_epochs=300,
                              random_state=0).fit(X, y).score(X, y) > 0.9
+
+
+@pytest.mark.parametrize("pruned, warns", [(["linear.weight"], False), (["mlp.0.weight"], False),
+                                           (["mlp.2.weight", "linear.weight"], True)])
+def test_pruning_warns_only_where_every_path_from_the_inputs_is_cut(pruned, warns):
+    """A pruned linear skip beside a hidden path that carries the data (or the
+    reverse) is the prior choosing one model; both cut, the outputs ignore the inputs."""
+    reg = BBBRegressor()
+    reg._model = FunctionalModel(build_mlp(2, 1, [4], linear_skip=True))
+    mean, std = torch.ones(reg._model.n_params, dtype=torch.float64), torch.full((reg._model.n_params,), 0.1)
+    for name, piece in zip(reg._model.names, torch.arange(reg._model.n_params).split(reg._model.sizes)):
+        if name in pruned:  # q is N(0, 0.1**2) there: its learned prior, a KL of 0
+            mean[piece] = 0.0
+    prior = EmpiricalBayesPrior(ParameterGroups.of(reg._model).index)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        reg._warn_if_pruned(prior, mean, std.double())
+    assert [str(w.message).startswith(f"the learned prior pruned every weight of {', '.join(pruned)}")
+            for w in record] == ([True] if warns else [])
 
 
 @pytest.mark.parametrize("params, precision", [({"prior_std": 0.5}, 4.0),
                                                ({"prior_pi": 0.5, "prior_sigma1": 1.0, "prior_sigma2": 0.5}, 1.6)])
 def test_prior_precisions_of_a_fixed_prior(wave_data, params, precision):
-    """``prior_std**-2`` for every tensor; for a scale mixture (which ignores
+    """``prior_std**-2`` for every group; for a scale mixture (which ignores
     ``prior_std``) one over its variance, here 1 / (0.5 * 1 + 0.5 * 0.25)."""
     reg = small(max_epochs=2, **params).fit(*wave_data)
-    names = [name for name, _ in build_mlp(2, 1, [8], linear_skip=True).named_parameters()]
+    names = ParameterGroups.of(FunctionalModel(build_mlp(2, 1, [8], linear_skip=True))).names
     assert reg.prior_precisions_ == {name: pytest.approx(precision, rel=1e-12) for name in names}
 
 

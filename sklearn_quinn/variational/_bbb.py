@@ -7,6 +7,7 @@ import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._classifier_base import SAMPLE_PREDICTIVES, BaseBayesianClassifier
+from .._core.evidence import ParameterGroups
 from .._core.network import FunctionalModel, LinearSkipMLP
 from .._core.posterior import GaussianPosterior
 from .._core.priors import ScaleMixturePrior
@@ -26,8 +27,9 @@ INITIAL_STD = 1e-3
 PRIOR_WARMUP_FRACTION = 0.25
 WARMUP_PRIOR_STD = 1.0
 
-#: ``KL(q || learned prior)`` of a group of weights (nats) below which ``q`` is
-#: its prior there: the data moved none of its weights, and the group is pruned
+#: ``KL(q || learned prior)`` of a parameter tensor (nats, summed over its
+#: groups) below which ``q`` is its prior there: the data moved none of its
+#: weights, and the tensor is pruned
 #: (a bias may be; a weight matrix of a multilayer perceptron cuts the outputs
 #: off the inputs).
 PRUNED_KL = 1.0
@@ -54,12 +56,12 @@ class VariationalMixin:
     def _weight_prior(self, model):
         """The prior of ``model``'s weights: the scale mixture of ``prior_pi``,
         else ``N(0, prior_std**2)`` (a mixture of one component), else (``prior_std=None``)
-        a Gaussian per parameter tensor learned with ``q``."""
+        a Gaussian per group of the evidence (a parameter tensor, or an input column) learned with ``q``."""
         if self.prior_pi is not None:
             return ScaleMixturePrior(self.prior_pi, self.prior_sigma1, self.prior_sigma2)
         if self.prior_std is not None:
             return ScaleMixturePrior(1.0, self.prior_std, self.prior_std)
-        return EmpiricalBayesPrior(model.sizes)
+        return EmpiricalBayesPrior(ParameterGroups.of(model).index)
 
     def _prior_schedule(self, prior, n_epochs):
         """The prior that training starts with, and the callbacks that change it."""
@@ -70,25 +72,32 @@ class VariationalMixin:
         return warmup_prior, [("prior_warmup", PriorWarmup(prior, warmup_prior, n_warmup))]
 
     def _keep_prior_precisions(self, prior, mean, std):
-        """``prior_precisions_``: one over the prior variance of a weight, for each parameter tensor."""
+        """``prior_precisions_``: one over the prior variance of a weight, for each group of the evidence."""
+        groups = ParameterGroups.of(self._model)
         if isinstance(prior, EmpiricalBayesPrior):
             precisions = (1 / prior.variances(mean, std)).tolist()
         elif prior.gaussian_std is not None:
-            precisions = [prior.gaussian_std**-2] * len(self._model.names)
+            precisions = [prior.gaussian_std**-2] * len(groups)
         else:
-            precisions = [1 / (prior.pi * prior.sigma1**2 + (1 - prior.pi) * prior.sigma2**2)] * len(self._model.names)
-        self.prior_precisions_ = dict(zip(self._model.names, precisions))
+            precisions = [1 / (prior.pi * prior.sigma1**2 + (1 - prior.pi) * prior.sigma2**2)] * len(groups)
+        self.prior_precisions_ = dict(zip(groups.names, precisions))
 
     def _warn_if_pruned(self, prior, mean, std):
-        """Warn when the learned prior pruned a whole weight matrix (``q`` is its prior there), unless a
-        linear skip path it left keeps the outputs on the inputs (the prior then chose the linear model)."""
+        """Warn when the learned prior pruned a weight matrix (``q`` is its prior there) on every path
+        from the inputs to the outputs: one of the layers', and the linear skip's where there is one.
+        A pruned skip beside a hidden path that carries the data is the prior choosing the network, and
+        a pruned hidden path beside the skip its choosing the linear model."""
+        groups = ParameterGroups.of(self._model)
+        kl = prior.group_kl_divergences(mean, std)
+        tensor_kl = kl.new_zeros(len(groups.tensor_names)).index_add_(0, groups.tensors.to(kl.device), kl)
         pruned = [
             name
-            for name, shape, kl in zip(self._model.names, self._model.shapes, prior.group_kl_divergences(mean, std))
+            for name, shape, kl in zip(groups.tensor_names, groups.shapes, tensor_kl)
             if len(shape) > 1 and kl < PRUNED_KL
         ]
-        linear_path_kept = isinstance(self._model.module, LinearSkipMLP) and "linear.weight" not in pruned
-        if pruned and not linear_path_kept:
+        skip = isinstance(self._model.module, LinearSkipMLP)
+        hidden_path_cut = any(name != "linear.weight" for name in pruned) if skip else bool(pruned)
+        if hidden_path_cut and (not skip or "linear.weight" in pruned):
             warnings.warn(
                 f"the learned prior pruned every weight of {', '.join(pruned)} (q is its prior there, to within "
                 f"{PRUNED_KL:g} nat), so the network's outputs hardly depend on its inputs. On few rows the ELBO "
@@ -144,8 +153,10 @@ class BBBRegressor(VariationalMixin, BaseBayesianRegressor):
     ``q(w) = N(mu, diag(softplus(rho)**2))``, trained through skorch on the
     minibatch evidence lower bound (ELBO). By default the prior is learned
     from the data (empirical Bayes): ``N(0, s_g**2)`` on the weights of each
-    parameter tensor ``g`` (each layer's weight matrix and bias apart), with
-    ``s_g**2`` at its ELBO-maximising value for the current ``q``,
+    group ``g`` of the Laplace evidence (each layer's weight matrix and bias
+    apart, and each input column of the matrices that read the inputs apart:
+    automatic relevance determination), with ``s_g**2`` at its
+    ELBO-maximising value for the current ``q``,
     ``mean over g of (mu**2 + sigma**2)``. Each step evaluates
     ``n_mc_samples`` reparameterised weight draws as one batch. The
     observation noise is fixed (``noise_std``) or a point estimate trained
@@ -176,8 +187,8 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
         As for :class:`~sklearn_quinn.LaplaceRegressor`; here they set the
         ELBO's optimisation.
     prior_std : float > 0 or None, default=None
-        None learns one prior variance per parameter tensor with ``q``
-        (``prior_precisions_``). A float is the standard deviation of a fixed
+        None learns one prior variance per group (a parameter tensor, or an
+        input column) with ``q`` (``prior_precisions_``). A float is the standard deviation of a fixed
         Gaussian prior ``N(0, prior_std**2)`` on every weight, as in every
         family (in the network's units, where the standardised target has
         std 1). Ignored when ``prior_pi`` is a float.
@@ -203,8 +214,9 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
     posterior_ : GaussianPosterior
         ``q``: its mean and diagonal std.
     prior_precisions_ : dict of str to float
-        For each parameter tensor of the backbone (by its name in
-        ``module.named_parameters()``), one over the prior variance of its
+        For each group of the backbone's weights (a parameter tensor by its
+        name in ``module.named_parameters()``, or an input column as
+        ``'mlp.0.weight[:, 2]'``), one over the prior variance of its
         weights: learned (``prior_std=None``), ``prior_std**-2``, or one over
         the variance of the scale mixture
         ``prior_pi * prior_sigma1**2 + (1 - prior_pi) * prior_sigma2**2``.
@@ -315,9 +327,8 @@ random_state, verbose
     prior_std : float > 0 or None, default=1.0
         As for :class:`BBBRegressor`, but a fixed ``N(0, 1)`` by default: on
         a hundred or a few hundred rows the ELBO of a learned prior (None)
-        can prune a whole layer, leaving probabilities that ignore the inputs
-        (it does on iris and wine; see the variational page of the
-        documentation).
+        can prune the hidden layer and under-fit (it does on iris and wine;
+        see the variational page of the documentation).
     predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \
 'mean_field_2'}, default=None
         None averages the softmax over the draws; the others need ``moment_match=True``.

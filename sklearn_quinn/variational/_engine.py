@@ -18,8 +18,9 @@ the same draws for a scale mixture.
 
 The Gaussian prior is fixed, or learned from the data (empirical Bayes,
 :class:`EmpiricalBayesPrior`): ``N(0, s_g**2)`` on each group ``g`` of
-weights (a parameter tensor of the backbone), whose variance maximising the
-ELBO for the current ``q`` is ``s_g**2 = mean over g of (mean**2 + std**2)``.
+weights (the evidence's groups: a parameter tensor of the backbone, or an
+input column of a matrix that reads the inputs), whose variance maximising
+the ELBO for the current ``q`` is ``s_g**2 = mean over g of (mean**2 + std**2)``.
 
 The skorch criterion and callback that train ``q`` with these pieces live in
 :mod:`sklearn_quinn.variational._skorch`.
@@ -99,17 +100,27 @@ class EmpiricalBayesPrior:
     an alternation with an EM step every epoch (or every 10 or 50) reaches the
     same fixed point, having only lagged behind ``q`` on the way.
 
+    A group per input column of the matrices that read the inputs
+    (:class:`~sklearn_quinn._core.evidence.ParameterGroups`, as the Laplace
+    evidence has them) is automatic relevance determination: with one
+    variance for a whole matrix, the few columns the targets depend on pay a
+    KL of about ``mean**2 / (2 s_g**2)`` each against a variance that the
+    many irrelevant columns hold small, and on few rows the ELBO prefers to
+    prune the matrix; a column's own variance follows its weights. Mean-field
+    variational networks under-fit on small data by this pruning (Trippe and
+    Turner 2018, "Overpruning in variational Bayesian neural networks").
+
     Parameters
     ----------
-    sizes : list of int
-        The number of weights in each group, in the order of the flat ``theta``
-        (``FunctionalModel.sizes``: one group per parameter tensor).
+    index : tensor of shape (K,)
+        The group of each weight of the flat ``theta``, ``0 .. G - 1``
+        (``ParameterGroups.index``).
     min_variance : float, default=MIN_PRIOR_VARIANCE
     """
 
-    def __init__(self, sizes, min_variance=MIN_PRIOR_VARIANCE):
-        self.sizes = torch.tensor(sizes)
-        self.group_index = torch.repeat_interleave(torch.arange(len(sizes)), self.sizes)
+    def __init__(self, index, min_variance=MIN_PRIOR_VARIANCE):
+        self.group_index = torch.as_tensor(index)
+        self.sizes = torch.bincount(self.group_index)
         self.min_variance = min_variance
 
     def second_moments(self, mean, std):
