@@ -245,7 +245,7 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
     >>> reg.posterior_.std.shape
     torch.Size([50])
     >>> list(reg.prior_precisions_)
-    ['mlp.0.weight', 'mlp.0.bias', 'mlp.2.weight', 'mlp.2.bias', 'linear.weight']
+    ['mlp.0.weight[:, 0]', 'mlp.0.bias', 'mlp.2.weight', 'mlp.2.bias', 'linear.weight[:, 0]']
     >>> reg.sample_y(X[:2], n_samples=3).shape
     (2, 3)
     """
