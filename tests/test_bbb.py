@@ -201,10 +201,10 @@ def test_pruning_warns_only_where_every_path_from_the_inputs_is_cut(pruned, warn
     for name, piece in zip(reg._model.names, torch.arange(reg._model.n_params).split(reg._model.sizes)):
         if name in pruned:  # q is N(0, 0.1**2) there: its learned prior, a KL of 0
             mean[piece] = 0.0
-    prior = EmpiricalBayesPrior(ParameterGroups.of(reg._model).index)
+    groups = ParameterGroups.of(reg._model)
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
-        reg._warn_if_pruned(prior, mean, std.double())
+        reg._warn_if_pruned(EmpiricalBayesPrior(groups.index), mean, std.double(), groups)
     assert [str(w.message).startswith(f"the learned prior pruned every weight of {', '.join(pruned)}")
             for w in record] == ([True] if warns else [])
 

@@ -53,15 +53,15 @@ class VariationalMixin:
         likelihood = self._fit_variational(X, Y, self._likelihood(Y))
         self._keep_noise(likelihood.output_noise_std(Y.shape[1]))
 
-    def _weight_prior(self, model):
-        """The prior of ``model``'s weights: the scale mixture of ``prior_pi``,
-        else ``N(0, prior_std**2)`` (a mixture of one component), else (``prior_std=None``)
-        a Gaussian per group of the evidence (a parameter tensor, or an input column) learned with ``q``."""
+    def _weight_prior(self, groups):
+        """The prior of the weights: the scale mixture of ``prior_pi``, else ``N(0, prior_std**2)``
+        (a mixture of one component), else (``prior_std=None``) a Gaussian per group of ``groups``,
+        the evidence's (a parameter tensor, or an input column), learned with ``q``."""
         if self.prior_pi is not None:
             return ScaleMixturePrior(self.prior_pi, self.prior_sigma1, self.prior_sigma2)
         if self.prior_std is not None:
             return ScaleMixturePrior(1.0, self.prior_std, self.prior_std)
-        return EmpiricalBayesPrior(ParameterGroups.of(model).index)
+        return EmpiricalBayesPrior(groups.index)
 
     def _prior_schedule(self, prior, n_epochs):
         """The prior that training starts with, and the callbacks that change it."""
@@ -71,9 +71,8 @@ class VariationalMixin:
         n_warmup = int(PRIOR_WARMUP_FRACTION * n_epochs)
         return warmup_prior, [("prior_warmup", PriorWarmup(prior, warmup_prior, n_warmup))]
 
-    def _keep_prior_precisions(self, prior, mean, std):
-        """``prior_precisions_``: one over the prior variance of a weight, for each group of the evidence."""
-        groups = ParameterGroups.of(self._model)
+    def _keep_prior_precisions(self, prior, mean, std, groups):
+        """``prior_precisions_``: one over the prior variance of a weight, for each of ``groups``."""
         if isinstance(prior, EmpiricalBayesPrior):
             precisions = (1 / prior.variances(mean, std)).tolist()
         elif prior.gaussian_std is not None:
@@ -82,12 +81,11 @@ class VariationalMixin:
             precisions = [1 / (prior.pi * prior.sigma1**2 + (1 - prior.pi) * prior.sigma2**2)] * len(groups)
         self.prior_precisions_ = dict(zip(groups.names, precisions))
 
-    def _warn_if_pruned(self, prior, mean, std):
+    def _warn_if_pruned(self, prior, mean, std, groups):
         """Warn when the learned prior pruned a weight matrix (``q`` is its prior there) on every path
         from the inputs to the outputs: one of the layers', and the linear skip's where there is one.
         A pruned skip beside a hidden path that carries the data is the prior choosing the network, and
-        a pruned hidden path beside the skip its choosing the linear model."""
-        groups = ParameterGroups.of(self._model)
+        a pruned hidden path beside the skip its choosing the linear model (``groups``: the prior's)."""
         kl = prior.group_kl_divergences(mean, std)
         tensor_kl = kl.new_zeros(len(groups.tensor_names)).index_add_(0, groups.tensors.to(kl.device), kl)
         pruned = [
@@ -111,7 +109,8 @@ class VariationalMixin:
         batch_size = self._batch_size(len(X))
         with self._seeded(self._map_seed):
             self._model = FunctionalModel(self._build_module(X.shape[1], self._n_outputs(Y)))
-            prior = self._weight_prior(self._model)
+            groups = ParameterGroups.of(self._model)
+            prior = self._weight_prior(groups)
             n_epochs = self._n_epochs(len(X))
             initial_prior, prior_callbacks = self._prior_schedule(prior, n_epochs)
             mean = self._model.flatten()
@@ -140,9 +139,9 @@ class VariationalMixin:
         module = self.net_.module_
         mean, std = module.mean.detach(), module.std.detach()
         self.posterior_ = GaussianPosterior.from_std(mean, std)
-        self._keep_prior_precisions(prior, mean, std)
+        self._keep_prior_precisions(prior, mean, std, groups)
         if isinstance(prior, EmpiricalBayesPrior):
-            self._warn_if_pruned(prior, mean, std)
+            self._warn_if_pruned(prior, mean, std, groups)
         return self.net_.criterion_.likelihood
 
 
