@@ -9,6 +9,7 @@ class BayesianLinearRegression:
     """Exact posterior of ``y = [X, 1] w + noise`` with ``w ~ N(0, prior_std^2 I)``.
 
     The weight order is that of ``nn.Linear``: the coefficients, then the bias.
+    ``prior_std`` may be an array, a std per weight (not for :meth:`log_evidence`).
     """
 
     def __init__(self, X, y, noise_std, prior_std):

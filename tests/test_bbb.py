@@ -12,7 +12,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from skorch.callbacks import Callback
 
-from sklearn_quinn import BBBClassifier, BBBRegressor
+from sklearn_quinn import BBBClassifier, BBBRegressor, LaplaceRegressor
 from sklearn_quinn._core.evidence import ParameterGroups
 from sklearn_quinn._core.likelihoods import GaussianLikelihood
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
@@ -44,6 +44,26 @@ def test_linear_model_optimum_is_the_mean_field_posterior(linear_data, device):
     reg = BBBRegressor(hidden_layer_sizes=(), noise_std=NOISE, prior_std=PRIOR_STD,
                        normalize_y=False, n_mc_samples=8, lr=0.02, random_state=0, device=device).fit(X, y)
     exact = BayesianLinearRegression(X, y, NOISE, PRIOR_STD)
+    mean_field_std = 1 / np.sqrt(np.diag(exact.precision))
+    assert (np.abs(reg.posterior_.mean.cpu().numpy() - exact.mean) < 0.1 * mean_field_std).all()
+    np.testing.assert_allclose(reg.posterior_.std.cpu().numpy(), mean_field_std, rtol=0.1)
+
+
+def test_evidence_prior_is_the_maps_and_q_its_mean_field_posterior(linear_data):
+    """``prior_learning='evidence'`` learns the precisions as the other families
+    do (those of a LaplaceRegressor of the same settings, to 1e-9) and holds them:
+    for a linear model q's optimum is then the mean-field posterior under them
+    (the first test's tolerances)."""
+    X, y = linear_data
+    params = dict(hidden_layer_sizes=(), noise_std=NOISE, normalize_y=False, lr=0.02, random_state=0)
+    reg = BBBRegressor(**params, prior_learning="evidence", n_mc_samples=8).fit(X, y)
+    laplace = LaplaceRegressor(**params).fit(X, y)
+    assert reg.prior_precisions_ == {name: pytest.approx(value, rel=1e-9)
+                                     for name, value in laplace.prior_precisions_.items()}
+    assert reg.evidence_history_ == laplace.evidence_history_
+    groups = ParameterGroups.of(reg._model)
+    precisions = torch.tensor([reg.prior_precisions_[name] for name in groups.names])
+    exact = BayesianLinearRegression(X, y, NOISE, groups.expand(precisions).rsqrt().numpy())
     mean_field_std = 1 / np.sqrt(np.diag(exact.precision))
     assert (np.abs(reg.posterior_.mean.cpu().numpy() - exact.mean) < 0.1 * mean_field_std).all()
     np.testing.assert_allclose(reg.posterior_.std.cpu().numpy(), mean_field_std, rtol=0.1)
@@ -173,21 +193,24 @@ def test_pruned_weight_matrix_is_reported():
     """On 150 rows of 40 features, five of which carry the signal, the ELBO of
     a 1x16 network without the linear skip path prefers q = its learned prior
     on the first layer's weights, which cuts the outputs off the inputs
-    (probabilities of one half); the fit says so from the user's line, and a
-    fixed prior fits. (With the linear skip path, the default, the inputs
-    keep a path to the outputs.)"""
+    (probabilities of one half); the fit says so from the user's line. The
+    prior learned by the Laplace evidence of a MAP network (the classifier's
+    default) predicts 500 new rows, and so does a fixed one. (With the linear
+    skip path, the default, the inputs keep a path to the outputs.)"""
     rng = np.random.RandomState(0)
-    X = rng.randn(150, 40)
-    y = (X[:, :5] @ np.array([1.0, -1.0, 0.5, 0.5, -0.5]) + 0.5 * rng.logistic(size=150) > 0).astype(int)
+    X = rng.randn(650, 40)
+    y = (X[:, :5] @ np.array([1.0, -1.0, 0.5, 0.5, -0.5]) + 0.5 * rng.logistic(size=650) > 0).astype(int)
+    (X, X_test), (y, y_test) = np.split(X, [150]), np.split(y, [150])
     with pytest.warns(UserWarning, match="pruned every weight of 0.weight") as record:
-        clf = BBBClassifier(hidden_layer_sizes=(16,), prior_std=None, linear_skip=False, max_epochs=300,
+        clf = BBBClassifier(hidden_layer_sizes=(16,), prior_learning="elbo", linear_skip=False, max_epochs=300,
                             random_state=0).fit(X, y)
     assert record[0].filename == __file__
     np.testing.assert_allclose(clf.predict_proba(X), 0.5, atol=0.05)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert BBBClassifier(hidden_layer_sizes=(16,), prior_std=1.0, linear_skip=False, max_epochs=300,
-                             random_state=0).fit(X, y).score(X, y) > 0.9
+        for prior in [{}, {"prior_std": 1.0}]:
+            assert BBBClassifier(hidden_layer_sizes=(16,), linear_skip=False, max_epochs=300, random_state=0,
+                                 **prior).fit(X, y).score(X_test, y_test) > 0.75
 
 
 @pytest.mark.parametrize("pruned, warns", [(["linear.weight"], False), (["mlp.0.weight"], False),
@@ -343,6 +366,7 @@ def test_same_random_state_same_predictions(wave_data):
         ({"prior_std": "1.0"}, "prior_std"),
         ({"prior_sigma2": -1.0}, "prior_sigma2"),
         ({"kl_weighting": "graves"}, "kl_weighting"),
+        ({"prior_learning": "marglik"}, "prior_learning"),
         ({"n_mc_samples": 0}, "n_mc_samples"),
     ],
 )

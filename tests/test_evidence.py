@@ -619,17 +619,11 @@ def test_prior_std_scale_with_a_fixed_prior_is_refused(estimator):
         estimator(prior_std=0.5, prior_std_scale=2.0).fit(X, y)
 
 
-# Bayes by backprop's classifier keeps a fixed N(0, 1): with a learned prior, the
-# mean-field ELBO of a 1x50 network prefers pruning it to uniform probabilities
-# on iris and wine (see docs/variational.rst). MCMC and SMC sample the prior
-# precisions under hyperpriors by default.
-FIXED_PRIOR_BY_DEFAULT = {"BBBClassifier"}
-
-
 @pytest.mark.parametrize("estimator", ALL_ESTIMATORS, ids=lambda cls: cls.__name__)
 def test_the_prior_is_learned_by_default(estimator):
-    expected = 1.0 if estimator.__name__ in FIXED_PRIOR_BY_DEFAULT else None
-    assert estimator().prior_std == expected
+    """Every estimator learns its prior by default (MCMC and SMC sample the
+    precisions under hyperpriors)."""
+    assert estimator().prior_std is None
 
 
 def test_learned_noise_stays_within_the_targets_spread():

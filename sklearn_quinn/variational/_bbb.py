@@ -10,7 +10,7 @@ from .._classifier_base import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from .._core.evidence import ParameterGroups
 from .._core.network import FunctionalModel, LinearSkipMLP
 from .._core.posterior import GaussianPosterior
-from .._core.priors import ScaleMixturePrior
+from .._core.priors import GaussianPrior, ScaleMixturePrior
 from .._map import TensorBatches, train_net
 from .._regressor_base import BaseBayesianRegressor
 from ..base import MAP_TRAINING_CONSTRAINTS
@@ -44,6 +44,7 @@ class VariationalMixin:
         "prior_sigma1": [Interval(Real, 0, None, closed="neither")],
         "prior_sigma2": [Interval(Real, 0, None, closed="neither")],
         "n_mc_samples": [Interval(Integral, 1, None, closed="left")],
+        "prior_learning": [StrOptions({"elbo", "evidence"})],
         "kl_weighting": [StrOptions({"uniform", "blundell"})],
         "n_samples": [Interval(Integral, 1, None, closed="left")],
     }
@@ -53,15 +54,22 @@ class VariationalMixin:
         likelihood = self._fit_variational(X, Y, self._likelihood(Y))
         self._keep_noise(likelihood.output_noise_std(Y.shape[1]))
 
-    def _weight_prior(self, groups):
+    def _weight_prior(self, groups, X, Y):
         """The prior of the weights: the scale mixture of ``prior_pi``, else ``N(0, prior_std**2)``
         (a mixture of one component), else (``prior_std=None``) a Gaussian per group of ``groups``,
-        the evidence's (a parameter tensor, or an input column), learned with ``q``."""
+        the evidence's (a parameter tensor, or an input column): learned with ``q``
+        (``prior_learning='elbo'``), or learned by the Laplace evidence of a MAP network trained on
+        ``X, Y`` and held fixed (``'evidence'``)."""
         if self.prior_pi is not None:
             return ScaleMixturePrior(self.prior_pi, self.prior_sigma1, self.prior_sigma2)
         if self.prior_std is not None:
             return ScaleMixturePrior(1.0, self.prior_std, self.prior_std)
-        return EmpiricalBayesPrior(groups.index)
+        if self.prior_learning == "elbo":
+            return EmpiricalBayesPrior(groups.index)
+        # The MAP's own seeded RNG is forked from, and given back to, the caller's: q's means
+        # start at the initial weights the MAP started from.
+        _, _, prior, _ = self._fit_map(X, Y)
+        return prior
 
     def _prior_schedule(self, prior, n_epochs):
         """The prior that training starts with, and the callbacks that change it."""
@@ -72,7 +80,10 @@ class VariationalMixin:
         return warmup_prior, [("prior_warmup", PriorWarmup(prior, warmup_prior, n_warmup))]
 
     def _keep_prior_precisions(self, prior, mean, std, groups):
-        """``prior_precisions_``: one over the prior variance of a weight, for each of ``groups``."""
+        """``prior_precisions_``: one over the prior variance of a weight, for each of ``groups``
+        (the evidence's prior: kept by the MAP's fit)."""
+        if isinstance(prior, GaussianPrior):
+            return
         if isinstance(prior, EmpiricalBayesPrior):
             precisions = (1 / prior.variances(mean, std)).tolist()
         elif prior.gaussian_std is not None:
@@ -105,12 +116,15 @@ class VariationalMixin:
 
     def _fit_variational(self, X, Y, likelihood):
         """Train ``q`` on the ELBO of ``likelihood``; sets ``posterior_``,
-        ``prior_precisions_``, ``net_`` and ``_model``, and returns the trained likelihood."""
+        ``prior_precisions_``, ``evidence_history_``, ``net_`` and ``_model``, and returns
+        the trained likelihood."""
         batch_size = self._batch_size(len(X))
         with self._seeded(self._map_seed):
-            self._model = FunctionalModel(self._build_module(X.shape[1], self._n_outputs(Y)))
-            groups = ParameterGroups.of(self._model)
-            prior = self._weight_prior(groups)
+            model = FunctionalModel(self._build_module(X.shape[1], self._n_outputs(Y)))
+            groups = ParameterGroups.of(model)
+            self.evidence_history_ = []
+            prior = self._weight_prior(groups, X, Y)  # the evidence's sets its MAP's _model and history
+            self._model = model
             n_epochs = self._n_epochs(len(X))
             initial_prior, prior_callbacks = self._prior_schedule(prior, n_epochs)
             mean = self._model.flatten()
@@ -187,10 +201,23 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
         ELBO's optimisation.
     prior_std : float > 0 or None, default=None
         None learns one prior variance per group (a parameter tensor, or an
-        input column) with ``q`` (``prior_precisions_``). A float is the standard deviation of a fixed
-        Gaussian prior ``N(0, prior_std**2)`` on every weight, as in every
-        family (in the network's units, where the standardised target has
-        std 1). Ignored when ``prior_pi`` is a float.
+        input column; ``prior_precisions_``) as ``prior_learning`` says. A
+        float is the standard deviation of a fixed Gaussian prior
+        ``N(0, prior_std**2)`` on every weight, as in every family (in the
+        network's units, where the standardised target has std 1). Ignored
+        when ``prior_pi`` is a float.
+    prior_learning : {'elbo', 'evidence'}, default='elbo'
+        How ``prior_std=None`` learns the prior. 'elbo': with ``q``, at the
+        variances that maximise the ELBO (above). 'evidence': as every other
+        optimisation family learns it, by the Laplace evidence of a MAP
+        network trained first (the cost of one more MAP fit), then held fixed
+        while ``q`` trains from the same initial weights. The ELBO's optimum
+        over the prior favours priors under which the factored ``q`` is a
+        tight bound, and prunes (Turner and Sahani 2011, "Two problems with
+        variational expectation maximisation for time-series models"); the
+        Laplace evidence, of a Gaussian with the curvature's correlations,
+        is not tied to ``q``'s factorisation. Ignored with a float
+        ``prior_std`` or ``prior_pi``.
     prior_pi : float in [0, 1] or None, default=None
         None uses the Gaussian prior of ``prior_std``. A float selects
         Blundell et al.'s fixed scale mixture ``prior_pi N(0, prior_sigma1**2)
@@ -219,6 +246,9 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
         weights: learned (``prior_std=None``), ``prior_std**-2``, or one over
         the variance of the scale mixture
         ``prior_pi * prior_sigma1**2 + (1 - prior_pi) * prior_sigma2**2``.
+    evidence_history_ : list of dict
+        With ``prior_learning='evidence'``: the MAP's evidence updates, as
+        for :class:`~sklearn_quinn.LaplaceRegressor`; else empty.
     noise_std_ : float or ndarray of shape (n_targets,)
         Observation noise std in the units of y.
     net_ : skorch.NeuralNet
@@ -264,6 +294,7 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
         noise_std=None,
         likelihood="gaussian",
         prior_std=None,
+        prior_learning="elbo",
         prior_pi=None,
         prior_sigma1=1.0,
         prior_sigma2=0.1,
@@ -289,6 +320,7 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
         self.noise_std = noise_std
         self.likelihood = likelihood
         self.prior_std = prior_std
+        self.prior_learning = prior_learning
         self.prior_pi = prior_pi
         self.prior_sigma1 = prior_sigma1
         self.prior_sigma2 = prior_sigma2
@@ -323,11 +355,13 @@ class BBBClassifier(VariationalMixin, BaseBayesianClassifier):
 kl_weighting, n_samples, lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, \
 random_state, verbose
         As for :class:`BBBRegressor`.
-    prior_std : float > 0 or None, default=1.0
-        As for :class:`BBBRegressor`, but a fixed ``N(0, 1)`` by default: on
-        a hundred or a few hundred rows the ELBO of a learned prior (None)
-        can prune the hidden layer and under-fit (it does on iris and wine;
-        see the variational page of the documentation).
+    prior_std : float > 0 or None, default=None
+        As for :class:`BBBRegressor`.
+    prior_learning : {'elbo', 'evidence'}, default='evidence'
+        As for :class:`BBBRegressor`, but the Laplace evidence by default: on
+        a hundred or a few hundred rows the ELBO's own learned prior
+        (``'elbo'``) can prune the hidden layer and under-fit (it does on
+        iris and wine; see the variational page of the documentation).
     predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \
 'mean_field_2'}, default=None
         None averages the softmax over the draws; the others need ``moment_match=True``.
@@ -340,6 +374,9 @@ random_state, verbose
         ``q``: its mean and diagonal std.
     prior_precisions_ : dict of str to float
         As for :class:`BBBRegressor`.
+    evidence_history_ : list of dict
+        With ``prior_learning='evidence'``: the MAP's evidence updates, as
+        for :class:`~sklearn_quinn.LaplaceClassifier`; else empty.
     net_ : skorch.NeuralNet
 
     Examples
@@ -366,7 +403,8 @@ random_state, verbose
         *,
         linear_skip=True,
         module=None,
-        prior_std=1.0,
+        prior_std=None,
+        prior_learning="evidence",
         prior_pi=None,
         prior_sigma1=1.0,
         prior_sigma2=0.1,
@@ -391,6 +429,7 @@ random_state, verbose
         self.linear_skip = linear_skip
         self.module = module
         self.prior_std = prior_std
+        self.prior_learning = prior_learning
         self.prior_pi = prior_pi
         self.prior_sigma1 = prior_sigma1
         self.prior_sigma2 = prior_sigma2

@@ -32,6 +32,8 @@ import torch
 from torch import nn
 from torch.nn.functional import softplus
 
+from .._core.priors import GaussianPrior
+
 #: Floor of a learned prior variance (network units, where the standardised
 #: target has std 1). A group of weights that the data do not need collapses
 #: onto its prior (``q -> prior``, ``s_g -> 0``, automatic relevance
@@ -159,18 +161,18 @@ def kl_divergence(mean, std, theta, prior):
     mean, std : tensor of shape (K,)
     theta : tensor of shape (S, K) or None
         Draws from ``q``, used only when ``prior`` is not a single Gaussian.
-    prior : ScaleMixturePrior or EmpiricalBayesPrior
+    prior : ScaleMixturePrior, GaussianPrior or EmpiricalBayesPrior
 
     Returns
     -------
     tensor of shape ()
-        The closed form for a Gaussian prior (``prior.gaussian_std`` set, or
-        the learned prior), else the Monte Carlo mean of ``log q - log p``
-        over ``theta``.
+        The closed form for a Gaussian prior (``prior.gaussian_std`` set, a
+        ``GaussianPrior`` of a std per weight, or the learned prior), else the
+        Monte Carlo mean of ``log q - log p`` over ``theta``.
     """
     if isinstance(prior, EmpiricalBayesPrior):
         return prior.kl_divergence(mean, std)
-    prior_std = prior.gaussian_std
+    prior_std = prior.std if isinstance(prior, GaussianPrior) else prior.gaussian_std
     if prior_std is not None:
         ratio = (std / prior_std).square()
         return 0.5 * (ratio + (mean / prior_std).square() - 1 - ratio.log()).sum()
@@ -193,7 +195,7 @@ def negative_elbo(outputs, y, theta, mean, std, *, likelihood, prior, n_train, k
     mean, std : tensor of shape (K,)
         ``q``'s parameters.
     likelihood : GaussianLikelihood or CategoricalLikelihood
-    prior : ScaleMixturePrior or EmpiricalBayesPrior
+    prior : ScaleMixturePrior, GaussianPrior or EmpiricalBayesPrior
     n_train : int
         Training rows ``N``.
     kl_weight : float, default=1.0

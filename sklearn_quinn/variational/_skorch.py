@@ -15,7 +15,7 @@ class NegativeELBO(nn.Module):
     Parameters
     ----------
     n_train : int
-    prior : ScaleMixturePrior
+    prior : ScaleMixturePrior, GaussianPrior or EmpiricalBayesPrior
     likelihood : GaussianLikelihood or CategoricalLikelihood
         A submodule, so that skorch trains its parameters (a Gaussian noise
         is then a point estimate, trained with the ELBO).
