@@ -16,10 +16,6 @@ class DrawsMixin:
     predictive mixture).
     """
 
-    #: The variance ``(O,)`` of each row's outputs about the network's (:meth:`_keep_draws`); None:
-    #: none (and for an estimator pickled before it was kept).
-    _draw_local_variance = None
-
     def _keep_draws(self, theta, noise_std=None, weights=None, local_variance=None):
         """Keep weight rows ``(S, K)``, their weights ``(S,)`` (None: equal),
         for a regressor with a homoscedastic noise their noise std ``(S, O)``

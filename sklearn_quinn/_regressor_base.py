@@ -10,6 +10,8 @@ from sklearn.utils import Bunch, check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, validate_data
 
+from ._core.curvature import AUTO_MAX_FULL_PARAMS
+from ._core.evidence import LaplaceEvidence, ParameterGroups
 from ._core.likelihoods import GaussianLikelihood, HeteroscedasticGaussianLikelihood
 from ._core.pushforward import GaussianPredictive
 from ._core.rng import prediction_generator, standard_normal
@@ -101,11 +103,40 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         in_y_units = self._to_numpy(std) * self._y_scale
         return float(in_y_units[0]) if self._single_output else in_y_units
 
+    def _local_std_in_y_units(self):
+        """``_draw_local_variance`` as a std in the units of y (None: none)."""
+        variance = self._draw_local_variance
+        return self._std_in_y_units(None if variance is None else variance.sqrt())
+
     # -------------------------------------------------------------- predict
     def _sample_outputs(self, X, n_samples, generator):
-        """Network outputs ``(n_samples, N, O)`` for fresh weight draws, and the
-        observation noise std of each draw (broadcastable to the outputs)."""
-        return self._model(self.posterior_.sample(n_samples, generator), X), self._noise_std
+        """Network outputs ``(n_samples, N, O)`` for fresh weight draws (each spread by the local
+        variance, where there is one), and the observation noise std of each draw
+        (broadcastable to the outputs)."""
+        outputs = self._model(self.posterior_.sample(n_samples, generator), X)
+        if self._draw_local_variance is not None:
+            outputs = outputs + self._draw_local_variance.sqrt() * standard_normal(generator, outputs)
+        return outputs, self._noise_std
+
+    def _mean_local_variance(self, X, Y, noise_std):
+        """The mean over the training rows ``X, Y`` (network units) of the Laplace posterior's
+        output variance about the network ``_model`` under ``prior_precisions_`` and the noise
+        ``noise_std`` (network units), shape ``(O,)``: ``noise_std**2 gamma / (N O)`` with ``gamma``
+        the well-determined parameters (MacKay 1992, "A practical Bayesian framework for
+        backpropagation networks"); exact for a linear model, whose leverages sum to ``gamma``.
+        Where a family's own spread of the outputs collapses (an ensemble's members reaching one
+        function, dropout's learned rates falling to zero), this is the spread about each of its
+        functions that the evidence's noise leaves out: that noise is the residuals' variance
+        over ``N - gamma`` degrees of freedom, not ``N``."""
+        theta = self._model.flatten()
+        groups = ParameterGroups.of(self._model)
+        precision = torch.as_tensor(np.array(list(self.prior_precisions_.values())), dtype=torch.float64)
+        likelihood = self._likelihood(Y, noise_std=noise_std).frozen(Y.shape[1])
+        evidence = LaplaceEvidence(self._model, theta, self._tensor(X), self._tensor(Y), likelihood, groups,
+                                   max_full_params=AUTO_MAX_FULL_PARAMS)
+        well_determined = float(evidence.well_determined(precision).sum())
+        noise_variance = torch.as_tensor(noise_std, dtype=theta.dtype, device=theta.device).square()
+        return noise_variance * well_determined / Y.size
 
     def predict(self, X, return_std=False, return_cov=False):
         """Predictive mean, with the total predictive std or covariance on request.

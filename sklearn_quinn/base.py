@@ -93,6 +93,12 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         "verbose": ["verbose"],
     }
 
+    #: The variance ``(O,)`` (network units) of the outputs about each weight draw's network, by
+    #: which a family spreads them where its draws leave out part of the posterior (the deep
+    #: ensemble's members, MC dropout at its learned rates); None: none (and for an estimator
+    #: pickled before it was kept).
+    _draw_local_variance = None
+
     # ------------------------------------------------------------------ fit
     def fit(self, X, y):
         """Fit the posterior over the network's weights.
@@ -321,10 +327,11 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
     def _outputs(self, X, posterior=None):
         """Distribution of the network outputs at ``X`` under ``posterior``
         (default ``posterior_``): the nonlinear pushforward of ``n_samples``
-        weight draws, the same draws at every call."""
+        weight draws, the same draws at every call, each spread by
+        ``_draw_local_variance`` where there is one."""
         posterior = self.posterior_ if posterior is None else posterior
         theta = posterior.sample(self.n_samples, prediction_generator(self._sample_seed))
-        return nonlinear_pushforward(self._model, theta, X)
+        return nonlinear_pushforward(self._model, theta, X, local_variance=self._draw_local_variance)
 
     def _validated_inputs(self, X):
         check_is_fitted(self)

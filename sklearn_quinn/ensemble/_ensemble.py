@@ -8,8 +8,7 @@ import torch
 from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.utils._param_validation import Interval
 
-from .._core.curvature import AUTO_MAX_FULL_PARAMS
-from .._core.evidence import LaplaceEvidence, ParameterGroups
+from .._core.evidence import ParameterGroups
 from .._core.network import FunctionalModel
 from .._core.priors import GaussianPrior
 from .._draws import DrawsMixin
@@ -52,9 +51,8 @@ class EnsembleMixin(DrawsMixin):
         """The variance ``(O,)`` (network units) by which each member's outputs spread about its
         own, or None: for the deep ensemble's regressor under a Gaussian likelihood whose prior
         and noise the MAP network learned (:meth:`_hyperparameters`), the mean over the training
-        rows of the Laplace posterior's output variance about that MAP, ``noise_std**2 gamma /
-        (N O)`` with ``gamma`` its well-determined parameters (MacKay 1992); exact for a linear
-        model, whose leverages sum to ``gamma``.
+        rows of the Laplace posterior's output variance about that MAP
+        (:meth:`~sklearn_quinn._regressor_base.BaseBayesianRegressor._mean_local_variance`).
 
         Under the learned prior the members' objective is nearly convex and they reach one
         function: their spread is not the posterior's (``benchmarks/bench_member_spread.py``).
@@ -66,15 +64,7 @@ class EnsembleMixin(DrawsMixin):
         # prior_precisions_ is None where the prior and the noise were both fixed: no MAP was trained.
         if not self._local_posteriors or self.likelihood != "gaussian" or self.prior_precisions_ is None:
             return None
-        theta = self._model.flatten()
-        groups = ParameterGroups.of(self._model)
-        precision = torch.as_tensor(np.array(list(self.prior_precisions_.values())), dtype=torch.float64)
-        likelihood = self._likelihood(Y, noise_std=self._member_noise).frozen(Y.shape[1])
-        evidence = LaplaceEvidence(self._model, theta, self._tensor(X), self._tensor(Y), likelihood, groups,
-                                   max_full_params=AUTO_MAX_FULL_PARAMS)
-        well_determined = float(evidence.well_determined(precision).sum())
-        noise_variance = torch.as_tensor(self._member_noise, dtype=theta.dtype, device=theta.device).square()
-        return noise_variance * well_determined / Y.size
+        return self._mean_local_variance(X, Y, self._member_noise)
 
     def _randomization(self, n_params, target_shape, generator):
         """One member's anchor ``(K,)`` and standard-normal target perturbations
@@ -167,8 +157,7 @@ class BaseEnsembleRegressor(EnsembleMixin, BaseBayesianRegressor):
 
     def _fit(self, X, Y):
         super()._fit(X, Y)
-        local_variance = self._draw_local_variance
-        self.member_std_ = self._std_in_y_units(None if local_variance is None else local_variance.sqrt())
+        self.member_std_ = self._local_std_in_y_units()
 
 
 
