@@ -265,8 +265,10 @@ def test_learned_rates_top_up_the_spread_to_the_map_posterior_s_mean_leverage(li
     nearly all of it, and the predictive variance and ``sample_y`` add it. A fixed rate, the
     user's posterior, gets none."""
     X, y = linear_data
-    torch.manual_seed(0)
-    params = dict(module=nn.Linear(3, 1, dtype=torch.float64), normalize_y=False, random_state=0)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        module = nn.Linear(3, 1, dtype=torch.float64)
+    params = dict(module=module, normalize_y=False, random_state=0)
     reg = MCDropoutRegressor(**params).fit(X, y)
     assert float(reg._draw_local_variance) == 0 and reg.mask_std_ == 0
     fixed = MCDropoutRegressor(**params, dropout_rate=1e-4).fit(X, y)
