@@ -2,7 +2,7 @@
 
 from ._core.posterior import SamplePosterior
 from ._core.pushforward import nonlinear_pushforward
-from ._core.rng import choice, standard_normal
+from ._core.rng import choice
 
 
 class DrawsMixin:
@@ -36,7 +36,4 @@ class DrawsMixin:
         weights = self.posterior_.weights
         index = choice(generator, weights, n_samples)
         noise_std = None if self._draw_noise is None else self._draw_noise[index].unsqueeze(1)
-        outputs = self._model(self.posterior_.samples[index], X)
-        if self._draw_local_variance is not None:
-            outputs = outputs + self._draw_local_variance.sqrt() * standard_normal(generator, outputs)
-        return outputs, noise_std
+        return self._spread_locally(self._model(self.posterior_.samples[index], X), generator), noise_std

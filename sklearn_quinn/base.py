@@ -36,7 +36,7 @@ from ._core.evidence import ParameterGroups
 from ._core.network import ACTIVATIONS, FunctionalModel, build_mlp
 from ._core.priors import GaussianPrior
 from ._core.pushforward import nonlinear_pushforward
-from ._core.rng import prediction_generator
+from ._core.rng import prediction_generator, standard_normal
 from ._map import EvidenceMaximisation, evidence_epochs, fit_map, mean_variances_available
 from ._persistence import DevicePortablePickle, resolve_device
 
@@ -332,6 +332,13 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         posterior = self.posterior_ if posterior is None else posterior
         theta = posterior.sample(self.n_samples, prediction_generator(self._sample_seed))
         return nonlinear_pushforward(self._model, theta, X, local_variance=self._draw_local_variance)
+
+    def _spread_locally(self, outputs, generator):
+        """Weight draws' ``outputs`` ``(S, N, O)``, each spread by a Gaussian of
+        ``_draw_local_variance`` drawn from ``generator`` where there is one."""
+        if self._draw_local_variance is None:
+            return outputs
+        return outputs + self._draw_local_variance.sqrt() * standard_normal(generator, outputs)
 
     def _validated_inputs(self, X):
         check_is_fitted(self)

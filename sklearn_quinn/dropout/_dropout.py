@@ -42,9 +42,10 @@ class MCDropoutMixin:
         self.dropout_rates_ = (self.net_.module_.rates.detach().cpu().numpy().astype(np.float64)
                                if self.dropout_rate == "auto" else np.full(len(blocks), float(self.dropout_rate)))
         self.posterior_ = DropoutPosterior(theta, blocks, self.dropout_rates_)
-        self._keep_noise(likelihood.output_noise_std(Y.shape[1]))
+        noise_std = likelihood.output_noise_std(Y.shape[1])
+        self._keep_noise(noise_std)
         self._draw_local_variance = None  # the masks' own spread first, without a previous fit's
-        self._draw_local_variance = self._local_variance(X, Y, likelihood.output_noise_std(Y.shape[1]))
+        self._draw_local_variance = self._local_variance(X, Y, noise_std)
 
     def _local_variance(self, X, Y, noise_std):
         """The variance ``(O,)`` (network units) by which each mask's outputs spread, or None:
