@@ -199,7 +199,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         self.net_ = None
         return self._model.flatten()
 
-    def _fit_map(self, X, Y, prior_std_scale=1.0):
+    def _fit_map(self, X, Y, prior_std_scale=1.0, *, wrap=None, prior_precision=None):
         """Build the backbone and train it to the MAP of the task's likelihood through skorch.
 
         With ``prior_std=None`` the prior precision of each group of weights (``ParameterGroups``),
@@ -207,10 +207,21 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         maximising the Laplace evidence (:class:`~sklearn_quinn._map.EvidenceMaximisation`),
         the precisions' stds times ``prior_std_scale`` (the family's parameter, where it has one);
         under the heteroscedastic likelihood its updates also give the noise head the
-        means' posterior variances to fit (whatever the prior), as the targets' last columns,
-        where the training loss is deterministic (a point estimate's).
+        means' posterior variances to fit (whatever the prior), as the targets' last columns.
         Sets ``net_``, the private ``_model`` (the backbone as ``f(Theta, X)``),
         ``prior_precisions_`` and ``evidence_history_``.
+
+        Parameters
+        ----------
+        wrap : callable, default=None
+            ``module -> module`` that training runs instead of the backbone (MC dropout's
+            masks). Its loss is random given the weights: the training ends without a
+            full-batch polish, and a noise head fits no means' variances (the masks' spread
+            of the means is already in its fit).
+        prior_precision : tensor of shape (G,), default=None
+            The prior precision of each group, held fixed in place of ``prior_std``: one
+            that an earlier MAP training's evidence learned (the noise, where estimated,
+            is still learned by the evidence at the weights this training reaches).
 
         Returns
         -------
@@ -230,10 +241,13 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
             module = self._build_module(X.shape[1], self._n_outputs(Y))
             model = FunctionalModel(module)  # reads the module's weights as they train
             groups = ParameterGroups.of(model)
-            learn_prior = self.prior_std is None
+            learn_prior = self.prior_std is None and prior_precision is None
             n_epochs = self._n_epochs(len(X))
-            precision = torch.ones(len(groups), dtype=self._dtype) if learn_prior else self.prior_std**-2
-            mean_variance = self._fits_mean_variances(likelihood, Y, module)
+            if prior_precision is not None:
+                precision = prior_precision.to(self._dtype).clone()
+            else:
+                precision = torch.ones(len(groups), dtype=self._dtype) if learn_prior else self.prior_std**-2
+            mean_variance = wrap is None and self._fits_mean_variances(likelihood, Y, module)
             Y_tensor, evidence = self._tensor(Y), None
             targets = likelihood.training_targets(Y_tensor) if mean_variance else Y_tensor
             if learn_prior or likelihood.learn_noise or mean_variance:
@@ -245,7 +259,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
                     precision_factor=prior_std_scale**-2,
                 )
             self.net_ = fit_map(
-                self._training_module(module),
+                module if wrap is None else wrap(module),
                 X.astype(self.dtype),
                 targets,
                 prior_precision=precision,
@@ -261,11 +275,11 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
                 verbose=self.verbose,
                 groups=groups,
                 evidence=evidence,
-                finish=self._deterministic_training_loss,
+                finish=wrap is None,
             )
         self._model = model
         precision = self.net_.criterion_.prior_precision
-        if learn_prior:
+        if self.prior_std is None:
             self.prior_precisions_ = groups.as_dict(precision)
             prior = GaussianPrior(groups.expand(precision.to(self._device)).rsqrt())
         else:
@@ -276,12 +290,11 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
 
     def _fits_mean_variances(self, likelihood, Y, module=None):
         """Whether the MAP's noise head fits the means' posterior variances beside the residuals
-        (see ``HeteroscedasticGaussianLikelihood``): where its likelihood has one, the training
-        loss is deterministic (a random one, dropout's, already averages the fit over its
-        masks' spread of the means) and the evidence gives leverages: the exact curvature (at
-        least at the training's end) or Kronecker factors covering every weight.
+        (see ``HeteroscedasticGaussianLikelihood``): where its likelihood has one and the
+        evidence gives leverages: the exact curvature (at least at the training's end) or
+        Kronecker factors covering every weight.
         ``module``: the backbone (default: one built here)."""
-        if not (likelihood.fits_mean_variance and self._deterministic_training_loss):
+        if not likelihood.fits_mean_variance:
             return False
         if module is None:
             with self._seeded(self._map_seed):
@@ -292,15 +305,6 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         """The evidence updates with the log evidence in the units of y."""
         return [{**update, "log_evidence": update["log_evidence"] - self._log_y_scale_total(n_rows)}
                 for update in history]
-
-    #: Whether the MAP loss is deterministic given the weights, so that the
-    #: training may end with a full-batch L-BFGS polish (:func:`~sklearn_quinn._map.fit_map`).
-    _deterministic_training_loss = True
-
-    def _training_module(self, module):
-        """The module MAP training runs: the backbone itself, unless a family
-        wraps it (MC dropout trains it behind dropout layers)."""
-        return module
 
     def _batch_size(self, n_rows):
         return min(200, n_rows) if self.batch_size == "auto" else min(self.batch_size, n_rows)

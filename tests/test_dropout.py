@@ -203,10 +203,41 @@ def test_rate_zero_is_the_map_network(wave_data):
     np.testing.assert_allclose(std, reg.noise_std_, rtol=1e-12)
 
 
+@pytest.mark.parametrize("task", ["regression", "classification"])
+def test_evidence_prior_is_the_map_network_s(wave_data, task):
+    """prior_learning='evidence' (the classifier's default): the prior's precisions are the
+    Laplace evidence's of the MAP network (the same estimator at dropout_rate=0), and the dropout
+    training runs under them, held fixed: an evidence update of the prior during it would read the
+    curvature at weights that minimise the masks' average loss, not at a mode of the loss the
+    evidence is of. The regressor's noise is learned during the dropout training (more updates),
+    at the weights that predict. 'joint' (the regressor's default) updates the prior there."""
+    X, y = wave_data
+    if task == "regression":
+        def make(**params):
+            return small(prior_learning="evidence", **params)
+        joint = small().fit(X, y)
+        assert joint.prior_learning == "joint" and len(joint.evidence_history_) > 0
+        assert joint.prior_precisions_ != small(dropout_rate=0.0).fit(X, y).prior_precisions_
+    else:
+        y = (y > np.median(y)).astype(int)
+        def make(**params):
+            return MCDropoutClassifier(hidden_layer_sizes=(8,), max_epochs=40, random_state=0, **params)
+    map_network, dropout = make(dropout_rate=0.0).fit(X, y), make().fit(X, y)
+    assert dropout.prior_precisions_ == map_network.prior_precisions_
+    torch.testing.assert_close(dropout.net_.criterion_.prior_precision, map_network.net_.criterion_.prior_precision,
+                               rtol=0, atol=0)
+    n_map_updates = len(map_network.evidence_history_)
+    assert n_map_updates > 0 and dropout.evidence_history_[:n_map_updates] == map_network.evidence_history_
+    n_noise_updates = len(dropout.evidence_history_) - n_map_updates  # the classifier has no noise
+    assert n_noise_updates > 0 if task == "regression" else n_noise_updates == 0
+    assert (dropout.dropout_rates_ > 0).all()
+    assert not torch.equal(dropout.posterior_.theta, map_network.posterior_.theta)  # trained behind the masks
+
+
 def test_classifier_rate_zero_is_the_map_softmax():
     X, y = np.random.RandomState(0).randn(60, 3), np.repeat([0, 1, 2], 20)
     clf = MCDropoutClassifier(hidden_layer_sizes=(8,), max_epochs=30, dropout_rate=0.0, random_state=0).fit(X, y)
-    logits = clf.net_.module_.module(torch.as_tensor(X))
+    logits = clf.net_.module_(torch.as_tensor(X))  # the backbone, trained without dropout layers
     np.testing.assert_allclose(clf.predict_proba(X), torch.softmax(logits, -1).detach().numpy(), rtol=1e-10)
 
 
@@ -325,8 +356,9 @@ def test_same_draws_at_every_call_and_seed(wave_data):
         (dict(dropout_rate="0.1"), "dropout_rate"),
         (dict(n_samples=0), "n_samples"),
         (dict(module=NoLinear()), "nn.Linear"),
+        (dict(prior_learning="marglik"), "prior_learning"),
     ],
-    ids=["rate_one", "rate_negative", "rate_string", "no_samples", "module_without_linear"],
+    ids=["rate_one", "rate_negative", "rate_string", "no_samples", "module_without_linear", "prior_learning"],
 )
 def test_bad_parameters_fail_at_fit(linear_data, params, match):
     X, y = linear_data

@@ -23,6 +23,7 @@ class MCDropoutMixin:
         **MAP_TRAINING_CONSTRAINTS,
         **PRIOR_SCALE_CONSTRAINTS,
         "dropout_rate": [Interval(Real, 0, 1, closed="left"), StrOptions({"auto"})],
+        "prior_learning": [StrOptions({"joint", "evidence"})],
         "n_samples": [Interval(Integral, 1, None, closed="left")],
     }
 
@@ -30,14 +31,25 @@ class MCDropoutMixin:
     #: the learned rates leave it short (:meth:`_local_variance`): the regressor's.
     _local_posteriors = False
 
-    @property
-    def _deterministic_training_loss(self):
-        """Dropout draws a mask per step: the loss is random unless nothing is dropped."""
-        return self.dropout_rate == 0
-
     def _fit(self, X, Y):
-        """Train the network (and the rates) with dropout: the family's part of ``fit``."""
-        theta, likelihood, _, _ = self._fit_map(X, Y, self.prior_std_scale)
+        """Train the network (and the rates) with dropout: the family's part of ``fit``.
+
+        A learned prior is the Laplace evidence's: updated during the dropout training, at
+        its weights without the masks (``prior_learning='joint'``), or that of the MAP
+        network, trained first without dropout, and then held fixed while the network
+        trains behind dropout from the same initial weights (``'evidence'``). An
+        estimated noise is learned during the dropout training either way, at the
+        weights that predict: the MAP's noise, on tables where the dropout training fits
+        less closely than the MAP (UCI yacht), was too small for them."""
+        with self._seeded(self._map_seed):
+            self._refuse_undroppable(self._build_module(X.shape[1], self._n_outputs(Y)))
+        prior_precision, map_history = None, []
+        if self.dropout_rate != 0 and self.prior_std is None and self.prior_learning == "evidence":
+            self._fit_map(X, Y, self.prior_std_scale)
+            prior_precision, map_history = self.net_.criterion_.prior_precision, self.evidence_history_
+        wrap = None if self.dropout_rate == 0 else self._training_module
+        theta, likelihood, _, _ = self._fit_map(X, Y, self.prior_std_scale, wrap=wrap, prior_precision=prior_precision)
+        self.evidence_history_ = map_history + self.evidence_history_
         blocks = linear_input_blocks(self._model.module)
         self.dropout_rates_ = (self.net_.module_.rates.detach().cpu().numpy().astype(np.float64)
                                if self.dropout_rate == "auto" else np.full(len(blocks), float(self.dropout_rate)))
@@ -64,13 +76,17 @@ class MCDropoutMixin:
         masks = self._outputs(self._tensor(X)).variance.mean(0)
         return (self._mean_local_variance(X, Y, noise_std) - masks).clamp(min=0)
 
-    def _training_module(self, module):
-        """The backbone behind dropout on the input of each of its linear layers."""
+    @staticmethod
+    def _refuse_undroppable(module):
+        """Refuse a backbone with no ``nn.Linear`` layer whose inputs dropout could drop."""
         if not linear_input_blocks(module):
             raise ValueError(
                 "MC dropout drops the inputs of the module's nn.Linear layers, and module "
                 f"{type(module).__name__} has none."
             )
+
+    def _training_module(self, module):
+        """The backbone behind dropout on the input of each of its linear layers."""
         return InputDropout(module, None if self.dropout_rate == "auto" else float(self.dropout_rate))
 
 
@@ -89,9 +105,10 @@ class MCDropoutRegressor(MCDropoutMixin, BaseBayesianRegressor):
     parameter too, trained with the weights through relaxed (Concrete) masks
     (Gal, Hron and Kendall 2017): it falls as the data leave less room for
     doubt, where a fixed rate keeps the spread it was given.
+    A learned prior and noise are the Laplace evidence's, updated during the
+    training as the other families' are (``prior_learning``).
     Predictions average the network over ``n_samples`` such draws, the same
-    at every call; the std adds the observation noise, fixed or trained with
-    the network. At learned rates, where the masks' spread over the training
+    at every call; the std adds the observation noise. At learned rates, where the masks' spread over the training
     rows falls short of the Laplace posterior's mean output variance there
     (the rates fall to 1e-4-1e-2 on tables of a few hundred rows and more),
     each draw's outputs are spread by the shortfall, as the deep ensemble's
@@ -114,6 +131,20 @@ lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, d
         layers dropped (the columns of their weights masked); its other
         parameters are left as trained, and a module without ``nn.Linear``
         is refused.
+    prior_learning : {'joint', 'evidence'}, default='joint'
+        How ``prior_std=None`` learns the prior. 'joint': by the Laplace
+        evidence's updates during the dropout training, at its weights
+        without the masks. 'evidence': by the Laplace evidence of the MAP
+        network, trained first without dropout (the cost of one more
+        training), then held fixed while the network trains behind dropout
+        from the same initial weights. The evidence is that of a mode of the
+        loss it was trained on, and the dropout training's weights minimise
+        another loss, the masks' average; where the rates stay high, its
+        updates there can tighten the prior, and the tighter prior raise the
+        rates, until the training prunes a path (the classifier's default is
+        'evidence' for that reason). An estimated noise is learned during the
+        dropout training either way, at the weights that predict. Ignored
+        with a float ``prior_std``.
     dropout_rate : float in [0, 1) or 'auto', default='auto'
         Probability ``p`` of dropping each input of each linear layer, in
         training and in the posterior's draws; 'auto' learns one per layer
@@ -129,9 +160,10 @@ lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, d
         ``'0.weight[:, 2]'``): learned by the evidence (``prior_std=None``)
         or ``1 / prior_std**2``.
     evidence_history_ : list of dict
-        One entry per evidence update of the MAP training (``epoch``,
-        ``stage``, ``log_evidence``, ``noise_std`` in network units, the
-        precision of each group); empty when nothing is learned.
+        One entry per evidence update (``epoch``, ``stage``, ``log_evidence``,
+        ``noise_std`` in network units, the precision of each group): those
+        of the training with dropout, after (``prior_learning='evidence'``)
+        those of the MAP network's; empty when nothing is learned.
     dropout_rates_ : ndarray of shape (n_dropped_matrices,)
         The rate of each dropped weight matrix (one per ``nn.Linear`` whose
         inputs are dropped, a shared weight counted once), learned or
@@ -144,10 +176,11 @@ lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, d
     posterior_ : DropoutPosterior
         The trained weights ``theta``, the weight matrices it masks and their rates.
     noise_std_ : float or ndarray of shape (n_targets,)
-        Observation noise std (trained with the network, or the fixed value), units of y.
+        Observation noise std (learned by the Laplace evidence during the
+        dropout training, or the fixed value), units of y.
     net_ : skorch.NeuralNet
         The skorch net trained with dropout (its module applies dropout only
-        in training mode).
+        in training mode); at ``dropout_rate=0``, the MAP network's.
 
     See Also
     --------
@@ -190,6 +223,7 @@ lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, d
         module=None,
         prior_std=None,
         prior_std_scale=1.0,
+        prior_learning="joint",
         noise_std=None,
         likelihood="gaussian",
         dropout_rate="auto",
@@ -212,6 +246,7 @@ lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, d
         self.module = module
         self.prior_std = prior_std
         self.prior_std_scale = prior_std_scale
+        self.prior_learning = prior_learning
         self.noise_std = noise_std
         self.likelihood = likelihood
         self.dropout_rate = dropout_rate
@@ -247,6 +282,12 @@ class MCDropoutClassifier(MCDropoutMixin, BaseBayesianClassifier):
     hidden_layer_sizes, activation, linear_skip, module, prior_std, prior_std_scale, dropout_rate, n_samples, lr, \
 lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         As for :class:`MCDropoutRegressor`.
+    prior_learning : {'joint', 'evidence'}, default='evidence'
+        As for :class:`MCDropoutRegressor`, but the MAP network's evidence by
+        default: updated during the dropout training, the classifier's prior
+        and rates can feed on each other until the training prunes the hidden
+        path (on the digits it does; see the dropout page of the
+        documentation).
     predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \
 'mean_field_2'}, default=None
         None averages the softmax over the draws; the others need ``moment_match=True``.
@@ -260,9 +301,10 @@ lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, random
         ``'0.weight[:, 2]'``): learned by the evidence (``prior_std=None``)
         or ``1 / prior_std**2``.
     evidence_history_ : list of dict
-        One entry per evidence update of the MAP training (``epoch``,
-        ``stage``, ``log_evidence``, ``noise_std`` in network units, the
-        precision of each group); empty when nothing is learned.
+        One entry per evidence update (``epoch``, ``stage``, ``log_evidence``,
+        ``noise_std`` in network units, the precision of each group): those
+        of the training with dropout, after (``prior_learning='evidence'``)
+        those of the MAP network's; empty when nothing is learned.
     classes_ : ndarray of shape (n_classes,)
     dropout_rates_ : ndarray of shape (n_dropped_matrices,)
         The rate of each dropped weight matrix (one per ``nn.Linear`` whose
@@ -270,7 +312,8 @@ lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, random
         ``dropout_rate``.
     posterior_ : DropoutPosterior
     net_ : skorch.NeuralNet
-        The skorch net trained with dropout.
+        The skorch net trained with dropout; at ``dropout_rate=0``, the MAP
+        network's.
 
     References
     ----------
@@ -305,6 +348,7 @@ lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, random
         module=None,
         prior_std=None,
         prior_std_scale=1.0,
+        prior_learning="evidence",
         dropout_rate="auto",
         n_samples=100,
         predictive=None,
@@ -326,6 +370,7 @@ lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, random
         self.module = module
         self.prior_std = prior_std
         self.prior_std_scale = prior_std_scale
+        self.prior_learning = prior_learning
         self.dropout_rate = dropout_rate
         self.n_samples = n_samples
         self.predictive = predictive
