@@ -47,7 +47,7 @@ class MCDropoutMixin:
         if self.dropout_rate != 0 and self.prior_std is None and self.prior_learning == "evidence":
             self._fit_map(X, Y, self.prior_std_scale)
             prior_precision, map_history = self.net_.criterion_.prior_precision, self.evidence_history_
-        wrap = None if self.dropout_rate == 0 else self._training_module
+        wrap = None if self.dropout_rate == 0 else self._behind_dropout
         theta, likelihood, _, _ = self._fit_map(X, Y, self.prior_std_scale, wrap=wrap, prior_precision=prior_precision)
         self.evidence_history_ = map_history + self.evidence_history_
         blocks = linear_input_blocks(self._model.module)
@@ -85,7 +85,7 @@ class MCDropoutMixin:
                 f"{type(module).__name__} has none."
             )
 
-    def _training_module(self, module):
+    def _behind_dropout(self, module):
         """The backbone behind dropout on the input of each of its linear layers."""
         return InputDropout(module, None if self.dropout_rate == "auto" else float(self.dropout_rate))
 
