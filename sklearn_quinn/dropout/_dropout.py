@@ -107,17 +107,18 @@ class MCDropoutRegressor(MCDropoutMixin, BaseBayesianRegressor):
     doubt, where a fixed rate keeps the spread it was given.
     A learned prior and noise are the Laplace evidence's, updated during the
     training as the other families' are (``prior_learning``).
-    Predictions average the network over ``n_samples`` such draws, the same
-    at every call; the std adds the observation noise. At learned rates, where the masks' spread over the training
-    rows falls short of the Laplace posterior's mean output variance there
-    (the rates fall to 1e-4-1e-2 on tables of a few hundred rows and more),
-    each draw's outputs are spread by the shortfall, as the deep ensemble's
-    members are: the evidence's noise was set beside that variance
-    (``mask_std_``). Each draw masks the weights once for every point, so
-    ``return_cov`` and ``sample_y`` are those of whole functions. The linear
-    skip path (``linear_skip=True``) is not dropped: dropout's spread of a
-    linear map is set by its weights and does not shrink with more data, so
-    that path keeps its trained weights. Cost: one training; prediction runs
+    Predictions average the network over ``n_samples`` such draws, the same at
+    every call; the std adds the observation noise. At learned rates, where
+    the masks' spread over the training rows falls short of the Laplace
+    posterior's mean output variance there (the rates fall to 1e-4-1e-2 on
+    tables of a few hundred rows and more), each draw's outputs are spread by
+    the shortfall, as the deep ensemble's members are: the evidence's noise
+    was set beside that variance (``mask_std_``). Each draw masks the weights
+    once for every point, so ``return_cov`` and ``sample_y`` are those of
+    whole functions. The linear skip path (``linear_skip=True``) is not
+    dropped: dropout's spread of a linear map is set by its weights and does
+    not shrink with more data, so that path keeps its trained weights. Cost:
+    one training (two with ``prior_learning='evidence'``); prediction runs
     ``n_samples`` networks.
 
     At ``dropout_rate=0`` this is the MAP network with its noise.
