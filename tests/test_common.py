@@ -57,7 +57,7 @@ ESTIMATORS = [
     SWAGClassifier(**FIXED_PRIOR, swag_epochs=10, max_rank=4, n_samples=20),
     BBBClassifier(**FAST, n_samples=20),
     MCDropoutClassifier(**FAST, n_samples=20),
-    MCDropoutClassifier(**FAST, dropout_rate=0.3, predictive="mean_field_1", moment_match=True),
+    MCDropoutClassifier(**FAST, dropout_rate=0.3, prior_learning="joint", predictive="mean_field_1", moment_match=True),
     MCMCClassifier(**FIXED_PRIOR, n_samples=20, n_burnin=20, n_leapfrog=3, n_chains=2),
     SMCRegressor(**SMC_FAST),
     SMCRegressor(**SMC_FAST, prior="logistic", prior_std=1.0, noise_std=0.5),
