@@ -6,6 +6,7 @@ import pickle
 import numpy as np
 import pytest
 import torch
+from sklearn.base import clone
 from torch import nn
 
 from sklearn_quinn import MCDropoutClassifier, MCDropoutRegressor, SWAGRegressor
@@ -213,16 +214,12 @@ def test_evidence_prior_is_the_map_network_s(wave_data, task):
     at the weights that predict. 'joint' (the regressor's default) updates the prior there."""
     X, y = wave_data
     if task == "regression":
-        def make(**params):
-            return small(prior_learning="evidence", **params)
-        joint = small().fit(X, y)
-        assert joint.prior_learning == "joint" and len(joint.evidence_history_) > 0
-        assert joint.prior_precisions_ != small(dropout_rate=0.0).fit(X, y).prior_precisions_
+        estimator = small()
     else:
         y = (y > np.median(y)).astype(int)
-        def make(**params):
-            return MCDropoutClassifier(hidden_layer_sizes=(8,), max_epochs=40, random_state=0, **params)
-    map_network, dropout = make(dropout_rate=0.0).fit(X, y), make().fit(X, y)
+        estimator = MCDropoutClassifier(hidden_layer_sizes=(8,), max_epochs=40, random_state=0)
+    map_network = clone(estimator).set_params(dropout_rate=0.0).fit(X, y)
+    dropout = clone(estimator).set_params(prior_learning="evidence").fit(X, y)
     assert dropout.prior_precisions_ == map_network.prior_precisions_
     torch.testing.assert_close(dropout.net_.criterion_.prior_precision, map_network.net_.criterion_.prior_precision,
                                rtol=0, atol=0)
@@ -232,6 +229,10 @@ def test_evidence_prior_is_the_map_network_s(wave_data, task):
     assert n_noise_updates > 0 if task == "regression" else n_noise_updates == 0
     assert (dropout.dropout_rates_ > 0).all()
     assert not torch.equal(dropout.posterior_.theta, map_network.posterior_.theta)  # trained behind the masks
+    if task == "regression":
+        joint = clone(estimator).fit(X, y)
+        assert joint.prior_learning == "joint" and len(joint.evidence_history_) > 0
+        assert joint.prior_precisions_ != map_network.prior_precisions_
 
 
 def test_classifier_rate_zero_is_the_map_softmax():
