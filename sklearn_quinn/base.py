@@ -317,6 +317,17 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         steps_per_epoch = -(-n_rows // self._batch_size(n_rows))
         return max(1, min(AUTO_EPOCHS, AUTO_MAX_STEPS // steps_per_epoch))
 
+    def _n_members(self, n_rows):
+        """``n_estimators``, or for 'auto' the family's ``_auto_members``: its first count, and its
+        second where each member's ``max_epochs='auto'`` training on ``n_rows`` rows is capped at
+        ``AUTO_MAX_STEPS`` steps (above 40,000 rows at the default batch), each member there
+        another capped training."""
+        if self.n_estimators != "auto":
+            return self.n_estimators
+        members, capped_members = self._auto_members
+        capped = self.max_epochs == "auto" and self._n_epochs(n_rows) < AUTO_EPOCHS
+        return capped_members if capped else members
+
     @contextlib.contextmanager
     def _seeded(self, seed):
         """Run a block under a seeded torch RNG, leaving the global one untouched."""

@@ -6,7 +6,7 @@ import torch
 from joblib import parallel_backend
 from torch import nn
 
-from sklearn_quinn import DeepEnsembleRegressor, RMSRegressor
+from sklearn_quinn import DeepEnsembleClassifier, DeepEnsembleRegressor, RMSClassifier, RMSRegressor
 from sklearn_quinn.ensemble._engine import member_subset
 
 from .exact import BayesianLinearRegression
@@ -180,6 +180,7 @@ def test_multi_output(wave_data):
     "params, message",
     [
         ({"n_estimators": 0}, "n_estimators"),
+        ({"n_estimators": "many"}, "n_estimators"),
         ({"data_fraction": 0.0}, "data_fraction"),
         ({"data_fraction": 1.5}, "data_fraction"),
         ({"data_fraction": 0.01}, "leaves no training row"),
@@ -192,6 +193,29 @@ def test_bad_parameters(wave_data, estimator, params, message):
     X, y = wave_data
     with pytest.raises(ValueError, match=message):
         small(estimator, **params).fit(X, y)
+
+
+@pytest.mark.parametrize("estimator, n_rows, params, expected", [
+    (RMSRegressor, 40_000, {}, 20),  # 200 steps an epoch: 1000 epochs are exactly the 200,000-step cap
+    (RMSRegressor, 40_001, {}, 5),  # capped: each member would be another capped training
+    (RMSClassifier, 40_001, {}, 5),
+    (RMSRegressor, 10**6, {"max_epochs": 100}, 20),  # epochs fixed by the user: no cap
+    (RMSRegressor, 10**6, {"n_estimators": 3}, 3),
+    (DeepEnsembleRegressor, 100, {}, 5),
+    (DeepEnsembleClassifier, 40_001, {}, 5),
+])
+def test_auto_members_are_twenty_draws_for_rms_and_five_for_the_deep_ensemble(estimator, n_rows, params,
+                                                                              expected):
+    assert estimator(**params)._n_members(n_rows) == expected
+
+
+@pytest.mark.parametrize("estimator", [RMSRegressor, DeepEnsembleRegressor])
+def test_auto_members_are_the_posterior_s_rows(wave_data, estimator):
+    """The members 'auto' (the default) chose on a small table are the draws predictions average."""
+    X, y = wave_data
+    model = small(estimator, data_fraction=0.5).fit(X, y)
+    assert model.n_estimators_ == (20 if estimator is RMSRegressor else 5)
+    assert model.posterior_.samples.shape[0] == model.n_estimators_
 
 
 def test_criterion_averages_each_member_s_misfit_over_the_batches():

@@ -3,7 +3,7 @@
 import torch
 
 from .._classifier_base import SAMPLE_PREDICTIVES, BaseBayesianClassifier
-from ._ensemble import EnsembleMixin
+from ._ensemble import RMS_AUTO_MEMBERS, EnsembleMixin
 
 _PARAMETERS_DOC = """
     Parameters
@@ -30,8 +30,10 @@ lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, n_
         ``stage``, ``log_evidence``, ``noise_std`` in network units, the
         precision of each group); empty when nothing is learned.
     classes_ : ndarray of shape (n_classes,)
+    n_estimators_ : int
+        The members (``n_estimators``, or the number ``'auto'`` chose).
     posterior_ : SamplePosterior
-        The members' weights, ``(n_estimators, K)``.
+        The members' weights, ``(n_estimators_, K)``.
     net_ : list of skorch.NeuralNet
         The skorch net of each group of members trained together.
     n_features_in_ : int
@@ -57,7 +59,7 @@ class BaseEnsembleClassifier(EnsembleMixin, BaseBayesianClassifier):
         *,
         linear_skip=True,
         module=None,
-        n_estimators=5,
+        n_estimators="auto",
         data_fraction=1.0,
         prior_std=None,
         prior_std_scale=1.0,
@@ -96,8 +98,6 @@ class BaseEnsembleClassifier(EnsembleMixin, BaseBayesianClassifier):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
-
-
 
 
 class DeepEnsembleClassifier(BaseEnsembleClassifier):
@@ -143,6 +143,8 @@ class RMSClassifier(BaseEnsembleClassifier):
     (2,)
     """
     )
+
+    _auto_members = RMS_AUTO_MEMBERS
 
     def _randomization(self, n_params, target_shape, generator):
         return self._anchor(n_params, generator), None
