@@ -71,6 +71,10 @@ MAP_TRAINING_CONSTRAINTS: dict = {
 #: Constraint of ``prior_std_scale``, for the families whose posterior rests on the evidence-trained MAP.
 PRIOR_SCALE_CONSTRAINTS: dict = {"prior_std_scale": [Interval(Real, 0, None, closed="neither")]}
 
+#: Constraint of ``n_estimators``, for the families of several trained networks: an int, or
+#: ``'auto'``, the family's count (:meth:`BaseBayesianNetwork._n_members`).
+MEMBERS_CONSTRAINTS: dict = {"n_estimators": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})]}
+
 
 class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
     """What every estimator shares: a torch backbone, its seeds, device and MAP.

@@ -6,14 +6,14 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from joblib import Parallel, delayed, effective_n_jobs
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval
 
 from .._core.evidence import ParameterGroups
 from .._core.network import FunctionalModel
 from .._core.priors import GaussianPrior
 from .._draws import DrawsMixin
 from .._regressor_base import BaseBayesianRegressor
-from ..base import MAP_TRAINING_CONSTRAINTS, PRIOR_SCALE_CONSTRAINTS
+from ..base import MAP_TRAINING_CONSTRAINTS, MEMBERS_CONSTRAINTS, PRIOR_SCALE_CONSTRAINTS
 from ._engine import member_subset, train_members
 
 #: ``n_estimators='auto'`` of randomized MAP sampling (``_auto_members``): twenty members below
@@ -37,7 +37,7 @@ class EnsembleMixin(DrawsMixin):
     _ensemble_constraints: dict = {
         **MAP_TRAINING_CONSTRAINTS,
         **PRIOR_SCALE_CONSTRAINTS,
-        "n_estimators": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        **MEMBERS_CONSTRAINTS,
         "data_fraction": [Interval(Real, 0, 1, closed="right")],
         "n_jobs": [None, Integral],
     }

@@ -13,7 +13,7 @@ from .._classifier_base import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from .._core.network import FunctionalModel
 from .._members import MemberTrainingMixin
 from .._regressor_base import BaseBayesianRegressor
-from ..base import AUTO_MAX_STEPS, MAP_TRAINING_CONSTRAINTS, PRIOR_SCALE_CONSTRAINTS
+from ..base import AUTO_MAX_STEPS, MAP_TRAINING_CONSTRAINTS, MEMBERS_CONSTRAINTS, PRIOR_SCALE_CONSTRAINTS
 from ..ensemble._engine import train_members
 from ._callbacks import CollectSnapshots
 from ._engine import mixture_posterior
@@ -51,7 +51,7 @@ class SWAGMixin(MemberTrainingMixin):
     _swag_constraints: dict = {
         **MAP_TRAINING_CONSTRAINTS,
         **PRIOR_SCALE_CONSTRAINTS,
-        "n_estimators": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        **MEMBERS_CONSTRAINTS,
         "cov_type": [StrOptions({"lowrank", "diag"})],
         "max_rank": [Interval(Integral, 2, None, closed="left")],
         "cov_scale": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
