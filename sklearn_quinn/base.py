@@ -40,7 +40,8 @@ from ._core.rng import prediction_generator, standard_normal
 from ._map import EvidenceMaximisation, evidence_epochs, fit_map, mean_variances_available
 from ._persistence import DevicePortablePickle, resolve_device
 
-_DTYPES = {"float64": torch.float64, "float32": torch.float32}
+#: The torch dtypes of the ``dtype`` parameter's values.
+DTYPES = {"float64": torch.float64, "float32": torch.float32}
 _MAX_SEED = np.iinfo(np.int32).max
 
 #: Rows of X predicted at once: the draws' outputs (draws x rows x outputs) and a
@@ -91,7 +92,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         "linear_skip": ["boolean"],
         "module": [None, nn.Module, callable],
         "prior_std": [None, Interval(Real, 0, None, closed="neither")],
-        "dtype": [StrOptions(set(_DTYPES))],
+        "dtype": [StrOptions(set(DTYPES))],
         "device": [str, torch.device],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -152,7 +153,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
     def _torch_setup(self):
         """Check ``device`` (``'auto'``: CUDA where there is one) and ``dtype``; keep them as torch objects."""
         self._device = resolve_device(self.device)
-        self._dtype = _DTYPES[self.dtype]
+        self._dtype = DTYPES[self.dtype]
 
     def _tensor(self, array):
         # A copy: validated input may be a read-only memmap, which torch cannot wrap.

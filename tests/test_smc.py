@@ -15,7 +15,7 @@ from sklearn_quinn._core import compiling, likelihoods
 from sklearn_quinn._core.evidence import ParameterGroups
 from sklearn_quinn._core.hyperpriors import GammaHyperprior
 from sklearn_quinn._core.likelihoods import GaussianLikelihood, GaussianStateLikelihood
-from sklearn_quinn._core.log_posterior import hierarchical_log_posterior
+from sklearn_quinn._core.log_posterior import LogPosterior, hierarchical_log_posterior
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 from sklearn_quinn._core.priors import GaussianPrior, LogisticPrior, StatePrior
 from sklearn_quinn.mcmc._kernels import hmc, leapfrog, mala
@@ -106,6 +106,57 @@ def test_leapfrog_with_per_row_lengths_equals_separate_runs():
             torch.testing.assert_close(got[row : row + 1], expected)
 
 
+@pytest.mark.parametrize("lengths", [6, torch.tensor([6, 3, 1])], ids=["one length", "per-row lengths"])
+def test_leapfrog_kicked_by_a_float32_force_is_reversible_and_ends_at_the_exact_value(linear_data, lengths):
+    """A density with a ``force`` (here the float32 gradient of a linear model's log
+    posterior): the kicks take it, so the end points differ from the exact gradient's
+    by its rounding alone; the values there are the density's own; and the steps are
+    reversible, the momentum flipped at the end taking every row back to its start
+    within float64 rounding, which is what keeps the accept step exact."""
+    X, y = linear_data
+    model = FunctionalModel(build_mlp(2, 1, ()).double())
+    likelihood = GaussianStateLikelihood(model, torch.tensor(X), torch.tensor(y[:, None]),
+                                         torch.tensor([0.4], **DOUBLE))
+    likelihood.set_force_dtype(torch.float32)
+    density = LogPosterior(likelihood, StatePrior(GaussianPrior(1.0), model.n_params))
+    generator = torch.Generator().manual_seed(0)
+    position = 0.5 * torch.randn(3, model.n_params, generator=generator, **DOUBLE)
+    momentum = torch.randn(3, model.n_params, generator=generator, **DOUBLE)
+    epsilon, inverse_mass = torch.full((3, 1), 0.02, **DOUBLE), torch.ones(3, model.n_params, **DOUBLE)
+    start_force = density.force(position)
+    end, end_momentum, value, force = leapfrog(density, position, momentum, start_force, epsilon, inverse_mass, lengths)
+    torch.testing.assert_close(value, density(end), rtol=0, atol=0)
+    torch.testing.assert_close(force, density.force(end), rtol=0, atol=0)
+    exact_end = leapfrog(lambda rows: density(rows), position, momentum, density.value_and_grad(position)[1], epsilon,
+                         inverse_mass, lengths)[0]
+    assert not torch.equal(end, exact_end)
+    torch.testing.assert_close(end, exact_end, rtol=1e-5, atol=1e-6)
+    back, _, back_value, _ = leapfrog(density, end, -end_momentum, force, epsilon, inverse_mass, lengths)
+    torch.testing.assert_close(back, position, rtol=0, atol=1e-12)
+    torch.testing.assert_close(back_value, density(position), rtol=1e-12, atol=1e-10)
+
+
+def test_a_likelihood_force_is_its_gradient_in_the_dtype_set(linear_data):
+    """``set_force_dtype``: the force is the gradient evaluated by a float32 copy of the data
+    and network (within float32 rounding of the float64 one, in float64), counted as a
+    gradient; the data's own dtype, or none set, leaves no force."""
+    X, y = linear_data
+    model = FunctionalModel(build_mlp(2, 1, (4,)).double())
+    likelihood = GaussianStateLikelihood(model, torch.tensor(X), torch.tensor(y[:, None]),
+                                         torch.tensor([0.4], **DOUBLE))
+    assert likelihood.force is None
+    rows = torch.randn(5, model.n_params, generator=torch.Generator().manual_seed(0), **DOUBLE)
+    _, gradient = likelihood.value_and_grad(rows)
+    likelihood.set_force_dtype(torch.float32)
+    force = likelihood.force(rows)
+    assert force.dtype == torch.float64 and likelihood.n_gradient_rows == 5 + 5
+    assert not torch.equal(force, gradient)
+    torch.testing.assert_close(force, gradient, rtol=1e-5, atol=1e-5 * float(gradient.abs().max()))
+    assert model.module[0].weight.dtype == torch.float64  # the copy's network is its own
+    likelihood.set_force_dtype(torch.float64)
+    assert likelihood.force is None
+
+
 def test_leapfrog_refuses_unsorted_per_row_lengths():
     position = torch.zeros(2, 1, **DOUBLE)
     with pytest.raises(ValueError, match="sorted longest first"):
@@ -127,28 +178,35 @@ def test_logistic_prior_density_gradient_and_std():
 
 
 # ------------------------------------------------------- exact answers
-def _linear_smc(X, y, noise_std, prior_std, seed, n_particles=1000, **settings):
+def _linear_smc(X, y, noise_std, prior_std, seed, n_particles=1000, force_dtype=torch.float64, **settings):
     model = FunctionalModel(build_mlp(2, 1, ()).double())
     log_likelihood = GaussianStateLikelihood(
         model, torch.tensor(X), torch.tensor(y[:, None]), torch.tensor([noise_std], **DOUBLE)
     )
+    log_likelihood.set_force_dtype(force_dtype)
     prior = StatePrior(GaussianPrior(prior_std), model.n_params)
     generator = torch.Generator().manual_seed(seed)
     return run_smc(log_likelihood, prior, prior.sample(n_particles, generator), target_ess=0.8, n_mcmc_steps=5,
                    step_size=0.5, n_leapfrog=10, generator=generator, **settings)
 
 
+#: The moves' kicks: the exact gradient, and the float32 one (a force; the accept steps exact).
+KICKS = pytest.mark.parametrize("force_dtype", [torch.float64, torch.float32], ids=["exact kicks", "float32 kicks"])
+
+
+@KICKS
 @pytest.mark.parametrize("waste_free", [False, True], ids=["standard", "waste-free"])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_engine_evidence_and_mean_of_a_linear_model(linear_data, seed, waste_free):
+def test_engine_evidence_and_mean_of_a_linear_model(linear_data, seed, waste_free, force_dtype):
     """A linear model with Gaussian noise and prior: the log evidence within
     0.3 nats of the closed form (seed-to-seed std measured ~0.1 at 1000
     particles, 0.08 waste-free over 10 seeds), the weighted particle mean
     within 4 Monte Carlo errors of the exact mean, counting the particles'
-    ESS / 10 as independent (moves, and waste-free's chains, correlate them)."""
+    ESS / 10 as independent (moves, and waste-free's chains, correlate them).
+    The same with the leapfrog steps kicked by the float32 gradient."""
     X, y = linear_data
     exact = BayesianLinearRegression(X, y, noise_std=0.4, prior_std=1.0)
-    result = _linear_smc(X, y, 0.4, 1.0, seed, waste_free=waste_free)
+    result = _linear_smc(X, y, 0.4, 1.0, seed, waste_free=waste_free, force_dtype=force_dtype)
     assert result.lambdas[0] == 0.0 and result.lambdas[-1] == 1.0
     assert abs(result.log_evidence - exact.log_evidence()) < 0.3
     weights = result.log_weights.exp()
@@ -158,19 +216,22 @@ def test_engine_evidence_and_mean_of_a_linear_model(linear_data, seed, waste_fre
     assert (np.abs(mean - exact.mean) < 4 * std_error).all()
 
 
+@KICKS
 @pytest.mark.parametrize("seed", [0, 1])
-def test_engine_evidence_with_the_hyperparameters_integrated_out(linear_data, seed):
+def test_engine_evidence_with_the_hyperparameters_integrated_out(linear_data, seed, force_dtype):
     """Gamma(0.5, 0.01) hyperpriors on the precisions of the coefficients, of the
     bias and of the noise; particles from the hierarchical prior, HMC within
     Gibbs draws at each stage's temperature. The log evidence within 0.3 nats
     of the quadrature's (tests/exact.py; seed-to-seed std measured ~0.1), the
     weighted means of the log precisions, the log noise precision and the
-    weights within 4 Monte Carlo errors (ESS / 10 independent, as above)."""
+    weights within 4 Monte Carlo errors (ESS / 10 independent, as above).
+    The same with the float32 kicks, through the Gibbs conditional's force."""
     X, y = linear_data
     model = FunctionalModel(build_mlp(2, 1, ()).double())
     likelihood = GaussianLikelihood(torch.ones(1, **DOUBLE), learn_noise=True)
     log_posterior, gibbs = hierarchical_log_posterior(model, ParameterGroups.of(model).tied(), torch.tensor(X),
                                                       torch.tensor(y[:, None]), likelihood, GammaHyperprior(0.5, 0.01))
+    log_posterior.log_likelihood.density.set_force_dtype(force_dtype)
     generator = torch.Generator().manual_seed(seed)
     particles = log_posterior.log_prior.sample(1000, generator)
     result = run_smc(log_posterior.log_likelihood, log_posterior.log_prior, particles, target_ess=0.8,
@@ -435,6 +496,10 @@ def test_smc_recovers_both_modes_where_one_chain_is_stuck():
 
 # ---------------------------------------------------------------- estimators
 SMALL = dict(hidden_layer_sizes=(5,), n_particles=40, n_mcmc_steps=2, n_leapfrog=8, random_state=0)
+#: SMALL with the kicks' exact gradient, for the compilation tests: their stand-in compilers
+#: evaluate a block of one row as two (as the compiled gradient does), which rounds apart from
+#: one row's in float32, where float64's agree.
+EXACT = dict(SMALL, leapfrog_dtype="float64")
 
 
 @pytest.fixture(scope="module")
@@ -501,6 +566,8 @@ def test_verbose_progress(wave_data, capsys):
         (dict(waste_free="yes"), "'waste_free' parameter"),
         (dict(compile="always"), "'compile' parameter"),
         (dict(compile=None), "'compile' parameter"),
+        (dict(leapfrog_dtype="float16"), "'leapfrog_dtype' parameter"),
+        (dict(leapfrog_dtype=torch.float32), "'leapfrog_dtype' parameter"),
         (dict(step_size=0.0), "'step_size' parameter"),
         (dict(resample_threshold=1.5), "'resample_threshold' parameter"),
         (dict(prior="cauchy"), "'prior' parameter"),
@@ -576,7 +643,7 @@ def test_auto_compiles_at_the_first_stage_where_the_eager_gradients_have_paid(wa
 
     monkeypatch.setattr(SMCRegressor, "_compile_if_paid", spy)
     X, y = wave_data
-    auto, eager = SMCRegressor(**SMALL).fit(X, y), SMCRegressor(**SMALL, compile=False).fit(X, y)
+    auto, eager = SMCRegressor(**EXACT).fit(X, y), SMCRegressor(**EXACT, compile=False).fit(X, y)
     assert auto.compiled_ and not eager.compiled_
     assert 1 < compiled_at[0] < auto.n_stages_
     assert savings_at_stages[-1] >= 0.008 > savings_at_stages[-2] > 0
@@ -596,9 +663,24 @@ def test_compile_true_compiles_from_the_start(wave_data, monkeypatch, estimator)
     monkeypatch.setattr(likelihoods, "compiled_or_eager", recording)
     X, y = wave_data
     y = y if estimator is SMCRegressor else (y > 0).astype(int)
-    fitted, eager = estimator(**SMALL, compile=True).fit(X, y), estimator(**SMALL, compile=False).fit(X, y)
+    fitted, eager = estimator(**EXACT, compile=True).fit(X, y), estimator(**EXACT, compile=False).fit(X, y)
     assert fitted.compiled_ and len(compiled) == 1 and compiled[0].__name__ == "_value_and_grad"
     np.testing.assert_array_equal(fitted.particles_, eager.particles_)
+
+
+def test_compile_compiles_the_gradient_the_kicks_take(wave_data, monkeypatch):
+    """With the default float32 kicks, the gradient compiled is the float32 copy's, the one
+    the leapfrog steps take; the exact one, which no move takes, stays eager."""
+    compiled = []
+
+    def recording(function, dynamic):
+        compiled.append(function)
+        return function
+
+    monkeypatch.setattr(likelihoods, "compiled_or_eager", recording)
+    X, y = wave_data
+    assert SMCRegressor(**SMALL, compile=True).fit(X, y).compiled_
+    assert len(compiled) == 1 and compiled[0].__self__.X.dtype == torch.float32
 
 
 def test_compile_accepts_numpy_booleans(wave_data, monkeypatch):
@@ -641,9 +723,9 @@ def test_compiled_gradient_takes_a_single_row_as_two(wave_data, monkeypatch):
 def test_compile_failure_falls_back_to_eager(wave_data, no_compiler):
     X, y = wave_data
     with pytest.warns(UserWarning, match="torch.compile failed .*no C\\+\\+ compiler.*running _value_and_grad eagerly"):
-        fallback = SMCRegressor(**SMALL, compile=True).fit(X, y)
+        fallback = SMCRegressor(**EXACT, compile=True).fit(X, y)
     assert fallback.compiled_
-    np.testing.assert_array_equal(fallback.particles_, SMCRegressor(**SMALL).fit(X, y).particles_)
+    np.testing.assert_array_equal(fallback.particles_, SMCRegressor(**EXACT).fit(X, y).particles_)
 
 
 @pytest.mark.slow
@@ -652,8 +734,8 @@ def test_compiled_gradient_fits_as_the_eager_one(wave_data):
     particles up to rounding over a whole fit (measured below 1e-9 here; a
     flipped accept decision would part a particle by the size of a move)."""
     X, y = wave_data
-    compiled = SMCRegressor(**SMALL, compile=True).fit(X, y)
-    eager = SMCRegressor(**SMALL, compile=False).fit(X, y)
+    compiled = SMCRegressor(**EXACT, compile=True).fit(X, y)
+    eager = SMCRegressor(**EXACT, compile=False).fit(X, y)
     assert compiled.compiled_
     np.testing.assert_allclose(compiled.particles_, eager.particles_, atol=1e-7)
     assert abs(compiled.log_evidence_ - eager.log_evidence_) < 1e-7

@@ -19,6 +19,7 @@ one column of class indices for classification. A likelihood gives
 A new likelihood is one more class with these methods.
 """
 
+import copy
 import math
 from typing import NamedTuple
 
@@ -470,29 +471,73 @@ class RowBlockLikelihood:
     The gradient's calls are counted (``n_gradient_rows``, ``n_gradient_blocks``), so
     that a sampler can weigh compiling it against its cost, and :meth:`compile_gradient`
     runs the block gradient through ``torch.compile`` from then on.
+
+    :meth:`set_force_dtype` gives it a :attr:`force`: the gradient evaluated by a copy
+    of the likelihood (its data, noise and network) in a cheaper dtype, for the kicks
+    of HMC's leapfrog steps (:func:`~sklearn_quinn.mcmc._kernels.leapfrog`), whose
+    accept step still takes the log likelihood in the rows' own dtype.
     """
 
     n_gradient_rows = n_gradient_blocks = 0
     _compiled_gradient = None
+    _force_likelihood = None  # the copy in the force's dtype, where it differs from the data's
 
     def __call__(self, rows):
         return self.model.by_row_blocks(self._log_likelihood, rows, len(self.X))
 
     def value_and_grad(self, rows):
-        n_points = len(self.X)
+        self._count_gradient(rows)
+        return self._block_gradients(rows)
+
+    def _count_gradient(self, rows):
         self.n_gradient_rows += len(rows)
-        self.n_gradient_blocks += -(-len(rows) // self.model.row_block_size(n_points))
+        self.n_gradient_blocks += -(-len(rows) // self.model.row_block_size(len(self.X)))
+
+    def _block_gradients(self, rows):
         block_gradient = self._value_and_grad if self._compiled_gradient is None else self._compiled_gradient
-        return self.model.by_row_blocks(block_gradient, rows, n_points)
+        return self.model.by_row_blocks(block_gradient, rows, len(self.X))
+
+    def set_force_dtype(self, dtype):
+        """Evaluate :attr:`force` in ``dtype`` from now on (None where ``dtype`` is the data's own)."""
+        self._force_likelihood = None if dtype == self.X.dtype else self._cast(dtype)
+
+    @property
+    def force(self):
+        """The gradient ``(S, P)`` of rows ``(S, P)`` evaluated in the dtype of
+        :meth:`set_force_dtype` and returned in the rows', or None where none was set."""
+        return None if self._force_likelihood is None else self._cheaper_gradient
+
+    def _cheaper_gradient(self, rows):
+        self._count_gradient(rows)  # what compile='auto' weighs is the gradients the sampler takes
+        cheaper = self._force_likelihood
+        return cheaper._block_gradients(rows.to(cheaper.X.dtype))[1].to(rows.dtype)
+
+    def _cast(self, dtype):
+        """A copy of the likelihood with its data, noise and network in ``dtype``."""
+        cast = copy.copy(self)
+        cast.model = copy.deepcopy(self.model)
+        cast.model.module.to(dtype)
+        for name, value in vars(self).items():
+            if torch.is_tensor(value) and value.is_floating_point():
+                setattr(cast, name, value.to(dtype))
+        cast._compiled_gradient = cast._force_likelihood = None
+        return cast
 
     @property
     def gradient_compiled(self):
-        return self._compiled_gradient is not None
+        """Whether the gradient the kicks take (the :attr:`force`'s, where there is one) is compiled."""
+        return self._kicks_likelihood._compiled_gradient is not None
+
+    @property
+    def _kicks_likelihood(self):
+        return self if self._force_likelihood is None else self._force_likelihood
 
     def compile_gradient(self):
         """Evaluate the gradient's blocks through ``torch.compile`` from now on: one graph
-        for any number of rows (eager, with a warning, where it cannot compile)."""
-        compiled = compiled_or_eager(self._value_and_grad, dynamic=True)
+        for any number of rows (eager, with a warning, where it cannot compile). Where there
+        is a :attr:`force`, its gradient is the one compiled: the kicks take it."""
+        likelihood = self._kicks_likelihood
+        compiled = compiled_or_eager(likelihood._value_and_grad, dynamic=True)
 
         def block_gradient(rows):
             # Fresh tensors: torch.compile guards a view's base and offset, and every new block of a
@@ -503,7 +548,7 @@ class RowBlockLikelihood:
             value, gradient = compiled(torch.cat([rows, rows]))
             return value[:1], gradient[:1]
 
-        self._compiled_gradient = block_gradient
+        likelihood._compiled_gradient = block_gradient
 
 
 class GaussianStateLikelihood(RowBlockLikelihood):

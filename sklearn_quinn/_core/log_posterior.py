@@ -35,6 +35,24 @@ class LogPosterior:
         prior, prior_gradient = self.log_prior.value_and_grad(rows)
         return prior + self.temperature * likelihood, prior_gradient + self.temperature * likelihood_gradient
 
+    def set_force_dtype(self, dtype):
+        """The likelihood's :meth:`~sklearn_quinn._core.likelihoods.RowBlockLikelihood.set_force_dtype`."""
+        self.log_likelihood.set_force_dtype(dtype)
+
+    @property
+    def force(self):
+        """The gradient HMC's kicks take where the likelihood has a cheaper one (its ``force``:
+        :meth:`~sklearn_quinn._core.likelihoods.RowBlockLikelihood.set_force_dtype`), the prior's
+        exact; else None."""
+        likelihood_force = getattr(self.log_likelihood, "force", None)
+        if likelihood_force is None:
+            return None
+
+        def force(rows):
+            return self.log_prior.value_and_grad(rows)[1] + self.temperature * likelihood_force(rows)
+
+        return force
+
 
 def state_prior(weight_prior, model, likelihood):
     """``weight_prior`` on the weights and the log-noise prior on the likelihood's sampled columns."""
@@ -73,7 +91,22 @@ class LeadingColumns:
 
     def value_and_grad(self, rows):
         value, gradient = self.density.value_and_grad(rows[:, : self.n_columns])
-        return value, torch.nn.functional.pad(gradient, (0, rows.shape[1] - self.n_columns))
+        return value, self._padded(gradient, rows)
+
+    def set_force_dtype(self, dtype):
+        """The density's ``set_force_dtype``."""
+        self.density.set_force_dtype(dtype)
+
+    @property
+    def force(self):
+        """The density's ``force`` over whole rows, or None where it has none."""
+        density_force = getattr(self.density, "force", None)
+        if density_force is None:
+            return None
+        return lambda rows: self._padded(density_force(rows[:, : self.n_columns]), rows)
+
+    def _padded(self, gradient, rows):
+        return torch.nn.functional.pad(gradient, (0, rows.shape[1] - self.n_columns))
 
 
 def hierarchical_log_posterior(model, groups, X, Y, likelihood, hyperprior):

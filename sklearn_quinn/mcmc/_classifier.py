@@ -20,7 +20,7 @@ class MCMCClassifier(MCMCMixin, BaseBayesianClassifier):
     hidden_layer_sizes, activation, linear_skip, module, prior_std, hyperprior, hyperprior_shape, hyperprior_rate, \\
 sampler, n_samples, n_burnin, thin, n_chains, step_size, n_leapfrog, max_tree_depth, n_cycles, \\
 target_acceptance, adapt_step_size, gamma, adapt_start, adapt_every, init, lr, lr_schedule, max_epochs, batch_size, \\
-optimizer, callbacks, dtype, device, compile, n_jobs, random_state, verbose
+optimizer, callbacks, dtype, device, compile, leapfrog_dtype, n_jobs, random_state, verbose
         As for :class:`MCMCRegressor` (a classifier has no noise: with
         ``prior_std=None`` only the prior precisions are sampled or learned).
     predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \\
@@ -98,6 +98,7 @@ prior_precision_samples_, evidence_history_, compiled_
         dtype="float64",
         device="cpu",
         compile="auto",
+        leapfrog_dtype="float32",
         n_jobs=None,
         random_state=None,
         verbose=0,
@@ -136,6 +137,7 @@ prior_precision_samples_, evidence_history_, compiled_
         self.dtype = dtype
         self.device = device
         self.compile = compile
+        self.leapfrog_dtype = leapfrog_dtype
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose

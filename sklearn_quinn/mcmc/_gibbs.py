@@ -76,7 +76,18 @@ class ConditionalDensity:
 
     def value_and_grad(self, moved):
         value, gradient = value_and_grad(self.log_density, self._rows(moved))
-        return value, gradient[:, : self.n_moved].contiguous()  # a compiled kernel specialises on strides
+        return value, self._moved_columns(gradient)
+
+    @property
+    def force(self):
+        """The joint density's ``force`` in the moved columns, or None where it has none."""
+        joint_force = getattr(self.log_density, "force", None)
+        if joint_force is None:
+            return None
+        return lambda moved: self._moved_columns(joint_force(self._rows(moved)))
+
+    def _moved_columns(self, gradient):
+        return gradient[:, : self.n_moved].contiguous()  # a compiled kernel specialises on strides
 
 
 def gibbs_step(kernel_step, conditional, gibbs, temperature=1.0):

@@ -19,7 +19,7 @@ from .._draws import DrawsMixin
 from .._inference_data import InferenceDataMixin
 from .._members import MemberTrainingMixin
 from .._regressor_base import BaseBayesianRegressor
-from ..base import MAP_TRAINING_CONSTRAINTS
+from ..base import DTYPES, MAP_TRAINING_CONSTRAINTS
 from ._diagnostics import effective_sample_size, split_rhat
 from ._hierarchical import (
     DEFAULT_HYPERPRIOR_RATE,
@@ -62,6 +62,7 @@ class MCMCMixin(HyperpriorMixin, MemberTrainingMixin, InferenceDataMixin, DrawsM
         "adapt_every": [Interval(Integral, 1, None, closed="left")],
         "init": [StrOptions({"ensemble", "map", "prior"})],
         "compile": ["boolean", StrOptions({"auto"})],
+        "leapfrog_dtype": [StrOptions(set(DTYPES))],
         "n_jobs": [None, Integral],
     }
 
@@ -98,6 +99,8 @@ class MCMCMixin(HyperpriorMixin, MemberTrainingMixin, InferenceDataMixin, DrawsM
                 log_density = MinibatchLogPosterior(likelihood.state_log_likelihood, self._model, X, Y,
                                                     log_density.log_prior, self._batch_size(len(X)))
                 inverse_mass = self._preconditioner(start, X, Y, likelihood, prior)
+        if self.sampler not in SG_SAMPLERS:
+            log_density.set_force_dtype(DTYPES[self.leapfrog_dtype])
         rows = self._sample_chains(log_density, start, gibbs, inverse_mass, n_rows=len(X))
         n_likelihood = n_params + likelihood.n_state_columns
         self._keep_draws(rows[:, :n_params], likelihood.noise_from_state(rows[:, n_params:n_likelihood], Y.shape[1]))
@@ -439,6 +442,16 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         wherever they do. Falls back to eager execution, with a warning, when
         compiling fails. No effect on MALA, AMCMC and the stochastic-gradient
         samplers.
+    leapfrog_dtype : {'float32', 'float64'}, default='float32'
+        The dtype in which HMC's leapfrog steps evaluate the likelihood's
+        gradient, from a copy of the data and the network in it; the accept
+        step takes the log density in ``dtype``, so the chains target the
+        exact posterior either way (a leapfrog step is a reversible,
+        volume-preserving map whatever force its kicks take; a float32
+        gradient's rounding, a relative error near 1e-6, costs acceptance
+        only). 'float64' (with the default ``dtype``) takes the exact
+        gradient. No effect on the other samplers, NUTS included: its trees
+        weigh the energy of every point they visit.
     n_jobs : int, default=None
         Split the chains into this many groups run by joblib workers (each
         group batched); None or 1 runs all chains in one batch.
@@ -573,6 +586,7 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         dtype="float64",
         device="cpu",
         compile="auto",
+        leapfrog_dtype="float32",
         n_jobs=None,
         random_state=None,
         verbose=0,
@@ -612,6 +626,7 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         self.dtype = dtype
         self.device = device
         self.compile = compile
+        self.leapfrog_dtype = leapfrog_dtype
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose

@@ -77,6 +77,19 @@ class GradientCount:
         self.n_calls += 1
         return value_and_grad(self.log_density, rows)
 
+    @property
+    def force(self):
+        """The density's ``force``, counted as its gradient is, or None where it has none."""
+        force = getattr(self.log_density, "force", None)
+        if force is None:
+            return None
+
+        def counted(rows):
+            self.n_calls += 1
+            return force(rows)
+
+        return counted
+
 
 def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin=1000, thin=1,
                step_size=0.01, n_leapfrog=10, target_acceptance=None, adapt_step_size=True,

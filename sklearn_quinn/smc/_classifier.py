@@ -19,7 +19,8 @@ class SMCClassifier(SMCMixin, BaseBayesianClassifier):
     ----------
     hidden_layer_sizes, activation, linear_skip, module, prior_std, prior, hyperprior, hyperprior_shape, \\
 hyperprior_rate, n_particles, target_ess, resample_threshold, n_mcmc_steps, step_size, n_leapfrog, \\
-waste_free, compile, lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, random_state, verbose
+waste_free, compile, leapfrog_dtype, lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, \\
+random_state, verbose
         As for :class:`SMCRegressor` (a classifier has no noise: with
         ``prior_std=None`` only the prior precisions are sampled or learned).
     predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \\
@@ -80,6 +81,7 @@ step_size_, n_leapfrog_, compiled_, prior_precisions_, net_
         n_leapfrog=50,
         waste_free=False,
         compile="auto",
+        leapfrog_dtype="float32",
         predictive=None,
         moment_match=False,
         lr=0.01,
@@ -110,6 +112,7 @@ step_size_, n_leapfrog_, compiled_, prior_precisions_, net_
         self.n_leapfrog = n_leapfrog
         self.waste_free = waste_free
         self.compile = compile
+        self.leapfrog_dtype = leapfrog_dtype
         self.predictive = predictive
         self.moment_match = moment_match
         self.lr = lr

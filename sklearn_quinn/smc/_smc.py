@@ -12,7 +12,7 @@ from .._core.priors import GaussianPrior, LogisticPrior
 from .._draws import DrawsMixin
 from .._inference_data import InferenceDataMixin
 from .._regressor_base import BaseBayesianRegressor
-from ..base import MAP_TRAINING_CONSTRAINTS
+from ..base import DTYPES, MAP_TRAINING_CONSTRAINTS
 from ..mcmc._hierarchical import (
     DEFAULT_HYPERPRIOR_RATE,
     DEFAULT_HYPERPRIOR_SHAPE,
@@ -45,6 +45,7 @@ class SMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
         "n_leapfrog": [Interval(Integral, 1, None, closed="left")],
         "waste_free": ["boolean"],
         "compile": ["boolean", StrOptions({"auto"})],
+        "leapfrog_dtype": [StrOptions(set(DTYPES))],
     }
 
     def _fit(self, X, Y):
@@ -67,6 +68,7 @@ class SMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
         else:
             state_likelihood = log_likelihood = likelihood.state_log_likelihood(self._model, X, Y)
             log_prior = state_prior(weight_prior, self._model, likelihood)
+        state_likelihood.set_force_dtype(DTYPES[self.leapfrog_dtype])
         if self.compile != "auto" and self.compile:  # True, or numpy's True ('boolean' admits numpy.bool_)
             state_likelihood.compile_gradient()
         particles, weights, log_evidence = self._anneal(log_likelihood, log_prior, mutation, state_likelihood)
@@ -358,6 +360,7 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         n_leapfrog=50,
         waste_free=False,
         compile="auto",
+        leapfrog_dtype="float32",
         lr=0.01,
         lr_schedule="cosine",
         max_epochs="auto",
@@ -389,6 +392,7 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         self.n_leapfrog = n_leapfrog
         self.waste_free = waste_free
         self.compile = compile
+        self.leapfrog_dtype = leapfrog_dtype
         self.lr = lr
         self.lr_schedule = lr_schedule
         self.max_epochs = max_epochs
