@@ -613,6 +613,20 @@ def _as_is(function, dynamic=None):
     return function
 
 
+@pytest.mark.parametrize("leapfrog_dtype, kicked", [("float32", True), ("float64", False)])
+def test_moves_kick_with_the_gradient_in_leapfrog_dtype(wave_data, monkeypatch, leapfrog_dtype, kicked):
+    """The HMC moves' leapfrog steps take the float32 copy's gradient by default, the exact
+    one with 'float64'; the particles come back in float64."""
+    rows = []
+    cheaper = likelihoods.RowBlockLikelihood._cheaper_gradient
+    monkeypatch.setattr(likelihoods.RowBlockLikelihood, "_cheaper_gradient",
+                        lambda self, moved: rows.append(len(moved)) or cheaper(self, moved))
+    X, y = wave_data
+    reg = SMCRegressor(**SMALL, leapfrog_dtype=leapfrog_dtype).fit(X, y)
+    assert bool(rows) == kicked
+    assert reg.particles_.dtype == np.float64
+
+
 def test_auto_stays_eager_where_compiling_would_not_pay(wave_data, monkeypatch):
     """On a small table the eager gradients never add up to a compilation's cost: nothing
     is compiled, and ``compile='auto'`` fits what ``compile=False`` fits."""
@@ -653,7 +667,9 @@ def test_auto_compiles_at_the_first_stage_where_the_eager_gradients_have_paid(wa
 @pytest.mark.parametrize("estimator", [SMCRegressor, SMCClassifier])
 def test_compile_true_compiles_from_the_start(wave_data, monkeypatch, estimator):
     """Every likelihood's gradient (the classifier's categorical one too) is compiled
-    before the first stage, once, whatever the cost model says."""
+    before the first stage, once, whatever the cost model says: the one the leapfrog
+    steps kick with, the exact one's, or with the default float32 kicks their float32
+    copy's (the exact one, which no move then takes, stays eager)."""
     compiled = []
 
     def recording(function, dynamic):
@@ -665,21 +681,10 @@ def test_compile_true_compiles_from_the_start(wave_data, monkeypatch, estimator)
     y = y if estimator is SMCRegressor else (y > 0).astype(int)
     fitted, eager = estimator(**EXACT, compile=True).fit(X, y), estimator(**EXACT, compile=False).fit(X, y)
     assert fitted.compiled_ and len(compiled) == 1 and compiled[0].__name__ == "_value_and_grad"
+    assert compiled[0].__self__.X.dtype == torch.float64
     np.testing.assert_array_equal(fitted.particles_, eager.particles_)
-
-
-def test_compile_compiles_the_gradient_the_kicks_take(wave_data, monkeypatch):
-    """With the default float32 kicks, the gradient compiled is the float32 copy's, the one
-    the leapfrog steps take; the exact one, which no move takes, stays eager."""
-    compiled = []
-
-    def recording(function, dynamic):
-        compiled.append(function)
-        return function
-
-    monkeypatch.setattr(likelihoods, "compiled_or_eager", recording)
-    X, y = wave_data
-    assert SMCRegressor(**SMALL, compile=True).fit(X, y).compiled_
+    compiled.clear()
+    assert estimator(**SMALL, compile=True).fit(X, y).compiled_
     assert len(compiled) == 1 and compiled[0].__self__.X.dtype == torch.float32
 
 
