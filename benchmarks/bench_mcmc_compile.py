@@ -24,7 +24,10 @@ a Gaussian likelihood): HMC steps (10 leapfrog steps, 4 chains, the default
 1x50 network) eager and compiled, side by side (median of 3 alternating runs
 of 100 steps), the compile seconds (the first compiled run, in a process
 whose compiler cache is empty), the milliseconds a step compiling saved, and
-the cost model's (:func:`sklearn_quinn._core.compiling.compiled_savings`).
+the cost model's (:func:`sklearn_quinn._core.compiling.compiled_savings`);
+then the same steps with the kicks' gradient in float32 (the estimators'
+default ``leapfrog_dtype``), eager and compiled, and the eager steps' ratio.
+The fits at the defaults (``--datasets``) take the float32 kicks.
 
     python benchmarks/bench_mcmc_compile.py [--datasets concrete kin8nm] [--split 0]
         [--steps 300x8x1 927x8x1 7373x8x1 1437x64x10]
@@ -72,21 +75,27 @@ y = X[:, :{outputs}] + torch.randn({rows}, {outputs}, generator=generator, dtype
 torch.manual_seed(0)
 model = FunctionalModel(build_mlp({features}, {outputs}, (50,), "relu", linear_skip=True).double())
 noise = torch.full(({outputs},), 0.3, dtype=torch.float64)
-density = log_posterior(model, X, y, GaussianLikelihood(noise), GaussianPrior(1.0))
+densities = {{dtype: log_posterior(model, X, y, GaussianLikelihood(noise), GaussianPrior(1.0))
+             for dtype in (torch.float64, torch.float32)}}
+densities[torch.float32].set_force_dtype(torch.float32)  # the kicks' gradient in float32 (leapfrog_dtype)
 start = model.flatten()[None].repeat(4, 1)
 
-def seconds(compile, n_steps):
+def seconds(compile, n_steps, kicks=torch.float64):
     begin = time.perf_counter()
-    run_chains(density, start, sampler="hmc", n_samples=n_steps, n_burnin=0, step_size=1e-3, n_leapfrog=10,
-               adapt_step_size=False, compile=compile, generator=torch.Generator().manual_seed(0))
+    run_chains(densities[kicks], start, sampler="hmc", n_samples=n_steps, n_burnin=0, step_size=1e-3,
+               n_leapfrog=10, adapt_step_size=False, compile=compile, generator=torch.Generator().manual_seed(0))
     return time.perf_counter() - begin
 
 compile_seconds = seconds(True, 1)
-runs = {{False: [], True: []}}
+seconds(True, 1, torch.float32)
+settings = [(False, torch.float64), (True, torch.float64), (False, torch.float32), (True, torch.float32)]
+runs = {{setting: [] for setting in settings}}
 for _ in range(3):
-    for compile in (False, True):
-        runs[compile].append(seconds(compile, 100) / 100)
-print(json.dumps(dict(eager=statistics.median(runs[False]), compiled=statistics.median(runs[True]),
+    for compile, kicks in settings:
+        runs[compile, kicks].append(seconds(compile, 100, kicks) / 100)
+median = {{setting: statistics.median(times) for setting, times in runs.items()}}
+print(json.dumps(dict(eager=median[False, torch.float64], compiled=median[True, torch.float64],
+                      eager_kicks32=median[False, torch.float32], compiled_kicks32=median[True, torch.float32],
                       compile_seconds=compile_seconds, model=compiled_savings(10, 4 * {rows} * model.total_width))))
 """
 
@@ -122,13 +131,16 @@ def main():
 
     if args.steps:
         print("| rows x features x outputs | eager ms a step | compiled ms a step | eager / compiled | "
-              "saved ms a step | cost model's saving | compile s |")
-        print("|---|---|---|---|---|---|---|")
+              "saved ms a step | cost model's saving | compile s | eager, float32 kicks | compiled, float32 kicks "
+              "| eager / eager with float32 kicks |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for shape in args.steps:
             times = step_times(shape)
             print(f"| {shape} | {1e3 * times['eager']:.2f} | {1e3 * times['compiled']:.2f} | "
                   f"{times['eager'] / times['compiled']:.2f} | {1e3 * (times['eager'] - times['compiled']):.2f} | "
-                  f"{1e3 * times['model']:.2f} | {times['compile_seconds']:.1f} |", flush=True)
+                  f"{1e3 * times['model']:.2f} | {times['compile_seconds']:.1f} | "
+                  f"{1e3 * times['eager_kicks32']:.2f} | {1e3 * times['compiled_kicks32']:.2f} | "
+                  f"{times['eager'] / times['eager_kicks32']:.2f} |", flush=True)
         print()
 
     if args.datasets:

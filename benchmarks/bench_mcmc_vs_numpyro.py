@@ -26,9 +26,13 @@ is timed twice as a cross-check: with NumPyro 0.22 / JAX 0.10 it retraces and
 recompiles its loop on every call, so the compile seconds JAX records inside a
 run (trace, lowering, XLA compile; these may overlap) are subtracted.
 
-Ours twice: eager (``compile=False``, the default) and with ``compile=True``
-(the leapfrog trajectory through ``torch.compile``; its compile seconds, from
-the first run, reported apart as NumPyro's are).
+Ours three times: eager (``compile=False``) with the exact float64 gradient,
+eager with the kicks' gradient in float32 (the estimators' default
+``leapfrog_dtype='float32'``: each trajectory's leapfrog steps take the float32
+gradient, its end the float64 log density for the accept step, which NumPyro
+takes in float64 too), and with ``compile=True`` (the leapfrog trajectory
+through ``torch.compile``, exact gradient; its compile seconds, from the first
+run, reported apart as NumPyro's are).
 
 NUTS (``--nuts-depth``, default 8; 0 skips it): both samplers from the same
 start with the same fixed step size and maximum tree depth, identity mass, one
@@ -364,6 +368,8 @@ def main():
     X, y = load_data(args.data_dir)
     n_features = X.shape[1]
     model, log_density = our_log_density(X, y)
+    _, kicked = our_log_density(X, y)
+    kicked.set_force_dtype(torch.float32)  # the estimators' default leapfrog_dtype
     K = model.n_params
     print(f"data: concrete split 0 train, N={X.shape[0]}, D={n_features}; MLP {n_features}-{HIDDEN}-1 "
           f"ReLU, K={K}; prior N(0,1); noise std {NOISE_STD}; float64")
@@ -429,9 +435,10 @@ def main():
     n_compiled = max(50, int(args.seconds / (n_leapfrog * 3 * max(clock.wall / (2 * n_leapfrog + 1), 1e-6))))
 
     # ------------------------------------------------ timed, interleaved
-    ours_runs, numpyro_runs, compiled_runs = [], [], []
+    ours_runs, numpyro_runs, compiled_runs, kicked_runs = [], [], [], []
     for repeat in range(args.repeats):
         ours_runs.append(run_ours(log_density, start, n_ours, eps, n_leapfrog, seed=repeat))
+        kicked_runs.append(run_ours(kicked, start, n_ours, eps, n_leapfrog, seed=repeat))
         numpyro_runs.append(run_numpyro_compiled(compiled, state0, seed=repeat + 1))
         compiled_runs.append(run_ours(log_density, start, n_compiled, eps, n_leapfrog, seed=repeat,
                                       compile=True))
@@ -447,6 +454,7 @@ def main():
     grads_mcmc = n_numpyro * n_leapfrog + 1
     per_grad = {
         "ours": [(r[0].wall / grads_ours, r[0].cpu / grads_ours) for r in ours_runs],
+        "kicked": [(r[0].wall / grads_ours, r[0].cpu / grads_ours) for r in kicked_runs],
         "numpyro": [(r[0].wall / grads_numpyro, r[0].cpu / grads_numpyro) for r in numpyro_runs],
         "compiled": [(r[0].wall / (n_compiled * n_leapfrog + 1), r[0].cpu / (n_compiled * n_leapfrog + 1))
                      for r in compiled_runs],
@@ -466,11 +474,13 @@ def main():
     print()
     print(f"{'':36s}{'wall':>11s}{'cpu':>11s}")
     for side, name in (("ours", "ours (eager): per gradient in HMC"),
+                       ("kicked", "ours (eager, float32 kicks)"),
                        ("compiled", "ours (compile=True): per gradient"),
                        ("numpyro", "NumPyro: per gradient inside HMC")):
         print(f"{name:36s}{fmt_us(med[side][0]):>11s}{fmt_us(med[side][1]):>11s}   repeats (wall, us): "
               + ", ".join(f"{w * 1e6:.1f}" for w, _ in per_grad[side]))
-    for side, name in (("ours", "RATIO ours (eager) / NumPyro"), ("compiled", "RATIO ours (compile=True) / NumPyro")):
+    for side, name in (("ours", "RATIO ours (eager) / NumPyro"), ("kicked", "RATIO ours (float32 kicks) / NumPyro"),
+                       ("compiled", "RATIO ours (compile=True) / NumPyro")):
         ratio_wall = med[side][0] / med["numpyro"][0]
         ratio_cpu = med[side][1] / med["numpyro"][1]
         print(f"{name:36s}{ratio_wall:>10.2f}x{ratio_cpu:>10.2f}x   target <= {TARGET_RATIO} (issue 18): "
@@ -500,7 +510,8 @@ def main():
           "jit each call, a new static argument of the jitted loop)")
     print(f"acceptance: ours {statistics.mean(r[1] for r in ours_runs):.3f} "
           f"(repeats {', '.join(f'{r[1]:.3f}' for r in ours_runs)}; divergent "
-          f"{sum(r[2] for r in ours_runs)}), NumPyro {statistics.mean(r[1] for r in numpyro_runs):.3f} "
+          f"{sum(r[2] for r in ours_runs)}), float32 kicks {statistics.mean(r[1] for r in kicked_runs):.3f}, "
+          f"NumPyro {statistics.mean(r[1] for r in numpyro_runs):.3f} "
           f"(repeats {', '.join(f'{r[1]:.3f}' for r in numpyro_runs)}; divergent "
           f"{sum(r[2] for r in numpyro_runs)}), ours compiled "
           f"{statistics.mean(r[1] for r in compiled_runs):.3f}")

@@ -40,6 +40,12 @@ Three measurements, one thread throughout:
    fresh processes of one thread each, the compiling one with an empty
    compiler cache: wall seconds, stages, test log-likelihood and coverage.
    Target of issue 18: a concrete split within 2 minutes.
+6. ``--only kicks``: what the float32 kicks buy (``leapfrog_dtype``: the HMC
+   moves' gradient in float32, their accept steps and the evidence in float64):
+   ``SMCRegressor()`` on UCI concrete (``--splits``) with
+   ``leapfrog_dtype='float64'`` and with the default ``'float32'``, side by
+   side as ``--only compile`` runs its two: wall and CPU seconds, stages,
+   particle gradients, test log-likelihood and coverage.
 
     python benchmarks/bench_smc_speed.py [--seeds 3] [--evidence-seeds 5] [--threads 1] [--only evidence ...]
 """
@@ -78,6 +84,8 @@ EVIDENCE_SETTINGS = {
     "the exact test's (target_ess=0.8, n_mcmc_steps=5, step_size=0.5, n_leapfrog=10)": EXACT_TEST_SETTINGS,
     "the exact test's, waste-free": dict(EXACT_TEST_SETTINGS, waste_free=True),
     "SMCRegressor's defaults, standard moves": dict(waste_free=False),
+    "SMCRegressor's defaults, standard moves, exact kicks (leapfrog_dtype='float64')":
+        dict(waste_free=False, leapfrog_dtype="float64"),
     "SMCRegressor's defaults, waste-free": dict(waste_free=True),
 }
 
@@ -176,20 +184,21 @@ def blocking(n_particles=200):
 
 def fit_counting_gradients(estimator, X, y):
     """Fit ``estimator`` (an SMC pipeline); its wall seconds and the particle gradients
-    (rows of the batched log-likelihood gradients) that its likelihood counted."""
+    (rows of the batched log-likelihood gradients, exact or the kicks' float32 ones) that its
+    likelihood counted."""
     used = []
-    value_and_grad = RowBlockLikelihood.value_and_grad
+    count_gradient = RowBlockLikelihood._count_gradient
 
     def keeping(self, rows):
         used[:] = [self]
-        return value_and_grad(self, rows)
+        return count_gradient(self, rows)
 
-    RowBlockLikelihood.value_and_grad = keeping
+    RowBlockLikelihood._count_gradient = keeping
     start = time.perf_counter()
     try:
         estimator.fit(X, y)
     finally:
-        RowBlockLikelihood.value_and_grad = value_and_grad
+        RowBlockLikelihood._count_gradient = count_gradient
     return time.perf_counter() - start, used[0].n_gradient_rows
 
 
@@ -237,31 +246,45 @@ def compile_gain(data_dir, splits, n_particles=200, n_points=927):
     print(f"One gradient of {n_particles} particles on {n_points} x 8 points: first compiled call {first:.1f} s; "
           f"eager {1e3 * pairs[0]:.1f} ms, compiled {1e3 * pairs[1]:.1f} ms (ratio {pairs[1] / pairs[0]:.2f}); "
           f"saved {1e3 * (pairs[0] - pairs[1]):.1f} ms, the cost model's saving {1e3 * modelled:.1f} ms\n")
-    print("| split | compile | seconds | stages | particle gradients | us each | compiled | test log-likelihood "
-          "| 95% coverage |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    concrete_side_by_side(data_dir, splits, {"compile=False": {"compile": False}, "compile='auto'": {}})
+
+
+def concrete_side_by_side(data_dir, splits, settings):
+    """``SMCRegressor()`` on concrete ``splits`` at each of ``settings`` (name -> parameters set),
+    each split's fits side by side in fresh processes of the threads asked for, each with an
+    empty compiler cache: a table row per fit."""
+    print("| split | setting | seconds | CPU seconds | stages | particle gradients | us each | compiled "
+          "| test log-likelihood | 95% coverage |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for split in splits:
         with tempfile.TemporaryDirectory() as cache:
             records = side_by_side(
-                {setting: [sys.executable, __file__, "--fit-concrete", str(split), setting, "--data-dir", data_dir]
-                 for setting in ("False", "auto")},
+                {name: [sys.executable, __file__, "--fit-concrete", str(split), json.dumps(params),
+                        "--data-dir", str(data_dir), "--threads", str(torch.get_num_threads())]
+                 for name, params in settings.items()},
                 env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache})
-            for setting, record in records.items():
+            for name, record in records.items():
                 each = 1e6 * record["seconds"] / record["particle_gradients"]
-                print(f"| {split} | {setting} | {record['seconds']:.0f} | {record['stages']} | "
-                      f"{record['particle_gradients']:,} | {each:.0f} | {record['compiled']} | "
+                print(f"| {split} | {name} | {record['seconds']:.0f} | {record['cpu_seconds']:.0f} | "
+                      f"{record['stages']} | {record['particle_gradients']:,} | {each:.0f} | {record['compiled']} | "
                       f"{record['log_likelihood']:.3f} | {record['coverage']:.3f} |", flush=True)
 
 
-def fit_concrete(data_dir, split, setting):
-    """One SMCRegressor() fit on a concrete split, in this (fresh) process: a JSON line."""
+def kicks_gain(data_dir, splits):
+    """What the float32 kicks buy: ``leapfrog_dtype='float64'`` against the default, side by side."""
+    concrete_side_by_side(data_dir, splits, {"leapfrog_dtype='float64'": {"leapfrog_dtype": "float64"},
+                                             "leapfrog_dtype='float32'": {}})
+
+
+def fit_concrete(data_dir, split, params):
+    """One SMCRegressor() fit on a concrete split with ``params`` set, in this (fresh) process: a JSON line."""
     X_train, X_test, y_train, y_test = load_uci_split(data_dir, "concrete", split)
-    compile_setting = {"False": False, "auto": "auto"}[setting]
-    smc = make_pipeline(StandardScaler(), SMCRegressor(random_state=split, compile=compile_setting))
+    smc = make_pipeline(StandardScaler(), SMCRegressor(random_state=split, **params))
+    cpu_start = time.process_time()
     seconds, particle_gradients = fit_counting_gradients(smc, X_train, y_train)
     mean, std = smc.predict(X_test, return_std=True)
-    print(json.dumps(dict(seconds=seconds, stages=smc[-1].n_stages_, compiled=bool(smc[-1].compiled_),
-                          particle_gradients=particle_gradients,
+    print(json.dumps(dict(seconds=seconds, cpu_seconds=time.process_time() - cpu_start, stages=smc[-1].n_stages_,
+                          compiled=bool(smc[-1].compiled_), particle_gradients=particle_gradients,
                           log_likelihood=float(norm.logpdf(y_test, mean, std).mean()),
                           coverage=float(np.mean(np.abs(y_test - mean) <= norm.ppf(0.975) * std)))))
 
@@ -271,15 +294,18 @@ def main():
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--evidence-seeds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--only", choices=["blocking", "evidence", "speed", "protein", "compile"], nargs="+",
+    parser.add_argument("--only", choices=["blocking", "evidence", "speed", "protein", "compile", "kicks"],
+                        nargs="+",
                         default=["blocking", "evidence", "speed"], help="the measurements to run")
-    parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="the UCI sets (for --only protein, compile)")
-    parser.add_argument("--splits", type=int, nargs="+", default=[0], help="the concrete splits of --only compile")
-    parser.add_argument("--fit-concrete", nargs=2, metavar=("SPLIT", "COMPILE"), help=argparse.SUPPRESS)
+    parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR,
+                        help="the UCI sets (for --only protein, compile, kicks)")
+    parser.add_argument("--splits", type=int, nargs="+", default=[0],
+                        help="the concrete splits of --only compile, kicks")
+    parser.add_argument("--fit-concrete", nargs=2, metavar=("SPLIT", "PARAMS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     pin_threads(args.threads)
     if args.fit_concrete:
-        return fit_concrete(args.data_dir, int(args.fit_concrete[0]), args.fit_concrete[1])
+        return fit_concrete(args.data_dir, int(args.fit_concrete[0]), json.loads(args.fit_concrete[1]))
     if "blocking" in args.only:
         blocking()
         print()
@@ -291,6 +317,8 @@ def main():
         protein_projection(args.data_dir)
     if "compile" in args.only:
         compile_gain(args.data_dir, args.splits)
+    if "kicks" in args.only:
+        kicks_gain(args.data_dir, args.splits)
 
 
 if __name__ == "__main__":
