@@ -51,3 +51,15 @@ def no_compiler(monkeypatch):
         return call
 
     monkeypatch.setattr(compiling.torch, "compile", failing_compile)
+
+
+@pytest.fixture
+def float32_kicks(monkeypatch):
+    """The row counts of the float32 gradients HMC's leapfrog steps kicked with (a state
+    likelihood's ``force`` after ``set_force_dtype(torch.float32)``), call by call."""
+    from sklearn_quinn._core.likelihoods import RowBlockLikelihood
+
+    rows, cheaper = [], RowBlockLikelihood._cheaper_gradient
+    monkeypatch.setattr(RowBlockLikelihood, "_cheaper_gradient",
+                        lambda self, moved: rows.append(len(moved)) or cheaper(self, moved))
+    return rows
