@@ -31,8 +31,8 @@ eager with the kicks' gradient in float32 (the estimators' default
 ``leapfrog_dtype='float32'``: each trajectory's leapfrog steps take the float32
 gradient, its end the float64 log density for the accept step, which NumPyro
 takes in float64 too), and with ``compile=True`` (the leapfrog trajectory
-through ``torch.compile``, exact gradient; its compile seconds, from the first
-run, reported apart as NumPyro's are).
+through ``torch.compile``; its compile seconds, from the first run, reported
+apart as NumPyro's are), with the exact gradient and with the float32 kicks.
 
 NUTS (``--nuts-depth``, default 8; 0 skips it): both samplers from the same
 start with the same fixed step size and maximum tree depth, identity mass, one
@@ -430,18 +430,21 @@ def main():
     # ------------------------------------------------ ours, compile=True: compile
     # The first run compiles the trajectory (torch.compile's cache then serves later runs).
     compile_ours, *_ = run_ours(log_density, start, 2, eps, n_leapfrog, seed=0, compile=True)
+    compile_kicked, *_ = run_ours(kicked, start, 2, eps, n_leapfrog, seed=0, compile=True)
     with Clock() as clock:
         run_ours(log_density, start, 2, eps, n_leapfrog, seed=0, compile=True)
     n_compiled = max(50, int(args.seconds / (n_leapfrog * 3 * max(clock.wall / (2 * n_leapfrog + 1), 1e-6))))
 
     # ------------------------------------------------ timed, interleaved
-    ours_runs, numpyro_runs, compiled_runs, kicked_runs = [], [], [], []
+    ours_runs, numpyro_runs, compiled_runs, kicked_runs, compiled_kicked_runs = [], [], [], [], []
     for repeat in range(args.repeats):
         ours_runs.append(run_ours(log_density, start, n_ours, eps, n_leapfrog, seed=repeat))
         kicked_runs.append(run_ours(kicked, start, n_ours, eps, n_leapfrog, seed=repeat))
         numpyro_runs.append(run_numpyro_compiled(compiled, state0, seed=repeat + 1))
         compiled_runs.append(run_ours(log_density, start, n_compiled, eps, n_leapfrog, seed=repeat,
                                       compile=True))
+        compiled_kicked_runs.append(run_ours(kicked, start, n_compiled, eps, n_leapfrog, seed=repeat,
+                                             compile=True))
 
     # ------------------------------------------------ NumPyro's MCMC.run, as a cross-check
     # Each MCMC.run traces and compiles its loop again (see the note printed below); the
@@ -458,6 +461,8 @@ def main():
         "numpyro": [(r[0].wall / grads_numpyro, r[0].cpu / grads_numpyro) for r in numpyro_runs],
         "compiled": [(r[0].wall / (n_compiled * n_leapfrog + 1), r[0].cpu / (n_compiled * n_leapfrog + 1))
                      for r in compiled_runs],
+        "compiled_kicked": [(r[0].wall / (n_compiled * n_leapfrog + 1), r[0].cpu / (n_compiled * n_leapfrog + 1))
+                            for r in compiled_kicked_runs],
     }
     med = {side: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
            for side, v in per_grad.items()}
@@ -476,11 +481,13 @@ def main():
     for side, name in (("ours", "ours (eager): per gradient in HMC"),
                        ("kicked", "ours (eager, float32 kicks)"),
                        ("compiled", "ours (compile=True): per gradient"),
+                       ("compiled_kicked", "ours (compiled, float32 kicks)"),
                        ("numpyro", "NumPyro: per gradient inside HMC")):
         print(f"{name:36s}{fmt_us(med[side][0]):>11s}{fmt_us(med[side][1]):>11s}   repeats (wall, us): "
               + ", ".join(f"{w * 1e6:.1f}" for w, _ in per_grad[side]))
     for side, name in (("ours", "RATIO ours (eager) / NumPyro"), ("kicked", "RATIO ours (float32 kicks) / NumPyro"),
-                       ("compiled", "RATIO ours (compile=True) / NumPyro")):
+                       ("compiled", "RATIO ours (compile=True) / NumPyro"),
+                       ("compiled_kicked", "RATIO compiled, float32 kicks")):
         ratio_wall = med[side][0] / med["numpyro"][0]
         ratio_cpu = med[side][1] / med["numpyro"][1]
         print(f"{name:36s}{ratio_wall:>10.2f}x{ratio_cpu:>10.2f}x   target <= {TARGET_RATIO} (issue 18): "
@@ -500,6 +507,7 @@ def main():
     print()
     print(f"NumPyro JIT compile (excluded above): {compile_aot:.2f} s, AOT jit(scan of sample_kernel)"
           ".lower().compile()")
+    print(f"ours torch.compile, float32 kicks (excluded above): {compile_kicked.wall:.2f} s")
     print(f"ours torch.compile (excluded above): {compile_ours.wall:.2f} s, the first compile=True run "
           "(2 HMC steps; includes them)")
     for label, (clock, compiled_s, accept, _, _) in zip(("1st", "2nd"), mcmc_runs):
