@@ -99,7 +99,7 @@ class MCMCMixin(HyperpriorMixin, MemberTrainingMixin, InferenceDataMixin, DrawsM
                 log_density = MinibatchLogPosterior(likelihood.state_log_likelihood, self._model, X, Y,
                                                     log_density.log_prior, self._batch_size(len(X)))
                 inverse_mass = self._preconditioner(start, X, Y, likelihood, prior)
-        if self.sampler not in SG_SAMPLERS:
+        if self.sampler == "hmc":  # the one kernel whose kicks take a force; no copy of the data for the others
             log_density.set_force_dtype(DTYPES[self.leapfrog_dtype])
         rows = self._sample_chains(log_density, start, gibbs, inverse_mass, n_rows=len(X))
         n_likelihood = n_params + likelihood.n_state_columns
