@@ -314,13 +314,15 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
     def _batch_size(self, n_rows):
         return min(200, n_rows) if self.batch_size == "auto" else min(self.batch_size, n_rows)
 
-    def _n_epochs(self, n_rows):
+    def _n_epochs(self, n_rows, min_steps=0):
         """The training epochs on ``n_rows`` rows: ``max_epochs``, or for 'auto'
-        ``AUTO_EPOCHS`` capped at ``AUTO_MAX_STEPS`` minibatch steps."""
+        ``AUTO_EPOCHS``, raised to ``min_steps`` minibatch steps where they take fewer,
+        capped at ``AUTO_MAX_STEPS`` steps."""
         if self.max_epochs != "auto":
             return self.max_epochs
         steps_per_epoch = -(-n_rows // self._batch_size(n_rows))
-        return max(1, min(AUTO_EPOCHS, AUTO_MAX_STEPS // steps_per_epoch))
+        epochs = max(AUTO_EPOCHS, -(-min_steps // steps_per_epoch))
+        return max(1, min(epochs, AUTO_MAX_STEPS // steps_per_epoch))
 
     def _n_members(self, n_rows):
         """``n_estimators``, or for 'auto' the family's ``_auto_members``: its first count, and its

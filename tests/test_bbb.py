@@ -69,6 +69,19 @@ def test_evidence_prior_is_the_maps_and_q_its_mean_field_posterior(linear_data):
     np.testing.assert_allclose(reg.posterior_.std.cpu().numpy(), mean_field_std, rtol=0.1)
 
 
+@pytest.mark.parametrize("likelihood, learned_by", [("gaussian", "elbo"), ("heteroscedastic", "evidence")])
+def test_auto_prior_learning_is_the_elbos_under_a_gaussian_likelihood_and_the_evidences_else(
+        wave_data, likelihood, learned_by):
+    """'auto': the ELBO's prior under the Gaussian likelihood (no MAP, no evidence updates), the
+    Laplace evidence's under the heteroscedastic one (its MAP's updates, and their precisions);
+    the classifier's 'auto' is the evidence's."""
+    auto = small(likelihood=likelihood, prior_learning="auto").fit(*wave_data)
+    explicit = small(likelihood=likelihood, prior_learning=learned_by).fit(*wave_data)
+    assert bool(auto.evidence_history_) == (learned_by == "evidence")
+    assert auto.prior_precisions_ == explicit.prior_precisions_
+    assert BBBClassifier(prior_learning="auto")._prior_learning() == "evidence"
+
+
 @pytest.mark.slow
 def test_estimated_noise(linear_data):
     X, y = linear_data

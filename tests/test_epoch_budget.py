@@ -1,10 +1,12 @@
-"""``max_epochs='auto'``: 1000 epochs, capped at a number of minibatch steps, in every family that trains."""
+"""``max_epochs='auto'``: 1000 epochs, capped at a number of minibatch steps, in every family that trains
+(Bayes by backprop's ELBO raised to a number of steps first)."""
 
 import numpy as np
 import pytest
 import torch
 
 from sklearn_quinn import (
+    BBBClassifier,
     BBBRegressor,
     DeepEnsembleRegressor,
     LaplaceRegressor,
@@ -28,6 +30,40 @@ from sklearn_quinn.swag import _swag as swag_module
 def test_auto_epochs_are_1000_capped_at_200k_steps(n_rows, batch_size, expected):
     assert LaplaceRegressor(batch_size=batch_size)._n_epochs(n_rows) == expected
     assert LaplaceRegressor(max_epochs=7)._n_epochs(n_rows) == 7
+
+
+@pytest.mark.parametrize("n_rows, expected", [
+    (150, 4000),  # one step an epoch
+    (300, 2000),
+    (401, 1334),  # three steps an epoch: 4002 steps
+    (800, 1000),  # four steps an epoch: the 1000 epochs take 4000
+    (40_001, 995),  # the cap as for every family
+])
+def test_auto_epochs_raised_to_a_minimum_of_steps(n_rows, expected):
+    assert BBBRegressor()._n_epochs(n_rows, min_steps=4000) == expected
+    assert BBBRegressor(max_epochs=7)._n_epochs(n_rows, min_steps=4000) == 7
+
+
+@pytest.mark.parametrize("estimator, prior_learning, expected", [
+    (BBBRegressor, "elbo", 3),
+    (BBBRegressor, "evidence", 3),
+    (BBBClassifier, "evidence", 2),
+])
+def test_bbb_regressor_trains_its_minimum_steps(estimator, prior_learning, expected, monkeypatch):
+    """With 2 epochs the default and 30 steps the minimum, 400 rows in 40-row batches train a
+    regressor's ELBO for 3 epochs, whichever its prior, and the MAP that learns the evidence's
+    prior for 2; a classifier's ELBO trains the 2."""
+    monkeypatch.setattr(base_module, "AUTO_EPOCHS", 2)
+    monkeypatch.setattr(BBBRegressor, "_auto_min_steps", 30)
+    rng = np.random.RandomState(0)
+    X = rng.randn(400, 2)
+    y = X[:, 0] + 0.1 * rng.randn(400)
+    y = (y > 0).astype(int) if estimator is BBBClassifier else y
+    fitted = estimator(hidden_layer_sizes=(4,), n_samples=5, batch_size=40, prior_learning=prior_learning,
+                       random_state=0).fit(X, y)
+    assert len(fitted.net_.history) == expected
+    if prior_learning == "evidence":
+        assert max(record["epoch"] for record in fitted.evidence_history_) == 2
 
 
 @pytest.mark.parametrize("estimator", [

@@ -413,23 +413,8 @@ COVERAGE = (0.88, 0.99)
 NLL_GAIN = 0.1
 
 
-#: Known gap, measured: BBB trains the noise head under draws from q, and
-#: E[exp(2 s)] over them inflates the noise where it is small (Jensen): its
-#: NLL, 1.197, gains 0.08 on its own Gaussian fit but stays 0.04 above the best
-#: homoscedastic predictive's, 1.154. (MC dropout had the same gap at a fixed
-#: rate 0.1; its learned rates fall far enough to close it.)
-KNOWN_GAPS = {
-    BBBRegressor: "the NLL is 0.04 above the best homoscedastic predictive's",
-}
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "estimator",
-    [pytest.param(cls, marks=pytest.mark.xfail(reason=KNOWN_GAPS[cls], strict=True)) if cls in KNOWN_GAPS else cls
-     for cls in REGRESSORS],
-    ids=by_name,
-)
+@pytest.mark.parametrize("estimator", REGRESSORS, ids=by_name)
 def test_heteroscedastic_fit_follows_noise_growing_with_x(estimator, wave):
     """300 rows of ``sin(x) + (0.1 + 0.4 |x|) eps`` on [-3, 3], each family at its defaults.
 
