@@ -49,7 +49,8 @@ def test_auto_epochs_raised_to_a_minimum_of_steps(n_rows, expected):
     (BBBRegressor, "evidence", 3),
     (BBBClassifier, "evidence", 2),
 ])
-def test_bbb_regressor_trains_its_minimum_steps(estimator, prior_learning, expected, monkeypatch):
+def test_a_bbb_regressors_elbo_trains_its_minimum_steps_a_classifiers_its_epochs(estimator, prior_learning, expected,
+                                                                                monkeypatch):
     """With 2 epochs the default and 30 steps the minimum, 400 rows in 40-row batches train a
     regressor's ELBO for 3 epochs, whichever its prior, and the MAP that learns the evidence's
     prior for 2; a classifier's ELBO trains the 2."""
