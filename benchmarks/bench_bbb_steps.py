@@ -18,7 +18,8 @@ The tables: ``wave``, 300 rows of ``sin(x) + (0.1 + 0.4 |x|) eps`` on
 heteroscedastic test's table, redrawn per split), whose default prior is the
 evidence's; ``wave_elbo``, the same under the ELBO's own prior
 (``prior_learning='elbo'``); and bench_defaults_regression's
-``linear``, ``friedman1`` and ``wide`` (150 rows, one step an epoch).
+``linear``, ``friedman1``, ``categorical`` (200 rows) and ``wide`` (150
+rows; one step an epoch on both).
 Every fit in ``Pipeline([StandardScaler(), BBBRegressor(...)])``, seeded by
 the split. Prints mean ± s.e. over the splits of the test NLL, the 95%
 coverage and the fit seconds.
@@ -51,7 +52,7 @@ def wave_split(seed, n_train=300, n_test=3000):
 
 TABLES = {"wave": (wave_split, {"likelihood": "heteroscedastic"}),
           "wave_elbo": (wave_split, {"likelihood": "heteroscedastic", "prior_learning": "elbo"}),
-          **{name: (SYNTHETIC[name], {}) for name in ("linear", "friedman1", "wide")}}
+          **{name: (SYNTHETIC[name], {}) for name in ("linear", "friedman1", "categorical", "wide")}}
 
 
 def score(params, split, warmup_fraction):
