@@ -268,7 +268,7 @@ class EvidenceMaximisation(Callback):
         L-BFGS polish of a ReLU network stops on kinks of its loss, and a second one, from a
         polished start under a moved loss, carries the rounding of the standardised targets into
         the predictions (``y`` and ``1000 * y + 7`` no longer give one fit)."""
-        polish(net, self.X, self.targets)
+        polish(net.module_, net.criterion_, self.X, self.targets)
         update = self._maximise(net, False, True, None, "final")
         record = self.history_.pop()
         return {"record": record if update.structure in _EXACT_STRUCTURES else self._exact_record(net)}
@@ -323,7 +323,7 @@ class EvidenceMaximisation(Callback):
             net.criterion_.prior_precision = torch.as_tensor(precision, dtype=self.X.dtype)
         if self._carries_mean_variances:
             self._write_mean_variances(net, self._evidence(net, AUTO_MAX_FULL_PARAMS), self._precision(net))
-        polish(net, self.X, self.targets)
+        polish(net.module_, net.criterion_, self.X, self.targets)
         return {"record": self._exact_record(net), "module": copy.deepcopy(net.module_.state_dict()),
                 "criterion": copy.deepcopy(net.criterion_.state_dict()),
                 "precision": net.criterion_.prior_precision, "targets": self.targets.clone()}
@@ -675,7 +675,7 @@ def train_net(module, criterion, X, Y, *, lr, lr_schedule, max_epochs, optimizer
     return net.fit(X, Y)
 
 
-def polish(net, X, Y, max_iterations=_POLISH_ITERATIONS):
+def polish(module, criterion, X, Y, max_iterations=_POLISH_ITERATIONS):
     """Finish a training at a stationary point of its full-batch loss with L-BFGS.
 
     Adam under a cosine schedule stops short of the mode, the further the
@@ -690,16 +690,17 @@ def polish(net, X, Y, max_iterations=_POLISH_ITERATIONS):
 
     Parameters
     ----------
-    net : PosteriorNet
-        A fitted net whose criterion is deterministic (no dropout, no
-        reparameterised draws); trained in place.
+    module : torch.nn.Module
+        Trained in place.
+    criterion : torch.nn.Module
+        The training's loss ``criterion(module(X), Y, module)``, deterministic
+        given the weights (no dropout, no reparameterised draws).
     X, Y : ndarray or tensor
-        The training data, as the net was fitted on.
+        The training data, as the module was trained on.
     max_iterations : int
     """
-    module, criterion = net.module_, net.criterion_
-    X, Y = to_tensor(X, device=net.device), to_tensor(Y, device=net.device)
     parameters = [p for p in [*module.parameters(), *criterion.parameters()] if p.requires_grad]
+    X, Y = to_tensor(X, device=parameters[0].device), to_tensor(Y, device=parameters[0].device)
     eps = torch.finfo(parameters[0].dtype).eps
     optimizer = torch.optim.LBFGS(parameters, lr=1.0, max_iter=max_iterations, history_size=20,
                                   tolerance_grad=1e-2 * math.sqrt(eps), tolerance_change=eps,
@@ -775,7 +776,7 @@ def fit_map(module, X, Y, *, prior_precision, likelihood, lr, lr_schedule, max_e
     )
     if finish and polishable(X.shape[0], module):
         if evidence is None:
-            polish(net, X, Y)
+            polish(net.module_, net.criterion_, X, Y)
         else:
             evidence.finish(net)
     return net

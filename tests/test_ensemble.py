@@ -47,6 +47,23 @@ def test_rms_members_are_exact_posterior_draws(linear_data, device):
     assert (np.abs(np.cov(draws.T) - cov) < 4 * cov_error).all()
 
 
+@pytest.mark.parametrize("polished", [False, True])
+def test_deep_ensemble_members_end_at_the_exact_map_of_a_linear_model(linear_data, device, polished, monkeypatch):
+    """Twenty epochs of Adam leave a linear model's members far from the mode; the full-batch
+    L-BFGS polish that ends their training (:func:`~sklearn_quinn._map.polish`, as it ends the
+    MAP's) takes every one to the closed-form posterior mean to 1e-6."""
+    if not polished:
+        monkeypatch.setattr("sklearn_quinn.ensemble._engine.polishable", lambda n_rows, module: False)
+    X, y = linear_data
+    exact = BayesianLinearRegression(X, y, NOISE, PRIOR_STD)
+    members = DeepEnsembleRegressor(
+        hidden_layer_sizes=(), n_estimators=3, noise_std=NOISE, prior_std=PRIOR_STD, normalize_y=False, lr=0.01,
+        max_epochs=20, batch_size=16, random_state=0, device=device,
+    ).fit(X, y).posterior_.samples.cpu().numpy()
+    relative_error = np.abs(members / exact.mean - 1).max()
+    assert relative_error < 1e-6 if polished else relative_error > 1e-2
+
+
 def test_anchors_alone_underestimate_the_linear_posterior(linear_data):
     """Without target perturbations (Pearce et al.'s anchored ensemble) the
     members' spread is far below the posterior's when the data dominate."""

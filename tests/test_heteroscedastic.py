@@ -24,7 +24,7 @@ from sklearn_quinn._core import evidence as evidence_module
 from sklearn_quinn._core.likelihoods import GaussianLikelihood, HeteroscedasticGaussianLikelihood
 from sklearn_quinn._core.network import FunctionalModel
 from sklearn_quinn._map import fit_map
-from sklearn_quinn.ensemble._engine import train_members
+from sklearn_quinn.ensemble._engine import finish_members, train_members
 
 FAST = dict(hidden_layer_sizes=(8,), max_epochs=40, random_state=0)
 FAMILIES = {
@@ -173,14 +173,13 @@ def test_a_noise_head_thrown_past_the_clip_returns(training):
         else:
             model = FunctionalModel(module)
             theta = model.flatten().expand(2, -1).clone()
-            members = train_members(model, theta, X, Y, subsets=torch.arange(40).expand(2, -1),
-                                    anchors=torch.zeros_like(theta), perturbations=None,
-                                    likelihood=HeteroscedasticGaussianLikelihood(), prior_precision=0.0,
-                                    seeds=[0, 1], batch_size=40, **train)
-            noise_std[start] = model(members.theta, torch.as_tensor(X[:1]))[:, 0, 1].detach().exp().tolist()
-    tolerance = 1e-6 if training == "map" else 1e-3  # the MAP ends polished; the members where Adam stops
-    assert noise_std[12.0] == pytest.approx(noise_std[0.0], rel=tolerance)
-    assert noise_std[12.0] == pytest.approx(expected if training == "map" else [expected] * 2, rel=tolerance)
+            members = dict(subsets=torch.arange(40).expand(2, -1), anchors=torch.zeros_like(theta),
+                           perturbations=None, likelihood=HeteroscedasticGaussianLikelihood(), prior_precision=0.0)
+            theta = train_members(model, theta, X, Y, seeds=[0, 1], batch_size=40, **members, **train).theta
+            theta = finish_members(model, theta, X, Y, **members)
+            noise_std[start] = model(theta, torch.as_tensor(X[:1]))[:, 0, 1].detach().exp().tolist()
+    assert noise_std[12.0] == pytest.approx(noise_std[0.0], rel=1e-6)  # both polished to the mode
+    assert noise_std[12.0] == pytest.approx(expected if training == "map" else [expected] * 2, rel=1e-6)
 
 
 class LearnedConstantNoiseHead(nn.Module):

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._map import batch_starts, train_net
+from .._map import batch_starts, polish, polishable, train_net
 
 
 class MemberBatches:
@@ -54,11 +54,24 @@ class MemberBatches:
         order = torch.stack(
             [subset[torch.randperm(n_rows, generator=g)] for subset, g in zip(self.subsets, self.generators)]
         )
-        members = torch.arange(len(self.subsets))[:, None]
         for start in batch_starts(n_rows, self.batch_size, self.max_batches):
             rows = order[:, start : start + self.batch_size]
-            targets = torch.stack([self.y[rows], self.perturbations[members, rows]], dim=-1)
-            yield self.X[rows], targets
+            yield self.X[rows], member_targets(self.y, self.perturbations, rows)
+
+
+def member_targets(Y, perturbations, rows):
+    """The targets of the members' rows ``(J, n)``: ``(J, n, O', 2)``, each row's target
+    columns and then the member's perturbations of them (see :func:`padded_perturbations`)."""
+    members = torch.arange(len(rows))[:, None]
+    return torch.stack([Y[rows], perturbations[members, rows]], dim=-1)
+
+
+def padded_perturbations(perturbations, n_members, Y):
+    """The members' perturbations ``(J, N, O)`` of the targets (None: none) as ``(J, N, O')``,
+    one beside every column of ``Y``: zero for the columns after the targets."""
+    if perturbations is None:
+        return torch.zeros(n_members, *Y.shape, dtype=torch.as_tensor(Y).dtype)
+    return nn.functional.pad(perturbations, (0, Y.shape[-1] - perturbations.shape[-1]))
 
 
 class StackedMembers(nn.Module):
@@ -167,11 +180,7 @@ def train_members(model, theta, X, Y, *, subsets, anchors, perturbations, likeli
     -------
     Members
     """
-    perturb = perturbations is not None
-    if not perturb:
-        perturbations = torch.zeros(len(theta), *Y.shape, dtype=theta.dtype)
-    perturbations = nn.functional.pad(perturbations, (0, Y.shape[-1] - perturbations.shape[-1]))
-    criterion = AnchoredNegativeLogPosterior(len(X), prior_precision, anchors, likelihood, perturb)
+    criterion = AnchoredNegativeLogPosterior(len(X), prior_precision, anchors, likelihood, perturbations is not None)
     net = train_net(
         StackedMembers(model, theta),
         criterion,
@@ -182,11 +191,34 @@ def train_members(model, theta, X, Y, *, subsets, anchors, perturbations, likeli
         batch_size=min(batch_size, subsets.shape[1]),
         max_batches=max_batches,
         subsets=subsets,
-        perturbations=perturbations,
+        perturbations=padded_perturbations(perturbations, len(theta), Y),
         generators=[torch.Generator().manual_seed(int(seed)) for seed in seeds],
         **train_params,
     )
     return Members(net.module_.theta.detach(), net.criterion_.likelihood, net)
+
+
+def finish_members(model, theta, X, Y, *, subsets, anchors, perturbations, likelihood, prior_precision):
+    """The members ``theta`` ``(J, K)`` trained by :func:`train_members` (same arguments) ended
+    at stationary points of their full-batch losses, where that is cheap for all of them
+    together (:func:`~sklearn_quinn._map.polishable` of the stacked weights); else as they are.
+
+    A deep ensemble's members and randomized MAP sampling's stand for modes, and the MAP's
+    training ends at one (:func:`~sklearn_quinn._map.polish`). Adam's minibatch steps can stop
+    short of them (a few hundred rows in two minibatches), and the ensemble's mean then fits its
+    training rows worse than the MAP network whose noise it is given.
+    One L-BFGS run over the sum of the members' losses, whose minimiser is each member's, once
+    the groups that :func:`train_members` trained apart are joined, so that the result does not
+    depend on the grouping.
+    """
+    module = StackedMembers(model, theta.clone())
+    if not polishable(subsets.shape[1], module):
+        return theta
+    X, Y = torch.as_tensor(X), torch.as_tensor(Y)
+    criterion = AnchoredNegativeLogPosterior(len(X), prior_precision, anchors, likelihood, perturbations is not None)
+    perturbations = padded_perturbations(perturbations, len(theta), Y)
+    polish(module, criterion, X[subsets], member_targets(Y, perturbations, subsets))
+    return module.theta.detach()
 
 
 def member_subset(n_train, n_rows, seed):
