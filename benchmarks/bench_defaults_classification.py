@@ -11,7 +11,7 @@ seed. Each split runs ``compare``'s own code
 ``Pipeline([StandardScaler(), estimator])``, seeded with the split's
 ``random_state``, scored on the test rows (NLL, accuracy, ECE over 15
 equal-width bins). The families are the command line's registry (``METHODS``),
-at the package's defaults (``--quick``: ``compare``'s smaller budgets;
+at the package's defaults, as ``compare`` runs them (``--quick``: ``compare --quick``'s smaller budgets;
 ``--set NAME=VALUE``: a parameter of every family away from them); the
 reference is ``compare``'s ``LogisticRegression(max_iter=1000)``.
 
@@ -219,7 +219,7 @@ def main(argv=None):
     records = [r for r in read_lines(args.out) if matches(r, run_settings) and r["dataset"] in args.datasets
                and r["split"] < args.splits and r["method"] in [*args.methods, MAP_NETWORK, REFERENCE]]
 
-    budget = "compare's budgets (--quick)" if args.quick else "the package's defaults"
+    budget = "compare --quick's budgets" if args.quick else "the package's defaults"
     epochs = f", max_epochs {args.max_epochs}" if args.max_epochs else ""
     epochs += "".join(f", {text}" for text in set_arguments(args.set))
     print(f"{args.splits} paired stratified 80/20 splits per data set (random_state 0 = compare's), {budget}"

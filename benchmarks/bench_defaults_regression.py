@@ -19,8 +19,8 @@ features of which 5 carry a linear signal and the first a ``sin(2 x)`` too, with
 training and 1000 test rows (more features per row than any UCI set: a third of a feature a row,
 where the posterior's spread is a large part of the predictive). The families are the command line's registry
 (``METHODS``), so a new family joins without an edit here; they run at the
-package's defaults (``--quick``: ``compare``'s smaller budgets, and then split 0
-reproduces the main job's table). The references are ``compare``'s:
+package's defaults, as ``compare`` does, so that split 0 reproduces the main
+job's table (``--quick``: ``compare --quick``'s smaller budgets). The references are ``compare``'s:
 ``BayesianRidge()`` and a ``GaussianProcessRegressor`` with an ARD RBF kernel
 plus white noise.
 
@@ -119,7 +119,7 @@ def main(argv=None):
             print(f"split {seed} {candidate.name}: NLL {result['NLL']:.3f}  coverage {result['95% coverage']:.3f}  "
                   f"RMSE {result['RMSE']:.2f}  {result['fit s']:.1f} s", file=sys.stderr, flush=True)
 
-    budget = "compare's budgets (--quick)" if args.quick else "the package's defaults"
+    budget = "compare --quick's budgets" if args.quick else "the package's defaults"
     epochs = f", max_epochs {args.max_epochs}" if args.max_epochs else ""
     epochs += "".join(f", {text}" for text in set_arguments(args.set))
     splits = ("random 80/20 splits (random_state 0 = the main job's)" if args.data == "diabetes"

@@ -8,7 +8,7 @@ point, RMSE and the coverage of the central 95% interval in the original target
 units. The families are the command line's registry (``METHODS``), so a new
 family joins without an edit here, at the package's defaults (one hidden layer
 of ``n_hidden.txt`` = 50 units, the default width), or with ``--quick`` at
-``compare``'s smaller budgets. The references are ``compare``'s:
+``compare --quick``'s smaller budgets. The references are ``compare``'s:
 ``BayesianRidge()`` and a ``GaussianProcessRegressor`` with an ARD RBF kernel
 plus white noise, fitted on a random ``--gpr-max-rows`` of the training rows
 where there are more (power, kin8nm, naval; wine above 1000).
@@ -216,7 +216,7 @@ def main(argv=None):
     pin_threads(args.threads)
     methods = args.methods + (references_for(False) if args.references else [])
     records, notes = run(args, args.datasets, methods)
-    budget = "compare's budgets (--quick)" if args.quick else "the package's defaults"
+    budget = "compare --quick's budgets" if args.quick else "the package's defaults"
     epochs = f", max_epochs {args.max_epochs}" if args.max_epochs else ""
     epochs += "".join(f", {text}" for text in set_arguments(args.set))
     print(f"UCI, {budget}{epochs}, likelihood {args.likelihood!r}, {args.threads} thread(s) per fit; "

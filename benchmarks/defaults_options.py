@@ -16,7 +16,7 @@ from sklearn_quinn._cli.methods import METHODS
 def add_defaults_options(parser, threads_help="torch and BLAS threads (default: 1)"):
     """Add ``--methods``, ``--quick``, ``--max-epochs``, ``--device`` and ``--threads`` to ``parser``."""
     parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
-    parser.add_argument("--quick", action="store_true", help="compare's smaller budgets instead of the defaults")
+    parser.add_argument("--quick", action="store_true", help="compare --quick's budgets, not the defaults")
     parser.add_argument("--max-epochs", type=int, help="override every method's training epochs (smoke runs)")
     parser.add_argument("--device", default="cpu", help="torch device of the networks' fits: cpu, cuda, ...")
     parser.add_argument("--threads", type=int, default=1, help=threads_help)

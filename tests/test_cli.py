@@ -51,6 +51,22 @@ def test_compare_bundled_classification(tmp_path):
     assert (tmp_path / "laplace.png").is_file() and (tmp_path / "sklearn-logistic.png").is_file()
 
 
+@pytest.mark.parametrize("flags, settings", [([], {"max_epochs": "auto", "n_burnin": 500}),
+                                              (["--quick"], {"max_epochs": 300, "n_burnin": 200})])
+def test_compare_fits_the_package_defaults_unless_quick(flags, settings, tmp_path, monkeypatch):
+    class Fitted(Exception):
+        """Stops the run at its first fit, whose estimator it carries."""
+
+    def first_fit(estimator, *args):
+        raise Fitted(estimator)
+
+    monkeypatch.setattr("sklearn_quinn._cli.compare.fit_and_score", first_fit)
+    with pytest.raises(Fitted) as fitted:
+        main(["compare", "--methods", "mcmc", *flags, "--out", str(tmp_path)])
+    params = fitted.value.args[0].get_params()
+    assert {name: params[name] for name in settings} == settings
+
+
 def test_compare_without_references(tmp_path, capsys):
     assert main(["compare", "iris", *TINY, "--no-references", "--out", str(tmp_path)]) == 0
     assert [row["method"] for row in read_csv(tmp_path / "results.csv")] == ["laplace", "de"]

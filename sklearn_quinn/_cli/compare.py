@@ -52,7 +52,7 @@ def split_table(X, y, classification, *, test_size=0.2, random_state=0):
                             stratify=y if classification else None)
 
 
-def candidates(methods, classification, X_train, *, references=True, quick=True, max_epochs=None, random_state=0,
+def candidates(methods, classification, X_train, *, references=True, quick=False, max_epochs=None, random_state=0,
                device="cpu", params=None):
     """The networks of ``methods``, then the scikit-learn references of the task.
 
@@ -65,8 +65,8 @@ def candidates(methods, classification, X_train, *, references=True, quick=True,
         The training rows (the references' sizes and notes depend on them).
     references : bool, default=True
         Add the task's references (``REFERENCES``) after the networks.
-    quick : bool, default=True
-        The methods' smaller budgets of ``compare``, else the package's defaults.
+    quick : bool, default=False
+        The methods' smaller budgets (``compare --quick``), else the package's defaults.
     max_epochs, random_state, device
         See :func:`~sklearn_quinn._cli.methods.make_estimator`; ``random_state``
         also seeds the references.
@@ -124,7 +124,7 @@ def fit_and_score(estimator, X_train, y_train, X_test, y_test, classification):
 
 
 def run_compare(data, target, methods, *, task="auto", test_size=0.2, out="sklearn-quinn-report", references=True,
-                random_state=0, max_epochs=None, device="cpu", log=None):
+                random_state=0, quick=False, max_epochs=None, device="cpu", log=None):
     """Fit and score every method and reference; write the report to ``out``; return the table rows and notes.
 
     Parameters
@@ -143,6 +143,9 @@ def run_compare(data, target, methods, *, task="auto", test_size=0.2, out="sklea
         Add the scikit-learn references of the task (``REFERENCES``).
     random_state : int
         Seeds the split and every estimator.
+    quick : bool, default=False
+        Fit the methods with their smaller budgets (``METHODS``' ``quick``
+        settings) instead of the package's defaults.
     max_epochs : int, default=None
         Overrides every method's training epochs.
     device : str, default='cpu'
@@ -170,7 +173,7 @@ def run_compare(data, target, methods, *, task="auto", test_size=0.2, out="sklea
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
-    todo = candidates(methods, classification, X_train, references=references, max_epochs=max_epochs,
+    todo = candidates(methods, classification, X_train, references=references, quick=quick, max_epochs=max_epochs,
                       random_state=random_state, device=device)
     bar = tqdm(todo, desc="fitting", unit="method", file=log)
     for candidate in bar:

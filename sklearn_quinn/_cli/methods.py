@@ -1,10 +1,10 @@
 """The registry of methods the command line knows: one line per family.
 
-Each entry names the family's regressor and classifier and the settings
-``compare`` uses by default: the package's defaults with a smaller budget
-(fewer epochs, chains and draws; Bayes by backprop's own), so that comparing every method on a table of
-a few hundred rows takes a minute or two on a laptop. The UCI benchmark uses
-the package's defaults unchanged.
+Each entry names the family's regressor and classifier and the settings of
+``compare --quick``: the package's defaults with a smaller budget (fewer
+epochs, chains, draws and particles; Bayes by backprop's own), for a first
+look at a table bigger than a few hundred rows. ``compare`` without it, and
+the UCI benchmark, use the package's defaults unchanged.
 """
 
 from typing import NamedTuple
@@ -24,7 +24,7 @@ class Method(NamedTuple):
     label: str
     regressor: type
     classifier: type
-    quick: dict  # compare's default settings (a smaller budget than the package's defaults)
+    quick: dict  # compare --quick's settings (a smaller budget than the package's defaults)
 
 
 METHODS = {
@@ -60,8 +60,8 @@ def make_estimator(name, classification, *, quick, max_epochs=None, random_state
     classification : bool
         The classifier of the family, else its regressor.
     quick : bool
-        Start from the method's quick settings (``compare``), else from the
-        package's defaults (the benchmark).
+        Start from the method's quick settings (``compare --quick``), else
+        from the package's defaults (``compare``, the benchmarks).
     max_epochs : int, default=None
         Overrides the training epochs (the MAP, the members, BBB's ELBO), for
         smoke runs; None keeps the settings. SMC trains no network and
