@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from sklearn_quinn import LaplaceClassifier, LaplaceRegressor, MCMCClassifier, MCMCRegressor, base
+from sklearn_quinn import LaplaceClassifier, LaplaceRegressor, MCDropoutRegressor, MCMCClassifier, MCMCRegressor, base
 
 SMALL = dict(hidden_layer_sizes=(4,), max_epochs=30, random_state=0)
 
@@ -37,3 +37,15 @@ def test_a_classifier_predicts_in_blocks(classifier, linear_data, monkeypatch):
     monkeypatch.setattr(base, "PREDICT_BLOCK_ROWS", 7)
     assert_allclose(classifier.predict_proba(X), whole, rtol=1e-12)
     assert_allclose(classifier.predict_log_proba(X), np.log(whole), rtol=1e-12)
+
+
+def test_mc_dropout_takes_its_masks_spread_over_the_training_rows_in_blocks(linear_data, monkeypatch):
+    X, y = linear_data
+    whole = MCDropoutRegressor(**SMALL).fit(X, y)
+    monkeypatch.setattr(base, "PREDICT_BLOCK_ROWS", 7)
+    rows_seen, outputs = [], MCDropoutRegressor._outputs
+    monkeypatch.setattr(MCDropoutRegressor, "_outputs",
+                        lambda self, X, posterior=None: rows_seen.append(len(X)) or outputs(self, X, posterior))
+    blocked = MCDropoutRegressor(**SMALL).fit(X, y)
+    assert whole._draw_local_variance is not None and rows_seen and max(rows_seen) == 7
+    assert_allclose(blocked._draw_local_variance, whole._draw_local_variance, rtol=1e-12)

@@ -6,6 +6,7 @@ import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .. import base
 from .._classifier_base import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from .._regressor_base import BaseBayesianRegressor
 from ..base import MAP_TRAINING_CONSTRAINTS, PRIOR_SCALE_CONSTRAINTS
@@ -73,7 +74,10 @@ class MCDropoutMixin:
         the user chose, kept as it is."""
         if not self._local_posteriors or self.likelihood != "gaussian" or self.dropout_rate != "auto":
             return None
-        masks = self._outputs(self._tensor(X)).variance.mean(0)
+        # The masks' draws over the training rows a block at a time, as predictions go: all the
+        # rows of a big table at once would hold draws x rows x units in memory.
+        blocks = torch.split(self._tensor(X), base.PREDICT_BLOCK_ROWS)
+        masks = torch.cat([self._outputs(rows).variance for rows in blocks]).mean(0)
         return (self._mean_local_variance(X, Y, noise_std) - masks).clamp(min=0)
 
     @staticmethod
