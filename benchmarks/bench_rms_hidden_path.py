@@ -28,7 +28,7 @@ import argparse
 
 import numpy as np
 import torch
-from bench_defaults_regression import SYNTHETIC
+from bench_member_spread import split_of
 from defaults_options import pin_threads
 from scipy.stats import norm
 from sklearn.linear_model import BayesianRidge
@@ -36,20 +36,15 @@ from sklearn.preprocessing import StandardScaler
 from uci_protocol import fmt
 
 from sklearn_quinn import LaplaceRegressor, MCMCRegressor, RMSRegressor
-from sklearn_quinn._cli.compare import split_table
-from sklearn_quinn._cli.data import load_table
 
 FAMILIES = {"BayesianRidge": BayesianRidge, "Laplace": LaplaceRegressor, "RMS": RMSRegressor,
             "HMC": MCMCRegressor, "HMC, empirical": lambda **kw: MCMCRegressor(hyperprior="empirical", **kw)}
 
 
-def split_of(table, seed):
-    """Scaled training and test rows of ``table`` for ``seed``."""
-    if table == "diabetes":
-        X, y, _ = load_table("diabetes")
-        X_train, X_test, y_train, y_test = split_table(X, y, False, test_size=0.2, random_state=seed)
-    else:
-        X_train, X_test, y_train, y_test = SYNTHETIC[table](seed)
+def scaled_split(table, seed):
+    """Training and test rows of ``table`` for ``seed`` (``bench_member_spread.py``'s), the inputs
+    scaled by the training rows."""
+    X_train, X_test, y_train, y_test = split_of(table, seed)
     scaler = StandardScaler().fit(X_train)
     return scaler.transform(X_train), scaler.transform(X_test), y_train, y_test
 
@@ -84,7 +79,7 @@ def main():
     for table in args.tables:
         norms, spreads, scores = {}, {}, {}
         for seed in range(args.splits):
-            X_train, X_test, y_train, y_test = split_of(table, seed)
+            X_train, X_test, y_train, y_test = scaled_split(table, seed)
             fitted = {}
             for name, family in FAMILIES.items():
                 estimator = family() if family is BayesianRidge else family(random_state=seed)
