@@ -31,6 +31,7 @@ from ._core.kernel_grams import KernelGrams
 from ._core.kronecker import KroneckerUnsupportedError, kronecker_layers
 from ._core.likelihoods import GaussianLikelihood
 from ._core.network import FunctionalModel
+from ._core.row_subsets import random_rows
 
 #: The evidence is maximised after every twentieth of the epochs from the
 #: second to the sixteenth: none in the first tenth (the network first fits the
@@ -176,6 +177,10 @@ class EvidenceMaximisation(Callback):
         (``likelihood.training_targets(Y)``); each update then rewrites them
         under its posterior, in place, so that the training's minibatches
         and its polish read the current ones.
+    seed : int, default=0
+        Seeds the random subset of rows that the training's updates read on a
+        table of more than ``SUBSET_ROWS`` rows
+        (:func:`~sklearn_quinn._core.row_subsets.random_rows`).
 
     Attributes
     ----------
@@ -184,16 +189,22 @@ class EvidenceMaximisation(Callback):
         epochs, 'final' at the polished MAP of :meth:`finish`),
         ``log_evidence`` (network units; a 'final' one exact up to
         ``AUTO_MAX_FULL_PARAMS`` weights, where 'training' ones may be
-        Kronecker-factored),
+        Kronecker-factored, and above ``SUBSET_ROWS`` rows are estimated
+        from a random subset of them),
         ``noise_std`` (None without a noise) and the precision of every group
         as set (the maximisers times ``precision_factor``; ``log_evidence`` is
         the maximum).
     """
 
     def __init__(self, model, X, Y, groups, *, learn_prior, learn_noise, epochs, targets=None,
-                 precision_factor=1.0):
+                 precision_factor=1.0, seed=0):
         self.model, self.X, self.Y, self.groups = model, X, Y, groups
         self.targets = Y if targets is None else targets
+        # The training's updates read the evidence from a random subset of a big table's rows: its
+        # curvature and data fit are sums over them. The updates at the end, which set what the fit
+        # keeps, and the means' posterior variances, one per row, read every row.
+        rows, self._row_weight = (None, 1.0) if self._carries_mean_variances else random_rows(len(X), seed)
+        self._rows = None if rows is None else torch.as_tensor(rows, device=X.device)
         self.learn_prior, self.learn_noise, self.epochs = learn_prior, learn_noise, epochs
         self.precision_factor = precision_factor
         # MacKay's SSE / (N - gamma) presumes the gamma well-determined directions are fitted; far from
@@ -357,7 +368,7 @@ class EvidenceMaximisation(Callback):
         if learn_noise and self.Y.shape[1] > 1:
             self._share_noise_by_residuals(likelihood)
         groups = self.groups.tied() if tied else self.groups
-        evidence = self._evidence(net, max_full_params, groups)
+        evidence = self._evidence(net, max_full_params, groups, every_row=stage != "training")
         start = self._precision(net)
         found, noise_scale, value = evidence.maximise(
             self.groups.tie(torch.as_tensor(start)).numpy() if tied else start, learn_prior, learn_noise,
@@ -387,12 +398,16 @@ class EvidenceMaximisation(Callback):
     def _carries_mean_variances(self):
         return self.targets.shape[1] > self.Y.shape[1]
 
-    def _evidence(self, net, max_full_params=None, groups=None):
+    def _evidence(self, net, max_full_params=None, groups=None, every_row=True):
         """The Laplace evidence at the current weights and noise over ``groups`` (default: the
-        criterion's; ``max_full_params`` as for ``LaplaceEvidence``)."""
+        criterion's; ``max_full_params`` as for ``LaplaceEvidence``), from every row or, without
+        ``every_row``, the training's subset of a big table's rows."""
         likelihood = net.criterion_.likelihood.frozen(self.Y.shape[1])
-        return LaplaceEvidence(self.model, self.model.flatten(), self.X, self.Y, likelihood, groups or self.groups,
-                               max_full_params=max_full_params)
+        X, Y, row_weight = self.X, self.Y, 1.0
+        if not every_row and self._rows is not None:
+            X, Y, row_weight = X[self._rows], Y[self._rows], self._row_weight
+        return LaplaceEvidence(self.model, self.model.flatten(), X, Y, likelihood, groups or self.groups,
+                               max_full_params=max_full_params, row_weight=row_weight)
 
     def _write_mean_variances(self, net, evidence, precision):
         """Write the means' posterior variances at ``precision`` into the targets' last

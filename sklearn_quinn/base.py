@@ -261,7 +261,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
                 evidence = EvidenceMaximisation(
                     model, self._tensor(X), Y_tensor, groups, learn_prior=learn_prior,
                     learn_noise=likelihood.learn_noise, epochs=evidence_epochs(n_epochs), targets=targets,
-                    precision_factor=prior_std_scale**-2,
+                    precision_factor=prior_std_scale**-2, seed=self._map_seed,
                 )
             self.net_ = fit_map(
                 module if wrap is None else wrap(module),

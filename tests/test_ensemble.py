@@ -153,6 +153,26 @@ def test_deep_ensemble_members_spread_by_the_map_posterior_s_mean_leverage(linea
     assert small(likelihood="heteroscedastic", max_epochs=5).fit(X, y).member_std_ is None
 
 
+def test_deep_ensemble_reads_its_members_spread_from_a_random_subset_of_a_big_table(linear_data, monkeypatch):
+    """Above ``SUBSET_ROWS`` rows ``gamma`` of the members' spread is read from a random subset
+    of the rows, each standing for its share: with ``SUBSET_ROWS`` at half the table, within
+    10% of the exact ``noise**2 gamma / N`` at the fit's learned precisions and noise (here
+    0.1%), and not equal to it."""
+    from sklearn_quinn._core import row_subsets
+
+    X, y = linear_data
+    monkeypatch.setattr(row_subsets, "SUBSET_ROWS", len(X) // 2)
+    reg = DeepEnsembleRegressor(module=nn.Linear(3, 1, dtype=torch.float64), normalize_y=False, n_estimators=3,
+                                random_state=0).fit(X, y)
+    precision = reg.prior_precisions_
+    prior = np.diag([precision[f"weight[:, {j}]"] for j in range(3)] + [precision["bias"]])
+    design = np.hstack([X, np.ones((len(X), 1))])
+    data = design.T @ design / reg.noise_std_**2
+    exact = reg.noise_std_**2 * np.trace(data @ np.linalg.inv(data + prior)) / len(X)
+    assert reg.member_std_**2 == pytest.approx(exact, rel=0.1)
+    assert reg.member_std_**2 != pytest.approx(exact, rel=1e-6)
+
+
 def test_fixed_noise_and_same_random_state(wave_data):
     X, y = wave_data
     reg = small(RMSRegressor, noise_std=0.2).fit(X, y)

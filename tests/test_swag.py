@@ -363,6 +363,91 @@ def test_misfit_scale_of_the_exact_linear_posterior_by_hand(factor, low_rank):
     assert scale == pytest.approx(expected, rel=1e-9)
 
 
+def linear_table(n_rows=50):
+    """``f = X w + b`` under Gaussian noise: the module, its design's rows and targets (tensors)."""
+    from torch import nn
+
+    from sklearn_quinn._core.network import FunctionalModel
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(n_rows, 3) * [1.0, 3.0, 0.3]
+    y = X @ [1.0, -2.0, 0.5] + 0.7 + rng.randn(n_rows)
+    return FunctionalModel(nn.Linear(3, 1).double()), torch.as_tensor(X), torch.as_tensor(y[:, None])
+
+
+@pytest.mark.parametrize("batch_size, weight_matters", [(2, True), (400, False)])
+def test_rate_of_rows_weighted_equals_the_rate_of_the_rows_repeated(batch_size, weight_matters):
+    """Each row standing for ``row_weight`` rows of the table is the table with
+    every row repeated that often: the same GGN, ``gamma``, gradient noise and
+    rate, whichever of Mandt's rate (a batch of 2 rows) and the stability cap
+    (400) binds. The cap, ``2 f N / lambda_max(G)``, is the same for the rows
+    taken once; Mandt's rate is not."""
+    from sklearn_quinn._core.evidence import ParameterGroups
+    from sklearn_quinn._core.likelihoods import GaussianLikelihood
+    from sklearn_quinn.swag._rate import sampling_rate
+
+    model, X, Y = linear_table()
+    theta = torch.tensor([0.9, -1.9, 0.6, 0.8], dtype=torch.float64)  # near, not at, the mode
+    likelihood = GaussianLikelihood(torch.tensor([1.3], dtype=torch.float64)).frozen(1)
+    args = (likelihood, ParameterGroups.of(model), torch.tensor(2.0, dtype=torch.float64), batch_size)
+    repeated = sampling_rate(model, theta, X.repeat(4, 1), Y.repeat(4, 1), *args)
+    weighted = sampling_rate(model, theta, X, Y, *args, row_weight=4.0)
+    assert weighted == pytest.approx(repeated, rel=1e-9)
+    assert (weighted != pytest.approx(sampling_rate(model, theta, X, Y, *args), rel=1e-3)) == weight_matters
+
+
+def test_misfit_scale_of_rows_weighted_equals_that_of_the_rows_repeated():
+    """``gamma / tr(G Sigma)`` over a table whose every row stands for 4: that of
+    the table with every row repeated 4 times."""
+    from sklearn_quinn._core.evidence import ParameterGroups
+    from sklearn_quinn._core.likelihoods import GaussianLikelihood
+    from sklearn_quinn._core.posterior import GaussianPosterior
+    from sklearn_quinn.swag._scale import misfit_scale
+
+    model, X, Y = linear_table()
+    generator = torch.Generator().manual_seed(0)
+    posterior = GaussianPosterior.from_low_rank(
+        torch.tensor([0.9, -1.9, 0.6, 0.8], dtype=torch.float64),
+        0.05 * torch.rand(4, generator=generator, dtype=torch.float64),
+        0.05 * torch.randn(4, 3, generator=generator, dtype=torch.float64),
+    )
+    likelihood = GaussianLikelihood(torch.tensor([1.3], dtype=torch.float64)).frozen(1)
+    args = (likelihood, ParameterGroups.of(model), torch.tensor(2.0, dtype=torch.float64))
+    repeated = misfit_scale(model, posterior, X.repeat(4, 1), Y.repeat(4, 1), *args)
+    weighted = misfit_scale(model, posterior, X, Y, *args, row_weight=4.0)
+    assert weighted == pytest.approx(repeated, rel=1e-9)
+    assert weighted != pytest.approx(misfit_scale(model, posterior, X, Y, *args), rel=1e-3)
+
+
+def test_rate_and_scale_are_read_from_a_random_subset_of_a_big_table(monkeypatch, wave_data):
+    """Above ``SUBSET_ROWS`` training rows the rate and the covariance's scale
+    are read from that many rows drawn at random, each standing for its share
+    of the table; at or below it, from every row. On the wave's 80 rows with
+    ``SUBSET_ROWS`` at 40, the rate and the scales stay within 20% of those
+    read from all 80 (here 1% and 8-11%: estimates from 40 rows)."""
+    from sklearn_quinn._core import row_subsets
+    from sklearn_quinn.swag import _swag
+
+    X, y = wave_data
+    seen = []
+    original = _swag.sampling_rate
+
+    def spy(model, theta, X_rows, *args):
+        seen.append((len(X_rows), args[-1]))
+        return original(model, theta, X_rows, *args)
+
+    monkeypatch.setattr(_swag, "sampling_rate", spy)
+    every_row = small(n_estimators=2).fit(X, y)
+    assert seen == [(len(X), 1.0)] * 2
+    seen.clear()
+    monkeypatch.setattr(row_subsets, "SUBSET_ROWS", len(X) // 2)
+    subset = small(n_estimators=2).fit(X, y)
+    assert seen == [(len(X) // 2, 2.0)] * 2
+    assert subset.lr_swag_ == pytest.approx(every_row.lr_swag_, rel=0.2)
+    np.testing.assert_allclose(subset.cov_scale_, every_row.cov_scale_, rtol=0.2)
+    assert subset.lr_swag_ != every_row.lr_swag_
+
+
 def assert_components_scaled(scaled, unscaled, scales):
     for component, reference, scale in zip(scaled.posterior_.components, unscaled.posterior_.components, scales,
                                            strict=True):

@@ -298,6 +298,12 @@ class LaplaceEvidence:
     max_full_params : int, default=None
         The most weights for the full ``K x K`` matrix when the kernel is
         larger; None: ``_MAX_FULL_PARAMS``.
+    row_weight : float, default=1.0
+        The rows of the table each row of ``X`` stands for, when ``X`` is a
+        uniform random subset of them (:mod:`~sklearn_quinn._core.row_subsets`):
+        the curvature and the data fit are sums over the rows, so the
+        table's are ``row_weight`` times the subset's (in every structure
+        the curvature enters as ``G / c**2``, and its weight joins ``1 / c**2``).
 
     Attributes
     ----------
@@ -312,13 +318,14 @@ class LaplaceEvidence:
     nearly noise-free fit spans many orders of magnitude.
     """
 
-    def __init__(self, model, theta, X, Y, likelihood, groups, max_full_params=None):
+    def __init__(self, model, theta, X, Y, likelihood, groups, max_full_params=None, row_weight=1.0):
         theta = theta.detach()
         self.groups = groups
+        self._row_weight = row_weight
         self._sizes = groups.sizes.double().to(theta.device)
         with torch.no_grad():
             self.outputs = outputs = model.single(theta, X)
-            self._data_fit = likelihood.evidence_data_fit(outputs, Y)
+            self._data_fit = likelihood.evidence_data_fit(outputs, Y).scaled(row_weight)
             self._theta_sq = groups.sums(theta.double().square())
             self._n_points, self._n_outputs = outputs.shape
             n_params = theta.shape[0]
@@ -345,7 +352,7 @@ class LaplaceEvidence:
         """``log det(G / c**2 + diag(delta))`` and the well-determined weights ``gamma_g`` of each group
         (None without ``dof``: the kernel's and the full matrix's inverse, two thirds of their cost, is
         then not taken)."""
-        data_weight = noise_scale**-2
+        data_weight = self._row_weight * noise_scale**-2
         if self.structure == "kernel":
             cholesky = self._kernel_cholesky(precision, data_weight)
             log_det = (self._sizes * precision.log()).sum() + 2 * cholesky.diagonal().log().sum()
@@ -433,16 +440,17 @@ class LaplaceEvidence:
         """
         precision = self._precision(precision)
         if self.structure == "kernel":
-            inverse = torch.cholesky_inverse(self._kernel_cholesky(precision, 1.0))
-            return (1.0 - inverse.diagonal()).reshape(self._n_points, -1)
+            inverse = torch.cholesky_inverse(self._kernel_cholesky(precision, self._row_weight))
+            # diag(C (I + C)^-1) with C the weighted rows' kernel is each row's leverage times its weight.
+            return ((1.0 - inverse.diagonal()) / self._row_weight).reshape(self._n_points, -1)
         per_weight = self.groups.expand(precision)
         if self.structure == "kron" and not len(self._kronecker.rest):
             basis = self._kronecker.eigenbasis(per_weight.sqrt())
-            return self._kronecker_leverage(basis, 1.0 / (1.0 + basis.eigenvalues.clamp(min=0.0)))
+            return self._kronecker_leverage(basis, 1.0 / (1.0 + self._row_weight * basis.eigenvalues.clamp(min=0.0)))
         if self.structure != "full":
             return None
         posterior = GaussianPosterior.from_precision_cholesky(per_weight.new_zeros(len(per_weight)),
-                                                             self._full_cholesky(per_weight, 1.0))
+                                                             self._full_cholesky(per_weight, self._row_weight))
         n_params = len(per_weight)
         block = max(1, _LEVERAGE_BLOCK // (n_params * self._n_outputs))
         leverage = []

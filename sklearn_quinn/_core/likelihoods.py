@@ -453,6 +453,11 @@ class GaussianDataFit(NamedTuple):
         )
         return value, self.weighted_sse / scale**2 - self.n_observations
 
+    def scaled(self, weight):
+        """The data fit of a table of which these rows are a uniform random subset, each row
+        standing for ``weight`` of its rows: every sum times ``weight``."""
+        return GaussianDataFit(weight * self.weighted_sse, weight * self.n_observations, weight * self.log_noise_total)
+
 
 class ConstantDataFit(NamedTuple):
     """``log p(D | theta*)`` of a likelihood without a noise to scale: a constant."""
@@ -461,6 +466,10 @@ class ConstantDataFit(NamedTuple):
 
     def __call__(self, log_noise_scale):
         return self.log_likelihood, 0.0
+
+    def scaled(self, weight):
+        """As :meth:`GaussianDataFit.scaled`."""
+        return ConstantDataFit(weight * self.log_likelihood)
 
 
 class RowBlockLikelihood:

@@ -44,17 +44,22 @@ from .._core.evidence import LaplaceEvidence
 STABILITY_FRACTION = 0.2
 
 
-def sampling_rate(model, theta, X, Y, likelihood, groups, precision, batch_size):
+def sampling_rate(model, theta, X, Y, likelihood, groups, precision, batch_size, row_weight=1.0):
     """The SGD rate on the per-point negative log likelihood: ``min(2 S gamma / (N tr C), 2 f N / lambda_max(G))``.
 
-    ``f`` is ``STABILITY_FRACTION``.
+    ``f`` is ``STABILITY_FRACTION``. Every term is a mean or a sum over the
+    training rows, so a uniform random subset of them estimates it, each of
+    its rows standing for ``row_weight`` rows of the table: the GGN of the
+    table is ``row_weight`` times the subset's, ``N`` is ``row_weight`` times
+    its rows, and ``gamma`` is the evidence's with that weight on its rows.
 
     Parameters
     ----------
     model : FunctionalModel
     theta : tensor of shape (K,)
         The MAP.
-    X, Y : tensor of shape (N, D) and (N, O)
+    X, Y : tensor of shape (n, D) and (n, O)
+        The training rows, or a uniform random subset of them.
     likelihood : GaussianLikelihood or CategoricalLikelihood
         With the noise held fixed (``likelihood.frozen``).
     groups : ParameterGroups
@@ -62,6 +67,8 @@ def sampling_rate(model, theta, X, Y, likelihood, groups, precision, batch_size)
         The prior precision of each group, as the MAP was trained under.
     batch_size : int
         Rows ``S`` of an SGD minibatch.
+    row_weight : float, default=1.0
+        The table's rows per row of ``X``: ``N = row_weight * n``.
 
     Returns
     -------
@@ -71,15 +78,15 @@ def sampling_rate(model, theta, X, Y, likelihood, groups, precision, batch_size)
     """
     theta = theta.detach()
     n_rows = X.shape[0]
-    evidence = LaplaceEvidence(model, theta, X, Y, likelihood, groups)
+    evidence = LaplaceEvidence(model, theta, X, Y, likelihood, groups, row_weight=row_weight)
     well_determined = float(evidence.well_determined(precision).sum())
     largest = largest_ggn_eigenvalue(model, theta, X, likelihood)
     if largest <= 0.0:  # no weight moves the outputs: the rate only scales the prior's shrinkage
         return 1.0
-    stable = 2 * STABILITY_FRACTION * n_rows / largest
+    stable = 2 * STABILITY_FRACTION * n_rows / largest  # N / lambda_max(G): the weight cancels
     mean_gradient = grad(lambda weights: -likelihood.log_prob(model.single(weights, X), Y).mean())(theta)
     second_moment = float(curvature(model, theta, X, Y, likelihood, "ef", "diag").sum()) / n_rows
     noise_trace = second_moment - float(mean_gradient.square().sum())
     if noise_trace <= 0.0:  # an interpolating fit has no gradient noise
         return stable
-    return min(2 * batch_size * well_determined / (n_rows * noise_trace), stable)
+    return min(2 * batch_size * well_determined / (row_weight * n_rows * noise_trace), stable)

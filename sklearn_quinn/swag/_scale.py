@@ -23,20 +23,28 @@ from .._core.curvature import curvature, curvature_matmul
 from .._core.evidence import LaplaceEvidence
 
 
-def misfit_scale(model, posterior, X, Y, likelihood, groups, precision):
+def misfit_scale(model, posterior, X, Y, likelihood, groups, precision, row_weight=1.0):
     """``gamma / tr(G Sigma)`` at the posterior's mean (see the module docstring).
+
+    ``G`` is a sum over the training rows, so a uniform random subset of them
+    estimates both terms, each of its rows standing for ``row_weight`` rows of
+    the table: ``tr(G Sigma)`` is ``row_weight`` times the subset's, and
+    ``gamma`` is the evidence's with that weight on its rows.
 
     Parameters
     ----------
     model : FunctionalModel
     posterior : GaussianPosterior
         SWAG's: diagonal, or low rank plus diagonal.
-    X, Y : tensor of shape (N, D) and (N, O)
+    X, Y : tensor of shape (n, D) and (n, O)
+        The training rows, or a uniform random subset of them.
     likelihood : GaussianLikelihood or CategoricalLikelihood
         With the noise held fixed (``likelihood.frozen``).
     groups : ParameterGroups
     precision : tensor of shape (G,) or scalar
         The prior precision of each group.
+    row_weight : float, default=1.0
+        The table's rows per row of ``X``.
 
     Returns
     -------
@@ -45,11 +53,13 @@ def misfit_scale(model, posterior, X, Y, likelihood, groups, precision):
         or data that determine no weight).
     """
     mean = posterior.mean.detach()
-    well_determined = float(LaplaceEvidence(model, mean, X, Y, likelihood, groups).well_determined(precision).sum())
+    evidence = LaplaceEvidence(model, mean, X, Y, likelihood, groups, row_weight=row_weight)
+    well_determined = float(evidence.well_determined(precision).sum())
     spread = float((curvature(model, mean, X, Y, likelihood, "ggn", "diag") * posterior.std.square()).sum())
     if posterior.low_rank is not None:
         low_rank = posterior.low_rank
         spread += float((low_rank * curvature_matmul(model, mean, X, Y, likelihood, "ggn", low_rank)).sum())
+    spread *= row_weight
     if spread <= 0.0 or well_determined <= 0.0:
         return 1.0
     return well_determined / spread

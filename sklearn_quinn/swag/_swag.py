@@ -11,6 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._classifier_base import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from .._core.network import FunctionalModel
+from .._core.row_subsets import random_rows
 from .._members import MemberTrainingMixin
 from .._regressor_base import BaseBayesianRegressor
 from ..base import AUTO_MAX_STEPS, MAP_TRAINING_CONSTRAINTS, MEMBERS_CONSTRAINTS, PRIOR_SCALE_CONSTRAINTS
@@ -76,12 +77,12 @@ class SWAGMixin(MemberTrainingMixin):
         rate_unit = 1.0 if noise_std is None else float(noise_std.square().mean())
         frozen = likelihood.frozen(Y.shape[1])
         groups, precision = self.net_.criterion_.groups, self.net_.criterion_.prior_precision
-        X_tensor, Y_tensor = self._tensor(X), self._tensor(Y)
+        X_rows, Y_rows, row_weight = self._rows_for_scalars(X, Y)
         lr_swag = self.lr_swag
         if lr_swag == "auto":  # the smallest of the members' rates: one rate must be stable for every member
             lr_swag = min(
-                sampling_rate(self._model, member, X_tensor, Y_tensor, frozen, groups, precision,
-                              self._swag_batch_size(len(X)))
+                sampling_rate(self._model, member, X_rows, Y_rows, frozen, groups, precision,
+                              self._swag_batch_size(len(X)), row_weight)
                 for member in members
             ) / rate_unit
         self._collect_trajectories(X, targets, self._n_outputs(Y), members, frozen, prior, lr_swag, rate_unit,
@@ -89,15 +90,26 @@ class SWAGMixin(MemberTrainingMixin):
         if self.cov_scale == "auto":
             scales = []
             for component in self.posterior_.components:
-                scales.append(self._misfit_cov_scale(X_tensor, Y_tensor, frozen, groups, precision, component))
+                scales.append(self._misfit_cov_scale(X_rows, Y_rows, frozen, groups, precision, component,
+                                                     row_weight))
             self.cov_scale_ = np.array(scales)
         else:
             self.cov_scale_ = np.full(self.n_estimators_, float(self.cov_scale))
         self.posterior_ = self.posterior_.scaled(1 / self.cov_scale_)
         self._keep_noise(noise_std)
 
-    def _misfit_cov_scale(self, X, Y, likelihood, groups, precision, component):
-        """``cov_scale='auto'`` for one member's Gaussian (``X``, ``Y``: tensors): ``1 / misfit_scale``,
+    def _rows_for_scalars(self, X, Y):
+        """The training rows ``X``, ``Y`` as tensors from which the SGD rate and the covariance's
+        scale are read, every row or on a big table a random subset of them
+        (:func:`~sklearn_quinn._core.row_subsets.random_rows`), and the table's rows each stands for."""
+        rows, row_weight = random_rows(len(X), self._split_seed)
+        if rows is not None:
+            X, Y = X[rows], Y[rows]
+        return self._tensor(X), self._tensor(Y), row_weight
+
+    def _misfit_cov_scale(self, X, Y, likelihood, groups, precision, component, row_weight):
+        """``cov_scale='auto'`` for one member's Gaussian (``X``, ``Y``: tensors, each row standing for
+        ``row_weight`` rows of the table): ``1 / misfit_scale``,
         with a warning where it widens the snapshots' spread more than ``_MAX_QUIET_WIDENING``-fold
         (a trajectory that barely moved says little about the shape).
 
@@ -109,7 +121,7 @@ class SWAGMixin(MemberTrainingMixin):
         does not vanish, and there the scale applies."""
         if likelihood.curvature_vanishes_with_confidence:
             return 1.0
-        factor = misfit_scale(self._model, component, X, Y, likelihood, groups, precision)
+        factor = misfit_scale(self._model, component, X, Y, likelihood, groups, precision, row_weight)
         if factor > _MAX_QUIET_WIDENING:
             warnings.warn(f"the SGD phase's snapshots spread {factor:.3g} times too little for the data misfit the "
                           "posterior should have; its covariance is scaled up by that factor, but its shape is "

@@ -1,0 +1,37 @@
+"""A uniform random subset of a big table's rows, for what is read from sums over all of them.
+
+The Laplace evidence's updates during training, and SWAG's SGD rate and
+covariance scale, are sums or means over the training rows of per-row terms
+(a curvature, a squared residual, a gradient's square): a uniform random
+subset of ``SUBSET_ROWS`` rows, each standing for ``n_rows / SUBSET_ROWS`` of
+the table, estimates them without bias, with a relative standard error of
+``cv / sqrt(SUBSET_ROWS)`` (0.7% of the terms' coefficient of variation).
+On a million rows the full passes had taken two thirds of a SWAG fit and most
+of a MAP training's (docs: scale).
+"""
+
+import numpy as np
+
+#: Training rows, at most, that the sums over the rows are read from.
+SUBSET_ROWS = 20_000
+
+
+def random_rows(n_rows, seed):
+    """A seeded uniform random ``SUBSET_ROWS`` of ``n_rows`` rows and the table's rows each stands for.
+
+    Parameters
+    ----------
+    n_rows : int
+    seed : int
+
+    Returns
+    -------
+    rows : ndarray of shape (SUBSET_ROWS,) or None
+        The rows' indices, ascending; None at or below ``SUBSET_ROWS`` rows: every row.
+    row_weight : float
+        ``n_rows / SUBSET_ROWS``, or 1.0 for every row.
+    """
+    if n_rows <= SUBSET_ROWS:
+        return None, 1.0
+    rows = np.sort(np.random.RandomState(seed).choice(n_rows, SUBSET_ROWS, replace=False))
+    return rows, n_rows / SUBSET_ROWS
