@@ -31,7 +31,7 @@ from ._core.kernel_grams import KernelGrams
 from ._core.kronecker import KroneckerUnsupportedError, kronecker_layers
 from ._core.likelihoods import GaussianLikelihood
 from ._core.network import FunctionalModel
-from ._core.row_subsets import random_rows
+from ._core.row_subsets import random_subset
 
 #: The evidence is maximised after every twentieth of the epochs from the
 #: second to the sixteenth: none in the first tenth (the network first fits the
@@ -180,7 +180,7 @@ class EvidenceMaximisation(Callback):
     seed : int, default=0
         Seeds the random subset of rows that the training's updates read on a
         table of more than ``SUBSET_ROWS`` rows
-        (:func:`~sklearn_quinn._core.row_subsets.random_rows`).
+        (:func:`~sklearn_quinn._core.row_subsets.random_subset`).
 
     Attributes
     ----------
@@ -203,8 +203,7 @@ class EvidenceMaximisation(Callback):
         # The training's updates read the evidence from a random subset of a big table's rows: its
         # curvature and data fit are sums over them. The updates at the end, which set what the fit
         # keeps, and the means' posterior variances, one per row, read every row.
-        rows, self._row_weight = (None, 1.0) if self._carries_mean_variances else random_rows(len(X), seed)
-        self._rows = None if rows is None else torch.as_tensor(rows, device=X.device)
+        self._subset = (X, Y, 1.0) if self._carries_mean_variances else random_subset(X, Y, seed)
         self.learn_prior, self.learn_noise, self.epochs = learn_prior, learn_noise, epochs
         self.precision_factor = precision_factor
         # MacKay's SSE / (N - gamma) presumes the gamma well-determined directions are fitted; far from
@@ -403,9 +402,7 @@ class EvidenceMaximisation(Callback):
         criterion's; ``max_full_params`` as for ``LaplaceEvidence``), from every row or, without
         ``every_row``, the training's subset of a big table's rows."""
         likelihood = net.criterion_.likelihood.frozen(self.Y.shape[1])
-        X, Y, row_weight = self.X, self.Y, 1.0
-        if not every_row and self._rows is not None:
-            X, Y, row_weight = X[self._rows], Y[self._rows], self._row_weight
+        X, Y, row_weight = (self.X, self.Y, 1.0) if every_row else self._subset
         return LaplaceEvidence(self.model, self.model.flatten(), X, Y, likelihood, groups or self.groups,
                                max_full_params=max_full_params, row_weight=row_weight)
 

@@ -15,7 +15,7 @@ from ._core.evidence import LaplaceEvidence, ParameterGroups
 from ._core.likelihoods import GaussianLikelihood, HeteroscedasticGaussianLikelihood
 from ._core.pushforward import GaussianPredictive
 from ._core.rng import prediction_generator, standard_normal
-from ._core.row_subsets import random_rows
+from ._core.row_subsets import random_subset
 from ._map import gaussian_likelihood
 from .base import _MAX_SEED, BaseBayesianNetwork
 
@@ -127,15 +127,13 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         function, dropout's learned rates falling to zero), this is the spread about each of its
         functions that the evidence's noise leaves out: that noise is the residuals' variance
         over ``N - gamma`` degrees of freedom, not ``N``. On a big table ``gamma`` is read from a
-        random subset of its rows (:func:`~sklearn_quinn._core.row_subsets.random_rows`)."""
+        random subset of its rows (:func:`~sklearn_quinn._core.row_subsets.random_subset`)."""
         theta = self._model.flatten()
         groups = ParameterGroups.of(self._model)
         precision = torch.as_tensor(np.array(list(self.prior_precisions_.values())), dtype=torch.float64)
         likelihood = self._likelihood(Y, noise_std=noise_std).frozen(Y.shape[1])
         observations = Y.size
-        rows, row_weight = random_rows(len(X), self._split_seed)
-        if rows is not None:
-            X, Y = X[rows], Y[rows]
+        X, Y, row_weight = random_subset(X, Y, self._split_seed)
         evidence = LaplaceEvidence(self._model, theta, self._tensor(X), self._tensor(Y), likelihood, groups,
                                    max_full_params=AUTO_MAX_FULL_PARAMS, row_weight=row_weight)
         well_determined = float(evidence.well_determined(precision).sum())

@@ -16,22 +16,24 @@ import numpy as np
 SUBSET_ROWS = 20_000
 
 
-def random_rows(n_rows, seed):
-    """A seeded uniform random ``SUBSET_ROWS`` of ``n_rows`` rows and the table's rows each stands for.
+def random_subset(X, Y, seed):
+    """A seeded uniform random ``SUBSET_ROWS`` of the rows of ``X`` and ``Y``, and the table's rows each stands for.
 
     Parameters
     ----------
-    n_rows : int
+    X, Y : ndarray or tensor of shape (N, D) and (N, O)
     seed : int
 
     Returns
     -------
-    rows : ndarray of shape (SUBSET_ROWS,) or None
-        The rows' indices, ascending; None at or below ``SUBSET_ROWS`` rows: every row.
+    X, Y : ndarray or tensor of shape (n, D) and (n, O)
+        The rows in their order; ``X`` and ``Y`` themselves at or below
+        ``SUBSET_ROWS`` rows.
     row_weight : float
-        ``n_rows / SUBSET_ROWS``, or 1.0 for every row.
+        ``N / SUBSET_ROWS``, or 1.0 for every row.
     """
+    n_rows = len(X)
     if n_rows <= SUBSET_ROWS:
-        return None, 1.0
+        return X, Y, 1.0
     rows = np.sort(np.random.RandomState(seed).choice(n_rows, SUBSET_ROWS, replace=False))
-    return rows, n_rows / SUBSET_ROWS
+    return X[rows], Y[rows], n_rows / SUBSET_ROWS

@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._classifier_base import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from .._core.network import FunctionalModel
-from .._core.row_subsets import random_rows
+from .._core.row_subsets import random_subset
 from .._members import MemberTrainingMixin
 from .._regressor_base import BaseBayesianRegressor
 from ..base import AUTO_MAX_STEPS, MAP_TRAINING_CONSTRAINTS, MEMBERS_CONSTRAINTS, PRIOR_SCALE_CONSTRAINTS
@@ -77,7 +77,9 @@ class SWAGMixin(MemberTrainingMixin):
         rate_unit = 1.0 if noise_std is None else float(noise_std.square().mean())
         frozen = likelihood.frozen(Y.shape[1])
         groups, precision = self.net_.criterion_.groups, self.net_.criterion_.prior_precision
-        X_rows, Y_rows, row_weight = self._rows_for_scalars(X, Y)
+        # The rate and the scales are sums over the rows: a big table's read from a random subset.
+        X_rows, Y_rows, row_weight = random_subset(X, Y, self._split_seed)
+        X_rows, Y_rows = self._tensor(X_rows), self._tensor(Y_rows)
         lr_swag = self.lr_swag
         if lr_swag == "auto":  # the smallest of the members' rates: one rate must be stable for every member
             lr_swag = min(
@@ -97,15 +99,6 @@ class SWAGMixin(MemberTrainingMixin):
             self.cov_scale_ = np.full(self.n_estimators_, float(self.cov_scale))
         self.posterior_ = self.posterior_.scaled(1 / self.cov_scale_)
         self._keep_noise(noise_std)
-
-    def _rows_for_scalars(self, X, Y):
-        """The training rows ``X``, ``Y`` as tensors from which the SGD rate and the covariance's
-        scale are read, every row or on a big table a random subset of them
-        (:func:`~sklearn_quinn._core.row_subsets.random_rows`), and the table's rows each stands for."""
-        rows, row_weight = random_rows(len(X), self._split_seed)
-        if rows is not None:
-            X, Y = X[rows], Y[rows]
-        return self._tensor(X), self._tensor(Y), row_weight
 
     def _misfit_cov_scale(self, X, Y, likelihood, groups, precision, component, row_weight):
         """``cov_scale='auto'`` for one member's Gaussian (``X``, ``Y``: tensors, each row standing for
