@@ -10,6 +10,11 @@ fresh process each on one thread at the same time (the other with
 seconds, test NLL, 95% coverage, RMSE, the learned noise and, for SWAG, the
 rate and the members' covariance scales.
 
+With ``--direct``, one SWAG member is fitted once (subsets) and its rate and
+covariance scale are then read at its weights both ways, with their seconds:
+the estimates' own error, apart from the different training the two fits of
+the side-by-side run take.
+
 The tables are ``bench_scale.py``'s, with its settings (MCMC as SGHMC with
 the empirical prior): the synthetic one (``make_friedman1``, 10 features,
 unit noise, 1,000,000 training rows; ``--rows`` fewer, taken from its start)
@@ -17,7 +22,7 @@ under ``--max-epochs`` (default 10, as ``bench_scale.py``), or UCI protein's
 split 0 (``--table protein``, its default training).
 
     python benchmarks/bench_row_subsets.py [--table synthetic|protein] [--methods swag laplace ...] \\
-        [--rows N] [--max-epochs 10] [--data-dir ../shared/data/uci]
+        [--rows N] [--max-epochs 10] [--data-dir ../shared/data/uci] [--direct]
 """
 
 import argparse
@@ -30,8 +35,11 @@ from bench_scale import BIG_TABLE_PARAMS, SYNTHETIC_MAX_EPOCHS, load_table
 from defaults_options import pin_threads
 from uci_protocol import DEFAULT_DATA_DIR, score_fit
 
+from sklearn_quinn import SWAGRegressor
 from sklearn_quinn._cli.methods import METHODS, make_estimator
 from sklearn_quinn._core import row_subsets
+from sklearn_quinn.swag._rate import sampling_rate
+from sklearn_quinn.swag._scale import misfit_scale
 
 MODES = ("subset", "every row")
 
@@ -55,6 +63,38 @@ def fit_one(method, mode, args):
     print(json.dumps(record), flush=True)
 
 
+def direct(args):
+    """Fit one SWAG member, then read its rate and covariance scale at its weights from a random
+    subset of the rows and from every row; print both, their ratio and seconds."""
+    pin_threads(1)
+    (X_train, _, y_train, _), hidden = load_table(args.table, args.data_dir)
+    if args.table == "synthetic" and args.rows:
+        X_train, y_train = X_train[:args.rows], y_train[:args.rows]
+    max_epochs = args.max_epochs if args.table == "synthetic" else "auto"
+    X_train = (X_train - X_train.mean(0)) / X_train.std(0)
+    swag = SWAGRegressor(hidden_layer_sizes=hidden, n_estimators=1, max_epochs=max_epochs, random_state=0)
+    swag.fit(X_train, y_train)
+    Y = (y_train[:, None] - swag._y_mean) / swag._y_scale
+    likelihood = swag.net_.criterion_.likelihood.frozen(1)
+    groups, precision = swag.net_.criterion_.groups, swag.net_.criterion_.prior_precision
+    theta, component = swag._model.flatten(), swag.posterior_.components[0]
+    print(f"{args.table}: {len(X_train)} training rows, one SWAG member's weights\n")
+    print("| read from | rate | s | misfit scale | s |")
+    print("|---|---|---|---|---|")
+    values = []
+    for label, (X_rows, Y_rows, weight) in (("subset", row_subsets.random_subset(X_train, Y, 0)),
+                                            ("every row", (X_train, Y, 1.0))):
+        X_rows, Y_rows = swag._tensor(X_rows), swag._tensor(Y_rows)
+        start = time.perf_counter()
+        rate = sampling_rate(swag._model, theta, X_rows, Y_rows, likelihood, groups, precision, 32, weight)
+        middle = time.perf_counter()
+        scale = misfit_scale(swag._model, component, X_rows, Y_rows, likelihood, groups, precision, weight)
+        end = time.perf_counter()
+        values.append((rate, scale))
+        print(f"| {label} | {rate:.5g} | {middle - start:.1f} | {scale:.5g} | {end - middle:.1f} |", flush=True)
+    print(f"\nsubset / every row: rate {values[0][0] / values[1][0]:.4f}, scale {values[0][1] / values[1][1]:.4f}")
+
+
 def side_by_side(method, args):
     """Both modes' records of ``method``, fitted at the same time."""
     options = ["--table", args.table, "--max-epochs", str(args.max_epochs), "--data-dir", args.data_dir] \
@@ -71,10 +111,14 @@ def main(argv=None):
     parser.add_argument("--rows", type=int, default=None, help="training rows of the synthetic table (default: all)")
     parser.add_argument("--max-epochs", type=int, default=SYNTHETIC_MAX_EPOCHS)
     parser.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR))
+    parser.add_argument("--direct", action="store_true",
+                        help="read one SWAG member's rate and scale both ways at the same weights")
     parser.add_argument("--worker", nargs=2, metavar=("METHOD", "MODE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         return fit_one(*args.worker, args)
+    if args.direct:
+        return direct(args)
 
     print(f"{args.table}, each family's two fits side by side, one thread each\n")
     print("| method | sums from | fit s | test NLL | coverage | RMSE | noise_std_ | lr_swag_ | cov_scale_ |")

@@ -4,10 +4,12 @@ The Laplace evidence's updates during training, and SWAG's SGD rate and
 covariance scale, are sums or means over the training rows of per-row terms
 (a curvature, a squared residual, a gradient's square): a uniform random
 subset of ``SUBSET_ROWS`` rows, each standing for ``n_rows / SUBSET_ROWS`` of
-the table, estimates them without bias, with a relative standard error of
-``cv / sqrt(SUBSET_ROWS)`` (0.7% of the terms' coefficient of variation).
-On a million rows the full passes had taken two thirds of a SWAG fit and most
-of a MAP training's (docs: scale).
+the table, estimates each sum without bias, with a relative standard error
+of ``cv / sqrt(SUBSET_ROWS)`` (0.7% of the terms' coefficient of variation),
+and what is computed from the sums (the evidence's maximisers, the largest
+eigenvalue of the curvature) consistently. On a million rows the passes over
+every row had taken two thirds of a SWAG fit and most of a MAP training
+(docs: scale).
 """
 
 import numpy as np
