@@ -133,6 +133,16 @@ def test_predictive_std_adds_spread_and_noise(wave_data):
     np.testing.assert_allclose(reg.noise_std_, reg.evidence_history_[-1]["noise_std"][0] * y.std())
 
 
+def exact_mean_leverage_variance(reg, X):
+    """``noise**2 gamma / N`` of a linear model at ``reg``'s learned precisions and noise, with
+    ``gamma = tr(H (H + A)^-1)`` the exact well-determined parameters."""
+    precision = reg.prior_precisions_
+    prior = np.diag([precision[f"weight[:, {j}]"] for j in range(X.shape[1])] + [precision["bias"]])
+    design = np.hstack([X, np.ones((len(X), 1))])
+    data = design.T @ design / reg.noise_std_**2
+    return reg.noise_std_**2 * np.trace(data @ np.linalg.inv(data + prior)) / len(X)
+
+
 def test_deep_ensemble_members_spread_by_the_map_posterior_s_mean_leverage(linear_data):
     """A linear model's members all reach the MAP; each then carries the Laplace posterior's mean
     output variance over the training rows, ``noise**2 gamma / N`` with ``gamma`` the exact
@@ -141,12 +151,7 @@ def test_deep_ensemble_members_spread_by_the_map_posterior_s_mean_leverage(linea
     X, y = linear_data
     reg = DeepEnsembleRegressor(module=nn.Linear(3, 1, dtype=torch.float64), normalize_y=False, n_estimators=3,
                                 random_state=0).fit(X, y)
-    precision = reg.prior_precisions_
-    prior = np.diag([precision[f"weight[:, {j}]"] for j in range(3)] + [precision["bias"]])
-    design = np.hstack([X, np.ones((len(X), 1))])
-    data = design.T @ design / reg.noise_std_**2
-    well_determined = np.trace(data @ np.linalg.inv(data + prior))
-    assert reg.member_std_**2 == pytest.approx(reg.noise_std_**2 * well_determined / len(X), rel=1e-6)
+    assert reg.member_std_**2 == pytest.approx(exact_mean_leverage_variance(reg, X), rel=1e-6)
     draws = reg.sample_y(X[:2], 20000, random_state=0)
     np.testing.assert_allclose(draws.std(1), np.sqrt(reg.member_std_**2 + reg.noise_std_**2), rtol=0.03)
     assert linear_rms(3).fit(X, y).member_std_ is None
@@ -164,11 +169,7 @@ def test_deep_ensemble_reads_its_members_spread_from_a_random_subset_of_a_big_ta
     monkeypatch.setattr(row_subsets, "SUBSET_ROWS", len(X) // 2)
     reg = DeepEnsembleRegressor(module=nn.Linear(3, 1, dtype=torch.float64), normalize_y=False, n_estimators=3,
                                 random_state=0).fit(X, y)
-    precision = reg.prior_precisions_
-    prior = np.diag([precision[f"weight[:, {j}]"] for j in range(3)] + [precision["bias"]])
-    design = np.hstack([X, np.ones((len(X), 1))])
-    data = design.T @ design / reg.noise_std_**2
-    exact = reg.noise_std_**2 * np.trace(data @ np.linalg.inv(data + prior)) / len(X)
+    exact = exact_mean_leverage_variance(reg, X)
     assert reg.member_std_**2 == pytest.approx(exact, rel=0.1)
     assert reg.member_std_**2 != pytest.approx(exact, rel=1e-6)
 

@@ -211,6 +211,22 @@ def test_kronecker_log_det_and_well_determined_weights_match_the_dense_matrix(mo
     assert float(evidence.well_determined(torch.ones(len(groups)))[groups.names.index("unused.weight")]) == 0.0
 
 
+def relu_problem(n_rows, likelihood):
+    """A ReLU network with a linear skip, 3 inputs and 2 outputs, at its initial weights, on
+    ``n_rows`` random rows of Gaussian targets or two classes, and random group precisions:
+    ``model, X, Y, likelihood, groups, theta, precision``."""
+    rng = np.random.RandomState(0)
+    X = torch.as_tensor(rng.randn(n_rows, 3))
+    torch.manual_seed(0)
+    model = FunctionalModel(build_mlp(3, 2, (5,), "relu", linear_skip=True).double())
+    if likelihood == "gaussian":
+        Y, likelihood = torch.as_tensor(rng.randn(n_rows, 2)), GaussianLikelihood(torch.tensor([0.8, 1.1]).double())
+    else:
+        Y, likelihood = torch.as_tensor(rng.randint(2, size=(n_rows, 1)).astype(float)), CategoricalLikelihood()
+    groups, theta = ParameterGroups.of(model), model.flatten()
+    return model, X, Y, likelihood, groups, theta, torch.as_tensor(np.exp(rng.randn(len(groups))))
+
+
 @pytest.mark.parametrize("likelihood", ["gaussian", "categorical"])
 @pytest.mark.parametrize("n_rows, structure", [(6, "kernel"), (40, "full"), (40, "kron"), (40, "diag")])
 def test_evidence_is_invariant_along_the_relu_scale_symmetry(n_rows, structure, likelihood, monkeypatch):
@@ -223,16 +239,7 @@ def test_evidence_is_invariant_along_the_relu_scale_symmetry(n_rows, structure, 
     another group's weights, or a log determinant taken over the wrong weights, breaks it."""
     if structure in ("kron", "diag"):
         force_structure(monkeypatch, structure)
-    rng = np.random.RandomState(0)
-    X = torch.as_tensor(rng.randn(n_rows, 3))
-    torch.manual_seed(0)
-    model = FunctionalModel(build_mlp(3, 2, (5,), "relu", linear_skip=True).double())
-    if likelihood == "gaussian":
-        Y, likelihood = torch.as_tensor(rng.randn(n_rows, 2)), GaussianLikelihood(torch.tensor([0.8, 1.1]).double())
-    else:
-        Y, likelihood = torch.as_tensor(rng.randint(2, size=(n_rows, 1)).astype(float)), CategoricalLikelihood()
-    groups, theta = ParameterGroups.of(model), model.flatten()
-    precision = torch.as_tensor(np.exp(rng.randn(len(groups))))
+    model, X, Y, likelihood, groups, theta, precision = relu_problem(n_rows, likelihood)
     c = 3.0
     weight_scale = {"mlp.0.weight": c, "mlp.0.bias": c, "mlp.2.weight": 1 / c}
     scales = torch.tensor([weight_scale.get(tensor_name(name), 1.0) for name in groups.names], dtype=torch.float64)
@@ -348,16 +355,7 @@ def test_rows_weighted_give_the_evidence_of_the_rows_repeated(n_rows, structure,
     maximisers and, where exact, each row's leverage, whatever the structure."""
     if structure in ("kron", "diag"):
         force_structure(monkeypatch, structure)
-    rng = np.random.RandomState(0)
-    X = torch.as_tensor(rng.randn(n_rows, 3))
-    torch.manual_seed(0)
-    model = FunctionalModel(build_mlp(3, 2, (5,), "relu", linear_skip=True).double())
-    if likelihood == "gaussian":
-        Y, likelihood = torch.as_tensor(rng.randn(n_rows, 2)), GaussianLikelihood(torch.tensor([0.8, 1.1]).double())
-    else:
-        Y, likelihood = torch.as_tensor(rng.randint(2, size=(n_rows, 1)).astype(float)), CategoricalLikelihood()
-    groups, theta = ParameterGroups.of(model), model.flatten()
-    precision = torch.as_tensor(np.exp(rng.randn(len(groups))))
+    model, X, Y, likelihood, groups, theta, precision = relu_problem(n_rows, likelihood)
     weighted = LaplaceEvidence(model, theta, X, Y, likelihood, groups, row_weight=3.0)
     repeated = LaplaceEvidence(model, theta, X.repeat(3, 1), Y.repeat(3, 1), likelihood, groups)
     assert weighted.structure == repeated.structure == structure
