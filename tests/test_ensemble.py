@@ -7,7 +7,7 @@ from joblib import parallel_backend
 from torch import nn
 
 from sklearn_quinn import DeepEnsembleClassifier, DeepEnsembleRegressor, RMSClassifier, RMSRegressor
-from sklearn_quinn.ensemble._engine import member_subset
+from sklearn_quinn._core.row_subsets import random_rows
 
 from .exact import BayesianLinearRegression
 
@@ -74,10 +74,10 @@ def test_anchors_alone_underestimate_the_linear_posterior(linear_data):
 
 
 def test_member_subsets():
-    rows = member_subset(50, 20, seed=3)
+    rows = random_rows(50, 20, seed=3)
     assert len(np.unique(rows)) == 20 and rows.min() >= 0 and rows.max() < 50
-    np.testing.assert_array_equal(member_subset(50, 50, seed=3), np.arange(50))
-    assert not np.array_equal(rows, member_subset(50, 20, seed=4))
+    np.testing.assert_array_equal(random_rows(50, 50, seed=3), np.arange(50))
+    assert not np.array_equal(rows, random_rows(50, 20, seed=4))
 
 
 def test_data_fraction_gives_members_different_rows(wave_data):

@@ -18,6 +18,15 @@ import numpy as np
 SUBSET_ROWS = 20_000
 
 
+def random_rows(n_rows, n_chosen, seed):
+    """Sorted indices of ``n_chosen`` of ``n_rows`` rows, seeded, without replacement (every row
+    in order when ``n_chosen == n_rows``): the rows of a random subset, or of an ensemble
+    member's share of the data."""
+    if n_chosen == n_rows:
+        return np.arange(n_rows)
+    return np.sort(np.random.RandomState(seed).choice(n_rows, n_chosen, replace=False))
+
+
 def random_subset(X, Y, seed):
     """A seeded uniform random ``SUBSET_ROWS`` of the rows of ``X`` and ``Y``, and the table's rows each stands for.
 
@@ -37,5 +46,5 @@ def random_subset(X, Y, seed):
     n_rows = len(X)
     if n_rows <= SUBSET_ROWS:
         return X, Y, 1.0
-    rows = np.sort(np.random.RandomState(seed).choice(n_rows, SUBSET_ROWS, replace=False))
+    rows = random_rows(n_rows, SUBSET_ROWS, seed)
     return X[rows], Y[rows], n_rows / SUBSET_ROWS

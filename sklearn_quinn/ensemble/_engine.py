@@ -18,7 +18,6 @@ give Pearce et al.'s anchored ensemble; adding the target perturbations
 
 from typing import NamedTuple
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -219,10 +218,3 @@ def finish_members(model, theta, X, Y, *, subsets, anchors, perturbations, likel
     perturbations = padded_perturbations(perturbations, len(theta), Y)
     polish(module, criterion, X[subsets], member_targets(Y, perturbations, subsets))
     return module.theta.detach()
-
-
-def member_subset(n_train, n_rows, seed):
-    """The sorted row indices one member trains on: ``n_rows`` of ``n_train`` without replacement."""
-    if n_rows == n_train:
-        return np.arange(n_train)
-    return np.sort(np.random.RandomState(seed).choice(n_train, n_rows, replace=False))

@@ -11,10 +11,11 @@ from sklearn.utils._param_validation import Interval
 from .._core.evidence import ParameterGroups
 from .._core.network import FunctionalModel
 from .._core.priors import GaussianPrior
+from .._core.row_subsets import random_rows
 from .._draws import DrawsMixin
 from .._regressor_base import BaseBayesianRegressor
 from ..base import MAP_TRAINING_CONSTRAINTS, MEMBERS_CONSTRAINTS, PRIOR_SCALE_CONSTRAINTS
-from ._engine import finish_members, member_subset, train_members
+from ._engine import finish_members, train_members
 
 #: ``n_estimators='auto'`` of randomized MAP sampling (``_auto_members``): twenty members below
 #: the MAP training's step cap, five above it. The members are posterior draws, and the predictive
@@ -136,7 +137,7 @@ class EnsembleMixin(DrawsMixin):
             *(self._randomization(theta.shape[1], Y.shape, self._generator(seed)) for seed in seeds[:, 2])
         )
         members = dict(
-            subsets=torch.as_tensor(np.stack([member_subset(len(X), n_rows, seed) for seed in seeds[:, 1]])),
+            subsets=torch.as_tensor(np.stack([random_rows(len(X), n_rows, seed) for seed in seeds[:, 1]])),
             anchors=torch.stack(anchors),
             perturbations=None if perturbations[0] is None else torch.stack(perturbations).cpu(),
         )
