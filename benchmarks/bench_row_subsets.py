@@ -31,11 +31,10 @@ import subprocess
 import sys
 import time
 
-from bench_scale import BIG_TABLE_PARAMS, SYNTHETIC_MAX_EPOCHS, load_table
+from bench_scale import BIG_TABLE_PARAMS, load_table, max_epochs_for
 from defaults_options import pin_threads
-from uci_protocol import DEFAULT_DATA_DIR, score_fit
+from uci_protocol import DEFAULT_DATA_DIR, score_fit, standardise_inputs
 
-from sklearn_quinn import SWAGRegressor
 from sklearn_quinn._cli.methods import METHODS, make_estimator
 from sklearn_quinn._core import row_subsets
 from sklearn_quinn.swag._rate import sampling_rate
@@ -44,18 +43,24 @@ from sklearn_quinn.swag._scale import misfit_scale
 MODES = ("subset", "every row")
 
 
+def table_and_estimator(method, args, **params):
+    """``X_train, X_test, y_train, y_test`` of ``--table`` (the synthetic one cut to ``--rows``
+    training rows) and ``method``'s estimator at the defaults there, as ``bench_scale.py`` fits it."""
+    (X_train, X_test, y_train, y_test), hidden = load_table(args.table, args.data_dir)
+    if args.table == "synthetic" and args.rows:
+        X_train, y_train = X_train[:args.rows], y_train[:args.rows]
+    estimator = make_estimator(method, False, quick=False, max_epochs=max_epochs_for(args.table, args),
+                               hidden_layer_sizes=hidden, **BIG_TABLE_PARAMS.get(method, {}), **params)
+    return (X_train, X_test, y_train, y_test), estimator
+
+
 def fit_one(method, mode, args):
     """The worker: fit ``method`` with the sums read ``mode``'s way; print one JSON line."""
     pin_threads(1)
     if mode == "every row":
         row_subsets.SUBSET_ROWS = float("inf")
-    (X_train, X_test, y_train, y_test), hidden = load_table(args.table, args.data_dir)
-    if args.table == "synthetic" and args.rows:
-        X_train, y_train = X_train[:args.rows], y_train[:args.rows]
-    max_epochs = args.max_epochs if args.table == "synthetic" else None
-    estimator = make_estimator(method, False, quick=False, max_epochs=max_epochs, hidden_layer_sizes=hidden,
-                               **BIG_TABLE_PARAMS.get(method, {}))
-    record = score_fit(estimator, X_train, X_test, y_train, y_test)
+    data, estimator = table_and_estimator(method, args)
+    record = score_fit(estimator, *data)
     fitted = record.pop("estimator")
     swag = method == "swag"
     record.update(method=method, mode=mode, noise_std=getattr(fitted, "noise_std_", None),
@@ -67,12 +72,8 @@ def direct(args):
     """Fit one SWAG member, then read its rate and covariance scale at its weights from a random
     subset of the rows and from every row; print both, their ratio and seconds."""
     pin_threads(1)
-    (X_train, _, y_train, _), hidden = load_table(args.table, args.data_dir)
-    if args.table == "synthetic" and args.rows:
-        X_train, y_train = X_train[:args.rows], y_train[:args.rows]
-    max_epochs = args.max_epochs if args.table == "synthetic" else "auto"
-    X_train = (X_train - X_train.mean(0)) / X_train.std(0)
-    swag = SWAGRegressor(hidden_layer_sizes=hidden, n_estimators=1, max_epochs=max_epochs, random_state=0)
+    (X_train, _, y_train, _), swag = table_and_estimator("swag", args, n_estimators=1)
+    X_train = standardise_inputs(X_train, X_train)[0]
     swag.fit(X_train, y_train)
     Y = (y_train[:, None] - swag._y_mean) / swag._y_scale
     likelihood = swag.net_.criterion_.likelihood.frozen(1)
@@ -97,7 +98,8 @@ def direct(args):
 
 def side_by_side(method, args):
     """Both modes' records of ``method``, fitted at the same time."""
-    options = ["--table", args.table, "--max-epochs", str(args.max_epochs), "--data-dir", args.data_dir] \
+    options = ["--table", args.table, "--data-dir", args.data_dir] \
+        + (["--max-epochs", str(args.max_epochs)] if args.max_epochs else []) \
         + (["--rows", str(args.rows)] if args.rows else [])
     workers = [subprocess.Popen([sys.executable, __file__, "--worker", method, mode, *options],
                                 stdout=subprocess.PIPE, text=True) for mode in MODES]
@@ -109,7 +111,8 @@ def main(argv=None):
     parser.add_argument("--table", choices=("synthetic", "protein"), default="synthetic")
     parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=["swag", "laplace"])
     parser.add_argument("--rows", type=int, default=None, help="training rows of the synthetic table (default: all)")
-    parser.add_argument("--max-epochs", type=int, default=SYNTHETIC_MAX_EPOCHS)
+    parser.add_argument("--max-epochs", type=int, default=None,
+                        help="training epochs (default: 10 on the synthetic table, the defaults' on protein)")
     parser.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR))
     parser.add_argument("--direct", action="store_true",
                         help="read one SWAG member's rate and scale both ways at the same weights")
