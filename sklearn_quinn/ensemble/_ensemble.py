@@ -11,10 +11,10 @@ from sklearn.utils._param_validation import Interval
 from .._core.evidence import ParameterGroups
 from .._core.network import FunctionalModel
 from .._core.priors import GaussianPrior
-from .._core.row_subsets import random_rows
+from .._core.row_subsets import random_rows, random_subset
 from .._draws import DrawsMixin
 from .._regressor_base import BaseBayesianRegressor
-from ..base import MAP_TRAINING_CONSTRAINTS, MEMBERS_CONSTRAINTS, PRIOR_SCALE_CONSTRAINTS
+from ..base import MAP_TRAINING_CONSTRAINTS, MEMBERS_CONSTRAINTS, PREDICT_BLOCK_ROWS, PRIOR_SCALE_CONSTRAINTS
 from ._engine import finish_members, train_members
 
 #: ``n_estimators='auto'`` of randomized MAP sampling (``_auto_members``): twenty members below
@@ -64,8 +64,13 @@ class EnsembleMixin(DrawsMixin):
         theta, likelihoods = self._fit_members(X, Y, targets)
         if self.prior_precisions_ is None:
             self.prior_precisions_ = dict.fromkeys(ParameterGroups.of(self._model).names, self.prior_std**-2)
+        self._keep_draws(theta, self._members_noise(X, Y, theta, likelihoods), local_variance=local_variance)
+
+    def _members_noise(self, X, Y, theta, likelihoods):
+        """The noise std ``(J, O)`` (network units) each member predicts with: the one it
+        trained under, or None (a classifier, a heteroscedastic head)."""
         noise_std = [likelihood.member_noise_std(Y.shape[1]) for likelihood in likelihoods]
-        self._keep_draws(theta, None if noise_std[0] is None else torch.cat(noise_std), local_variance=local_variance)
+        return None if noise_std[0] is None else torch.cat(noise_std)
 
     def _local_variance(self, X, Y):
         """The variance ``(O,)`` (network units) by which each member's outputs spread about its
@@ -199,6 +204,51 @@ class BaseEnsembleRegressor(EnsembleMixin, BaseBayesianRegressor):
         super()._fit(X, Y)
         self.member_std_ = self._local_std_in_y_units()
 
+    def _hyperparameters(self, X, Y):
+        """As the mixin's; where the evidence learned the noise of a Gaussian likelihood, also
+        keep the MAP network's residual sums, which :meth:`_members_noise` compares the members'
+        mean's with."""
+        prior, noise_std, targets = super()._hyperparameters(X, Y)
+        learned = self.noise_std is None and self.likelihood == "gaussian"
+        self._map_residual_sums = self._residual_sums(self._model.flatten()[None], X, Y) if learned else None
+        return prior, noise_std, targets
+
+    def _members_noise(self, X, Y, theta, likelihoods):
+        """The evidence's noise, rescaled to the residuals of the function the ensemble predicts
+        with, its members' mean.
+
+        MacKay's noise is the residuals' variance over the ``N O - gamma`` degrees of freedom
+        that the well-determined weights leave (MacKay 1992, "A practical Bayesian framework
+        for backpropagation networks"), and the evidence reads it off the MAP network's
+        residuals. The ensemble predicts with its members' mean, whose residuals are its own:
+        where the members disagree (a nearly noise-free table, whose residuals are mostly each
+        network's approximation error), the mean fits the rows more closely than any member,
+        and the members' spread already carries the rest. So each output's noise variance is
+        the evidence's times the ratio of the mean's residual sum of squares to the MAP
+        network's: the same degrees of freedom, the ensemble's residuals. For members that
+        reach the MAP's function (a linear model's deep ensemble) it is the evidence's noise.
+        """
+        noise_std = super()._members_noise(X, Y, theta, likelihoods)
+        if self._map_residual_sums is None:
+            return noise_std
+        ratio = self._residual_sums(theta, X, Y) / self._map_residual_sums
+        # A MAP that fits its rows exactly (a custom module's exact function) leaves no residuals to compare.
+        ratio = torch.where(self._map_residual_sums > 0, ratio, torch.ones_like(ratio))
+        return noise_std * ratio.sqrt().to(noise_std)
+
+    def _residual_sums(self, theta, X, Y):
+        """Each output's sum of squared residuals ``(O,)`` (network units) of the mean of the
+        networks ``theta`` ``(S, K)`` over the training rows ``X, Y``, read from a random
+        subset of a big table's rows (:func:`~sklearn_quinn._core.row_subsets.random_subset`)."""
+        X, Y, _ = random_subset(X, Y, self._split_seed)
+        X, Y = self._tensor(X), self._tensor(Y)
+        sums = torch.zeros(Y.shape[1], dtype=torch.float64, device=Y.device)
+        with torch.no_grad():
+            for rows in torch.split(torch.arange(len(X), device=X.device), PREDICT_BLOCK_ROWS):
+                mean = self._model(theta, X[rows]).reshape(len(theta), len(rows), -1).mean(0)
+                sums += (mean - Y[rows]).double().square().sum(0)
+        return sums
+
 
 _SHARED_DOC = """
     Parameters
@@ -271,8 +321,14 @@ _SHARED_DOC = """
     posterior_ : SamplePosterior
         The members' weights, ``(n_estimators_, K)``.
     noise_std_ : float or ndarray of shape (n_targets,)
-        Root mean square of the members' noise std, in the units of y (the
-        predictive variance adds its square; ``sample_y`` uses each member's own).
+        The observation noise std the predictive variance adds, in the units
+        of y (``sample_y`` draws it too). Learned (``noise_std=None``, the
+        Gaussian likelihood): the evidence's noise of the MAP network, each
+        output's variance times the ratio of the members' mean's residual sum
+        of squares over the training rows to that network's, the noise of the
+        function the ensemble predicts with; the members trained under the
+        evidence's (``evidence_history_``). Otherwise the root mean square of
+        the members' noise std.
     member_std_ : float, ndarray of shape (n_targets,) or None
         The deep ensemble's: the std, in the units of y, of each member's
         Gaussian about its output, the Laplace posterior's mean over the
