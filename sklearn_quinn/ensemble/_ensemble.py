@@ -110,6 +110,8 @@ class EnsembleMixin(DrawsMixin):
         include its disagreement with the other members, which the predictive
         counts again as their spread: where the members' misfit, not the
         noise, dominates the residuals (UCI naval), the intervals are too wide.
+        (A Gaussian likelihood's learned noise is rescaled to the members'
+        mean for the predictive: :meth:`BaseEnsembleRegressor._members_noise`.)
         """
         likelihood = self._likelihood(Y)
         if self.prior_std is not None and not likelihood.learn_noise and not self._fits_mean_variances(likelihood, Y):
@@ -279,8 +281,9 @@ _SHARED_DOC = """
         stds times this, within the MAP training and for every member.
     noise_std : float, default=None
         Observation noise std in the units of y; None learns it with the
-        prior, once, shared by the members (a noise fitted by each member
-        would shrink as it over-fits).
+        prior, once, and the members train under it (a noise fitted by each
+        member would shrink as it over-fits); the predictive adds it rescaled
+        to the residuals of the members' mean (``noise_std_``).
     likelihood : {'gaussian', 'heteroscedastic'}, default='gaussian'
         As for :class:`~sklearn_quinn.LaplaceRegressor`.
     lr : float, default=0.01
