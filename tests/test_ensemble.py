@@ -166,6 +166,24 @@ def test_noise_is_the_members_mean_s_where_the_members_disagree(estimator):
     assert 0.95 <= np.mean(np.abs(y_test - mean) <= norm.ppf(0.975) * std) <= 0.99
 
 
+def test_members_mean_s_noise_is_read_from_a_random_subset_of_a_big_table(wave_data, monkeypatch):
+    """Above ``SUBSET_ROWS`` rows the two residual sums of the noise's ratio are read from the
+    same random subset of the rows: with ``SUBSET_ROWS`` at half the table the noise is within
+    10% of the ratio over every row (5% measured; the MAP network's from a LaplaceRegressor of the same
+    settings, which trains the same one), and not equal to it."""
+    from sklearn_quinn._core import row_subsets
+
+    X, y = wave_data
+    monkeypatch.setattr(row_subsets, "SUBSET_ROWS", len(X) // 2)
+    reg = small(n_estimators=4).fit(X, y)
+    map_network = LaplaceRegressor(hidden_layer_sizes=(8,), max_epochs=40, random_state=0).fit(X, y)
+    evidence_noise = reg.evidence_history_[-1]["noise_std"][0] * y.std()
+    np.testing.assert_allclose(map_network.evidence_history_[-1]["noise_std"][0] * y.std(), evidence_noise)
+    every_row = evidence_noise * np.sqrt(np.sum((reg.predict(X) - y) ** 2) / np.sum((map_network.predict(X) - y) ** 2))
+    assert reg.noise_std_ == pytest.approx(every_row, rel=0.1)
+    assert reg.noise_std_ != pytest.approx(every_row, rel=1e-6)
+
+
 def exact_mean_leverage_variance(reg, X):
     """``noise**2 gamma / N`` of a linear model at ``reg``'s learned precisions and noise, with
     ``gamma = tr(H (H + A)^-1)`` the exact well-determined parameters."""
