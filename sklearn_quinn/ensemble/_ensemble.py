@@ -211,7 +211,7 @@ class BaseEnsembleRegressor(EnsembleMixin, BaseBayesianRegressor):
         keep the MAP network's residual sums, which :meth:`_members_noise` compares the members'
         mean's with."""
         prior, noise_std, targets = super()._hyperparameters(X, Y)
-        learned = self.noise_std is None and self.likelihood == "gaussian"
+        learned = self._likelihood(Y).learn_noise
         self._map_residual_sums = self._residual_sums(self._model.flatten()[None], X, Y) if learned else None
         return prior, noise_std, targets
 
