@@ -30,10 +30,10 @@ class DrawsMixin:
     def _outputs(self, X, posterior=None):
         """The network over every kept row, weighted."""
         posterior = self.posterior_ if posterior is None else posterior
-        return nonlinear_pushforward(self._model, posterior.samples, X, posterior.weights, self._draw_local_variance)
+        return nonlinear_pushforward(self._model, posterior.samples, X, posterior.weights, self._local_variance_at(X))
 
     def _sample_outputs(self, X, n_samples, generator):
         weights = self.posterior_.weights
         index = choice(generator, weights, n_samples)
         noise_std = None if self._draw_noise is None else self._draw_noise[index].unsqueeze(1)
-        return self._spread_locally(self._model(self.posterior_.samples[index], X), generator), noise_std
+        return self._spread_locally(self._model(self.posterior_.samples[index], X), X, generator), noise_std

@@ -115,7 +115,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         variance, where there is one), and the observation noise std of each draw
         (broadcastable to the outputs)."""
         outputs = self._model(self.posterior_.sample(n_samples, generator), X)
-        return self._spread_locally(outputs, generator), self._noise_std
+        return self._spread_locally(outputs, X, generator), self._noise_std
 
     def _mean_local_variance(self, X, Y, noise_std):
         """The mean over the training rows ``X, Y`` (network units) of the Laplace posterior's

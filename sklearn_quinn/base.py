@@ -349,18 +349,24 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
     def _outputs(self, X, posterior=None):
         """Distribution of the network outputs at ``X`` under ``posterior``
         (default ``posterior_``): the nonlinear pushforward of ``n_samples``
-        weight draws, the same draws at every call, each spread by
-        ``_draw_local_variance`` where there is one."""
+        weight draws, the same draws at every call, each spread by the
+        local variance at ``X`` (:meth:`_local_variance_at`) where there is one."""
         posterior = self.posterior_ if posterior is None else posterior
         theta = posterior.sample(self.n_samples, prediction_generator(self._sample_seed))
-        return nonlinear_pushforward(self._model, theta, X, local_variance=self._draw_local_variance)
+        return nonlinear_pushforward(self._model, theta, X, local_variance=self._local_variance_at(X))
 
-    def _spread_locally(self, outputs, generator):
-        """Weight draws' ``outputs`` ``(S, N, O)``, each spread by a Gaussian of
-        ``_draw_local_variance`` drawn from ``generator`` where there is one."""
-        if self._draw_local_variance is None:
+    def _local_variance_at(self, X):
+        """The variance by which each weight draw's outputs spread about its own at ``X``:
+        ``(O,)``, ``(N, O)`` or None (none); by default ``_draw_local_variance``, one per output."""
+        return self._draw_local_variance
+
+    def _spread_locally(self, outputs, X, generator):
+        """Weight draws' ``outputs`` ``(S, N, O)`` at ``X``, each spread by a Gaussian of the
+        local variance there (:meth:`_local_variance_at`) drawn from ``generator`` where there is one."""
+        local_variance = self._local_variance_at(X)
+        if local_variance is None:
             return outputs
-        return outputs + self._draw_local_variance.sqrt() * standard_normal(generator, outputs)
+        return outputs + local_variance.sqrt() * standard_normal(generator, outputs)
 
     def _validated_inputs(self, X):
         check_is_fitted(self)

@@ -74,7 +74,8 @@ class SampledPredictive:
     """The empirical distribution of output draws ``samples`` of shape ``(S, N, O)``,
     equally weighted or with normalised ``weights`` ``(S,)`` (SMC particles), each
     draw's outputs optionally spread by an independent Gaussian of variance
-    ``local_variance`` ``(O,)`` about them (a mixture of Gaussians).
+    ``local_variance`` about them (a mixture of Gaussians): one per output ``(O,)``, or
+    one per point and output ``(N, O)``.
 
     Variances and covariances are the unbiased weighted estimates, divided by
     ``1 - sum(w**2)`` (``(S - 1) / S`` for equal weights); zero when one draw
@@ -98,8 +99,12 @@ class SampledPredictive:
 
     def columns(self, index):
         """The distribution of the outputs ``index`` (a slice of the last axis)."""
-        local = None if self.local_variance is None else self.local_variance[index]
+        local = None if self.local_variance is None else self.local_variance[..., index]
         return SampledPredictive(self.samples[..., index], self.weights, local)
+
+    def _local_by_point(self):
+        """The local variance at every point, ``(N, O)``."""
+        return self.local_variance.expand(self.samples.shape[1:])
 
     def expected_exp(self, c):
         """``E[exp(c f)]`` per point and output, shape ``(N, O)``."""
@@ -122,13 +127,13 @@ class SampledPredictive:
         covariance = self._unbiased((centred * self.weights) @ centred.mT)
         if self.local_variance is None:
             return covariance
-        return covariance + torch.diag_embed(self.local_variance[:, None].expand(covariance.shape[:2]))
+        return covariance + torch.diag_embed(self._local_by_point().mT)
 
     def output_covariance(self):
         """Covariance across outputs at each point, shape ``(N, O, O)``."""
         centred = self.samples - self.mean
         covariance = self._unbiased(torch.einsum("s,snc,snd->ncd", self.weights, centred, centred))
-        return covariance if self.local_variance is None else covariance + torch.diag(self.local_variance)
+        return covariance if self.local_variance is None else covariance + torch.diag_embed(self._local_by_point())
 
 
 def linear_pushforward(model, posterior, X):
@@ -166,5 +171,5 @@ def _layered_is_cheaper(model, n_points, n_outputs):
 
 def nonlinear_pushforward(model, theta, X, weights=None, local_variance=None):
     """The network's outputs for weight draws ``theta (S, K)``, optionally weighted, each
-    optionally spread by ``local_variance`` ``(O,)`` (see :class:`SampledPredictive`)."""
+    optionally spread by ``local_variance`` ``(O,)`` or ``(N, O)`` (see :class:`SampledPredictive`)."""
     return SampledPredictive(model(theta, X), weights, local_variance)
