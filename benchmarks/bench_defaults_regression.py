@@ -17,7 +17,10 @@ categorical``, one 4-level feature one-hot encoded beside a numeric one, ``y = c
 sin(2 x) + N(0, 0.3**2)`` (200 training and 600 test rows); ``--data wide``, 40 standard-normal
 features of which 5 carry a linear signal and the first a ``sin(2 x)`` too, with unit noise, 150
 training and 1000 test rows (more features per row than any UCI set: a third of a feature a row,
-where the posterior's spread is a large part of the predictive). The families are the command line's registry
+where the posterior's spread is a large part of the predictive); ``--data small``, 30 training and 1000 test
+rows of 8 standard-normal features, ``y = sin(x_0) + x_1 - x_2**2 / 2 + x_3 x_4 / 2 + N(0, 0.3**2)`` (a
+few rows a feature: most test rows lie away from every training row, where the posterior spreads most).
+The families are the command line's registry
 (``METHODS``), so a new family joins without an edit here; they run at the
 package's defaults, as ``compare`` does, so that split 0 reproduces the main
 job's table (``--quick``: ``compare --quick``'s smaller budgets). The references are ``compare``'s:
@@ -31,7 +34,7 @@ on diabetes, mean NLL at most BayesianRidge's + 0.03 and mean coverage within
 [0.90, 0.98]; on linear data, + 0.05 and [0.92, 0.98].
 Per-fit lines go to stderr, the table to stdout.
 
-    python benchmarks/bench_defaults_regression.py [--data diabetes|linear|friedman1|categorical|wide] \\
+    python benchmarks/bench_defaults_regression.py [--data diabetes|linear|friedman1|categorical|wide|small] \\
         [--methods laplace de ...] \\
         [--splits 11] [--quick] [--max-epochs N] [--set NAME=VALUE ...] [--device cpu] [--threads 1]
 """
@@ -51,7 +54,7 @@ from sklearn_quinn._cli.methods import METHODS
 # Issue 17's targets per table: how far a family's mean NLL may exceed BayesianRidge's, and the range
 # of its mean coverage of the central 95% interval; None for a table without targets.
 TARGETS = {"diabetes": (0.03, (0.90, 0.98)), "linear": (0.05, (0.92, 0.98)), "friedman1": None,
-           "categorical": None, "wide": None}
+           "categorical": None, "wide": None, "small": None}
 BASELINE = "sklearn-bayesian-ridge"
 
 
@@ -90,8 +93,17 @@ def wide_split(seed, n_train=150, n_test=1000, n_features=40, n_relevant=5):
     return X[:n_train], X[n_train:], y[:n_train], y[n_train:]
 
 
+def small_split(seed, n_train=30, n_test=1000, n_features=8):
+    """Training and test rows of ``y = sin(x_0) + x_1 - x_2**2 / 2 + x_3 x_4 / 2 + N(0, 0.3**2)`` with
+    ``n_features`` standard-normal features, drawn from ``seed``."""
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n_train + n_test, n_features)
+    y = np.sin(X[:, 0]) + X[:, 1] - 0.5 * X[:, 2] ** 2 + 0.5 * X[:, 3] * X[:, 4] + 0.3 * rng.randn(n_train + n_test)
+    return X[:n_train], X[n_train:], y[:n_train], y[n_train:]
+
+
 SYNTHETIC = {"linear": linear_split, "friedman1": friedman1_split, "categorical": categorical_split,
-             "wide": wide_split}
+             "wide": wide_split, "small": small_split}
 
 
 def main(argv=None):
