@@ -174,6 +174,20 @@ def test_predictive_std_adds_spread_and_noise(wave_data, monkeypatch):
     np.testing.assert_allclose(reg.noise_std_, evidence_noise * np.sqrt(ratio))
 
 
+def test_past_the_full_curvature_each_member_carries_the_training_rows_mean(wave_data, monkeypatch):
+    """Above ``AUTO_MAX_FULL_PARAMS`` weights (patched below the small network's) no Laplace
+    posterior is kept, and each member carries ``member_std_`` at every row."""
+    from sklearn_quinn.ensemble import _ensemble
+
+    X, y = wave_data
+    monkeypatch.setattr(_ensemble, "AUTO_MAX_FULL_PARAMS", 10)
+    reg = small(n_estimators=5).fit(X, y)
+    assert reg._local_posterior is None
+    outputs = reg._model(reg.posterior_.samples, torch.as_tensor(X)).squeeze(-1).numpy() * y.std()
+    _, std = reg.predict(X, return_std=True)
+    np.testing.assert_allclose(std**2, outputs.var(0, ddof=1) + reg.member_std_**2 + reg.noise_std_**2)
+
+
 @pytest.mark.parametrize("estimator", [DeepEnsembleRegressor, RMSRegressor])
 def test_noise_is_the_members_mean_s_where_the_members_disagree(estimator):
     """On a nearly noise-free table (noise std 0.01) the residuals are mostly each network's
