@@ -29,8 +29,13 @@ then the same steps with the kicks' gradient in float32 (the estimators'
 default ``leapfrog_dtype``), eager and compiled, and the eager steps' ratio.
 The fits at the defaults (``--datasets``) take the float32 kicks.
 
+``--compile-seconds`` splits a first compilation into the compiler's own
+start-up (the first call of a one-line element-wise function compiled in a
+fresh process) and the HMC step's graph after it (float64 and float32 kicks),
+once with an empty compiler cache and once with the cache that run left.
+
     python benchmarks/bench_mcmc_compile.py [--datasets concrete kin8nm] [--split 0]
-        [--steps 300x8x1 927x8x1 7373x8x1 1437x64x10]
+        [--steps 300x8x1 927x8x1 7373x8x1 1437x64x10] [--compile-seconds 927x8x1]
 """
 
 import argparse
@@ -57,7 +62,7 @@ print(json.dumps(dict(seconds=run["seconds"], ll=run["ll"], coverage=run["covera
 """
 
 
-STEPS_WORKER = """
+CHAINS_SETUP = """
 import json, statistics, sys, time
 import torch
 sys.path.insert(0, {benchmarks!r})
@@ -85,7 +90,9 @@ def seconds(compile, n_steps, kicks=torch.float64):
     run_chains(densities[kicks], start, sampler="hmc", n_samples=n_steps, n_burnin=0, step_size=1e-3,
                n_leapfrog=10, adapt_step_size=False, compile=compile, generator=torch.Generator().manual_seed(0))
     return time.perf_counter() - begin
+"""
 
+STEPS_WORKER = CHAINS_SETUP + """
 compile_seconds = seconds(True, 1)
 seconds(True, 1, torch.float32)
 settings = [(False, torch.float64), (True, torch.float64), (False, torch.float32), (True, torch.float32)]
@@ -97,6 +104,17 @@ median = {{setting: statistics.median(times) for setting, times in runs.items()}
 print(json.dumps(dict(eager=median[False, torch.float64], compiled=median[True, torch.float64],
                       eager_kicks32=median[False, torch.float32], compiled_kicks32=median[True, torch.float32],
                       compile_seconds=compile_seconds, model=compiled_savings(10, 4 * {rows} * model.total_width))))
+"""
+
+
+# The compiler's own start-up (a one-line element-wise function compiled first), then an HMC step's
+# trajectory (10 leapfrog steps, 4 chains) with the kicks in {kicks}: the seconds of each first call.
+COMPILE_WORKER = CHAINS_SETUP + """
+begin = time.perf_counter()
+torch.compile(lambda x: (x.relu() * 2).sum())(torch.randn(100, dtype=torch.float64))
+start_up = time.perf_counter() - begin
+step = seconds(True, 1, torch.{kicks})
+print(json.dumps(dict(start_up=start_up, step=step)))
 """
 
 
@@ -118,6 +136,19 @@ def step_times(shape):
                                                   outputs=outputs), cache_dir)
 
 
+def compile_seconds(shape):
+    """The compiler's start-up and an HMC step's own compilation, float64 and float32 kicks, each in a
+    fresh process: first with an empty compiler cache, then with the cache that run left."""
+    rows, features, outputs = map(int, shape.split("x"))
+    runs = []
+    for kicks in ("float64", "float32"):
+        code = COMPILE_WORKER.format(benchmarks=BENCHMARKS, rows=rows, features=features, outputs=outputs,
+                                     kicks=kicks)
+        with tempfile.TemporaryDirectory() as cache_dir:
+            runs += [(kicks, cache, run_in_process(code, cache_dir)) for cache in ("empty", "warm")]
+    return runs
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR))
@@ -127,7 +158,19 @@ def main():
     parser.add_argument("--steps", nargs="*", default=[], metavar="ROWSxFEATURESxOUTPUTS",
                         help="tables (e.g. 927x8x1) on which to time eager and compiled HMC steps against the "
                              "cost model")
+    parser.add_argument("--compile-seconds", nargs="*", default=[], metavar="ROWSxFEATURESxOUTPUTS",
+                        help="tables on which to time the compiler's start-up and an HMC step's compilation")
     args = parser.parse_args()
+
+    if args.compile_seconds:
+        print("| rows x features x outputs | kicks | compiler cache | start-up s (a one-line function) | "
+              "HMC step's compilation s | together s |")
+        print("|---|---|---|---|---|---|")
+        for shape in args.compile_seconds:
+            for kicks, cache, run in compile_seconds(shape):
+                print(f"| {shape} | {kicks} | {cache} | {run['start_up']:.1f} | {run['step']:.1f} | "
+                      f"{run['start_up'] + run['step']:.1f} |", flush=True)
+        print()
 
     if args.steps:
         print("| rows x features x outputs | eager ms a step | compiled ms a step | eager / compiled | "
