@@ -125,39 +125,33 @@ def test_members_train_under_a_dask_cluster(wave_data):
     np.testing.assert_allclose(predicted, expected, rtol=1e-10, atol=1e-12)
 
 
-def map_posterior_variance(reg, X, y_scale):
+def map_posterior_variance(reg, X_train, X, y_scale):
     """The output variance at ``X`` (units of y) of the Laplace posterior about the deep ensemble's
-    MAP network, from its Jacobian and the GGN written out: ``J (J_train^T J_train / noise**2 +
-    A)^-1 J^T`` at the MAP's learned precisions ``A`` and noise (a one-output network)."""
+    MAP network fitted on ``X_train``, from its Jacobian and the GGN written out: ``J (J_train^T
+    J_train / noise**2 + A)^-1 J^T`` at the MAP's learned precisions ``A`` and noise (a
+    one-output network; the inputs reach it as given)."""
     model, theta = reg._model, reg._local_posterior.mean
 
     def jacobian(rows):
         return torch.func.jacrev(lambda weights: model.single(weights, torch.as_tensor(rows)).squeeze(-1))(theta)
 
-    train = jacobian(reg._fit_X)
+    train = jacobian(X_train)
     noise = float(reg._member_noise[0])
     precision = train.T @ train / noise**2 + torch.diag(reg._prior.precision.expand_as(theta))
     at = jacobian(X)
     return (at * torch.linalg.solve(precision, at.T).T).sum(1).numpy() * y_scale**2
 
 
-def test_predictive_std_adds_spread_and_noise(wave_data, monkeypatch):
+def test_predictive_std_adds_spread_and_noise(wave_data):
     """The deep ensemble's epistemic variance at each row is the larger of its members' spread
     and the MAP network's Laplace posterior variance there (an independent reference: the
     Jacobians and the GGN written out), which varies from row to row."""
     X, y = wave_data
-    fit = DeepEnsembleRegressor._fit
-
-    def keep_training_rows(self, X_fit, Y_fit):
-        self._fit_X = X_fit
-        return fit(self, X_fit, Y_fit)
-
-    monkeypatch.setattr(DeepEnsembleRegressor, "_fit", keep_training_rows)
     reg = small(n_estimators=5).fit(X, y)
     outputs = reg._model(reg.posterior_.samples, torch.as_tensor(X)).squeeze(-1).numpy() * y.std()
     mean, std = reg.predict(X, return_std=True)
     np.testing.assert_allclose(mean, outputs.mean(0) + y.mean())
-    laplace = map_posterior_variance(reg, X, y.std())
+    laplace = map_posterior_variance(reg, X, X, y.std())
     assert np.ptp(laplace) > 0.5 * laplace.mean()
     epistemic = np.maximum(outputs.var(0, ddof=1), laplace)
     np.testing.assert_allclose(std**2, epistemic + reg.noise_std_**2, rtol=1e-6)
