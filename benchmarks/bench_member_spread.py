@@ -71,7 +71,7 @@ def member_variance(regressor):
     return 0.0 if member_std is None else member_std**2
 
 
-def members_variance(estimator, X):
+def members_spread(estimator, X):
     """The deep ensemble's members' own spread of their outputs at ``X`` (units of y): a probe of its
     fitted network (``_model``) and members (``posterior_``)."""
     scaler, regressor = estimator[0], estimator[-1]
@@ -86,7 +86,7 @@ def spread(estimator, X_train, X_test, y_test):
     regressor = estimator[-1]
     noise_variance = float(np.ravel(regressor.noise_std_)[0]) ** 2
     if getattr(regressor, "member_std_", None) is not None:
-        ratios = [float(np.mean(members_variance(estimator, X))) / noise_variance for X in (X_train, X_test)]
+        ratios = [float(np.mean(members_spread(estimator, X))) / noise_variance for X in (X_train, X_test)]
     else:
         ratios = [float(np.mean(regressor.predict_uncertainty(estimator[0].transform(X)).epistemic_std ** 2))
                   / noise_variance for X in (X_train, X_test)]
@@ -100,7 +100,7 @@ def widened_ensemble(fits, y_test, X_test):
     laplace, ensemble = fits["Laplace"], fits["deep ensemble"]
     mean, std = ensemble.predict(X_test, return_std=True)
     laplace_mean, laplace_std = laplace.predict(X_test, return_std=True)
-    members_alone = members_variance(ensemble, X_test) + float(np.ravel(ensemble[-1].noise_std_)[0]) ** 2
+    members_alone = members_spread(ensemble, X_test) + float(np.ravel(ensemble[-1].noise_std_)[0]) ** 2
     local = laplace[-1].predict_uncertainty(laplace[0].transform(X_test)).epistemic_std ** 2
     return (*gaussian_scores(y_test, mean, members_alone),
             *gaussian_scores(y_test, mean, members_alone + member_variance(ensemble[-1])),
