@@ -6,10 +6,11 @@ classifier's moment-matched predictive, SMC's other prior and heteroscedastic
 likelihood); the other options (the other samplers, structures and
 covariance types, every family's heteroscedastic likelihood) are tested in
 the families' own tests and tests/test_heteroscedastic.py. The evidence-driven
-training is checked here through the Gaussian regressors and the Laplace, BBB
-and MC-dropout classifiers; the other classifiers and the heteroscedastic
-Laplace train under a fixed prior (``FIXED_PRIOR``), since their evidence's
-search of the prior's scale costs several full-batch polishes a fit and these
+training is checked here through the Gaussian regressors, the Laplace classifier
+and MC dropout's joint prior learning (the classifiers share the MAP training and its
+evidence); the other classifiers and the heteroscedastic
+Laplace train under a fixed prior (``FIXED_PRIOR``), since a classifier's evidence
+searches the prior's scale with several full-batch polishes a fit and these
 checks run about fifty fits each (the heteroscedastic fit still runs its
 evidence updates, for the means' variances).
 """
@@ -55,8 +56,8 @@ ESTIMATORS = [
     DeepEnsembleClassifier(**FIXED_PRIOR, n_estimators=3),
     RMSClassifier(**FIXED_PRIOR, n_estimators=3, predictive="mean_field_2", moment_match=True),
     SWAGClassifier(**FIXED_PRIOR, swag_epochs=10, max_rank=4, n_samples=20),
-    BBBClassifier(**FAST, n_samples=20),
-    MCDropoutClassifier(**FAST, n_samples=20),
+    BBBClassifier(**FIXED_PRIOR, n_samples=20),
+    MCDropoutClassifier(**FIXED_PRIOR, n_samples=20),
     MCDropoutClassifier(**FAST, dropout_rate=0.3, prior_learning="joint", predictive="mean_field_1", moment_match=True),
     MCMCClassifier(**FIXED_PRIOR, n_samples=20, n_burnin=20, n_leapfrog=3, n_chains=2),
     SMCRegressor(**SMC_FAST),

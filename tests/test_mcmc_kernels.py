@@ -75,7 +75,7 @@ def banana_tail(threshold):
 def test_banana_moments(sampler, target_acceptance):
     """E[x2] = 1 and the tail probabilities P(x2 > 3) and P(x2 > 6) (0.088 and
     0.015: mostly |x1| beyond 1.7 and 2.4), each within 4 Monte Carlo standard
-    errors from its own ESS, over 32 chains. (MALA's fixed step stalls in the
+    errors from its own ESS, over 32 chains of 500 draws. (MALA's fixed step stalls in the
     tails.)
 
     The tails are checked through bounded statistics: Var[x2] = 2.25 rests on
@@ -84,7 +84,7 @@ def test_banana_moments(sampler, target_acceptance):
     curvature grows as x1**2, where a step tuned to Stan's 0.8 acceptance
     diverges and the tails are under-visited; Stan's remedy, a higher target
     acceptance, is used."""
-    draws, _ = _run(banana_log_density, sampler, n_chains=32, target_acceptance=target_acceptance)
+    draws, _ = _run(banana_log_density, sampler, n_samples=500, n_chains=32, target_acceptance=target_acceptance)
     x2 = draws[:, :, 1]
     assert abs(x2.mean() - 1.0) < 4 * math.sqrt(2.25 / effective_sample_size(x2))
     for threshold in (3.0, 6.0):
