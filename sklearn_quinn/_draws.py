@@ -1,7 +1,6 @@
 """Predictions from a finite set of weight vectors, for the sampling and ensemble families."""
 
 from ._core.posterior import SamplePosterior
-from ._core.pushforward import nonlinear_pushforward
 from ._core.rng import choice
 
 
@@ -27,10 +26,10 @@ class DrawsMixin:
         self._draw_local_variance = local_variance
         self._keep_noise(None if noise_std is None else (self.posterior_.weights @ noise_std.square()).sqrt())
 
-    def _outputs(self, X, posterior=None):
-        """The network over every kept row, weighted."""
+    def _prediction_draws(self, posterior=None):
+        """Every kept row, with its weight."""
         posterior = self.posterior_ if posterior is None else posterior
-        return nonlinear_pushforward(self._model, posterior.samples, X, posterior.weights, self._local_variance_at(X))
+        return posterior.samples, posterior.weights
 
     def _sample_outputs(self, X, n_samples, generator):
         weights = self.posterior_.weights

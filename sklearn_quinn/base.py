@@ -348,12 +348,18 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
 
     def _outputs(self, X, posterior=None):
         """Distribution of the network outputs at ``X`` under ``posterior``
-        (default ``posterior_``): the nonlinear pushforward of ``n_samples``
-        weight draws, the same draws at every call, each spread by the
-        local variance at ``X`` (:meth:`_local_variance_at`) where there is one."""
+        (default ``posterior_``): the nonlinear pushforward of its draws
+        (:meth:`_prediction_draws`), each spread by the local variance at ``X``
+        (:meth:`_local_variance_at`) where there is one."""
+        theta, weights = self._prediction_draws(posterior)
+        return nonlinear_pushforward(self._model, theta, X, weights, self._local_variance_at(X))
+
+    def _prediction_draws(self, posterior=None):
+        """The weight draws ``(S, K)`` that the predictions average, and their weights ``(S,)``
+        (None: equal): ``n_samples`` draws of ``posterior`` (default ``posterior_``), the same
+        draws at every call."""
         posterior = self.posterior_ if posterior is None else posterior
-        theta = posterior.sample(self.n_samples, prediction_generator(self._sample_seed))
-        return nonlinear_pushforward(self._model, theta, X, local_variance=self._local_variance_at(X))
+        return posterior.sample(self.n_samples, prediction_generator(self._sample_seed)), None
 
     def _local_variance_at(self, X):
         """The variance by which each weight draw's outputs spread about its own at ``X``:

@@ -17,6 +17,7 @@ from sklearn_quinn import (
 from sklearn_quinn._core.row_subsets import random_rows
 
 from .exact import BayesianLinearRegression
+from .test_local_posterior import map_posterior_variance
 
 NOISE, PRIOR_STD = 0.3, 1.0
 
@@ -125,23 +126,6 @@ def test_members_train_under_a_dask_cluster(wave_data):
     np.testing.assert_allclose(predicted, expected, rtol=1e-10, atol=1e-12)
 
 
-def map_posterior_variance(reg, X_train, X, y_scale):
-    """The output variance at ``X`` (units of y) of the Laplace posterior about the deep ensemble's
-    MAP network fitted on ``X_train``, from its Jacobian and the GGN written out: ``J (J_train^T
-    J_train / noise**2 + A)^-1 J^T`` at the MAP's learned precisions ``A`` and noise (a
-    one-output network; the inputs reach it as given)."""
-    model, theta = reg._model, reg._local_posterior.mean
-
-    def jacobian(rows):
-        return torch.func.jacrev(lambda weights: model.single(weights, torch.as_tensor(rows)).squeeze(-1))(theta)
-
-    train = jacobian(X_train)
-    noise = float(reg._member_noise[0])
-    precision = train.T @ train / noise**2 + torch.diag(reg._prior.precision.expand_as(theta))
-    at = jacobian(X)
-    return (at * torch.linalg.solve(precision, at.T).T).sum(1).numpy() * y_scale**2
-
-
 def test_predictive_std_adds_spread_and_noise(wave_data):
     """The deep ensemble's epistemic variance at each row is the larger of its members' spread
     and the MAP network's Laplace posterior variance there (an independent reference: the
@@ -171,10 +155,10 @@ def test_predictive_std_adds_spread_and_noise(wave_data):
 def test_past_the_full_curvature_each_member_carries_the_training_rows_mean(wave_data, monkeypatch):
     """Above ``AUTO_MAX_FULL_PARAMS`` weights (patched below the small network's) no Laplace
     posterior is kept, and each member carries ``member_std_`` at every row."""
-    from sklearn_quinn.ensemble import _ensemble
+    from sklearn_quinn import _local_posterior
 
     X, y = wave_data
-    monkeypatch.setattr(_ensemble, "AUTO_MAX_FULL_PARAMS", 10)
+    monkeypatch.setattr(_local_posterior, "AUTO_MAX_FULL_PARAMS", 10)
     reg = small(n_estimators=5).fit(X, y)
     assert reg._local_posterior is None
     outputs = reg._model(reg.posterior_.samples, torch.as_tensor(X)).squeeze(-1).numpy() * y.std()
@@ -257,23 +241,6 @@ def test_deep_ensemble_of_a_linear_model_predicts_the_exact_posterior(linear_dat
     np.testing.assert_allclose(draws.std(1), np.sqrt(exact[:2] + reg.noise_std_**2), rtol=0.03)
     assert linear_rms(3).fit(X, y).member_std_ is None
     assert small(likelihood="heteroscedastic", max_epochs=5).fit(X, y).member_std_ is None
-
-
-@pytest.mark.slow
-def test_deep_ensemble_is_as_wide_as_its_laplace_posterior_away_from_few_rows():
-    """On 30 training rows of 8 features most test rows lie away from every training row, where
-    the Laplace posterior spreads most and the members, which reach one function, do not: the
-    deep ensemble's test NLL is within 0.05 of Laplace's about the same MAP (+0.02 measured;
-    +0.14 with the training rows' mean variance at every row) and its 95% coverage at least 0.95
-    (0.98; 0.90 with the mean)."""
-    rng = np.random.RandomState(0)
-    X = rng.randn(1030, 8)
-    y = np.sin(X[:, 0]) + X[:, 1] - 0.5 * X[:, 2] ** 2 + 0.5 * X[:, 3] * X[:, 4] + 0.3 * rng.randn(1030)
-    X = (X - X[:30].mean(0)) / X[:30].std(0)
-    mean, std = DeepEnsembleRegressor(random_state=0).fit(X[:30], y[:30]).predict(X[30:], return_std=True)
-    laplace_mean, laplace_std = LaplaceRegressor(random_state=0).fit(X[:30], y[:30]).predict(X[30:], True)
-    assert -norm.logpdf(y[30:], mean, std).mean() <= -norm.logpdf(y[30:], laplace_mean, laplace_std).mean() + 0.05
-    assert np.mean(np.abs(y[30:] - mean) <= norm.ppf(0.975) * std) >= 0.95
 
 
 def test_deep_ensemble_reads_its_members_spread_from_a_random_subset_of_a_big_table(linear_data, monkeypatch):

@@ -8,16 +8,14 @@ import torch
 from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.utils._param_validation import Interval
 
-from .._core.curvature import AUTO_MAX_FULL_PARAMS, full_fits
 from .._core.evidence import ParameterGroups
 from .._core.network import FunctionalModel
 from .._core.priors import GaussianPrior
-from .._core.pushforward import linear_pushforward, nonlinear_pushforward
 from .._core.row_subsets import random_rows, random_subset
 from .._draws import DrawsMixin
+from .._local_posterior import LocalPosteriorMixin
 from .._regressor_base import BaseBayesianRegressor
 from ..base import MAP_TRAINING_CONSTRAINTS, MEMBERS_CONSTRAINTS, PREDICT_BLOCK_ROWS, PRIOR_SCALE_CONSTRAINTS
-from ..laplace._engine import LaplaceApproximation
 from ._engine import finish_members, train_members
 
 #: ``n_estimators='auto'`` of randomized MAP sampling (``_auto_members``): twenty members below
@@ -51,8 +49,9 @@ class EnsembleMixin(DrawsMixin):
     #: draws, and under the learned prior they reach one function, so more add little.
     _auto_members = (5, 5)
 
-    #: Whether each member's outputs are spread by the MAP network's Laplace posterior
-    #: (:meth:`_local_variance_at`): the deep ensemble's regressor.
+    #: Whether each member's outputs carry the training rows' mean of the MAP network's Laplace
+    #: posterior variance (``member_std_``), at every row where that posterior is out of reach
+    #: (``LocalPosteriorMixin``): the deep ensemble's regressor, whose members alone reach one function.
     _local_posteriors = False
 
     #: Whether the members end at their modes (:func:`~sklearn_quinn.ensemble._engine.finish_members`):
@@ -64,7 +63,6 @@ class EnsembleMixin(DrawsMixin):
         """Learn the prior and the noise, then train the members: the family's part of ``fit``."""
         self._prior, self._member_noise, targets = self._hyperparameters(X, Y)
         local_variance = self._local_variance(X, Y)
-        self._local_posterior = None if local_variance is None else self._map_posterior(X, Y)
         theta, likelihoods = self._fit_members(X, Y, targets)
         if self.prior_precisions_ is None:
             self.prior_precisions_ = dict.fromkeys(ParameterGroups.of(self._model).names, self.prior_std**-2)
@@ -85,47 +83,15 @@ class EnsembleMixin(DrawsMixin):
 
         Under the learned prior the members' objective is nearly convex and they reach one
         function: their spread is not the posterior's (``benchmarks/bench_member_spread.py``),
-        and each member carries a local posterior of its own (:meth:`_local_variance_at`), whose
-        training rows' mean this is (``member_std_``).
+        and each member carries a local posterior of its own
+        (:class:`~sklearn_quinn._local_posterior.LocalPosteriorMixin`), whose training rows'
+        mean this is (``member_std_``), and which serves at every row above
+        ``AUTO_MAX_FULL_PARAMS`` weights.
         """
         # prior_precisions_ is None where the prior and the noise were both fixed: no MAP was trained.
         if not self._local_posteriors or self.likelihood != "gaussian" or self.prior_precisions_ is None:
             return None
         return self._mean_local_variance(X, Y, self._member_noise)
-
-    def _map_posterior(self, X, Y):
-        """The Laplace posterior (the full GGN) about the MAP network that learned the prior and
-        the noise, whose output variance at a prediction row :meth:`_local_variance_at` reads; None
-        above ``AUTO_MAX_FULL_PARAMS`` weights or past memory, where the training rows' mean of it
-        (:meth:`_local_variance`) serves at every row."""
-        theta = self._model.flatten()
-        if theta.numel() > AUTO_MAX_FULL_PARAMS or not full_fits(theta.numel(), theta.dtype):
-            return None
-        likelihood = self._likelihood(Y, noise_std=self._member_noise).frozen(Y.shape[1])
-        laplace = LaplaceApproximation(self._model, theta, self._tensor(X), self._tensor(Y), likelihood,
-                                       prior_shape=self._prior.precision)
-        return laplace.posterior(1.0)
-
-    def _local_variance_at(self, X):
-        """The variance ``(N, O)`` each member's Gaussian adds at the rows ``X``: what the MAP
-        network's Laplace posterior gives there beyond the members' own spread.
-
-        The members' spread and the Laplace posterior estimate one posterior's spread of the
-        outputs. Where the members reach one function (the learned prior makes their objective
-        nearly convex), each stands for a local posterior of its own (Eschenhagen, Daxberger,
-        Hennig & Kristiadi 2021, "Mixtures of Laplace approximations for improved post-hoc
-        uncertainty in deep learning"), taken as the MAP's (one curvature, none per member), and
-        their mixture's variance is the Laplace posterior's at that row: the exact predictive of
-        a linear model, where the mean over the training rows is right only on average, and wider
-        away from the training rows. Where the members spread apart, their spread holds that much of
-        it already, and adding the whole of it would count it twice: the mixture's epistemic
-        variance is the larger of the two. Without the posterior (a big network), the training
-        rows' mean, ``member_std_ ** 2``, at every row."""
-        if self._local_posterior is None:
-            return super()._local_variance_at(X)
-        laplace = linear_pushforward(self._model, self._local_posterior, X).variance
-        members = nonlinear_pushforward(self._model, self.posterior_.samples, X, self.posterior_.weights).variance
-        return (laplace - members).clamp(min=0)
 
     def _randomization(self, n_params, target_shape, generator):
         """One member's anchor ``(K,)`` and standard-normal target perturbations
@@ -228,8 +194,10 @@ class EnsembleMixin(DrawsMixin):
         )
 
 
-class BaseEnsembleRegressor(EnsembleMixin, BaseBayesianRegressor):
-    """Shared fit of the ensemble regressors; subclasses choose anchors and perturbations."""
+class BaseEnsembleRegressor(LocalPosteriorMixin, EnsembleMixin, BaseBayesianRegressor):
+    """Shared fit of the ensemble regressors; subclasses choose anchors and perturbations. Each
+    member carries the MAP network's Laplace posterior at a row beyond the members' spread
+    (:class:`~sklearn_quinn._local_posterior.LocalPosteriorMixin`)."""
 
     _parameter_constraints: dict = {
         **BaseBayesianRegressor._parameter_constraints,

@@ -12,6 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._classifier_base import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from .._core.network import FunctionalModel
 from .._core.row_subsets import random_subset
+from .._local_posterior import LocalPosteriorMixin
 from .._members import MemberTrainingMixin
 from .._regressor_base import BaseBayesianRegressor
 from ..base import AUTO_MAX_STEPS, MAP_TRAINING_CONSTRAINTS, MEMBERS_CONSTRAINTS, PRIOR_SCALE_CONSTRAINTS
@@ -240,7 +241,7 @@ class SWAGMixin(MemberTrainingMixin):
         return collect.state_, collect.losses_
 
 
-class SWAGRegressor(SWAGMixin, BaseBayesianRegressor):
+class SWAGRegressor(LocalPosteriorMixin, SWAGMixin, BaseBayesianRegressor):
     """Neural-network regressor with a (Multi)SWAG posterior: stochastic weight averaging Gaussians.
 
     The network is first trained to the MAP (negative log posterior, through
