@@ -6,8 +6,9 @@ they spread the network's outputs. For each table (the synthetic tables of
 ``bench_defaults_regression.py``, fresh draws per seed, and diabetes' random
 80/20 splits, or a UCI set's standard splits) and each family at its defaults in ``Pipeline([StandardScaler(),
 estimator])``, this prints the mean epistemic variance of the outputs
-(``predict_uncertainty``'s ``epistemic_std`` squared; for the deep ensemble
-the members' own spread, less the ``member_std_`` it adds) over the training
+(``predict_uncertainty``'s ``epistemic_std`` squared; for the deep ensemble,
+RMS and SWAG their draws' own spread, before each carries the Laplace
+posterior beyond it) over the training
 rows and over the test rows, divided by the learned noise variance, and the
 test coverage of the central 95% interval. For a linear model with Gaussian noise
 the Laplace ratio on the training rows is ``gamma / N``, MacKay's
@@ -71,22 +72,24 @@ def member_variance(regressor):
     return 0.0 if member_std is None else member_std**2
 
 
-def members_spread(estimator, X):
-    """The deep ensemble's members' own spread of their outputs at ``X`` (units of y): a probe of its
-    fitted network (``_model``) and members (``posterior_``)."""
+def draws_spread(estimator, X):
+    """The own spread of the outputs at ``X`` (units of y) of the draws a family's predictions average
+    (the deep ensemble's and RMS's members, SWAG's weight draws), before each carries the Laplace
+    posterior beyond it: a probe of its fitted network (``_model``) and draws (``_prediction_draws``)."""
     scaler, regressor = estimator[0], estimator[-1]
     inputs = torch.as_tensor(scaler.transform(X), dtype=torch.float64)
-    outputs = regressor._model(regressor.posterior_.samples, inputs)[..., 0].detach().numpy()
+    theta, _ = regressor._prediction_draws()
+    outputs = regressor._model(theta, inputs)[..., 0].detach().numpy()
     return outputs.var(0, ddof=1) * regressor._y_scale[0] ** 2
 
 
 def spread(estimator, X_train, X_test, y_test):
-    """Epistemic (the deep ensemble's: its members' own spread) over noise variance on the training
-    and the test rows, and the test coverage."""
+    """Epistemic (the ensembles' and SWAG's: their draws' own spread) over noise variance on the
+    training and the test rows, and the test coverage."""
     regressor = estimator[-1]
     noise_variance = float(np.ravel(regressor.noise_std_)[0]) ** 2
-    if getattr(regressor, "member_std_", None) is not None:
-        ratios = [float(np.mean(members_spread(estimator, X))) / noise_variance for X in (X_train, X_test)]
+    if not isinstance(regressor, LaplaceRegressor):
+        ratios = [float(np.mean(draws_spread(estimator, X))) / noise_variance for X in (X_train, X_test)]
     else:
         ratios = [float(np.mean(regressor.predict_uncertainty(estimator[0].transform(X)).epistemic_std ** 2))
                   / noise_variance for X in (X_train, X_test)]
@@ -100,7 +103,7 @@ def widened_ensemble(fits, y_test, X_test):
     laplace, ensemble = fits["Laplace"], fits["deep ensemble"]
     mean, std = ensemble.predict(X_test, return_std=True)
     laplace_mean, laplace_std = laplace.predict(X_test, return_std=True)
-    members_alone = members_spread(ensemble, X_test) + float(np.ravel(ensemble[-1].noise_std_)[0]) ** 2
+    members_alone = draws_spread(ensemble, X_test) + float(np.ravel(ensemble[-1].noise_std_)[0]) ** 2
     local = laplace[-1].predict_uncertainty(laplace[0].transform(X_test)).epistemic_std ** 2
     return (*gaussian_scores(y_test, mean, members_alone),
             *gaussian_scores(y_test, mean, members_alone + member_variance(ensemble[-1])),
