@@ -13,12 +13,13 @@ class LocalPosteriorMixin:
     their outputs spread at least as far as that network's Laplace posterior says.
 
     Members and snapshots found by optimisation spread where the optimisation takes them. Under the
-    learned prior a deep ensemble's members reach one function; RMS's and SWAG's move in the
-    directions that the data determine, where their objective is curved, and little in the
-    directions that only the prior holds, which carry no gradient for an optimiser or SGD's noise
-    to follow, and where the Laplace posterior is as wide as the prior. Where the rows are few a
-    feature, those directions hold most of the posterior's spread at a new row, and there the
-    draws alone were overconfident (docs: comparison, "A wide table" and "A very small table").
+    learned prior a deep ensemble's members reach one function. SWAG's snapshots move in the
+    directions that the data determine: SGD's noise comes from the data's terms of the loss, and
+    the directions that only the prior holds, where the Laplace posterior is as wide as the prior,
+    get none. RMS's anchored members spread there through the nonlinear network, by less than the
+    linearised posterior at rows away from the data. Where the rows are few a feature, those
+    directions hold most of the posterior's spread at a new row, and there the draws alone were
+    overconfident (docs: comparison, "A wide table" and "A very small table").
 
     So each draw stands for a local posterior of its own (Eschenhagen, Daxberger, Hennig &
     Kristiadi 2021, "Mixtures of Laplace approximations for improved post-hoc uncertainty in deep

@@ -344,7 +344,8 @@ _SHARED_DOC = """
         variance there less the members' spread (none where they spread more),
         so that the predictive's epistemic variance is the larger of the two;
         above 5,000 weights, ``member_std_ ** 2`` at every row. None for RMS,
-        whose members are posterior draws, under the heteroscedastic
+        whose members carry that posterior at a row as the deep ensemble's do
+        but, above 5,000 weights, nothing, under the heteroscedastic
         likelihood, and where ``prior_std`` and ``noise_std`` are both fixed
         (no MAP network is trained).
     net_ : list of skorch.NeuralNet
@@ -470,7 +471,11 @@ class RMSRegressor(BaseEnsembleRegressor):
     ``perturb_targets=False`` this is Pearce et al.'s anchored ensemble, whose
     spread is smaller than the posterior's in that case. Members train
     together as rows of one batched weight matrix and end at their minima, as
-    the deep ensemble's do (:class:`DeepEnsembleRegressor`).
+    the deep ensemble's do (:class:`DeepEnsembleRegressor`). At a prediction
+    row each member is a Gaussian about its output carrying the MAP network's
+    Laplace posterior variance there beyond the members' spread, as the deep
+    ensemble's members are: on tables with few rows a feature the members
+    alone spread less than that posterior at rows away from the data.
 """
         + _SHARED_DOC
         + """    perturb_targets : bool, default=True
