@@ -812,3 +812,32 @@ def test_the_classifier_ends_at_the_exact_evidence_where_its_updates_are_kroneck
                                likelihood, ParameterGroups.of(model))
     assert factored.structure == "kron"
     assert abs(factored.log_evidence(list(clf.prior_precisions_.values())) - exact) > 0.1
+
+
+def test_residuals_of_less_than_one_degree_of_freedom_leave_the_noise():
+    """Three rows, four weights: under a weak prior the well-determined weights take nearly
+    every row (gamma above N - 1), the residuals cannot tell the noise from the fit, and
+    maximise leaves the noise where it is; under a strong prior they leave the residuals
+    their degrees of freedom, and the noise moves to MacKay's SSE / (N - gamma)."""
+    X, y = linear_data(3)
+    for precision, moves in ((1e-4, False), (10.0, True)):
+        theta = exact_map(X, y, precision, precision, 0.5)
+        evidence = linear_evidence(X, y, 0.5, theta)
+        groups = np.full(len(evidence.groups), precision)
+        gamma = float(evidence.well_determined(groups).sum())
+        assert (gamma < len(y) - 1) == moves
+        _, noise_scale, _ = evidence.maximise(groups, learn_prior=False, learn_noise=True)
+        assert (noise_scale != 1.0) == moves
+
+
+@pytest.mark.slow
+def test_the_learned_noise_of_a_few_dozen_rows_does_not_collapse():
+    """20 rows of 8 features (``benchmarks/bench_noise_collapse.py``, seed 5): the network can
+    fit every row, and with the noise divided by one residual degree of freedom where the
+    well-determined weights left fewer, noise and fit drove each other down to 0.0015 against
+    the data's 0.3. Now the learned noise stays within a factor of three of the data's."""
+    rng = np.random.RandomState(5)
+    X = rng.randn(1020, 8)
+    y = np.sin(X[:, 0]) + X[:, 1] - 0.5 * X[:, 2] ** 2 + 0.5 * X[:, 3] * X[:, 4] + 0.3 * rng.randn(1020)
+    X = (X[:20] - X[:20].mean(0)) / X[:20].std(0)
+    assert 0.1 < LaplaceRegressor(random_state=5).fit(X, y[:20]).noise_std_ < 0.9
