@@ -15,9 +15,11 @@ paired mean differences (learned minus fixed) of the log evidence and the NLL.
 The question it answers: is a learned noise far below the data's the evidence's
 choice, or a state the training's updates ran into? Where the learned fit's log
 evidence is below the fixed-noise fit's, the training ended away from the
-evidence's maximum: MacKay's noise ``SSE / (N - gamma)`` at weights that fit
-the few rows ever more closely, with ``gamma``, the well-determined weights,
-approaching ``N``, and the weights then trained further under that noise.
+evidence's maximum. Until 2026-12-02 that happened where the network fitted
+nearly every row: MacKay's noise ``SSE / (N - gamma)`` divided by one residual
+degree of freedom once ``gamma``, the well-determined weights, passed ``N - 1``,
+and the weights then trained further under that noise; since, the update leaves
+the noise where it is there (docs: evidence).
 
     python benchmarks/bench_noise_collapse.py [--rows 20 30 60] [--seeds 12] [--threads 1]
 """
