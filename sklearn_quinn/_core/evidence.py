@@ -503,10 +503,11 @@ class LaplaceEvidence:
             # fit, and the noise stays where it is: dividing by one there instead let the noise and
             # the fit drive each other down, to a hundredth of the data's noise, at a lower
             # evidence than the data's noise gives (benchmarks/bench_noise_collapse.py).
-            residual_dof = self._data_fit.n_observations - float(dof.sum()) if learn_noise else 0.0
-            if residual_dof >= 1.0:
-                noise_scale = math.sqrt(self._data_fit.weighted_sse / residual_dof)
-                noise_scale = min(max(noise_scale, _NOISE_SCALE_BOUNDS[0]), upper)
+            if learn_noise:
+                residual_dof = self._data_fit.n_observations - float(dof.sum())
+                if residual_dof >= 1.0:
+                    noise_scale = math.sqrt(self._data_fit.weighted_sse / residual_dof)
+                    noise_scale = min(max(noise_scale, _NOISE_SCALE_BOUNDS[0]), upper)
             log_det, dof = self._log_det_and_dof(precision, noise_scale)
             value, previous = self._value(precision, noise_scale, log_det), value
             if value - previous < _TOLERANCE:

@@ -30,7 +30,7 @@ class MCDropoutMixin:
 
     #: Whether the masks' spread of the outputs is topped up to the Laplace posterior's where
     #: the learned rates leave it short (:meth:`_local_variance`): the regressor's.
-    _local_posteriors = False
+    _carries_mean_local_variance = False
 
     def _fit(self, X, Y):
         """Train the network (and the rates) with dropout: the family's part of ``fit``.
@@ -72,7 +72,7 @@ class MCDropoutMixin:
         evidence's noise, which leaves out the weights' spread that the evidence set the noise
         beside: the intervals fell short (UCI concrete 0.915). A fixed rate is the posterior
         the user chose, kept as it is."""
-        if not self._local_posteriors or self.likelihood != "gaussian" or self.dropout_rate != "auto":
+        if not self._carries_mean_local_variance or self.likelihood != "gaussian" or self.dropout_rate != "auto":
             return None
         # The masks' draws over the training rows a block at a time, as predictions go: all the
         # rows of a big table at once would hold draws x rows x units in memory.
@@ -217,7 +217,7 @@ lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, d
         **MCDropoutMixin._dropout_constraints,
     }
 
-    _local_posteriors = True
+    _carries_mean_local_variance = True
 
     def __init__(
         self,

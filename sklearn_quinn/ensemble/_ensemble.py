@@ -52,7 +52,7 @@ class EnsembleMixin(DrawsMixin):
     #: Whether each member's outputs carry the training rows' mean of the MAP network's Laplace
     #: posterior variance (``member_std_``), at every row where that posterior is out of reach
     #: (``LocalPosteriorMixin``): the deep ensemble's regressor, whose members alone reach one function.
-    _local_posteriors = False
+    _carries_mean_local_variance = False
 
     #: Whether the members end at their modes (:func:`~sklearn_quinn.ensemble._engine.finish_members`):
     #: the regressors'. A classifier's mode on nearly separable classes is more confident than where
@@ -89,7 +89,7 @@ class EnsembleMixin(DrawsMixin):
         ``AUTO_MAX_FULL_PARAMS`` weights.
         """
         # prior_precisions_ is None where the prior and the noise were both fixed: no MAP was trained.
-        if not self._local_posteriors or self.likelihood != "gaussian" or self.prior_precisions_ is None:
+        if not self._carries_mean_local_variance or self.likelihood != "gaussian" or self.prior_precisions_ is None:
             return None
         return self._mean_local_variance(X, Y, self._member_noise)
 
@@ -403,7 +403,7 @@ class DeepEnsembleRegressor(BaseEnsembleRegressor):
     """
     )
 
-    _local_posteriors = True
+    _carries_mean_local_variance = True
 
     def __init__(
         self,
