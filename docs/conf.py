@@ -69,6 +69,9 @@ sphinx_gallery_conf = {
     "reset_modules": ("matplotlib",),
     "capture_repr": ("_repr_html_", "__repr__"),
     "min_reported_time": 1,
+    # Two examples at a time, one process each (joblib gives each one torch thread
+    # of the two cores): the gallery is most of the build's time.
+    "parallel": 2,
 }
 
 # Noise from third-party code running inside the gallery examples must not
