@@ -1,21 +1,24 @@
 """scikit-learn's estimator checks for every estimator, with fast settings.
 
-One configuration per estimator, and for some a second that takes another
-path through fit and predict (a heteroscedastic or a last-layer Laplace, a
+One configuration per estimator, and for some a second that takes another path
+through fit and predict (a heteroscedastic or a last-layer Laplace, a
 classifier's moment-matched predictive, SMC's other prior and heteroscedastic
-likelihood); the other options (the other samplers, structures and
-covariance types, every family's heteroscedastic likelihood) are tested in
-the families' own tests and tests/test_heteroscedastic.py. The evidence-driven
-training is checked here through the Gaussian regressors, the Laplace classifier
-and MC dropout's joint prior learning (the classifiers share the MAP training and its
-evidence); the other classifiers and the heteroscedastic
-Laplace train under a fixed prior (``FIXED_PRIOR``), since a classifier's evidence
-searches the prior's scale with several full-batch polishes a fit and these
-checks run about fifty fits each (the heteroscedastic fit still runs its
-evidence updates, for the means' variances).
+likelihood), which runs every check but those of how X is read (the class's
+validation, before any path begins, which its first configuration checks); the
+other options (the other samplers, structures and covariance types, every
+family's heteroscedastic likelihood) are tested in the families' own tests and
+tests/test_heteroscedastic.py. The evidence-driven training is checked here
+through the Gaussian regressors, the Laplace classifier and MC dropout's joint
+prior learning (the classifiers share the MAP training and its evidence); the
+other classifiers and the heteroscedastic Laplace train under a fixed prior
+(``FIXED_PRIOR``), since a classifier's evidence searches the prior's scale
+with several full-batch polishes a fit and these checks run about fifty fits
+each (the heteroscedastic fit still runs its evidence updates, for the means'
+variances).
 """
 
-from sklearn.utils.estimator_checks import parametrize_with_checks
+import pytest
+from sklearn.utils.estimator_checks import estimator_checks_generator, parametrize_with_checks
 
 from sklearn_quinn import (
     BBBClassifier,
@@ -43,8 +46,6 @@ SMC_FAST = dict(hidden_layer_sizes=(8,), n_particles=20, n_mcmc_steps=1, n_leapf
 
 ESTIMATORS = [
     LaplaceRegressor(**FAST),
-    LaplaceRegressor(**FIXED_PRIOR, likelihood="heteroscedastic"),
-    LaplaceRegressor(**FAST, subset_of_weights="last_layer", prior_precision="marglik"),
     MCMCRegressor(**FAST, n_samples=20, n_burnin=20, n_leapfrog=3, n_chains=2),
     DeepEnsembleRegressor(**FAST, n_estimators=3),
     RMSRegressor(**FAST, n_estimators=3, data_fraction=0.8),
@@ -52,24 +53,60 @@ ESTIMATORS = [
     BBBRegressor(**FAST, n_samples=20),
     MCDropoutRegressor(**FAST, n_samples=20),
     LaplaceClassifier(**FAST, prior_precision="marglik"),
-    LaplaceClassifier(**FAST, hessian_structure="diag", predictive="laplace_bridge", prior_std=1.0),
     DeepEnsembleClassifier(**FIXED_PRIOR, n_estimators=3),
     RMSClassifier(**FIXED_PRIOR, n_estimators=3, predictive="mean_field_2", moment_match=True),
     SWAGClassifier(**FIXED_PRIOR, swag_epochs=10, max_rank=4, n_samples=20),
     BBBClassifier(**FIXED_PRIOR, n_samples=20),
     MCDropoutClassifier(**FIXED_PRIOR, n_samples=20),
-    MCDropoutClassifier(**FAST, dropout_rate=0.3, prior_learning="joint", predictive="mean_field_1", moment_match=True),
     MCMCClassifier(**FIXED_PRIOR, n_samples=20, n_burnin=20, n_leapfrog=3, n_chains=2),
     SMCRegressor(**SMC_FAST),
+    SMCClassifier(**SMC_FAST),
+    EvidenceSearch(LaplaceRegressor(**FAST), {"prior_std": [0.5, 1.0]}),
+]
+
+# Second configurations of a class above, each taking another path through fit and predict.
+OTHER_PATHS = [
+    LaplaceRegressor(**FIXED_PRIOR, likelihood="heteroscedastic"),
+    LaplaceRegressor(**FAST, subset_of_weights="last_layer", prior_precision="marglik"),
+    LaplaceClassifier(**FAST, hessian_structure="diag", predictive="laplace_bridge", prior_std=1.0),
+    MCDropoutClassifier(**FAST, dropout_rate=0.3, prior_learning="joint", predictive="mean_field_1", moment_match=True),
     SMCRegressor(**SMC_FAST, prior="logistic", prior_std=1.0, noise_std=0.5),
     SMCRegressor(**SMC_FAST, likelihood="heteroscedastic"),
-    SMCClassifier(**SMC_FAST),
     SMCClassifier(**SMC_FAST, prior="logistic", prior_std=1.0, predictive="mean_field_1", moment_match=True),
-    EvidenceSearch(LaplaceRegressor(**FAST), {"prior_std": [0.5, 1.0]}),
     EvidenceSearch(SMCClassifier(**SMC_FAST), {"hidden_layer_sizes": [(2,), (4,)]}),
 ]
+
+# The checks of how X is read (its container, dtype, memory layout, invalid values, number
+# of rows and columns): every configuration of a class reads it through the same validation
+# before its path begins, so its first configuration runs them for all.
+INPUT_CHECKS = {
+    "check_classifier_data_not_an_array", "check_regressor_data_not_an_array", "check_estimators_nan_inf",
+    "check_dtype_object", "check_estimators_dtypes", "check_regressors_int", "check_f_contiguous_array_estimator",
+    "check_readonly_memmap_input", "check_positive_only_tag_during_fit", "check_n_features_in",
+    "check_n_features_in_after_fitting", "check_fit2d_predict1d", "check_fit2d_1feature", "check_fit2d_1sample",
+    "check_fit_score_takes_y",
+}
+
+
+def check_id(value):
+    """A test id as ``parametrize_with_checks`` writes it: the estimator's repr, the check's name and options."""
+    if not callable(value):
+        return repr(value).replace("\n", "").replace(" ", "")
+    options = ",".join(f"{key}={item}" for key, item in getattr(value, "keywords", {}).items())
+    name = getattr(value, "func", value).__name__
+    return f"{name}({options})" if options else name
 
 
 @parametrize_with_checks(ESTIMATORS)
 def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.parametrize(
+    "estimator, check",
+    [(estimator, check) for path in OTHER_PATHS for estimator, check in estimator_checks_generator(path, mark=None)
+     if getattr(check, "func", check).__name__ not in INPUT_CHECKS],
+    ids=check_id,
+)
+def test_other_paths_are_sklearn_compatible(estimator, check):
     check(estimator)
