@@ -28,6 +28,11 @@ def tables():
     yield "diabetes (442 x 10)", LaplaceRegressor, X, y, {"noise_std": 50.0}
     X, y = make_regression(2000, 8, noise=10.0, random_state=0)
     yield "synthetic (2000 x 8)", LaplaceRegressor, X, y, {"noise_std": 10.0}
+    # More weights (2,141) than rows: the evidence through the rows' kernel, 1500 x 1500.
+    rng = np.random.RandomState(0)
+    X = rng.randn(1500, 40)
+    y = X[:, 0] + np.sin(X[:, 1]) + 0.3 * rng.randn(1500)
+    yield "wide synthetic (1500 x 40)", LaplaceRegressor, X, y, {"noise_std": 0.3}
     X, y = load_breast_cancer(return_X_y=True)
     yield "breast cancer (569 x 30, 2 classes)", LaplaceClassifier, X, y, {}
     # 4,400 weights: the training's updates take the Kronecker-factored evidence, its end the full GGN's.

@@ -494,7 +494,8 @@ class LaplaceEvidence:
         value = self._value(precision, noise_scale, log_det)
         relaxation = _FixedPointRelaxation()
         # With nothing to learn, the evidence at the given hyperparameters is the answer.
-        for _ in range((max_iterations or _MAX_ITERATIONS) if learn_prior or learn_noise else 0):
+        steps = (max_iterations or _MAX_ITERATIONS) if learn_prior or learn_noise else 0
+        for step in range(steps):
             if learn_prior:
                 precision = relaxation.step(precision, self._fixed_point_precision(precision, dof))
             # MacKay's noise is the residuals' variance over the degrees of freedom that the
@@ -508,7 +509,9 @@ class LaplaceEvidence:
                 if residual_dof >= 1.0:
                     noise_scale = math.sqrt(self._data_fit.weighted_sse / residual_dof)
                     noise_scale = min(max(noise_scale, _NOISE_SCALE_BOUNDS[0]), upper)
-            log_det, dof = self._log_det_and_dof(precision, noise_scale)
+            # The last step allowed needs the evidence's value, not the well-determined weights that
+            # a next step would read: their inverse is two thirds of a step's cost.
+            log_det, dof = self._log_det_and_dof(precision, noise_scale, dof=step < steps - 1)
             value, previous = self._value(precision, noise_scale, log_det), value
             if value - previous < _TOLERANCE:
                 break
