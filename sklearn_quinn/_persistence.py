@@ -9,9 +9,10 @@ has it, and onto the CPU otherwise (with a warning, since a refit with the same
 """
 
 import io
-import warnings
 
 import torch
+
+from ._warnings import warn
 
 _STATE = "_torch_state"
 _DEVICE = "_fitted_device"
@@ -71,12 +72,10 @@ class DevicePortablePickle:
                 io.BytesIO(state[_STATE]), map_location=None if available else "cpu", weights_only=False
             )
             if not available:
-                warnings.warn(
+                warn(
                     f"This {type(self).__name__} was fitted on {device}, which this machine does not "
                     "have; its tensors are loaded on the CPU, where it predicts as fitted. "
-                    "Refitting needs set_params(device='cpu') or device='auto'.",
-                    UserWarning,
-                    stacklevel=2,
+                    "Refitting needs set_params(device='cpu') or device='auto'."
                 )
                 state["_device"] = torch.device("cpu")
         super().__setstate__(state)

@@ -18,12 +18,12 @@ The estimator re-scales its posterior from what it already holds (for Laplace:
 the curvature's eigen decomposition), so no grid point computes a new curvature.
 """
 
-import warnings
 
 import numpy as np
 from sklearn.base import is_classifier
 from sklearn.utils.validation import column_or_1d
 
+from ._warnings import warn
 from .metrics import (
     brier_score,
     categorical_nll,
@@ -62,7 +62,7 @@ DEFAULT_GRIDS = {
 }
 
 
-def search_scale(estimator, X, y, *, param, grid, objective, stacklevel):
+def search_scale(estimator, X, y, *, param, grid, objective):
     """Re-scale a fitted estimator's posterior to the best value of ``param`` on ``grid``.
 
     Parameters
@@ -75,10 +75,6 @@ def search_scale(estimator, X, y, *, param, grid, objective, stacklevel):
         None uses ``DEFAULT_GRIDS[param]``.
     objective : str or callable
         A key of the objectives of the estimator's kind, or a held-out callable.
-    stacklevel : int
-        Where the edge-of-grid warning points, counted from the caller of this
-        function as :func:`warnings.warn` counts from its own (1: the line that
-        calls ``search_scale``), so that it can name the user's line.
 
     Returns
     -------
@@ -90,7 +86,7 @@ def search_scale(estimator, X, y, *, param, grid, objective, stacklevel):
     """
     grid = check_request(estimator, param, grid, objective)
     scores = grid_scores(estimator, X, y, param, grid, objective)
-    best = best_value(grid, scores, param, stacklevel=stacklevel + 1)
+    best = best_value(grid, scores, param)
     estimator._set_posterior_scale(param, best)
     return best, grid, scores
 
@@ -136,21 +132,17 @@ def grid_scores(estimator, X, y, param, grid, objective):
     return scores
 
 
-def best_value(grid, scores, param, *, stacklevel):
+def best_value(grid, scores, param):
     """The grid value of the lowest finite score (the first of ties), with a
-    warning when it is at an edge and better than its neighbour there.
-
-    ``stacklevel`` counts from the caller, as in :func:`search_scale`."""
+    warning when it is at an edge and better than its neighbour there."""
     scores = np.where(np.isfinite(scores), scores, np.nan)
     best = int(np.nanargmin(scores))
     order = np.argsort(grid, kind="stable")
     rank = int(np.flatnonzero(order == best)[0])
     at_edge = grid.size > 1 and rank in (0, grid.size - 1)
     if at_edge and not scores[order[1] if rank == 0 else order[-2]] <= scores[best]:
-        warnings.warn(
+        warn(
             f"The best {param} ({grid[best]:.4g}) is at the edge of the grid "
-            f"[{grid.min():.4g}, {grid.max():.4g}]; the optimum may lie beyond it.",
-            UserWarning,
-            stacklevel=stacklevel + 1,
+            f"[{grid.min():.4g}, {grid.max():.4g}]; the optimum may lie beyond it."
         )
     return float(grid[best])

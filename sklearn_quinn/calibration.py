@@ -136,7 +136,7 @@ def calibrate(estimator, X=None, y=None, *, param="prior_precision", grid=None, 
     """
     _check_supported(estimator)
     check_is_fitted(estimator)
-    best, grid, scores = search_scale(estimator, X, y, param=param, grid=grid, objective=objective, stacklevel=2)
+    best, grid, scores = search_scale(estimator, X, y, param=param, grid=grid, objective=objective)
     return CalibrationResult(param, best, grid, scores, objective)
 
 
@@ -190,7 +190,7 @@ def calibrate_cv(estimator, X, y, *, param="prior_precision", grid=None, objecti
     folds = check_cv(cv, y, classifier=is_classifier(estimator)).split(X, y)
     scores = np.mean([grid_scores(clone(estimator).fit(X[train], y[train]), X[test], y[test], param, grid, objective)
                       for train, test in folds], axis=0)
-    best = best_value(grid, scores, param, stacklevel=2)
+    best = best_value(grid, scores, param)
     fitted = clone(estimator).fit(X, y)
     fitted._set_posterior_scale(param, best)
     return fitted, CalibrationResult(param, best, grid, scores, objective)

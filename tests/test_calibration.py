@@ -131,9 +131,9 @@ def test_a_plateau_reaching_the_edge_does_not_warn():
     grid = np.array([3.0, 1.0, 2.0])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert best_value(grid, np.array([1.0, 0.0, 0.0]), "cov_scale", stacklevel=1) == 1.0
+        assert best_value(grid, np.array([1.0, 0.0, 0.0]), "cov_scale") == 1.0
     with pytest.warns(UserWarning, match="at the edge"):
-        assert best_value(grid, np.array([1.0, 0.0, 0.5]), "cov_scale", stacklevel=1) == 1.0
+        assert best_value(grid, np.array([1.0, 0.0, 0.5]), "cov_scale") == 1.0
 
 
 def test_best_value_at_the_edge_warns(split):

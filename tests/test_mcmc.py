@@ -97,8 +97,10 @@ def test_nuts_reports_its_trajectory_lengths_and_warns_when_they_hit_the_maximum
     assert not [w for w in caught if "max_tree_depth" in str(w.message)]
     assert deep.trajectory_length_.shape == (4,)
     assert (deep.trajectory_length_ > 1).all() and (deep.trajectory_length_ < 100).all()
-    with pytest.warns(UserWarning, match="100% of the NUTS trajectories after burn-in reached max_tree_depth=1"):
+    message = "100% of the NUTS trajectories after burn-in reached max_tree_depth=1"
+    with pytest.warns(UserWarning, match=message) as record:
         shallow = linear_mcmc(X, "nuts", n_samples=20, n_burnin=20, max_tree_depth=1).fit(X, y)
+    assert {w.filename for w in record if "max_tree_depth" in str(w.message)} == {__file__}  # the line that called fit
     np.testing.assert_array_equal(shallow.trajectory_length_, np.ones(4))
     assert linear_mcmc(X, "mala", n_samples=5, n_burnin=5).fit(X, y).trajectory_length_ is None
 

@@ -471,12 +471,14 @@ def test_cov_scale_divides_the_covariance(wave_data):
 
 
 def test_a_trajectory_that_barely_moved_warns(wave_data):
-    """At lr_swag=1e-9 the snapshots hardly spread: the
-    scale widens them more than 100-fold, with a warning."""
+    """At lr_swag=1e-9 the snapshots hardly spread: the scale widens them more than 100-fold,
+    with one warning for all the members, which names the line that called fit."""
     X, y = wave_data
-    with pytest.warns(UserWarning, match="spread .* times too little"):
-        reg = small(lr_swag=1e-9).fit(X, y)
+    with pytest.warns(UserWarning, match="spread .* times too little") as record:
+        reg = small(lr_swag=1e-9, n_estimators=3).fit(X, y)
     assert (reg.cov_scale_ < 1 / 100).all()
+    [warning] = [w for w in record if "too little" in str(w.message)]
+    assert "(3 of 3 members)" in str(warning.message) and warning.filename == __file__
 
 
 def test_auto_scale_is_one_where_the_curvature_vanishes_with_confidence(wave_data):

@@ -1,8 +1,9 @@
 """``torch.compile`` with a fallback to eager execution, and when compiling pays."""
 
-import warnings
 
 import torch
+
+from .._warnings import warn
 
 #: What compiling saves on a batched gradient of the default MLP (float64, one
 #: CPU thread): the matrix products run in the same BLAS either way, so the
@@ -74,11 +75,9 @@ def compiled_or_eager(function, dynamic=None):
                 return fast(*args, **kwargs)
             except torch._dynamo.exc.TorchDynamoException as error:
                 failed = True
-                warnings.warn(
+                warn(
                     f"torch.compile failed ({type(error).__name__}: {str(error).splitlines()[0]}); "
-                    f"running {function.__name__} eagerly.",
-                    UserWarning,
-                    stacklevel=2,
+                    f"running {function.__name__} eagerly."
                 )
         return function(*args, **kwargs)
 

@@ -25,11 +25,11 @@ Fisher's from the per-point gradients.
 """
 
 import os
-import warnings
 
 import torch
 from torch.func import grad, jvp, vjp, vmap
 
+from .._warnings import warn
 from .kronecker import (
     KroneckerUnsupportedError,
     kronecker_bytes,
@@ -340,7 +340,6 @@ def largest_ggn_eigenvalue(model, theta, X, likelihood):
         residual = float(torch.linalg.vector_norm(block @ vectors[:, -1] - value * top))
         if residual <= _EIGEN_TOLERANCE * value or value <= 0.0:
             return max(value, 0.0)
-    warnings.warn(f"the GGN's largest eigenvalue did not converge in {_EIGEN_MAX_ITERATIONS} iterations "
-                  f"(residual {residual:.3g} at {value:.6g}); its estimate, a lower bound, is used", UserWarning,
-                  stacklevel=2)
+    warn(f"the GGN's largest eigenvalue did not converge in {_EIGEN_MAX_ITERATIONS} iterations "
+         f"(residual {residual:.3g} at {value:.6g}); its estimate, a lower bound, is used")
     return value

@@ -1,6 +1,5 @@
 """The Laplace family's core: ``fit``, the evidence and the calibration hooks, for both tasks."""
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -13,6 +12,7 @@ from .._core.evidence import ParameterGroups
 from .._core.kronecker import KroneckerUnsupportedError, kronecker_layers
 from .._core.last_layer import LastLayerModel
 from .._core.pushforward import linear_pushforward
+from .._warnings import warn
 from ..base import MAP_TRAINING_CONSTRAINTS, PRIOR_SCALE_CONSTRAINTS
 from ._engine import LaplaceApproximation
 from ._gridsearch import GridsearchPriorMixin
@@ -115,13 +115,11 @@ class LaplaceMixin(GridsearchPriorMixin):
 
     def _warn_noise_inflation(self):
         if self.hessian_structure_ == "diag" and self._noise_scale > _NOISE_INFLATION_WARNING:
-            warnings.warn(
+            warn(
                 f"The diagonal Laplace evidence raised the noise std {self._noise_scale:.1f}-fold "
                 "over the MAP's. The diagonal's log-determinant overstates the Occam factor "
                 "(Hadamard's inequality), which favours large noise; consider "
-                "hessian_structure='full' or a fixed noise_std.",
-                UserWarning,
-                stacklevel=4,  # the user's call of fit (fit -> _fit -> here)
+                "hessian_structure='full' or a fixed noise_std."
             )
 
     def log_marginal_likelihood(self, prior_precision=None):

@@ -35,7 +35,6 @@ cancelling.
 """
 
 import math
-import warnings
 from functools import cached_property
 
 import numpy as np
@@ -47,6 +46,7 @@ from .._core.curvature import curvature, curvature_matmul, kronecker_curvature
 from .._core.kronecker import KroneckerEigenbasis
 from .._core.low_rank import LowRankEigenbasis, top_eigenpairs
 from .._core.posterior import GaussianPosterior
+from .._warnings import warn
 
 # Bounds of the evidence search, on log prior precision and log noise scale.
 _LOG_PRIOR_PRECISION_BOUNDS = (math.log(1e-8), math.log(1e8))
@@ -136,14 +136,12 @@ class LaplaceApproximation:
             tolerance = torch.finfo(raw.dtype).eps * raw.numel() * scale
             self.n_negative = int((raw < -tolerance).sum())
         if self.n_negative:
-            warnings.warn(
+            warn(
                 f"The Hessian at the MAP has {self.n_negative} negative "
                 f"{'eigenvalues' if structure == 'full' else 'diagonal entries'} "
                 f"(smallest {float(raw.min()):.3g}); they were set to zero so the "
                 "posterior precision is positive definite. The MAP may not be a minimum: "
-                "train longer, or use curvature='ggn'.",
-                UserWarning,
-                stacklevel=2,
+                "train longer, or use curvature='ggn'."
             )
             if structure == "full":  # the factorisations' matrix, rebuilt once from the clipped spectrum
                 self._matrix = (self.eigenvectors * self.eigenvalues) @ self.eigenvectors.T
@@ -242,11 +240,10 @@ class LaplaceApproximation:
         ]
         if not result.success or at_bound:
             reason = f"stopped at a bound of the {' and '.join(at_bound)}" if at_bound else result.message
-            warnings.warn(
+            warn(
                 f"Maximising the Laplace evidence {reason} (prior precision "
                 f"{math.exp(result.x[0]):.3g}); the result may not be the maximum.",
                 ConvergenceWarning,
-                stacklevel=2,
             )
         return math.exp(result.x[0]), math.exp(result.x[1]) if tune_noise else 1.0
 

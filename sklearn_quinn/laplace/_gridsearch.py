@@ -22,9 +22,4 @@ class GridsearchPriorMixin:
     def _search_prior_precision(self, held_out):
         """Set the prior precision that ``calibration_objective`` picks on the default grid."""
         X_val, y_val = (None, None) if held_out is None else (held_out[0], self._user_targets(held_out[1]))
-        # stacklevel=4: an edge-of-grid warning names the line that called fit (fit calls the
-        # family's _fit, which calls this method), as it does for calibrate.
-        search_scale(
-            self, X_val, y_val, param="prior_precision", grid=None, objective=self.calibration_objective,
-            stacklevel=4,
-        )
+        search_scale(self, X_val, y_val, param="prior_precision", grid=None, objective=self.calibration_objective)

@@ -1,6 +1,5 @@
 """MCMCRegressor: posterior draws of the weights from batched chains."""
 
-import warnings
 from functools import partial
 from numbers import Integral, Real
 
@@ -19,6 +18,7 @@ from .._draws import DrawsMixin
 from .._inference_data import InferenceDataMixin
 from .._members import MemberTrainingMixin
 from .._regressor_base import BaseBayesianRegressor
+from .._warnings import warn
 from ..base import DTYPES, MAP_TRAINING_CONSTRAINTS
 from ._diagnostics import effective_sample_size, split_rhat
 from ._hierarchical import (
@@ -295,14 +295,12 @@ class MCMCMixin(HyperpriorMixin, MemberTrainingMixin, InferenceDataMixin, DrawsM
         longest = 2**self.max_tree_depth - 1
         share = float((n_leapfrog >= longest).to(torch.float64).mean())
         if share > 0:
-            warnings.warn(
+            warn(
                 f"{share:.0%} of the NUTS trajectories after burn-in reached max_tree_depth="
                 f"{self.max_tree_depth} ({longest} leapfrog steps) before turning back: the step size the "
                 "adaptation found is small against the posterior's widest directions, so those steps cost "
                 "the most they may. Raise max_tree_depth for longer trajectories, or use sampler='hmc' "
-                "with a fixed n_leapfrog for a fixed cost.",
-                UserWarning,
-                stacklevel=4,
+                "with a fixed n_leapfrog for a fixed cost."
             )
 
 

@@ -1,6 +1,5 @@
 """SWAGRegressor and SWAGClassifier: a mixture of Gaussians from the moments of the members' SGD trajectories."""
 
-import warnings
 from functools import partial
 from numbers import Integral, Real
 
@@ -15,6 +14,7 @@ from .._core.row_subsets import random_subset
 from .._local_posterior import LocalPosteriorMixin
 from .._members import MemberTrainingMixin
 from .._regressor_base import BaseBayesianRegressor
+from .._warnings import warn
 from ..base import AUTO_MAX_STEPS, MAP_TRAINING_CONSTRAINTS, MEMBERS_CONSTRAINTS, PRIOR_SCALE_CONSTRAINTS
 from ..ensemble._engine import train_members
 from ._callbacks import CollectSnapshots
@@ -91,11 +91,9 @@ class SWAGMixin(MemberTrainingMixin):
         self._collect_trajectories(X, targets, self._n_outputs(Y), members, frozen, prior, lr_swag, rate_unit,
                                    seeds[:, 2])
         if self.cov_scale == "auto":
-            scales = []
-            for component in self.posterior_.components:
-                scales.append(self._misfit_cov_scale(X_rows, Y_rows, frozen, groups, precision, component,
-                                                     row_weight))
-            self.cov_scale_ = np.array(scales)
+            self.cov_scale_ = np.array([self._misfit_cov_scale(X_rows, Y_rows, frozen, groups, precision, component,
+                                                               row_weight) for component in self.posterior_.components])
+            _warn_of_wide_guesses(1 / self.cov_scale_)
         else:
             self.cov_scale_ = np.full(self.n_estimators_, float(self.cov_scale))
         self.posterior_ = self.posterior_.scaled(1 / self.cov_scale_)
@@ -103,9 +101,7 @@ class SWAGMixin(MemberTrainingMixin):
 
     def _misfit_cov_scale(self, X, Y, likelihood, groups, precision, component, row_weight):
         """``cov_scale='auto'`` for one member's Gaussian (``X``, ``Y``: tensors, each row standing for
-        ``row_weight`` rows of the table): ``1 / misfit_scale``,
-        with a warning where it widens the snapshots' spread more than ``_MAX_QUIET_WIDENING``-fold
-        (a trajectory that barely moved says little about the shape).
+        ``row_weight`` rows of the table): ``1 / misfit_scale``.
 
         1 under a likelihood whose curvature vanishes as its outputs grow
         confident (a classifier's): the misfit is then far from quadratic
@@ -115,13 +111,7 @@ class SWAGMixin(MemberTrainingMixin):
         does not vanish, and there the scale applies."""
         if likelihood.curvature_vanishes_with_confidence:
             return 1.0
-        factor = misfit_scale(self._model, component, X, Y, likelihood, groups, precision, row_weight)
-        if factor > _MAX_QUIET_WIDENING:
-            warnings.warn(f"the SGD phase's snapshots spread {factor:.3g} times too little for the data misfit the "
-                          "posterior should have; its covariance is scaled up by that factor, but its shape is "
-                          "a guess: raise lr_swag or swag_epochs, or choose another family", UserWarning,
-                          stacklevel=4)  # fit -> _fit -> _misfit_cov_scale -> here
-        return 1 / factor
+        return 1 / misfit_scale(self._model, component, X, Y, likelihood, groups, precision, row_weight)
 
     def _check_counts(self):
         if self.swag_epochs // self.collect_every < 2:
@@ -168,8 +158,8 @@ class SWAGMixin(MemberTrainingMixin):
             raise FloatingPointError(f"the SGD phase diverged at every rate from lr_swag={first:g} "
                                      f"down to {lr_swag:g}; check the data's scale")
         if cut:
-            warnings.warn(f"the SGD phase diverged at lr_swag={first:g}; the snapshots were collected at "
-                          f"lr_swag={lr_swag:g} (lr_swag_)", ConvergenceWarning, stacklevel=4)  # fit -> _fit -> here
+            warn(f"the SGD phase diverged at lr_swag={first:g}; the snapshots were collected at "
+                 f"lr_swag={lr_swag:g} (lr_swag_)", ConvergenceWarning)
         self.lr_swag_ = lr_swag
         self.posterior_ = mixture_posterior(moments, self.cov_type)
         self.n_snapshots_ = int(moments.n_snapshots)
@@ -569,3 +559,15 @@ optimizer, callbacks, dtype, device, random_state, verbose
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
+
+
+def _warn_of_wide_guesses(factors):
+    """One warning for the members whose snapshots' covariance ``cov_scale='auto'`` widens by more
+    than ``_MAX_QUIET_WIDENING``-fold, ``factors`` one per member: a trajectory that barely moved
+    says little about the posterior's shape."""
+    wide = factors[factors > _MAX_QUIET_WIDENING]
+    if len(wide):
+        spread = f"{wide.min():.3g}" if len(wide) == 1 else f"{wide.min():.3g} to {wide.max():.3g}"
+        warn(f"the SGD phase's snapshots spread {spread} times too little for the data misfit the posterior "
+             f"should have ({len(wide)} of {len(factors)} members); their covariance is scaled up by that factor, "
+             "but its shape is a guess: raise lr_swag or swag_epochs, or choose another family")

@@ -1,6 +1,5 @@
 """BBBRegressor and BBBClassifier: mean-field Gaussian variational inference by Bayes by backprop."""
 
-import warnings
 from numbers import Integral, Real
 
 import torch
@@ -13,6 +12,7 @@ from .._core.posterior import GaussianPosterior
 from .._core.priors import GaussianPrior, ScaleMixturePrior
 from .._map import TensorBatches, train_net
 from .._regressor_base import BaseBayesianRegressor
+from .._warnings import warn
 from ..base import MAP_TRAINING_CONSTRAINTS
 from ._engine import EmpiricalBayesPrior, MeanFieldNetwork
 from ._skorch import KLWeighting, NegativeELBO, PriorWarmup
@@ -125,12 +125,11 @@ class VariationalMixin:
         skip = isinstance(self._model.module, LinearSkipMLP)
         hidden_path_cut = any(name != "linear.weight" for name in pruned) if skip else bool(pruned)
         if hidden_path_cut and (not skip or "linear.weight" in pruned):
-            warnings.warn(
+            warn(
                 f"the learned prior pruned every weight of {', '.join(pruned)} (q is its prior there, to within "
                 f"{PRUNED_KL:g} nat), so the network's outputs hardly depend on its inputs. On few rows the ELBO "
                 "of a mean-field network can prefer this to fitting the data; set prior_std to a float (e.g. "
-                "1.0), train longer, or use a smaller network",
-                UserWarning, stacklevel=5)  # fit -> _fit -> _fit_variational -> _warn_if_pruned -> here
+                "1.0), train longer, or use a smaller network")
 
     def _fit_variational(self, X, Y, likelihood):
         """Train ``q`` on the ELBO of ``likelihood``; sets ``posterior_``,
