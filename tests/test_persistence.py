@@ -23,6 +23,7 @@ from sklearn_quinn import (
     SMCRegressor,
 )
 from sklearn_quinn._persistence import device_available, resolve_device
+from sklearn_quinn.calibration import calibrate
 
 needs_no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="the machine has CUDA")
 
@@ -137,3 +138,22 @@ def test_device_availability():
     assert device_available(torch.device("cpu"))
     assert not device_available(torch.device("cuda:0"))
     assert device_available(torch.device("meta"))
+
+
+def test_a_full_laplace_pickles_one_matrix_of_its_weights_and_predicts_the_same_bits(data):
+    """The full curvature and the posterior's Cholesky factor pickle as their lower triangles, and the
+    curvature's last factor, a cache, not at all: one ``K x K`` matrix's bytes in all where three were.
+    The loaded model predicts, re-scales and scores its evidence as the fitted one, to the bit."""
+    X = np.random.RandomState(0).randn(40, 10)  # 611 weights: the matrices are most of the pickle
+    y = X @ np.linspace(-1, 1, 10) + 0.1 * data[1]
+    fitted = LaplaceRegressor(hidden_layer_sizes=(50,), max_epochs=20, random_state=0).fit(X, y)
+    n_params = fitted.posterior_.n_params
+    blob = pickle.dumps(fitted)
+    assert len(blob) < 1.1 * n_params**2 * 8
+    loaded = pickle.loads(blob)
+    assert_array_equal(np.stack(loaded.predict(X, return_std=True)), np.stack(fitted.predict(X, return_std=True)))
+    assert loaded.log_marginal_likelihood() == fitted.log_marginal_likelihood()
+    grid = [0.5 * fitted.prior_precision_, 2.0 * fitted.prior_precision_]  # new factors of the curvature
+    searches = [calibrate(model, X, y, param="prior_precision", grid=grid) for model in (fitted, loaded)]
+    assert_array_equal(searches[1].scores, searches[0].scores)
+    assert_array_equal(loaded.predict(X, return_std=True)[1], fitted.predict(X, return_std=True)[1])

@@ -1,11 +1,12 @@
 """Posterior objects: Gaussian (full via precision Cholesky, diagonal) and samples."""
 
 import math
+import pickle
 
 import pytest
 import torch
 
-from sklearn_quinn._core.posterior import GaussianPosterior, SamplePosterior
+from sklearn_quinn._core.posterior import GaussianPosterior, SamplePosterior, pack_lower, unpack_lower
 
 
 def _spd(k, seed=0):
@@ -96,3 +97,29 @@ def test_scaled_multiplies_the_covariance_and_keeps_the_mean(structure):
     scaled = posterior.scaled(2.5)
     torch.testing.assert_close(scaled.covariance, 2.5 * posterior.covariance)
     torch.testing.assert_close(scaled.mean, posterior.mean)
+
+
+def test_a_full_gaussian_pickles_half_its_factor_and_loads_the_same_bits():
+    """The precision's Cholesky factor pickles as its lower triangle and comes back equal to the
+    bit, in LAPACK's column-major layout as it was (the solves that read it round alike)."""
+    rng = torch.Generator().manual_seed(0)
+    root = torch.randn(300, 300, generator=rng, dtype=torch.float64)
+    cholesky = torch.linalg.cholesky(root @ root.T + 300 * torch.eye(300, dtype=torch.float64))
+    posterior = GaussianPosterior.from_precision_cholesky(torch.randn(300, dtype=torch.float64), cholesky)
+    blob = pickle.dumps(posterior)
+    assert len(blob) < 0.55 * cholesky.numel() * 8
+    loaded = pickle.loads(blob)
+    assert torch.equal(loaded.precision_cholesky, cholesky)
+    assert loaded.precision_cholesky.stride() == cholesky.stride() == (1, 300)
+    jacobian = torch.randn(7, 300, generator=rng, dtype=torch.float64)
+    assert torch.equal(loaded.project(jacobian), posterior.project(jacobian))
+
+
+def test_packing_keeps_a_symmetric_matrix_s_lower_triangle():
+    """A symmetric matrix comes back from its lower triangle, the half that the factorisations read."""
+    matrix = torch.randn(5, 5, dtype=torch.float64)
+    matrix = matrix + matrix.T
+    values, column_major = pack_lower(matrix)
+    assert values.shape == (15,) and not column_major
+    assert torch.equal(unpack_lower((values, column_major), 5, symmetric=True), matrix)
+    assert torch.equal(unpack_lower((values, column_major), 5), matrix.tril())

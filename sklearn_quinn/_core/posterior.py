@@ -8,6 +8,29 @@ import torch
 from .rng import choice, standard_normal
 
 
+def pack_lower(matrix):
+    """The lower triangle of a square ``matrix`` ``(K, K)``, row by row, as ``K (K + 1) / 2``
+    values (all a triangular or symmetric matrix holds, in half the bytes: a pickle's), and
+    whether ``matrix`` is stored column by column (LAPACK's order: a Cholesky factor's), which
+    :func:`unpack_lower` restores, so that what reads it rounds as before."""
+    column_major = matrix.mT.is_contiguous() and not matrix.is_contiguous()
+    return matrix[_lower_mask(matrix.shape[0], matrix.device)], column_major
+
+
+def unpack_lower(packed, size, symmetric=False):
+    """The ``(size, size)`` matrix that :func:`pack_lower` packed: lower triangular, or ``symmetric``."""
+    values, column_major = packed
+    matrix = values.new_zeros(size, size).masked_scatter_(_lower_mask(size, values.device), values)
+    if symmetric:
+        matrix = matrix + matrix.tril(-1).mT
+    return matrix.mT.contiguous().mT if column_major else matrix
+
+
+def _lower_mask(size, device):
+    # A boolean mask, not tril_indices: two int64 indices per value would outweigh the values.
+    return torch.ones(size, size, dtype=torch.bool, device=device).tril_()
+
+
 class SamplePosterior:
     """A posterior given by (optionally weighted) weight vectors.
 
@@ -89,6 +112,17 @@ class GaussianPosterior:
     @property
     def n_params(self):
         return self.mean.shape[0]
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        if self.precision_cholesky is not None:  # lower triangular: its upper half is zeros
+            state["precision_cholesky"] = pack_lower(self.precision_cholesky)
+        return state
+
+    def __setstate__(self, state):
+        if state["precision_cholesky"] is not None:
+            state["precision_cholesky"] = unpack_lower(state["precision_cholesky"], state["mean"].shape[0])
+        self.__dict__.update(state)
 
     def scaled(self, factor):
         """The Gaussian with the same mean and the covariance times ``factor > 0``."""

@@ -45,7 +45,7 @@ from sklearn.exceptions import ConvergenceWarning
 from .._core.curvature import curvature, curvature_matmul, kronecker_curvature
 from .._core.kronecker import KroneckerEigenbasis
 from .._core.low_rank import LowRankEigenbasis, top_eigenpairs
-from .._core.posterior import GaussianPosterior
+from .._core.posterior import GaussianPosterior, pack_lower, unpack_lower
 from .._warnings import warn
 
 # Bounds of the evidence search, on log prior precision and log noise scale.
@@ -149,6 +149,20 @@ class LaplaceApproximation:
         self._data_fit = likelihood.evidence_data_fit(model.single(theta, X), Y)
         whitened_theta = theta if self._prior_root is None else theta * self._prior_root
         self._theta_sq_norm = float(whitened_theta.square().sum())
+
+    def __getstate__(self):
+        """A pickle of the curvature without the last Cholesky factor, a cache that a posterior
+        asks for again at most once (the fitted estimator's ``posterior_`` holds its own), and with
+        the symmetric full curvature's lower triangle alone."""
+        state = dict(self.__dict__, _cholesky_key=None, _cholesky=None)
+        if self._matrix is not None:
+            state["_matrix"] = pack_lower(self._matrix)
+        return state
+
+    def __setstate__(self, state):
+        if state["_matrix"] is not None:
+            state["_matrix"] = unpack_lower(state["_matrix"], state["theta"].shape[0], symmetric=True)
+        self.__dict__.update(state)
 
     @cached_property
     def _full_decomposition(self):
