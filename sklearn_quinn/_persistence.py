@@ -59,7 +59,9 @@ class DevicePortablePickle:
         if "_device" not in state:
             return state
         blob = io.BytesIO()
-        torch.save(state, blob)
+        # Protocol 4, not torch.save's default 2, which writes a NumPy array's bytes as a latin-1
+        # string, half again as long (the MCMC chains_, the draws' diagnostics).
+        torch.save(state, blob, pickle_protocol=4)
         return {_STATE: blob.getvalue(), _DEVICE: str(state["_device"])}
 
     def __setstate__(self, state):
