@@ -113,6 +113,10 @@ def test_a_full_gaussian_pickles_half_its_factor_and_loads_the_same_bits():
     assert loaded.precision_cholesky.stride() == cholesky.stride() == (1, 300)
     jacobian = torch.randn(7, 300, generator=rng, dtype=torch.float64)
     assert torch.equal(loaded.project(jacobian), posterior.project(jacobian))
+    # A pickle of an earlier version, which held the whole factor, loads as it was.
+    earlier = GaussianPosterior.__new__(GaussianPosterior)
+    earlier.__setstate__(dict(vars(posterior)))
+    assert earlier.precision_cholesky is cholesky
 
 
 def test_packing_keeps_a_symmetric_matrix_s_lower_triangle():

@@ -120,7 +120,7 @@ class GaussianPosterior:
         return state
 
     def __setstate__(self, state):
-        if state["precision_cholesky"] is not None:
+        if isinstance(state["precision_cholesky"], tuple):  # packed (a pickle of an earlier version holds the matrix)
             state["precision_cholesky"] = unpack_lower(state["precision_cholesky"], state["mean"].shape[0])
         self.__dict__.update(state)
 

@@ -160,7 +160,7 @@ class LaplaceApproximation:
         return state
 
     def __setstate__(self, state):
-        if state["_matrix"] is not None:
+        if isinstance(state["_matrix"], tuple):  # packed (a pickle of an earlier version holds the matrix)
             state["_matrix"] = unpack_lower(state["_matrix"], state["theta"].shape[0], symmetric=True)
         self.__dict__.update(state)
 
