@@ -157,3 +157,17 @@ def test_a_full_laplace_pickles_one_matrix_of_its_weights_and_predicts_the_same_
     searches = [calibrate(model, X, y, param="prior_precision", grid=grid) for model in (fitted, loaded)]
     assert_array_equal(searches[1].scores, searches[0].scores)
     assert_array_equal(loaded.predict(X, return_std=True)[1], fitted.predict(X, return_std=True)[1])
+
+
+def test_mcmc_pickles_its_draws_once(data):
+    """The posterior's draws are the weights' columns of ``chains_``: the pickle holds them once, and
+    the loaded model rebuilds the posterior from ``chains_``, predicting and sampling to the bit."""
+    X, y = data
+    fitted = MCMCRegressor(hidden_layer_sizes=(50,), max_epochs=20, n_chains=2, n_burnin=20, n_samples=200,
+                           random_state=0).fit(X, y)
+    blob = pickle.dumps(fitted)
+    assert len(blob) < 1.3 * fitted.chains_.nbytes
+    loaded = pickle.loads(blob)
+    assert loaded.posterior_.samples.stride() == fitted.posterior_.samples.stride()
+    assert_array_equal(np.stack(loaded.predict(X, return_std=True)), np.stack(fitted.predict(X, return_std=True)))
+    assert_array_equal(loaded.sample_y(X[:3], 4, random_state=0), fitted.sample_y(X[:3], 4, random_state=0))

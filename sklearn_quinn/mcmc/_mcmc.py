@@ -12,6 +12,7 @@ from .._core.compiling import compile_pays
 from .._core.curvature import curvature
 from .._core.evidence import ParameterGroups
 from .._core.log_posterior import log_posterior
+from .._core.posterior import SamplePosterior
 from .._core.priors import GaussianPrior
 from .._core.rng import standard_normal
 from .._draws import DrawsMixin
@@ -271,6 +272,21 @@ class MCMCMixin(HyperpriorMixin, MemberTrainingMixin, InferenceDataMixin, DrawsM
 
     def _chain_shape(self):
         return self.chains_.shape[:2]
+
+    def _state_to_save(self, state):
+        """Without the posterior's draws, the weights' columns of ``chains_`` (the pickle's one copy)."""
+        posterior = state.get("posterior_")
+        if isinstance(posterior, SamplePosterior):
+            rebuilt = SamplePosterior(_draws_of(state, posterior.samples.device))
+            if torch.equal(posterior.samples, rebuilt.samples) and torch.equal(posterior.weights, rebuilt.weights):
+                state = dict(state, posterior_=None, _posterior_in_chains=True)
+        return super()._state_to_save(state)
+
+    def _state_loaded(self, state):
+        state = super()._state_loaded(state)
+        if state.pop("_posterior_in_chains", False):
+            state["posterior_"] = SamplePosterior(_draws_of(state, state["_device"]))
+        return state
 
     def _sample_stats(self):
         """Per draw: its thinning block's mean acceptance probability, whether
@@ -628,3 +644,10 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
+
+
+def _draws_of(state, device):
+    """The weight draws ``(S, K)`` in a fitted state's ``chains_``, as ``_record`` hands them to the
+    posterior: a view of the chains' rows in the network's dtype, on ``device``, with the same strides."""
+    chains = torch.as_tensor(state["chains_"], dtype=state["_dtype"], device=device)
+    return chains.flatten(0, 1)[:, : state["_model"].n_params]
