@@ -18,7 +18,6 @@ The estimator re-scales its posterior from what it already holds (for Laplace:
 the curvature's eigen decomposition), so no grid point computes a new curvature.
 """
 
-
 import numpy as np
 from sklearn.base import is_classifier
 from sklearn.utils.validation import column_or_1d

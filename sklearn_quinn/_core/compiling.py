@@ -1,6 +1,5 @@
 """``torch.compile`` with a fallback to eager execution, and when compiling pays."""
 
-
 import torch
 
 from .._warnings import warn

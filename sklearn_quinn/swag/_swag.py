@@ -91,17 +91,19 @@ class SWAGMixin(MemberTrainingMixin):
         self._collect_trajectories(X, targets, self._n_outputs(Y), members, frozen, prior, lr_swag, rate_unit,
                                    seeds[:, 2])
         if self.cov_scale == "auto":
-            self.cov_scale_ = np.array([self._misfit_cov_scale(X_rows, Y_rows, frozen, groups, precision, component,
-                                                               row_weight) for component in self.posterior_.components])
-            _warn_of_wide_guesses(1 / self.cov_scale_)
+            widening = np.array([self._misfit_widening(X_rows, Y_rows, frozen, groups, precision, component,
+                                                       row_weight) for component in self.posterior_.components])
+            _warn_of_wide_guesses(widening)
+            self.cov_scale_ = 1 / widening
         else:
             self.cov_scale_ = np.full(self.n_estimators_, float(self.cov_scale))
         self.posterior_ = self.posterior_.scaled(1 / self.cov_scale_)
         self._keep_noise(noise_std)
 
-    def _misfit_cov_scale(self, X, Y, likelihood, groups, precision, component, row_weight):
-        """``cov_scale='auto'`` for one member's Gaussian (``X``, ``Y``: tensors, each row standing for
-        ``row_weight`` rows of the table): ``1 / misfit_scale``.
+    def _misfit_widening(self, X, Y, likelihood, groups, precision, component, row_weight):
+        """The factor by which ``cov_scale='auto'`` widens one member's Gaussian, the inverse of its
+        ``cov_scale`` (``X``, ``Y``: tensors, each row standing for ``row_weight`` rows of the table):
+        ``misfit_scale``.
 
         1 under a likelihood whose curvature vanishes as its outputs grow
         confident (a classifier's): the misfit is then far from quadratic
@@ -111,7 +113,7 @@ class SWAGMixin(MemberTrainingMixin):
         does not vanish, and there the scale applies."""
         if likelihood.curvature_vanishes_with_confidence:
             return 1.0
-        return 1 / misfit_scale(self._model, component, X, Y, likelihood, groups, precision, row_weight)
+        return misfit_scale(self._model, component, X, Y, likelihood, groups, precision, row_weight)
 
     def _check_counts(self):
         if self.swag_epochs // self.collect_every < 2:
