@@ -18,7 +18,11 @@ variances).
 """
 
 import pytest
-from sklearn.utils.estimator_checks import estimator_checks_generator, parametrize_with_checks
+from sklearn.utils.estimator_checks import (  # the ids parametrize_with_checks gives
+    _get_check_estimator_ids,
+    estimator_checks_generator,
+    parametrize_with_checks,
+)
 
 from sklearn_quinn import (
     BBBClassifier,
@@ -88,15 +92,6 @@ INPUT_CHECKS = {
 }
 
 
-def check_id(value):
-    """A test id as ``parametrize_with_checks`` writes it: the estimator's repr, the check's name and options."""
-    if not callable(value):
-        return repr(value).replace("\n", "").replace(" ", "")
-    options = ",".join(f"{key}={item}" for key, item in getattr(value, "keywords", {}).items())
-    name = getattr(value, "func", value).__name__
-    return f"{name}({options})" if options else name
-
-
 @parametrize_with_checks(ESTIMATORS)
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
@@ -106,7 +101,7 @@ def test_sklearn_compatible_estimator(estimator, check):
     "estimator, check",
     [(estimator, check) for path in OTHER_PATHS for estimator, check in estimator_checks_generator(path, mark=None)
      if getattr(check, "func", check).__name__ not in INPUT_CHECKS],
-    ids=check_id,
+    ids=_get_check_estimator_ids,
 )
 def test_other_paths_are_sklearn_compatible(estimator, check):
     check(estimator)
