@@ -12,7 +12,7 @@ likelihood estimation for model selection in deep learning"), so that the
 noise cannot shrink as the network over-fits. No validation split is held out.
 Where a full-batch gradient is cheap the training ends at a mode (:func:`polish`),
 and a classifier's prior at the evidence's maximiser along its common scale
-(:meth:`EvidenceMaximisation.finish`).
+and its output bias's (:meth:`EvidenceMaximisation.finish`).
 """
 
 import copy
@@ -26,7 +26,13 @@ from skorch.utils import to_device, to_tensor
 from torch import nn
 
 from ._core.curvature import AUTO_MAX_FULL_PARAMS
-from ._core.evidence import LaplaceEvidence, ParameterGroups, exact_structure
+from ._core.evidence import (
+    LaplaceEvidence,
+    ParameterGroups,
+    bias_alone_covariance,
+    exact_structure,
+    output_bias_maximiser,
+)
 from ._core.kernel_grams import KernelGrams
 from ._core.kronecker import KroneckerUnsupportedError, kronecker_layers
 from ._core.likelihoods import GaussianLikelihood
@@ -227,8 +233,9 @@ class EvidenceMaximisation(Callback):
     def finish(self, net):
         """End the training at a mode: the MAP polished (:func:`polish`) under
         the last update's hyperparameters, and for a likelihood whose curvature
-        varies with the outputs, the common scale of the learned precisions set
-        to the evidence's maximiser along it.
+        varies with the outputs, the common scale of the learned precisions (and
+        for a classifier then the output bias's own) set to the evidence's
+        maximiser along it.
 
         MacKay's fixed point holds the curvature fixed while the precisions
         move, which is exact for a linear model with Gaussian noise. A
@@ -245,6 +252,25 @@ class EvidenceMaximisation(Callback):
         Gaussian likelihood only the network's Jacobian moves with the weights,
         and the fixed point is within a step of the maximum, so the scale is
         not searched.
+
+        Under a likelihood whose output bias carries the classes' frequencies
+        (``output_bias_sets_frequencies``), the bias then climbs its own scale
+        the same way, the other precisions held: a table whose inputs say
+        little about the labels keeps the frequencies while its weights go.
+        During the training a ReLU layer's units, never negative, let the
+        output weights carry the frequencies instead, and the bias's fixed
+        point runs to an ever stronger prior; the common scale then prunes those
+        weights, and the frequencies with them, for the sake of the weights'
+        evidence: predictions near uniform, worse than the class frequencies
+        (docs/evidence.rst, "The output bias"). There the bias is pinned at zero
+        and the evidence flat in its precision, so the climb starts from the
+        maximiser of the evidence along a weaker prior for the bias, predicted
+        from the posterior at the common scale's state
+        (:func:`~sklearn_quinn._core.evidence.output_bias_maximiser`; the bias's
+        block of the exact posterior's covariance where the curvature is the
+        full matrix, else the bias's alone), where that promises at least
+        ``_MIN_SCALE_GAIN`` nats and the state there scores higher; where it
+        promises less, the bias is left as it is, at no converged state's cost.
 
         A learned noise is instead updated once more at the polished MAP
         (:meth:`_update_at_the_mode`). The training's last update sets it by
@@ -264,7 +290,7 @@ class EvidenceMaximisation(Callback):
         where an update iterates many.
         """
         if self.learn_prior and net.criterion_.likelihood.curvature_varies_with_outputs:
-            best = self._climb_common_scale(net)
+            best = self._climb_scales(net)
         elif self.learn_noise:
             best = self._update_at_the_mode(net)
         else:
@@ -281,35 +307,80 @@ class EvidenceMaximisation(Callback):
         polish(net.module_, net.criterion_, self.X, self.targets)
         update = self._maximise(net, False, True, None, "final")
         record = self.history_.pop()
-        return {"record": record if update.structure in _EXACT_STRUCTURES else self._exact_record(net)}
+        return {"record": record if update.structure in _EXACT_STRUCTURES else self._exact_record(net)[0]}
 
-    def _climb_common_scale(self, net):
-        """The converged state at the evidence's maximiser along the common scale of the
-        last update's precisions (as :meth:`finish` describes), times ``precision_factor``."""
-        base = self._precision(net) / self.precision_factor
-        states = {0: self._converged_state(net, base)}  # by their steps from the base
+    def _climb_scales(self, net):
+        """The converged state at the evidence's maximiser along the common scale of the last
+        update's precisions, then along the output bias's own scale (as :meth:`finish`
+        describes), times ``precision_factor``."""
+        precision = self._precision(net) / self.precision_factor
+        chosen = self._climb_scale(net, precision, np.ones(len(self.groups), dtype=bool))
+        if self._climbs_output_bias(net):
+            chosen = self._climb_output_bias_scale(net, chosen)
+        if self.precision_factor != 1:
+            chosen = self._converged_state(net, self.precision_factor * self._precision(net))
+        return chosen
+
+    def _climbs_output_bias(self, net):
+        """Whether the output bias climbs its own scale after the common one (:meth:`finish`)."""
+        return self.model.output_bias is not None and net.criterion_.likelihood.output_bias_sets_frequencies
+
+    def _climb_output_bias_scale(self, net, chosen):
+        """The converged state at the evidence's maximiser along the output bias's scale (as
+        :meth:`finish` describes): ``chosen`` where the evidence predicted from its posterior
+        (:func:`~sklearn_quinn._core.evidence.output_bias_maximiser`) promises less than
+        ``_MIN_SCALE_GAIN`` nats along it, else the climb from the predicted maximiser, where the
+        evidence there is the higher."""
+        bias = np.array([name == self.model.output_bias for name in self.groups.names])
+        precision = self._precision(net)
+        maximiser, gain = self._output_bias_maximiser(net, float(precision[bias][0]), chosen["bias_covariance"])
+        if gain < _MIN_SCALE_GAIN:
+            return chosen
+        start = self._converged_state(net, np.where(bias, maximiser, precision))
+        if _log_evidence(start) <= _log_evidence(chosen):
+            self._restore(net, chosen)
+            return chosen
+        return self._climb_scale(net, self._precision(net), bias, start)
+
+    def _output_bias_maximiser(self, net, precision, covariance):
+        """:func:`~sklearn_quinn._core.evidence.output_bias_maximiser` at the current weights, from
+        the bias's ``covariance`` in the exact posterior or, where that is None, the bias's alone."""
+        module = self.model.module
+        with torch.no_grad():
+            if covariance is None:
+                likelihood = net.criterion_.likelihood.frozen(self.Y.shape[1])
+                covariance = bias_alone_covariance(likelihood, module(self.X), precision)
+            return output_bias_maximiser(module.get_parameter(self.model.output_bias), precision, covariance)
+
+    def _climb_scale(self, net, base, scaled, start=None):
+        """The converged state at the evidence's maximiser along the scale of the precisions
+        ``base`` of the groups ``scaled`` (the others held), from ``start`` (the state at
+        ``base``; default: converged here)."""
+        states = {0: start or self._converged_state(net, base)}  # by their steps from the base
+
+        def converged(step):
+            return self._converged_state(net, np.where(scaled, _SCALE_STEP**step * base, base))
+
         best = 0
         for direction in (-1, 1):
             step = direction
             while abs(step) <= _MAX_SCALE_STEPS:
-                states[step] = self._converged_state(net, _SCALE_STEP**step * base)
+                states[step] = converged(step)
                 if _log_evidence(states[step]) < _log_evidence(states[best]) + _MIN_SCALE_GAIN:
                     break
                 best, step = step, step + direction
             self._restore(net, states[best])
             if best != 0:
                 break
-        chosen = self._parabolic_step(net, base, states, best)
-        if self.precision_factor != 1:
-            chosen = self._converged_state(net, self.precision_factor * self._precision(net))
-        return chosen
+        return self._parabolic_step(net, converged, states, best)
 
-    def _parabolic_step(self, net, base, states, best):
+    def _parabolic_step(self, net, converged, states, best):
         """The better of ``states[best]`` and the converged state at the vertex of the parabola
-        through it and its two neighbours, in the log of the scale: the climb's steps bracket the
-        maximum, and one step of parabolic interpolation (Brent 1973, "Algorithms for Minimization
-        without Derivatives") resolves it within the bracket where the parabola promises at least
-        ``_MIN_SCALE_GAIN`` nats. The net is left at the state returned."""
+        through it and its two neighbours, in the log of the scale (``converged(step)``, the state
+        that many steps from the base): the climb's steps bracket the maximum, and one step of
+        parabolic interpolation (Brent 1973, "Algorithms for Minimization without Derivatives")
+        resolves it within the bracket where the parabola promises at least ``_MIN_SCALE_GAIN``
+        nats. The net is left at the state returned."""
         if best - 1 not in states or best + 1 not in states:  # the climb ended at the end of its range
             return states[best]
         below, middle, above = (_log_evidence(states[step]) for step in (best - 1, best, best + 1))
@@ -317,7 +388,7 @@ class EvidenceMaximisation(Callback):
         if curvature <= 0 or (above - below) ** 2 / (8 * curvature) < _MIN_SCALE_GAIN:
             return states[best]
         vertex = best + min(max((above - below) / (2 * curvature), -1.0), 1.0)
-        state = self._converged_state(net, _SCALE_STEP**vertex * base)
+        state = converged(vertex)
         if _log_evidence(state) > middle:
             return state
         self._restore(net, states[best])
@@ -334,15 +405,26 @@ class EvidenceMaximisation(Callback):
         if self._carries_mean_variances:
             self._write_mean_variances(net, self._evidence(net, AUTO_MAX_FULL_PARAMS), self._precision(net))
         polish(net.module_, net.criterion_, self.X, self.targets)
-        return {"record": self._exact_record(net), "module": copy.deepcopy(net.module_.state_dict()),
+        record, evidence = self._exact_record(net)
+        return {"record": record, "module": copy.deepcopy(net.module_.state_dict()),
                 "criterion": copy.deepcopy(net.criterion_.state_dict()),
-                "precision": net.criterion_.prior_precision, "targets": self.targets.clone()}
+                "precision": net.criterion_.prior_precision, "targets": self.targets.clone(),
+                "bias_covariance": self._bias_covariance(net, evidence)}
+
+    def _bias_covariance(self, net, evidence):
+        """The output bias's posterior covariance from ``evidence``'s last factorisation where the
+        output bias climbs its own scale (:meth:`_climb_output_bias_scale`) and the structure is
+        the full matrix, else None."""
+        if not self._climbs_output_bias(net):
+            return None
+        group = self.groups.names.index(self.model.output_bias)
+        return evidence.covariance_block(torch.nonzero(self.groups.index == group)[:, 0])
 
     def _exact_record(self, net):
         """The record of the evidence at the current weights and hyperparameters, exact up to
-        ``AUTO_MAX_FULL_PARAMS`` weights."""
-        self._maximise(net, False, False, None, "final", max_full_params=AUTO_MAX_FULL_PARAMS)
-        return self.history_.pop()
+        ``AUTO_MAX_FULL_PARAMS`` weights, and the :class:`LaplaceEvidence` it was taken with."""
+        evidence = self._maximise(net, False, False, None, "final", max_full_params=AUTO_MAX_FULL_PARAMS)
+        return self.history_.pop(), evidence
 
     def _restore(self, net, state):
         net.module_.load_state_dict(state["module"])

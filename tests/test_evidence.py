@@ -8,20 +8,28 @@ precisions and noise must be its maximisers.
 """
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
 from scipy.optimize import brentq, minimize, minimize_scalar
+from scipy.special import softmax
 from scipy.stats import multivariate_normal, norm
 from sklearn.base import is_classifier
+from sklearn.metrics import log_loss
 from torch import nn
 
 import sklearn_quinn
 from sklearn_quinn import LaplaceRegressor
 from sklearn_quinn._core import evidence as evidence_module
 from sklearn_quinn._core.curvature import curvature
-from sklearn_quinn._core.evidence import LaplaceEvidence, ParameterGroups
+from sklearn_quinn._core.evidence import (
+    LaplaceEvidence,
+    ParameterGroups,
+    bias_alone_covariance,
+    output_bias_maximiser,
+)
 from sklearn_quinn._core.kronecker import kronecker_factors
 from sklearn_quinn._core.likelihoods import (
     CategoricalLikelihood,
@@ -67,6 +75,25 @@ def linear_evidence(X, y, noise_std, theta=None):
     return LaplaceEvidence(
         model, theta, torch.as_tensor(X), torch.as_tensor(y[:, None]), likelihood, ParameterGroups.of(model)
     )
+
+
+def test_the_covariance_block_is_the_exact_posterior_covariance_of_a_linear_model():
+    """After the evidence's value at a prior, the full structure's factor gives the posterior
+    covariance of any weights: for a linear model, the inverse of ``X^T X / s^2 + diag(delta)``'s
+    block; the kernel structure gives none."""
+    X, y = linear_data(40)
+    evidence = linear_evidence(X, y, 0.5)
+    assert evidence.structure == "full" and evidence.covariance_block(torch.tensor([3])) is None
+    precision = np.append(DELTA_W, DELTA_B)
+    evidence.log_evidence(precision)
+    design = np.hstack([X, np.ones((len(X), 1))])
+    covariance = np.linalg.inv(design.T @ design / 0.25 + np.diag(precision))
+    np.testing.assert_allclose(evidence.covariance_block(torch.tensor([3, 0])).numpy(),
+                               covariance[np.ix_([3, 0], [3, 0])], rtol=1e-10)
+    X, y = linear_data(3)
+    evidence = linear_evidence(X, y, 0.5)
+    evidence.log_evidence(precision)
+    assert evidence.structure == "kernel" and evidence.covariance_block(torch.tensor([3])) is None
 
 
 @pytest.mark.parametrize("n_rows, structure", [(3, "kernel"), (40, "full"), (40, "kron")])
@@ -741,8 +768,8 @@ def test_classifier_prior_scale_is_the_evidence_maximiser_along_it(prior_std_sca
     which MacKay's fixed point ignores: its prior is too strong. The common scale of the
     precisions the training ends with is a local maximum of the exact Laplace evidence
     along it (the MAP re-found at each scale) to the search's resolution (a step must
-    gain 0.1 nats), below the fixed point's, ratios kept; with ``prior_std_scale``, that
-    maximiser's precisions over its square."""
+    gain 0.1 nats), below the fixed point's, the weights' ratios kept, and so is the output
+    bias's own scale; with ``prior_std_scale``, that maximiser's precisions over its square."""
     rng = np.random.RandomState(0)
     centres = np.array([[0.0, 2.0], [2.0, -1.0], [-2.0, -1.0]])
     y = np.repeat(np.arange(3), 20)
@@ -751,7 +778,7 @@ def test_classifier_prior_scale_is_the_evidence_maximiser_along_it(prior_std_sca
                                           prior_std_scale=prior_std_scale).fit(X, y)
     learned = clf.prior_precisions_
     fixed_point = [update for update in clf.evidence_history_ if update["stage"] == "training"][-1]
-    scales = np.array([learned[name] / fixed_point[name] for name in learned])
+    scales = np.array([learned[name] / fixed_point[name] for name in learned if name != "0.bias"])
     assert scales[0] < 0.7
     np.testing.assert_allclose(scales, scales[0])
     columns = np.array([learned["0.weight[:, 0]"], learned["0.weight[:, 1]"]])
@@ -760,10 +787,35 @@ def test_classifier_prior_scale_is_the_evidence_maximiser_along_it(prior_std_sca
                                           factor * learned["0.bias"] * 2**(step / 2))
           for step in (-1, 0, 1)}
     assert at[0] >= max(at[-1], at[1]) - 0.1
+    # And along the output bias's own scale (its climb follows the common one).
+    at_bias = [logistic_laplace_evidence(X, y, factor * columns, factor * learned["0.bias"] * 2**(step / 2))
+               for step in (-1, 1)]
+    assert at[0] >= max(at_bias) - 0.1
     # The polished MAP is the MAP of the learned prior: the classifier's evidence is the exact
     # Laplace evidence there.
     assert clf.log_marginal_likelihood() == pytest.approx(
         logistic_laplace_evidence(X, y, columns, learned["0.bias"]), abs=1e-4)
+
+
+def test_the_classifier_keeps_the_class_frequencies_where_the_inputs_say_little():
+    """Twelve classes of unequal frequencies, inputs that barely move them: the evidence prunes
+    the weights and would take the output bias with them, to the uniform prediction, by a
+    common scale; its own scale keeps the frequencies, and the classifier scores the
+    class-frequency predictor's test NLL (within 0.01 nats)."""
+    rng = np.random.RandomState(0)
+    frequencies, effects = rng.dirichlet(np.full(12, 3.0)), 0.05 * rng.randn(10, 12)
+
+    def draw(n_rows):
+        X = rng.randn(n_rows, 10)
+        probabilities = softmax(X @ effects + np.log(frequencies), axis=1)
+        return X, (probabilities.cumsum(1) > rng.rand(n_rows, 1)).argmax(1)
+
+    (X, y), (X_test, y_test) = draw(400), draw(4000)
+    clf = sklearn_quinn.LaplaceClassifier(hidden_layer_sizes=(16,), max_epochs=200, random_state=0).fit(X, y)
+    training_frequencies = np.bincount(y, minlength=12) / len(y)
+    as_frequencies = log_loss(y_test, np.tile(training_frequencies, (len(y_test), 1)), labels=range(12))
+    assert as_frequencies < np.log(12) - 0.05
+    assert log_loss(y_test, clf.predict_proba(X_test), labels=range(12)) < as_frequencies + 0.01
 
 
 @pytest.mark.parametrize("maximiser, visited", [
@@ -782,12 +834,84 @@ def test_the_scale_search_ends_at_the_maximiser_of_a_parabolic_evidence(maximise
         return {"record": {"log_evidence": -3.0 * (steps[-1] - maximiser) ** 2}, "precision": precision}
 
     search = EvidenceMaximisation.__new__(EvidenceMaximisation)
-    search.precision_factor = 1.0
-    search._precision = lambda net: base
     search._converged_state, search._restore = converged_state, lambda net, state: None
-    chosen = search._climb_common_scale(None)
+    chosen = search._climb_scale(None, base, np.ones(2, dtype=bool))
     np.testing.assert_allclose(steps, visited, atol=1e-12)
     np.testing.assert_allclose(chosen["precision"], base * 2.0 ** visited[-1] if len(visited) > 3 else base)
+
+
+@pytest.mark.parametrize("predicted, bias", [
+    ((2.0**3, 5.0), 4.0),  # the bias's own evidence promises a gain: the climb from its maximiser
+    ((2.0**3, 0.05), 2.0**11),  # it promises under 0.1 nats: the state of the common scale
+])
+def test_the_output_bias_climbs_its_own_scale_after_the_common_one(predicted, bias):
+    """Where the log evidence is a parabola in the log of each of two precisions, the weights'
+    and the output bias's, the common scale's climb lands on the weights' maximiser, and the
+    output bias's own climb then on the bias's, the weights held. The bias's climb starts
+    from the maximiser of its own evidence where that promises a gain: where the bias is
+    pinned at zero the evidence is flat in its precision, and a climb from there would not
+    move; where it promises none, there is no climb."""
+    base = np.array([8.0, 2.0**10])
+    current = {"precision": base}
+
+    def converged_state(net, precision=None):
+        weights, bias = np.log2(precision)
+        current["precision"] = precision
+        return {"record": {"log_evidence": -3.0 * (weights - 4) ** 2 - 3.0 * (min(bias, 5) - 2) ** 2},
+                "precision": precision, "bias_covariance": None}
+
+    search = EvidenceMaximisation.__new__(EvidenceMaximisation)
+    search.precision_factor = 1.0
+    search.groups = ParameterGroups(["0.weight", "0.bias"], [0, 1], [0, 1], ["0.weight", "0.bias"],
+                                    [torch.Size([1, 1]), torch.Size([1])])
+    search.model = SimpleNamespace(output_bias="0.bias")
+    search._precision = lambda net: current["precision"]
+    search._converged_state = converged_state
+    search._restore = lambda net, state: current.update(precision=state["precision"])
+    search._output_bias_maximiser = lambda net, precision, covariance: predicted
+    chosen = search._climb_scales(SimpleNamespace(criterion_=SimpleNamespace(likelihood=CategoricalLikelihood())))
+    # The common scale climbs one step, to the weights' maximiser, the bias's precision to 2^11.
+    np.testing.assert_allclose(chosen["precision"], [16.0, bias])
+    assert current["precision"] is chosen["precision"]
+
+
+def test_the_output_bias_evidence_finds_the_class_frequencies():
+    """Softmax logits that are a bias alone: the maximiser that the bias's evidence predicts
+    from a prior that pins the bias at zero is within 10% of the exact Laplace evidence's
+    maximiser (the bias's MAP and curvature re-found at each precision), as is the gain, and
+    from that maximiser it promises no gain. Here the bias alone is every weight, so its
+    covariance with the others held is the posterior's."""
+    rng = np.random.RandomState(0)
+    y = rng.choice(6, size=300, p=[0.35, 0.25, 0.15, 0.12, 0.08, 0.05])
+    Y = torch.as_tensor(y[:, None], dtype=torch.float64)
+    likelihood = CategoricalLikelihood()
+
+    def mode(precision):
+        def negative_log_posterior(bias):
+            logits = torch.as_tensor(bias).expand(len(y), -1)
+            return float(-likelihood.log_prob(logits, Y).sum()) + 0.5 * precision * bias @ bias
+
+        return torch.as_tensor(minimize(negative_log_posterior, np.zeros(6), method="BFGS", tol=1e-10).x)
+
+    def laplace_evidence(log_precision):
+        precision = math.exp(log_precision)
+        bias = mode(precision)
+        logits = bias.expand(len(y), -1)
+        hessian = likelihood.output_hessian(logits).sum(0) + precision * torch.eye(6, dtype=torch.float64)
+        return float(likelihood.log_prob(logits, Y).sum() - 0.5 * precision * bias @ bias
+                     + 3 * math.log(precision) - 0.5 * torch.logdet(hessian))
+
+    def predicted(precision):
+        bias = mode(precision)
+        covariance = bias_alone_covariance(likelihood, bias.expand(len(y), -1), precision)
+        return output_bias_maximiser(bias, precision, covariance)
+
+    log_exact = minimize_scalar(lambda x: -laplace_evidence(x), bounds=(-5, 5), method="bounded").x
+    pinned = 1e6
+    maximiser, gain = predicted(pinned)
+    assert maximiser == pytest.approx(math.exp(log_exact), rel=0.1)
+    assert gain == pytest.approx(laplace_evidence(log_exact) - laplace_evidence(math.log(pinned)), rel=0.1)
+    assert predicted(math.exp(log_exact))[1] < 0.05
 
 
 def test_the_classifier_ends_at_the_exact_evidence_where_its_updates_are_kronecker_factored(monkeypatch):

@@ -321,6 +321,7 @@ class LaplaceEvidence:
     def __init__(self, model, theta, X, Y, likelihood, groups, max_full_params=None, row_weight=1.0):
         theta = theta.detach()
         self.groups = groups
+        self._value_cholesky = None
         self._row_weight = row_weight
         self._sizes = groups.sizes.double().to(theta.device)
         with torch.no_grad():
@@ -368,6 +369,7 @@ class LaplaceEvidence:
             return posterior.log().sum(), self.groups.sums(data_weight * self._gauss_newton / posterior)
         cholesky = self._full_cholesky(per_weight, data_weight)
         if not dof:
+            self._value_cholesky = cholesky  # for covariance_block; no inverse is alive beside it
             return 2 * cholesky.diagonal().log().sum(), None
         variances = torch.cholesky_inverse(cholesky).diagonal()
         return 2 * cholesky.diagonal().log().sum(), self._sizes - precision * self.groups.sums(variances)
@@ -459,6 +461,19 @@ class LaplaceEvidence:
             leverage.append(posterior.project(rows.reshape(-1, n_params)).square().sum(-1).reshape(len(rows), -1))
         return torch.cat(leverage)
 
+    def covariance_block(self, index):
+        """The posterior covariance ``(k, k)`` of the weights ``index`` at the hyperparameters of the
+        last evaluation that took the evidence's value alone, from its factor ``L``: ``Z^T Z`` with
+        ``L Z = E``, ``E`` the identity's columns ``index``. None where the structure is not the
+        full matrix, or no such evaluation was made."""
+        if self._value_cholesky is None:
+            return None
+        columns = torch.zeros(len(self._value_cholesky), len(index), dtype=torch.float64,
+                              device=self._value_cholesky.device)
+        columns[index, torch.arange(len(index))] = 1.0
+        root = torch.linalg.solve_triangular(self._value_cholesky, columns, upper=False)
+        return root.mT @ root
+
     def _fixed_point_precision(self, precision, dof):
         """MacKay's ``delta_g = gamma_g / ||theta_g||^2``, except for a group whose weights are zero
         at the network's precision and which the data do not determine: its update is 0 / 0 (its
@@ -516,3 +531,74 @@ class LaplaceEvidence:
             if value - previous < _TOLERANCE:
                 break
         return precision.cpu().numpy(), noise_scale, value
+
+
+#: The least fraction of a direction's prior variance the data explain for the output bias's
+#: predicted evidence to count it (``output_bias_maximiser``).
+_UNINFORMED = 1e-6
+
+
+def output_bias_maximiser(bias, precision, covariance):
+    """The weaker prior precision of a network's output bias that maximises the Laplace evidence
+    along the bias's own precision, the other precisions held, and what the evidence gains there
+    over ``precision``, predicted from the posterior at ``precision``.
+
+    The log posterior is taken to second order around its mode, where the bias is ``b0`` and its
+    posterior covariance ``S``. Moving the bias's precision by ``d`` moves the mode, the fit and
+    the log determinant in closed form (the rank of the change is the bias's size ``O``; MacKay
+    1992, "Bayesian interpolation", for a linear-Gaussian model, where it is exact): with
+    ``S = U diag(s) U^T`` and ``c = U^T b0``, the log evidence gains
+    ``sum_i [-d c_i^2 / (1 + d s_i) - log(1 + d s_i)] / 2 + O log(1 + d / precision) / 2``.
+    Where the prior pins the bias at zero, the exact evidence of re-converged modes is flat in
+    its precision; this says from there where a weaker one would lead. Only weaker: towards a
+    stronger prior the network's other weights take over the bias's part as its mode
+    re-converges, which the expansion at the mode cannot see, and it overstates the gain.
+
+    Parameters
+    ----------
+    bias : tensor of shape (O,)
+        The bias at the mode.
+    precision : float
+        The bias's prior precision.
+    covariance : tensor of shape (O, O)
+        The bias's posterior covariance at the mode (with every weight, or the bias alone:
+        :func:`bias_alone_covariance`).
+
+    Returns
+    -------
+    maximiser, gain : float
+        The maximising precision (on a grid of ``2**(1/10)`` steps, at most ``2**20`` times
+        weaker), and the log evidence there minus at ``precision``.
+    """
+    variances, rotation = torch.linalg.eigh(covariance.double())
+    # A direction the data do not inform (a posterior variance of the prior's, as a softmax's
+    # common shift of every logit) has no term: exactly, the bias is zero along it and its log
+    # determinant moves with the prior's. Left in, the polish's last rounding along it would
+    # read as a gain without bound as the prior there vanishes.
+    informed = 1.0 - precision * variances > _UNINFORMED
+    variances, start = variances[informed], (rotation.mT @ bias.double())[informed].square()
+    log_precisions = math.log(precision) + math.log(2.0) * torch.linspace(-20.0, 0.0, 201, dtype=torch.float64)
+    moved = (log_precisions.exp() - precision).to(variances.device).unsqueeze(-1)
+    widened = 1.0 + moved * variances  # above 0: a posterior variance is below the prior's, 1 / precision
+    gain = (-moved * start / widened - widened.log()).sum(-1) / 2
+    gain = gain + len(variances) / 2 * (log_precisions.to(gain.device) - math.log(precision))
+    best = int(gain.argmax())
+    return float(log_precisions[best].exp()), float(gain[best])
+
+
+def bias_alone_covariance(likelihood, outputs, precision):
+    """The posterior covariance ``(O, O)`` of a network's output bias at the mode, the other
+    weights held: ``(H + precision I)^-1``, ``H`` the GGN summed over the rows (the bias's
+    Jacobian is the identity).
+
+    Parameters
+    ----------
+    likelihood : the likelihood (its ``whitened_jacobian``)
+    outputs : tensor of shape (N, O)
+        The network's outputs on the training rows.
+    precision : float
+    """
+    n_outputs = outputs.shape[-1]
+    identity = torch.eye(n_outputs, dtype=torch.float64, device=outputs.device)
+    whitened = likelihood.whitened_jacobian(identity.expand(len(outputs), -1, -1), outputs.double())
+    return torch.linalg.inv(torch.einsum("nro,nrp->op", whitened, whitened) + precision * identity)

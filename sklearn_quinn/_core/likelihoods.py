@@ -66,6 +66,8 @@ class GaussianLikelihood(nn.Module):
     curvature_vanishes_with_confidence = False
     #: MacKay's noise update already counts the weights the means take (``SSE / (N - gamma)``).
     fits_mean_variance = False
+    #: The output bias is the targets' mean, near zero on standardised targets.
+    output_bias_sets_frequencies = False
 
     def __init__(self, noise_std, learn_noise=False):
         super().__init__()
@@ -265,6 +267,9 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
     curvature_vanishes_with_confidence = False
     #: The noise head is fitted to the residuals and the means' posterior variance (see the Notes).
     fits_mean_variance = True
+    #: Its output bias sets the mean's and the noise's levels; whether they should climb their own
+    #: scale after the common one, as the classes' frequencies do, has not been measured.
+    output_bias_sets_frequencies = False
 
     def __init__(self):
         super().__init__()
@@ -392,6 +397,9 @@ class CategoricalLikelihood(NoNoiseParameter, nn.Module):
     #: The curvature in the logits, ``diag(p) - p p^T``, vanishes as the probabilities saturate.
     curvature_varies_with_outputs = True
     curvature_vanishes_with_confidence = True
+    #: The output bias carries the classes' frequencies, which the evidence may keep where it prunes
+    #: every weight: its precision climbs its own scale after the common one (``EvidenceMaximisation``).
+    output_bias_sets_frequencies = True
 
     def log_prob(self, logits, y, perturbation=None):
         index = y[..., :1].long().expand(*logits.shape[:-1], 1)

@@ -175,6 +175,7 @@ class FunctionalModel:
         self._skip = self._slices["linear.weight"] if isinstance(module, LinearSkipMLP) else None
         self._plan = self._fast_plan(module.mlp, "mlp.") if self._skip else self._fast_plan(module)
         self.input_weights = self._input_weights(module)
+        self.output_bias = self._output_bias()
         # What one point of one weight row adds to the largest activation tensor, and to all of them
         # together (what a pass keeps for its backward pass); for a generic module, estimates from its
         # linear layers.
@@ -215,6 +216,14 @@ class FunctionalModel:
         first = layers[0][0] if layers and type(layers[0][1]) is nn.Linear else None
         names = [] if first is None else [prefix + (f"{first}." if first else "") + "weight"]
         return names + (["linear.weight"] if self._skip else [])
+
+    def _output_bias(self):
+        """The name of the bias added to the outputs as they leave the network: the fast path's
+        last ``nn.Linear``'s, where no activation follows it (None without one, or for a generic
+        module)."""
+        if not self._plan or isinstance(self._plan[-1], _Activation) or self._plan[-1][1] is None:
+            return None
+        return next(name for name, where in self._slices.items() if where == self._plan[-1][1])
 
     def by_row_blocks(self, function, rows, n_points):
         """``function(rows)``, evaluated a block of rows at a time on a CPU and joined.
