@@ -6,14 +6,16 @@ Data: scikit-learn's iris, wine, breast cancer and digits. Splits: ``compare``'s
 method, so that differences are paired. ``wide``: the wide regression table of
 ``bench_defaults_regression.py`` (150 training and 1000 test rows of 40
 features), its targets' signs as two classes, drawn afresh from each split's
-seed. Each split runs ``compare``'s own code
+seed. ``frequencies``: twelve classes of unequal frequencies that ten inputs barely move
+(:func:`frequency_classes`), drawn afresh from each split's seed. Each split runs ``compare``'s own code
 (``split_table``, ``candidates``, ``fit_and_score``): every estimator in
 ``Pipeline([StandardScaler(), estimator])``, seeded with the split's
 ``random_state``, scored on the test rows (NLL, accuracy, ECE over 15
 equal-width bins). The families are the command line's registry (``METHODS``),
 at the package's defaults, as ``compare`` runs them (``--quick``: ``compare --quick``'s smaller budgets;
 ``--set NAME=VALUE``: a parameter of every family away from them); the
-reference is ``compare``'s ``LogisticRegression(max_iter=1000)``.
+reference is ``compare``'s ``LogisticRegression(max_iter=1000)``, beside the class-frequency
+predictor (the training rows' frequencies for every test row), which any classifier should beat.
 
 A family's own MAP network is the MAP of its backbone under its own MAP training:
 the package's MAP trainer run with the family estimator's backbone and training
@@ -38,7 +40,7 @@ LogisticRegression and against the family's own MAP network, with the target of
 issue 17: each difference at most one standard error, and how many splits each
 row has. Per-fit lines go to stderr, the tables to stdout.
 
-    python benchmarks/bench_defaults_classification.py [--datasets iris wine breast_cancer digits wide] \\
+    python benchmarks/bench_defaults_classification.py [--datasets iris wine breast_cancer digits wide frequencies] \\
         [--methods laplace de ...] [--splits 20] [--quick] [--max-epochs N] [--device cpu] [--threads 1] \\
         [--out classification-defaults.jsonl] [--n-jobs 1] [--set NAME=VALUE ...]
 """
@@ -59,8 +61,9 @@ from sklearn_quinn._cli.compare import candidates, classification_scores, fit_an
 from sklearn_quinn._cli.data import load_table
 from sklearn_quinn._cli.methods import METHODS
 
-DATASETS = ("iris", "wine", "breast_cancer", "digits", "wide")
+DATASETS = ("iris", "wine", "breast_cancer", "digits", "wide", "frequencies")
 REFERENCE = "sklearn-logistic"
+FREQUENCIES = "class frequencies"
 MAP_NETWORK = "MAP network"
 # The parameters that make a family's MAP network: its backbone and its MAP training.
 MAP_PARAMETERS = ("hidden_layer_sizes", "activation", "module", "prior_std", "lr", "lr_schedule", "max_epochs",
@@ -109,6 +112,8 @@ def fit_split(data, seed, args, done):
     pin_threads(args.threads)
     if data == "wide":
         X_train, X_test, y_train, y_test = wide_classes(seed)
+    elif data == "frequencies":
+        X_train, X_test, y_train, y_test = frequency_classes(seed)
     else:
         X, y, _ = load_table(data)
         X_train, X_test, y_train, y_test = split_table(X, y, True, test_size=0.2, random_state=seed)
@@ -126,6 +131,12 @@ def fit_split(data, seed, args, done):
         if identity(record) not in done:
             record.update(fit_and_score(candidate.estimator, X_train, y_train, X_test, y_test, True).scores)
             records.append(record)
+    record = {**base, "method": FREQUENCIES, "map": None}
+    if identity(record) not in done:
+        classes = np.unique(y_train)
+        frequencies = (y_train[:, None] == classes).mean(0)
+        records.append({**record, **classification_scores(y_test, np.tile(frequencies, (len(y_test), 1)), classes),
+                        "fit s": 0.0})
     for key, params in networks.items():
         record = {**base, "method": MAP_NETWORK, "map": key}
         if identity(record) not in done:
@@ -139,6 +150,19 @@ def wide_classes(seed):
     signs as two classes: a probit model, where a third of a training row a feature is little to learn from."""
     X_train, X_test, y_train, y_test = wide_split(seed)
     return X_train, X_test, (y_train > 0).astype(int), (y_test > 0).astype(int)
+
+
+def frequency_classes(seed, n_train=400, n_test=2000, n_classes=12, n_features=10, effect=0.05):
+    """``n_classes`` classes of unequal frequencies (drawn from a Dirichlet(3) distribution) whose
+    logits the ``n_features`` standard-normal inputs move by weights of standard deviation
+    ``effect``, drawn from ``seed``: a table whose inputs say little about the labels, where the
+    class frequencies are most of what there is to learn."""
+    rng = np.random.RandomState(seed)
+    frequencies, effects = rng.dirichlet(np.full(n_classes, 3.0)), effect * rng.randn(n_features, n_classes)
+    X = rng.randn(n_train + n_test, n_features)
+    probabilities = softmax(X @ effects + np.log(frequencies), axis=1)
+    y = (probabilities.cumsum(1) > rng.rand(len(X), 1)).argmax(1)
+    return X[:n_train], X[n_train:], y[:n_train], y[n_train:]
 
 
 def paired(values, baseline):
@@ -174,7 +198,7 @@ def print_table(records, datasets, methods):
                   for key, names in networks.items()}
         table = [(method, (data, method, families.get(method))) for method in methods]
         table += [(label, (data, MAP_NETWORK, key)) for key, label in labels.items()]
-        for label, key in table + [(REFERENCE, (data, REFERENCE, None))]:
+        for label, key in table + [(REFERENCE, (data, REFERENCE, None)), (FREQUENCIES, (data, FREQUENCIES, None))]:
             if key not in rows:
                 continue
             results = list(rows[key].values())
@@ -217,7 +241,7 @@ def main(argv=None):
         f"{record['dataset']} split {record['split']} {record['method']}: NLL {record['NLL']:.3f}  "
         f"{record['fit s']:.1f} s"))
     records = [r for r in read_lines(args.out) if matches(r, run_settings) and r["dataset"] in args.datasets
-               and r["split"] < args.splits and r["method"] in [*args.methods, MAP_NETWORK, REFERENCE]]
+               and r["split"] < args.splits and r["method"] in [*args.methods, MAP_NETWORK, REFERENCE, FREQUENCIES]]
 
     budget = "compare --quick's budgets" if args.quick else "the package's defaults"
     epochs = f", max_epochs {args.max_epochs}" if args.max_epochs else ""
