@@ -90,6 +90,8 @@ def test_the_covariance_block_is_the_exact_posterior_covariance_of_a_linear_mode
     covariance = np.linalg.inv(design.T @ design / 0.25 + np.diag(precision))
     np.testing.assert_allclose(evidence.covariance_block(torch.tensor([3, 0])).numpy(),
                                covariance[np.ix_([3, 0], [3, 0])], rtol=1e-10)
+    evidence.well_determined(precision)  # takes the inverse too: the kept factor goes first
+    assert evidence.covariance_block(torch.tensor([3])) is None
     X, y = linear_data(3)
     evidence = linear_evidence(X, y, 0.5)
     evidence.log_evidence(precision)

@@ -353,6 +353,7 @@ class LaplaceEvidence:
         """``log det(G / c**2 + diag(delta))`` and the well-determined weights ``gamma_g`` of each group
         (None without ``dof``: the kernel's and the full matrix's inverse, two thirds of their cost, is
         then not taken)."""
+        self._value_cholesky = None  # a kept factor goes before a new one is taken: never two alive
         data_weight = self._row_weight * noise_scale**-2
         if self.structure == "kernel":
             cholesky = self._kernel_cholesky(precision, data_weight)
@@ -369,7 +370,7 @@ class LaplaceEvidence:
             return posterior.log().sum(), self.groups.sums(data_weight * self._gauss_newton / posterior)
         cholesky = self._full_cholesky(per_weight, data_weight)
         if not dof:
-            self._value_cholesky = cholesky  # for covariance_block; no inverse is alive beside it
+            self._value_cholesky = cholesky  # kept for covariance_block
             return 2 * cholesky.diagonal().log().sum(), None
         variances = torch.cholesky_inverse(cholesky).diagonal()
         return 2 * cholesky.diagonal().log().sum(), self._sizes - precision * self.groups.sums(variances)
@@ -441,6 +442,7 @@ class LaplaceEvidence:
         under a Gaussian likelihood).
         """
         precision = self._precision(precision)
+        self._value_cholesky = None  # as in _log_det_and_dof
         if self.structure == "kernel":
             inverse = torch.cholesky_inverse(self._kernel_cholesky(precision, self._row_weight))
             # diag(C (I + C)^-1) with C the weighted rows' kernel is each row's leverage times its weight.
@@ -463,9 +465,10 @@ class LaplaceEvidence:
 
     def covariance_block(self, index):
         """The posterior covariance ``(k, k)`` of the weights ``index`` at the hyperparameters of the
-        last evaluation that took the evidence's value alone, from its factor ``L``: ``Z^T Z`` with
-        ``L Z = E``, ``E`` the identity's columns ``index``. None where the structure is not the
-        full matrix, or no such evaluation was made."""
+        last evaluation, where it took the evidence's value alone, from its factor ``L``: ``Z^T Z``
+        with ``L Z = E``, ``E`` the identity's columns ``index``. None where the structure is not
+        the full matrix, or the last evaluation was not such (the factor is kept until the next
+        one, so that no two are alive)."""
         if self._value_cholesky is None:
             return None
         columns = torch.zeros(len(self._value_cholesky), len(index), dtype=torch.float64,
