@@ -331,7 +331,7 @@ class EvidenceMaximisation(Callback):
         (:func:`~sklearn_quinn._core.evidence.output_bias_maximiser`) promises less than
         ``_MIN_SCALE_GAIN`` nats along it, else the climb from the predicted maximiser, where the
         evidence there is the higher."""
-        bias = np.array([name == self.model.output_bias for name in self.groups.names])
+        bias = np.arange(len(self.groups)) == self._output_bias_group()
         precision = self._precision(net)
         maximiser, gain = self._output_bias_maximiser(net, float(precision[bias][0]), chosen["bias_covariance"])
         if gain < _MIN_SCALE_GAIN:
@@ -417,8 +417,11 @@ class EvidenceMaximisation(Callback):
         the full matrix, else None."""
         if not self._climbs_output_bias(net):
             return None
-        group = self.groups.names.index(self.model.output_bias)
-        return evidence.covariance_block(torch.nonzero(self.groups.index == group)[:, 0])
+        return evidence.covariance_block(torch.nonzero(self.groups.index == self._output_bias_group())[:, 0])
+
+    def _output_bias_group(self):
+        """The output bias's group (one group: a bias is not an input weight)."""
+        return self.groups.names.index(self.model.output_bias)
 
     def _exact_record(self, net):
         """The record of the evidence at the current weights and hyperparameters, exact up to

@@ -50,6 +50,7 @@ import torch
 from .curvature import MAX_FULL_MATRIX_BYTES, curvature, full_fits, kronecker_curvature
 from .kernel_grams import KernelGrams
 from .kronecker import KroneckerEigenbasis, KroneckerUnsupportedError, kronecker_layers, kronecker_leverage
+from .likelihoods import output_whitening
 from .posterior import GaussianPosterior
 
 #: Largest number of observations (rows of ``W``) and of weights for the exact
@@ -601,7 +602,7 @@ def bias_alone_covariance(likelihood, outputs, precision):
         The network's outputs on the training rows.
     precision : float
     """
-    n_outputs = outputs.shape[-1]
-    identity = torch.eye(n_outputs, dtype=torch.float64, device=outputs.device)
-    whitened = likelihood.whitened_jacobian(identity.expand(len(outputs), -1, -1), outputs.double())
-    return torch.linalg.inv(torch.einsum("nro,nrp->op", whitened, whitened) + precision * identity)
+    whitened = output_whitening(likelihood, outputs.double())
+    curvature = torch.einsum("nro,nrp->op", whitened, whitened)
+    return torch.linalg.inv(curvature + precision * torch.eye(len(curvature), dtype=curvature.dtype,
+                                                               device=curvature.device))

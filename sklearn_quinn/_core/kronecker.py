@@ -32,6 +32,7 @@ from torch import nn
 from torch.func import functional_call, vjp
 
 from .last_layer import LastLayerModel
+from .likelihoods import output_whitening
 from .rng import standard_normal
 
 # Elements of the layers' output gradients (directions x rows x units) held at once by the curvature pass.
@@ -106,11 +107,11 @@ def kronecker_bytes(layers, n_rest, dtype):
 def _directions(likelihood, outputs, Y, kind):
     """Cotangents ``(D, N, O)`` on the outputs: the whitening rows ``S_n`` (GGN), the loss gradient
     (EF), or the outputs themselves (``'jacobian'``, for the outputs' Jacobian)."""
-    identity = torch.eye(outputs.shape[-1], dtype=outputs.dtype, device=outputs.device)
     if kind == "jacobian":
+        identity = torch.eye(outputs.shape[-1], dtype=outputs.dtype, device=outputs.device)
         return identity[:, None, :].expand(-1, len(outputs), -1)
     if kind == "ggn":
-        return likelihood.whitened_jacobian(identity.expand(len(outputs), -1, -1), outputs).transpose(0, 1)
+        return output_whitening(likelihood, outputs).transpose(0, 1)
     return likelihood.output_gradient(outputs, Y).unsqueeze(0)
 
 

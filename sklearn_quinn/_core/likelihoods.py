@@ -702,3 +702,10 @@ def log_softmax(logits):
     slower over a short last axis (a few classes) than over a leading one.
     """
     return torch.log_softmax(logits.transpose(-1, -2).contiguous(), dim=-2).transpose(-1, -2)
+
+
+def output_whitening(likelihood, outputs):
+    """The factors ``S_n`` ``(N, R, O)`` of each row's output Hessian ``Lambda_n = S_n^T S_n``:
+    ``likelihood``'s whitened Jacobian of the outputs ``(N, O)`` in themselves (the identity)."""
+    identity = torch.eye(outputs.shape[-1], dtype=outputs.dtype, device=outputs.device)
+    return likelihood.whitened_jacobian(identity.expand(len(outputs), -1, -1), outputs)
