@@ -7,7 +7,8 @@ method, so that differences are paired. ``wide``: the wide regression table of
 ``bench_defaults_regression.py`` (150 training and 1000 test rows of 40
 features), its targets' signs as two classes, drawn afresh from each split's
 seed. ``frequencies``: twelve classes of unequal frequencies that ten inputs barely move
-(:func:`frequency_classes`), drawn afresh from each split's seed. Each split runs ``compare``'s own code
+(:func:`frequency_classes`); ``rare``: two classes, 15% positive, that ten inputs move a little
+(:func:`rare_positives`); both drawn afresh from each split's seed. Each split runs ``compare``'s own code
 (``split_table``, ``candidates``, ``fit_and_score``): every estimator in
 ``Pipeline([StandardScaler(), estimator])``, seeded with the split's
 ``random_state``, scored on the test rows (NLL, accuracy, ECE over 15
@@ -40,8 +41,9 @@ LogisticRegression and against the family's own MAP network, with the target of
 issue 17: each difference at most one standard error, and how many splits each
 row has. Per-fit lines go to stderr, the tables to stdout.
 
-    python benchmarks/bench_defaults_classification.py [--datasets iris wine breast_cancer digits wide frequencies] \\
-        [--methods laplace de ...] [--splits 20] [--quick] [--max-epochs N] [--device cpu] [--threads 1] \\
+    python benchmarks/bench_defaults_classification.py \\
+        [--datasets iris wine breast_cancer digits wide frequencies rare] [--methods laplace de ...] \\
+        [--splits 20] [--quick] [--max-epochs N] [--device cpu] [--threads 1] \\
         [--out classification-defaults.jsonl] [--n-jobs 1] [--set NAME=VALUE ...]
 """
 
@@ -61,7 +63,7 @@ from sklearn_quinn._cli.compare import candidates, classification_scores, fit_an
 from sklearn_quinn._cli.data import load_table
 from sklearn_quinn._cli.methods import METHODS
 
-DATASETS = ("iris", "wine", "breast_cancer", "digits", "wide", "frequencies")
+DATASETS = ("iris", "wine", "breast_cancer", "digits", "wide", "frequencies", "rare")
 REFERENCE = "sklearn-logistic"
 FREQUENCIES = "class frequencies"
 MAP_NETWORK = "MAP network"
@@ -114,6 +116,8 @@ def fit_split(data, seed, args, done):
         X_train, X_test, y_train, y_test = wide_classes(seed)
     elif data == "frequencies":
         X_train, X_test, y_train, y_test = frequency_classes(seed)
+    elif data == "rare":
+        X_train, X_test, y_train, y_test = rare_positives(seed)
     else:
         X, y, _ = load_table(data)
         X_train, X_test, y_train, y_test = split_table(X, y, True, test_size=0.2, random_state=seed)
@@ -152,13 +156,27 @@ def wide_classes(seed):
     return X_train, X_test, (y_train > 0).astype(int), (y_test > 0).astype(int)
 
 
-def frequency_classes(seed, n_train=400, n_test=2000, n_classes=12, n_features=10, effect=0.05):
-    """``n_classes`` classes of unequal frequencies (drawn from a Dirichlet(3) distribution) whose
-    logits the ``n_features`` standard-normal inputs move by weights of standard deviation
-    ``effect``, drawn from ``seed``: a table whose inputs say little about the labels, where the
-    class frequencies are most of what there is to learn."""
+def frequency_classes(seed, n_classes=12, effect=0.05):
+    """``n_classes`` classes of unequal frequencies (drawn from a Dirichlet(3) distribution) that the
+    inputs barely move (:func:`weak_signal_classes`, weights of standard deviation ``effect``), drawn
+    from ``seed``: a table whose inputs say little about the labels, where the class frequencies are
+    most of what there is to learn."""
     rng = np.random.RandomState(seed)
-    frequencies, effects = rng.dirichlet(np.full(n_classes, 3.0)), effect * rng.randn(n_features, n_classes)
+    return weak_signal_classes(rng, rng.dirichlet(np.full(n_classes, 3.0)), effect)
+
+
+def rare_positives(seed, positives=0.15, effect=0.1):
+    """Two classes, a fraction ``positives`` of them positive, that the inputs move a little
+    (:func:`weak_signal_classes`, weights of standard deviation ``effect``), drawn from ``seed``: the
+    imbalanced, weakly predictable binary table of churn or default prediction, where a linear
+    logit is all there is to learn."""
+    return weak_signal_classes(np.random.RandomState(seed), np.array([1 - positives, positives]), effect)
+
+
+def weak_signal_classes(rng, frequencies, effect, n_train=400, n_test=2000, n_features=10):
+    """Training and test rows of ``n_features`` standard-normal inputs and labels drawn from the
+    softmax of ``X @ W + log(frequencies)``, ``W`` of standard deviation ``effect``, all drawn from ``rng``."""
+    effects = effect * rng.randn(n_features, len(frequencies))
     X = rng.randn(n_train + n_test, n_features)
     probabilities = softmax(X @ effects + np.log(frequencies), axis=1)
     y = (probabilities.cumsum(1) > rng.rand(len(X), 1)).argmax(1)
