@@ -118,8 +118,10 @@ def test_members_train_under_a_dask_cluster(wave_data):
     distributed = pytest.importorskip("dask.distributed")
     X, y = wave_data
     expected = small(n_estimators=4).fit(X, y).predict(X)
+    # One worker process: the members still train in another process, through dask (each worker
+    # process pays torch's import, the most of this test's time).
     with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+        n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
     ) as cluster, distributed.Client(cluster):
         with parallel_backend("dask"):
             predicted = small(n_estimators=4, n_jobs=2).fit(X, y).predict(X)
