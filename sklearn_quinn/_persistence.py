@@ -6,6 +6,11 @@ estimator pickles its state as one ``torch.save`` blob beside the device it
 was fitted on; unpickling loads the blob onto that device when this machine
 has it, and onto the CPU otherwise (with a warning, since a refit with the same
 ``device`` would fail here).
+
+A pickle also names the version of sklearn_quinn that wrote it, and another
+version warns as it loads it (:class:`~sklearn_quinn.exceptions.InconsistentVersionWarning`),
+as scikit-learn does for its own estimators: the fitted state is one
+version's, and another may read it otherwise.
 """
 
 import io
@@ -13,9 +18,11 @@ import io
 import torch
 
 from ._warnings import warn
+from .exceptions import InconsistentVersionWarning
 
 _STATE = "_torch_state"
 _DEVICE = "_fitted_device"
+_VERSION = "_sklearn_quinn_version"
 
 
 def device_available(device):
@@ -47,22 +54,29 @@ def resolve_device(device):
     return resolved
 
 
+def _package_version():
+    from . import __version__  # read when pickling: the package has finished importing
+
+    return __version__
+
+
 class DevicePortablePickle:
     """Mixin: a fitted estimator unpickles on the CPU when its fitting device is absent.
 
     Needs a ``_device`` attribute (a torch.device) once fitted; an unfitted
-    estimator pickles as usual.
+    estimator pickles as usual. Fitted or not, the pickle names the package's
+    version, and another version warns as it unpickles it.
     """
 
     def __getstate__(self):
         state = super().__getstate__()
-        if "_device" not in state:
-            return state
-        blob = io.BytesIO()
-        # Protocol 4, not torch.save's default 2, which writes a NumPy array's bytes as a latin-1
-        # string, half again as long (the MCMC chains_, the draws' diagnostics).
-        torch.save(self._state_to_save(state), blob, pickle_protocol=4)
-        return {_STATE: blob.getvalue(), _DEVICE: str(state["_device"])}
+        if "_device" in state:
+            blob = io.BytesIO()
+            # Protocol 4, not torch.save's default 2, which writes a NumPy array's bytes as a latin-1
+            # string, half again as long (the MCMC chains_, the draws' diagnostics).
+            torch.save(self._state_to_save(state), blob, pickle_protocol=4)
+            state = {_STATE: blob.getvalue(), _DEVICE: str(state["_device"])}
+        return {**state, _VERSION: _package_version()}
 
     def _state_to_save(self, state):
         """The fitted state as pickled: a family whose state holds one thing twice leaves a copy out."""
@@ -73,6 +87,12 @@ class DevicePortablePickle:
         return state
 
     def __setstate__(self, state):
+        state = dict(state)
+        # Before the blob loads: where another version's state fails to load, the warning says why.
+        original = state.pop(_VERSION, None)
+        if original != _package_version():
+            warn(InconsistentVersionWarning(estimator_name=type(self).__name__, current_version=_package_version(),
+                                            original_version=original))
         if _STATE in state:
             device = torch.device(state[_DEVICE])
             available = device_available(device)

@@ -9,12 +9,14 @@ such a pickle fails (the first test shows it); the estimators load it on the CPU
 
 import io
 import pickle
+import re
 
 import numpy as np
 import pytest
 import torch
 from numpy.testing import assert_array_equal
 
+import sklearn_quinn
 from sklearn_quinn import (
     DeepEnsembleRegressor,
     LaplaceClassifier,
@@ -24,6 +26,7 @@ from sklearn_quinn import (
 )
 from sklearn_quinn._persistence import device_available, resolve_device
 from sklearn_quinn.calibration import calibrate
+from sklearn_quinn.exceptions import InconsistentVersionWarning
 
 needs_no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="the machine has CUDA")
 
@@ -106,7 +109,40 @@ def test_a_classifier_fitted_on_a_gpu_predicts_the_same_on_the_cpu(data, as_if_s
 def test_a_cpu_pickle_round_trips_without_a_warning(data, recwarn):
     estimator = LaplaceRegressor(hidden_layer_sizes=(8,), max_epochs=20, random_state=0).fit(*data)
     loaded = pickle.loads(pickle.dumps(estimator))
-    assert not [w for w in recwarn if "fitted on" in str(w.message)]
+    assert not [w for w in recwarn if "fitted on" in str(w.message) or w.category is InconsistentVersionWarning]
+    assert_array_equal(loaded.predict(data[0]), estimator.predict(data[0]))
+
+
+@pytest.mark.parametrize("fitted", [True, False], ids=["fitted", "unfitted"])
+def test_another_versions_pickle_warns_and_loads(data, fitted, monkeypatch):
+    """A pickle names the version that wrote it; another version warns, naming both, and loads it."""
+    estimator = LaplaceRegressor(hidden_layer_sizes=(8,), max_epochs=20, random_state=0)
+    if fitted:
+        estimator.fit(*data)
+    current = sklearn_quinn.__version__
+    monkeypatch.setattr(sklearn_quinn, "__version__", "0.0.1")
+    blob = pickle.dumps(estimator)
+    monkeypatch.setattr(sklearn_quinn, "__version__", current)
+    expected = re.escape(f"version 0.0.1 and is unpickled by version {current}")
+    with pytest.warns(InconsistentVersionWarning, match=expected) as caught:
+        loaded = pickle.loads(blob)
+    warning = caught[0].message
+    assert (warning.estimator_name, warning.original_version, warning.current_version) == (
+        "LaplaceRegressor", "0.0.1", current)
+    assert caught[0].filename == __file__  # the line that unpickled it
+    assert loaded.get_params() == estimator.get_params()
+    if fitted:
+        assert_array_equal(loaded.predict(data[0]), estimator.predict(data[0]))
+
+
+def test_a_pickle_that_names_no_version_warns(data):
+    """A pickle written before pickles named their version: its version is unknown."""
+    estimator = LaplaceRegressor(hidden_layer_sizes=(8,), max_epochs=20, random_state=0).fit(*data)
+    state = estimator.__getstate__()
+    del state["_sklearn_quinn_version"]
+    loaded = LaplaceRegressor.__new__(LaplaceRegressor)
+    with pytest.warns(InconsistentVersionWarning, match="an unnamed version"):
+        loaded.__setstate__(state)
     assert_array_equal(loaded.predict(data[0]), estimator.predict(data[0]))
 
 
