@@ -31,7 +31,10 @@ SETTINGS = [
     pytest.param(dict(dtype="float32"), id="float32"),
 ]
 
-FAST = dict(hidden_layer_sizes=(16,), max_epochs=500, random_state=0)
+FAST = dict(hidden_layer_sizes=(16,), max_epochs=250, random_state=0)
+# MC dropout's regressor trains longer: its noisy steps at 250 epochs leave a fit whose test NLL
+# moves by 0.5 with random_state.
+DROPOUT_FAST = dict(FAST, max_epochs=500)
 CHAINS = dict(FAST, n_chains=2, n_burnin=100, n_samples=100)
 SMC_FAST = dict(hidden_layer_sizes=(8,), n_particles=64, random_state=0)
 
@@ -57,7 +60,7 @@ REGRESSORS = [
     sq.RMSRegressor(**FAST, n_estimators=3),
     sq.SWAGRegressor(**FAST),
     sq.BBBRegressor(**FAST),
-    sq.MCDropoutRegressor(**FAST),
+    sq.MCDropoutRegressor(**DROPOUT_FAST),
 ]
 CLASSIFIERS = [
     sq.LaplaceClassifier(**FAST),
@@ -74,8 +77,8 @@ CLASSIFIERS = [
 # How far a GPU or float32 fit's test NLL may sit from the float64 CPU fit's.
 # Both start from the same initial weights and differ in their device draws
 # or their rounding only, less than a change of random_state, which moves the
-# CPU fits' NLL on these tables by at most 0.13 (range over random_state 0..4,
-# every estimator above).
+# CPU fits' NLL on these tables by at most 0.14 (range over random_state 0..4,
+# every estimator above: the SMC classifier's; the others' at most 0.08).
 NLL_TOLERANCE = 0.15
 
 
