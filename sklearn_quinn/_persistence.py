@@ -89,9 +89,9 @@ class DevicePortablePickle:
     def __setstate__(self, state):
         state = dict(state)
         # Before the blob loads: where another version's state fails to load, the warning says why.
-        original = state.pop(_VERSION, None)
-        if original != _package_version():
-            warn(InconsistentVersionWarning(estimator_name=type(self).__name__, current_version=_package_version(),
+        original, current = state.pop(_VERSION, None), _package_version()
+        if original != current:
+            warn(InconsistentVersionWarning(estimator_name=type(self).__name__, current_version=current,
                                             original_version=original))
         if _STATE in state:
             device = torch.device(state[_DEVICE])
