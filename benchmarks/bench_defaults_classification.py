@@ -112,12 +112,9 @@ def fit_split(data, seed, args, done):
     """The records of split ``seed`` of ``data`` not yet in ``done``: each
     family and the reference, then the MAP network of every family's MAP parameters."""
     pin_threads(args.threads)
-    if data == "wide":
-        X_train, X_test, y_train, y_test = wide_classes(seed)
-    elif data == "frequencies":
-        X_train, X_test, y_train, y_test = frequency_classes(seed)
-    elif data == "rare":
-        X_train, X_test, y_train, y_test = rare_positives(seed)
+    drawn = {"wide": wide_classes, "frequencies": frequency_classes, "rare": rare_positives}  # from the seed
+    if data in drawn:
+        X_train, X_test, y_train, y_test = drawn[data](seed)
     else:
         X, y, _ = load_table(data)
         X_train, X_test, y_train, y_test = split_table(X, y, True, test_size=0.2, random_state=seed)

@@ -24,7 +24,7 @@ from sklearn_quinn import (
     MCMCRegressor,
     SMCRegressor,
 )
-from sklearn_quinn._persistence import device_available, resolve_device
+from sklearn_quinn._persistence import _VERSION, device_available, resolve_device
 from sklearn_quinn.calibration import calibrate
 from sklearn_quinn.exceptions import InconsistentVersionWarning
 
@@ -139,7 +139,7 @@ def test_a_pickle_that_names_no_version_warns(data):
     """A pickle written before pickles named their version: its version is unknown."""
     estimator = LaplaceRegressor(hidden_layer_sizes=(8,), max_epochs=20, random_state=0).fit(*data)
     state = estimator.__getstate__()
-    del state["_sklearn_quinn_version"]
+    del state[_VERSION]
     loaded = LaplaceRegressor.__new__(LaplaceRegressor)
     with pytest.warns(InconsistentVersionWarning, match="an unnamed version"):
         loaded.__setstate__(state)
