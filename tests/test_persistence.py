@@ -7,6 +7,7 @@ byte for byte in its device labels. Loaded plainly on a machine without CUDA,
 such a pickle fails (the first test shows it); the estimators load it on the CPU.
 """
 
+import importlib.metadata
 import io
 import pickle
 import re
@@ -133,6 +134,11 @@ def test_another_versions_pickle_warns_and_loads(data, fitted, monkeypatch):
     assert loaded.get_params() == estimator.get_params()
     if fitted:
         assert_array_equal(loaded.predict(data[0]), estimator.predict(data[0]))
+
+
+def test_the_pickles_version_is_the_installed_distributions():
+    """The version a pickle names is the one pip installed: pyproject.toml reads ``__version__``."""
+    assert importlib.metadata.version("sklearn-quinn") == sklearn_quinn.__version__
 
 
 def test_a_pickle_that_names_no_version_warns(data):
