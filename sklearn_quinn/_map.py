@@ -798,18 +798,74 @@ def polish(module, criterion, X, Y, max_iterations=_POLISH_ITERATIONS):
     """
     parameters = [p for p in [*module.parameters(), *criterion.parameters()] if p.requires_grad]
     X, Y = to_tensor(X, device=parameters[0].device), to_tensor(Y, device=parameters[0].device)
+    flat = FlatPosteriorLoss(module, criterion, X, Y) if FlatPosteriorLoss.applies(module, criterion) else None
     eps = torch.finfo(parameters[0].dtype).eps
-    optimizer = torch.optim.LBFGS(parameters, lr=1.0, max_iter=max_iterations, history_size=20,
-                                  tolerance_grad=1e-2 * math.sqrt(eps), tolerance_change=eps,
+    optimizer = torch.optim.LBFGS(flat.variables if flat else parameters, lr=1.0, max_iter=max_iterations,
+                                  history_size=20, tolerance_grad=1e-2 * math.sqrt(eps), tolerance_change=eps,
                                   line_search_fn="strong_wolfe")
 
     def closure():
         optimizer.zero_grad()
+        if flat:
+            return flat.loss_and_gradients()
         loss = criterion(module(X), Y, module)
         loss.backward()
         return loss
 
     optimizer.step(closure)
+    if flat:
+        flat.write_back()
+
+
+class FlatPosteriorLoss:
+    """A :class:`NegativeLogPosterior` as a function of the module's weights in one flat row, for
+    :func:`polish`, where the module runs :class:`~sklearn_quinn._core.network.FunctionalModel`'s
+    fast path.
+
+    The forward pass and its hand-written backward pass
+    (:meth:`~sklearn_quinn._core.network.FunctionalModel.forward_and_vjp`) build no autograd graph
+    over the weights, only over the likelihood of the outputs, whose trainable noise trains too: on
+    the few hundred rows of a tabular fit, an evaluation of the loss and its gradient then costs
+    a fraction of the module's autograd pass, whose overhead per operation dominates there.
+    L-BFGS reads the same loss and gradient, in one tensor instead of one per layer.
+    """
+
+    def __init__(self, module, criterion, X, Y):
+        self.model, self.criterion, self.X, self.Y = FunctionalModel(module), criterion, X, Y
+        parameters = list(module.parameters())
+        self.parameters = parameters
+        self.theta = self.model.flatten().unsqueeze(0).requires_grad_()
+        self.precision = torch.cat([
+            torch.as_tensor(delta, dtype=p.dtype, device=p.device).expand(p.shape).reshape(-1)
+            for delta, p in zip(criterion.tensor_precisions(parameters), parameters)
+        ])
+        #: What L-BFGS trains: the flat weights and the likelihood's trainable parameters.
+        self.variables = [self.theta, *(p for p in criterion.parameters() if p.requires_grad)]
+
+    @staticmethod
+    def applies(module, criterion):
+        """Whether the loss is ``criterion``'s own (not a subclass's, nor a module's own
+        divergence) of a fast-path module whose every weight trains."""
+        return (type(criterion) is NegativeLogPosterior and getattr(module, "_kl_divergence", None) is None
+                and all(p.requires_grad for p in module.parameters()) and FunctionalModel(module).fast_path)
+
+    def loss_and_gradients(self):
+        """The loss at the current weights, its gradients written to the variables' ``grad``."""
+        with torch.no_grad():
+            outputs, vjp = self.model.forward_and_vjp(self.theta, self.X)
+        outputs = outputs[0].requires_grad_()
+        misfit = -self.criterion.likelihood.log_prob(outputs, self.Y).mean()
+        misfit.backward()  # the outputs' cotangent, and the likelihood's trainable noise's gradient
+        with torch.no_grad():
+            decay = self.precision * self.theta[0] / self.criterion.n_train
+            self.theta.grad = vjp(outputs.grad.unsqueeze(0)) + decay
+            return misfit.detach() + 0.5 * (decay * self.theta[0]).sum()
+
+    def write_back(self):
+        """Copy the flat weights into the module's parameters."""
+        with torch.no_grad():
+            for parameter, block in zip(self.parameters, self.model.unflatten(self.theta[0]).values()):
+                parameter.copy_(block)
 
 
 def polishable(n_rows, module):

@@ -7,8 +7,18 @@ from skorch.callbacks import Callback
 from skorch.dataset import Dataset
 from torch import nn
 
-from sklearn_quinn._core.network import build_mlp
-from sklearn_quinn._map import NegativeLogPosterior, PosteriorNet, TensorBatches, fit_map, gaussian_likelihood
+from sklearn_quinn._core.evidence import ParameterGroups
+from sklearn_quinn._core.likelihoods import CategoricalLikelihood
+from sklearn_quinn._core.network import FunctionalModel, build_mlp
+from sklearn_quinn._map import (
+    FlatPosteriorLoss,
+    NegativeLogPosterior,
+    PosteriorNet,
+    TensorBatches,
+    fit_map,
+    gaussian_likelihood,
+    polish,
+)
 
 from .exact import BayesianLinearRegression
 
@@ -123,6 +133,61 @@ def test_training_ends_at_the_exact_map_of_a_linear_model(linear_data, batch_siz
 
     assert np.abs(trained_map(finish=False) / exact.mean - 1).max() > 1e-2
     np.testing.assert_allclose(trained_map(finish=True), exact.mean, rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("task", ["gaussian, a precision per group, trained noise", "categorical, one precision"])
+def test_the_polishs_flat_loss_is_the_criterions_with_its_gradients(task):
+    """The polish's hand-differentiated loss of the flat weights (:class:`FlatPosteriorLoss`) is the
+    criterion's, and its gradients autograd's, the likelihood's trained noise's included."""
+    rng = np.random.RandomState(0)
+    X = torch.as_tensor(rng.randn(40, 3))
+    torch.manual_seed(0)
+    if task.startswith("gaussian"):
+        module = build_mlp(3, 2, (8,), "tanh", linear_skip=True).double()
+        Y = torch.as_tensor(rng.randn(40, 2))
+        groups = ParameterGroups.of(FunctionalModel(module))
+        precision = torch.as_tensor(rng.uniform(0.5, 3.0, len(groups.names)))
+        criterion = NegativeLogPosterior(50, precision, gaussian_likelihood(Y, None, torch.float64, "cpu"), groups)
+        criterion.likelihood.log_noise_std.data += 0.3  # away from the targets' std
+    else:
+        module = build_mlp(3, 4, (8,), "relu").double()
+        Y = torch.as_tensor(rng.randint(4, size=(40, 1)), dtype=torch.float64)
+        criterion = NegativeLogPosterior(50, 1.7, CategoricalLikelihood())
+    assert FlatPosteriorLoss.applies(module, criterion)
+    loss = criterion(module(X), Y, module)
+    loss.backward()
+    expected = [p.grad.clone() for p in [*module.parameters(), *criterion.parameters()] if p.requires_grad]
+    flat = FlatPosteriorLoss(module, criterion, X, Y)
+    for variable in flat.variables:
+        variable.grad = None
+    assert torch.allclose(flat.loss_and_gradients(), loss.detach(), rtol=1e-13, atol=0)
+    gradients = [torch.cat([g.flatten() for g in expected[: len(flat.parameters)]]),
+                 *expected[len(flat.parameters):]]
+    assert len(flat.variables) == len(gradients) == (2 if task.startswith("gaussian") else 1)
+    for variable, gradient in zip(flat.variables, gradients):
+        torch.testing.assert_close(variable.grad.reshape(gradient.shape), gradient, rtol=1e-12, atol=1e-14)
+
+
+def test_the_polish_of_a_module_off_the_fast_path_goes_through_autograd(linear_data):
+    """A module that FunctionalModel runs through torch.func keeps the autograd closure: the
+    polish still ends at the closed-form MAP of a linear model."""
+
+    class Affine(nn.Module):  # a module of its own: no hand-written backward pass
+        def __init__(self, n_features):
+            super().__init__()
+            self.linear = nn.Linear(n_features, 1)
+
+        def forward(self, X):
+            return self.linear(X)
+
+    X, y = linear_data
+    Y = y[:, None]
+    module = Affine(X.shape[1]).double()
+    criterion = NegativeLogPosterior(len(X), PRIOR_STD**-2, gaussian_likelihood(Y, NOISE, torch.float64, "cpu"))
+    assert not FlatPosteriorLoss.applies(module, criterion)
+    polish(module, criterion, X, Y)
+    theta = torch.cat([module.linear.weight.detach().flatten(), module.linear.bias.detach()]).numpy()
+    np.testing.assert_allclose(theta, BayesianLinearRegression(X, y, NOISE, PRIOR_STD).mean, rtol=1e-6, atol=0)
 
 
 @pytest.mark.parametrize("max_batches, sizes", [

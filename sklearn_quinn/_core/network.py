@@ -182,6 +182,12 @@ class FunctionalModel:
         widths = [m.out_features for m in module.modules() if isinstance(m, nn.Linear)]
         self.max_width, self.total_width = max(widths, default=1), sum(widths) or 1
 
+    @property
+    def fast_path(self):
+        """Whether the module runs the hand-batched forward pass and its hand-written backward pass
+        (:meth:`forward_and_vjp`), not ``torch.func``'s."""
+        return self._plan is not None
+
     def _fast_plan(self, module, prefix=""):
         """The layer plan of the batched fast path, or None for a generic module
         (a subclass of ``nn.Linear`` or ``nn.Sequential`` among them: its
