@@ -267,8 +267,9 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
     curvature_vanishes_with_confidence = False
     #: The noise head is fitted to the residuals and the means' posterior variance (see the Notes).
     fits_mean_variance = True
-    #: Its output bias sets the mean's and the noise's levels; whether they should climb their own
-    #: scale after the common one, as the classes' frequencies do, has not been measured.
+    #: Its output bias sets the mean's and the noise's levels, whose prior the common scale's climb
+    #: leaves weak: climbing its own scale after it, as the classes' frequencies do, changes no UCI
+    #: fit (docs/evidence.rst, "The output bias").
     output_bias_sets_frequencies = False
 
     def __init__(self):
