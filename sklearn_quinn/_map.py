@@ -798,7 +798,7 @@ def polish(module, criterion, X, Y, max_iterations=_POLISH_ITERATIONS):
     """
     parameters = [p for p in [*module.parameters(), *criterion.parameters()] if p.requires_grad]
     X, Y = to_tensor(X, device=parameters[0].device), to_tensor(Y, device=parameters[0].device)
-    flat = FlatPosteriorLoss(module, criterion, X, Y) if FlatPosteriorLoss.applies(module, criterion) else None
+    flat = FlatPosteriorLoss.of(module, criterion, X, Y)
     eps = torch.finfo(parameters[0].dtype).eps
     optimizer = torch.optim.LBFGS(flat.variables if flat else parameters, lr=1.0, max_iter=max_iterations,
                                   history_size=20, tolerance_grad=1e-2 * math.sqrt(eps), tolerance_change=eps,
@@ -830,11 +830,11 @@ class FlatPosteriorLoss:
     L-BFGS reads the same loss and gradient, in one tensor instead of one per layer.
     """
 
-    def __init__(self, module, criterion, X, Y):
-        self.model, self.criterion, self.X, self.Y = FunctionalModel(module), criterion, X, Y
-        parameters = list(module.parameters())
+    def __init__(self, model, criterion, X, Y):
+        self.model, self.criterion, self.X, self.Y = model, criterion, X, Y
+        parameters = list(model.module.parameters())
         self.parameters = parameters
-        self.theta = self.model.flatten().unsqueeze(0).requires_grad_()
+        self.theta = model.flatten().unsqueeze(0)
         self.precision = torch.cat([
             torch.as_tensor(delta, dtype=p.dtype, device=p.device).expand(p.shape).reshape(-1)
             for delta, p in zip(criterion.tensor_precisions(parameters), parameters)
@@ -842,12 +842,16 @@ class FlatPosteriorLoss:
         #: What L-BFGS trains: the flat weights and the likelihood's trainable parameters.
         self.variables = [self.theta, *(p for p in criterion.parameters() if p.requires_grad)]
 
-    @staticmethod
-    def applies(module, criterion):
-        """Whether the loss is ``criterion``'s own (not a subclass's, nor a module's own
-        divergence) of a fast-path module whose every weight trains."""
-        return (type(criterion) is NegativeLogPosterior and getattr(module, "_kl_divergence", None) is None
-                and all(p.requires_grad for p in module.parameters()) and FunctionalModel(module).fast_path)
+    @classmethod
+    def of(cls, module, criterion, X, Y):
+        """The flat loss of ``criterion(module(X), Y, module)``, or None where it does not apply: a
+        loss other than :class:`NegativeLogPosterior`'s own (a subclass's, or a module's own
+        divergence), a module off the fast path, or one with a frozen weight."""
+        if (type(criterion) is not NegativeLogPosterior or getattr(module, "_kl_divergence", None) is not None
+                or not all(p.requires_grad for p in module.parameters())):
+            return None
+        model = FunctionalModel(module)
+        return cls(model, criterion, X, Y) if model.fast_path else None
 
     def loss_and_gradients(self):
         """The loss at the current weights, its gradients written to the variables' ``grad``."""

@@ -153,11 +153,10 @@ def test_the_polishs_flat_loss_is_the_criterions_with_its_gradients(task):
         module = build_mlp(3, 4, (8,), "relu").double()
         Y = torch.as_tensor(rng.randint(4, size=(40, 1)), dtype=torch.float64)
         criterion = NegativeLogPosterior(50, 1.7, CategoricalLikelihood())
-    assert FlatPosteriorLoss.applies(module, criterion)
     loss = criterion(module(X), Y, module)
     loss.backward()
     expected = [p.grad.clone() for p in [*module.parameters(), *criterion.parameters()] if p.requires_grad]
-    flat = FlatPosteriorLoss(module, criterion, X, Y)
+    flat = FlatPosteriorLoss.of(module, criterion, X, Y)
     for variable in flat.variables:
         variable.grad = None
     assert torch.allclose(flat.loss_and_gradients(), loss.detach(), rtol=1e-13, atol=0)
@@ -184,10 +183,24 @@ def test_the_polish_of_a_module_off_the_fast_path_goes_through_autograd(linear_d
     Y = y[:, None]
     module = Affine(X.shape[1]).double()
     criterion = NegativeLogPosterior(len(X), PRIOR_STD**-2, gaussian_likelihood(Y, NOISE, torch.float64, "cpu"))
-    assert not FlatPosteriorLoss.applies(module, criterion)
+    assert FlatPosteriorLoss.of(module, criterion, X, Y) is None
     polish(module, criterion, X, Y)
     theta = torch.cat([module.linear.weight.detach().flatten(), module.linear.bias.detach()]).numpy()
     np.testing.assert_allclose(theta, BayesianLinearRegression(X, y, NOISE, PRIOR_STD).mean, rtol=1e-6, atol=0)
+
+
+def test_the_polish_trains_no_frozen_weight():
+    """A frozen weight (here a bias) takes the autograd closure, which trains only the others."""
+    rng = np.random.RandomState(0)
+    X, Y = torch.as_tensor(rng.randn(30, 2)), torch.as_tensor(rng.randn(30, 1))
+    module = nn.Linear(2, 1).double()
+    module.bias.requires_grad_(False)
+    bias = module.bias.detach().clone()
+    criterion = NegativeLogPosterior(30, 1.0, gaussian_likelihood(Y, 1.0, torch.float64, "cpu"))
+    assert FlatPosteriorLoss.of(module, criterion, X, Y) is None
+    weight = module.weight.detach().clone()
+    polish(module, criterion, X, Y)
+    assert torch.equal(module.bias, bias) and not torch.equal(module.weight, weight)
 
 
 @pytest.mark.parametrize("max_batches, sizes", [
