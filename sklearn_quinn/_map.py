@@ -783,7 +783,8 @@ def polish(module, criterion, X, Y, max_iterations=_POLISH_ITERATIONS):
     Wolfe line search from the trained weights takes the full-batch loss to a
     stationary point in tens of steps (at most ``max_iterations``). It trains
     what the optimizer trained: the module's and the criterion's parameters
-    that require gradients.
+    that require gradients, through :class:`FlatPosteriorLoss` where that
+    applies, else the module's autograd pass.
 
     Parameters
     ----------
