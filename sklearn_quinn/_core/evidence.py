@@ -165,9 +165,16 @@ class ParameterGroups:
         return values.new_zeros(len(self)).index_add_(0, index, values)
 
     def split(self, values, which):
-        """The columns of ``values (..., K)`` of each of the groups ``which``."""
+        """The columns of ``values (..., K)`` of each of the groups ``which``: a view of
+        ``values`` for a group whose weights are contiguous (a whole tensor), a copy otherwise."""
         index = self.index.to(values.device)
-        return [values[..., index == group] for group in which.tolist()]
+        blocks = []
+        for group in which.tolist():
+            columns = torch.nonzero(index == group).squeeze(1)
+            first, last = int(columns[0]), int(columns[-1])
+            contiguous = last - first + 1 == len(columns)
+            blocks.append(values[..., first:last + 1] if contiguous else values.index_select(-1, columns))
+        return blocks
 
     def input_layers(self):
         """The weight matrices that read the network's inputs: ``(weights, columns)`` each, the
