@@ -780,8 +780,11 @@ def polish(module, criterion, X, Y, max_iterations=_POLISH_ITERATIONS):
     without end under a weak prior); the Laplace approximation and MacKay's
     evidence updates presume the mode. L-BFGS (Liu & Nocedal 1989, "On the
     limited memory BFGS method for large scale optimization") with a strong
-    Wolfe line search from the trained weights takes the full-batch loss to a
-    stationary point in tens of steps (at most ``max_iterations``). It trains
+    Wolfe line search from the trained weights takes a smooth full-batch loss
+    to a stationary point in tens of steps; a ReLU network's, whose mode sits
+    on kinks, it lowers slowly to the end of ``max_iterations``, where longer
+    runs change the predictions little (docs/evidence.rst, "Ending at a
+    mode"). It trains
     what the optimizer trained: the module's and the criterion's parameters
     that require gradients, through :class:`FlatPosteriorLoss` where that
     applies, else the module's autograd pass.
