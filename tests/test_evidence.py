@@ -293,6 +293,18 @@ def test_only_a_layer_that_reads_the_inputs_has_input_columns():
     assert len(ParameterGroups.of(reads).input_layers()) == 1 and not ParameterGroups.of(behind).input_layers()
 
 
+def test_split_takes_each_groups_columns_a_whole_tensors_as_a_view():
+    """A group's columns of a Jacobian, for the Gram matrices: a whole tensor's (contiguous) as a
+    view, an input column's (every ``n_in``-th weight) as a copy, both equal to the mask's."""
+    groups = ParameterGroups.of(FunctionalModel(build_mlp(3, 2, [4], linear_skip=True)))  # two outputs
+    values = torch.randn(5, len(groups.index), dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    which = torch.arange(len(groups))
+    for group, block in zip(which.tolist(), groups.split(values, which)):
+        torch.testing.assert_close(block, values[:, groups.index == group], rtol=0, atol=0)
+        whole_tensor = "[:, " not in groups.names[group]
+        assert (block.untyped_storage().data_ptr() == values.untyped_storage().data_ptr()) == whole_tensor
+
+
 @pytest.mark.parametrize("likelihood", ["gaussian", "categorical"])
 def test_the_kernel_of_the_input_columns_equals_the_full_matrix(likelihood, monkeypatch):
     """The kernel takes a layer's input columns together, ``(U U^T) o (X diag(1 / delta) X^T)``
