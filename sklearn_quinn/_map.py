@@ -119,8 +119,31 @@ class NegativeLogPosterior(nn.Module):
         self._per_tensor = {}  # the precisions shaped as the parameters, per device, made when first used
 
     def forward(self, y_pred, y_true, module):
-        log_likelihood = self.likelihood.log_prob(y_pred, y_true)
-        return -log_likelihood.mean() + self.divergence(module) / self.n_train
+        return self.misfit(y_pred, y_true) + self.divergence(module) / self.n_train
+
+    def misfit(self, y_pred, y_true):
+        """The data's part of the loss: the negative log likelihood per point."""
+        return -self.likelihood.log_prob(y_pred, y_true).mean()
+
+    def flat_loss(self, module, X, Y):
+        """The loss of ``module`` on ``X, Y`` as a :class:`FlatPosteriorLoss` of its weights in one
+        row, or None where that does not apply: a subclass's loss, a module's own divergence, a
+        frozen weight, or a module off :class:`FunctionalModel`'s fast path."""
+        if (type(self) is not NegativeLogPosterior or getattr(module, "_kl_divergence", None) is not None
+                or not all(p.requires_grad for p in module.parameters())):
+            return None
+        model = FunctionalModel(module)
+        if not model.fast_path:
+            return None
+        parameters = list(module.parameters())
+
+        def write_back(theta):
+            with torch.no_grad():
+                for parameter, block in zip(parameters, model.unflatten(theta[0]).values()):
+                    parameter.copy_(block)
+
+        return FlatPosteriorLoss(model, model.flatten().unsqueeze(0), X, lambda outputs: self.misfit(outputs[0], Y),
+                                 self.weight_precisions(parameters), self, write_back=write_back)
 
     def divergence(self, module):
         """The weights' negative log prior ``0.5 sum_g delta_g ||theta_g||^2``, the
@@ -137,6 +160,13 @@ class NegativeLogPosterior(nn.Module):
             return self.prior_precision * sum(p.square().sum() for p in parameters)
         parameters = list(parameters)
         return sum((delta * p.square()).sum() for delta, p in zip(self.tensor_precisions(parameters), parameters))
+
+    def weight_precisions(self, parameters):
+        """The prior precision of every weight of ``parameters`` (a list, in order), flat: ``(K,)``."""
+        return torch.cat([
+            torch.as_tensor(delta, dtype=p.dtype, device=p.device).expand(p.shape).reshape(-1)
+            for delta, p in zip(self.tensor_precisions(parameters), parameters)
+        ])
 
     def tensor_precisions(self, parameters):
         """The prior precision of each of the module's ``parameters`` (a list, in order): the float
@@ -822,9 +852,12 @@ def polish(module, criterion, X, Y, max_iterations=_POLISH_ITERATIONS):
 
 
 class FlatPosteriorLoss:
-    """A :class:`NegativeLogPosterior` as a function of the module's weights in one flat row, for
-    :func:`polish`, where the module runs :class:`~sklearn_quinn._core.network.FunctionalModel`'s
-    fast path.
+    """A negative log posterior of rows of weights ``theta (J, K)``, summed over the rows, for
+    :func:`polish`: a criterion's data misfit of the outputs ``f(theta_j, X)`` plus the Gaussian
+    prior ``0.5 sum_k delta_k (theta_jk - a_jk)**2 / n_train`` of each row about its anchor
+    (none: zero), where the module runs :class:`~sklearn_quinn._core.network.FunctionalModel`'s
+    fast path. One row is a network's MAP (:meth:`NegativeLogPosterior.flat_loss`); one row per
+    member, an ensemble's members (the anchored loss's ``flat_loss``).
 
     The forward pass and its hand-written backward pass
     (:meth:`~sklearn_quinn._core.network.FunctionalModel.forward_and_vjp`) build no autograd graph
@@ -832,48 +865,55 @@ class FlatPosteriorLoss:
     the few hundred rows of a tabular fit, an evaluation of the loss and its gradient then costs
     a fraction of the module's autograd pass, whose overhead per operation dominates there.
     L-BFGS reads the same loss and gradient, in one tensor instead of one per layer.
+
+    Parameters
+    ----------
+    model : FunctionalModel
+    theta : tensor of shape (J, K)
+        The weights L-BFGS trains (their ``grad`` is written).
+    X : tensor of shape (N, D) or (J, N, D)
+    misfit : callable
+        The outputs ``(J, N, O)`` to the data misfit, a scalar.
+    precision : tensor of shape (K,)
+    criterion : nn.Module
+        The criterion the loss is taken from: its ``n_train``, and its trainable parameters (the
+        likelihood's), which L-BFGS trains beside ``theta``.
+    anchors : tensor of shape (J, K) or float, default=0.0
+    write_back : callable, default=None
+        ``write_back(theta)`` puts the trained weights where they belong (None: ``theta`` is there).
     """
 
-    def __init__(self, model, criterion, X, Y):
-        self.model, self.criterion, self.X, self.Y = model, criterion, X, Y
-        parameters = list(model.module.parameters())
-        self.parameters = parameters
-        self.theta = model.flatten().unsqueeze(0)
-        self.precision = torch.cat([
-            torch.as_tensor(delta, dtype=p.dtype, device=p.device).expand(p.shape).reshape(-1)
-            for delta, p in zip(criterion.tensor_precisions(parameters), parameters)
-        ])
-        #: What L-BFGS trains: the flat weights and the likelihood's trainable parameters.
-        self.variables = [self.theta, *(p for p in criterion.parameters() if p.requires_grad)]
+    def __init__(self, model, theta, X, misfit, precision, criterion, anchors=0.0, write_back=None):
+        self.model, self.theta, self.X, self.misfit = model, theta, X, misfit
+        self.precision, self.anchors, self.n_train = precision, anchors, criterion.n_train
+        self._write_back = write_back
+        #: What L-BFGS trains: the weights and the likelihood's trainable parameters.
+        self.variables = [theta, *(p for p in criterion.parameters() if p.requires_grad)]
 
-    @classmethod
-    def of(cls, module, criterion, X, Y):
-        """The flat loss of ``criterion(module(X), Y, module)``, or None where it does not apply: a
-        loss other than :class:`NegativeLogPosterior`'s own (a subclass's, or a module's own
-        divergence), a module off the fast path, or one with a frozen weight."""
-        if (type(criterion) is not NegativeLogPosterior or getattr(module, "_kl_divergence", None) is not None
-                or not all(p.requires_grad for p in module.parameters())):
-            return None
-        model = FunctionalModel(module)
-        return cls(model, criterion, X, Y) if model.fast_path else None
+    @staticmethod
+    def of(module, criterion, X, Y):
+        """The flat loss of ``criterion(module(X), Y, module)`` (the criterion's ``flat_loss``), or
+        None where the criterion has none or it does not apply."""
+        flat_loss = getattr(criterion, "flat_loss", None)
+        return None if flat_loss is None else flat_loss(module, X, Y)
 
     def loss_and_gradients(self):
         """The loss at the current weights, its gradients written to the variables' ``grad``."""
         with torch.no_grad():
             outputs, vjp = self.model.forward_and_vjp(self.theta, self.X)
-        outputs = outputs[0].requires_grad_()
-        misfit = -self.criterion.likelihood.log_prob(outputs, self.Y).mean()
+        outputs = outputs.requires_grad_()
+        misfit = self.misfit(outputs)
         misfit.backward()  # the outputs' cotangent, and the likelihood's trainable noise's gradient
         with torch.no_grad():
-            decay = self.precision * self.theta[0] / self.criterion.n_train
-            self.theta.grad = vjp(outputs.grad.unsqueeze(0)) + decay
-            return misfit.detach() + 0.5 * (decay * self.theta[0]).sum()
+            offset = self.theta - self.anchors
+            decay = self.precision * offset / self.n_train
+            self.theta.grad = vjp(outputs.grad) + decay
+            return misfit.detach() + 0.5 * (decay * offset).sum()
 
     def write_back(self):
-        """Copy the flat weights into the module's parameters."""
-        with torch.no_grad():
-            for parameter, block in zip(self.parameters, self.model.unflatten(self.theta[0]).values()):
-                parameter.copy_(block)
+        """Put the trained weights where they belong (a module's parameters)."""
+        if self._write_back is not None:
+            self._write_back(self.theta.detach())
 
 
 def polishable(n_rows, module):

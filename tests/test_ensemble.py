@@ -14,10 +14,20 @@ from sklearn_quinn import (
     RMSClassifier,
     RMSRegressor,
 )
+from sklearn_quinn._core.likelihoods import CategoricalLikelihood
+from sklearn_quinn._core.network import FunctionalModel, build_mlp
 from sklearn_quinn._core.row_subsets import random_rows
+from sklearn_quinn._map import gaussian_likelihood
+from sklearn_quinn.ensemble._engine import (
+    AnchoredNegativeLogPosterior,
+    StackedMembers,
+    member_targets,
+    padded_perturbations,
+)
 
 from .exact import BayesianLinearRegression
 from .test_local_posterior import map_posterior_variance
+from .test_map import assert_flat_loss_is_the_criterions
 
 NOISE, PRIOR_STD = 0.3, 1.0
 
@@ -70,6 +80,36 @@ def test_deep_ensemble_members_end_at_the_exact_map_of_a_linear_model(linear_dat
     ).fit(X, y).posterior_.samples.cpu().numpy()
     relative_error = np.abs(members / exact.mean - 1).max()
     assert relative_error < 1e-6 if polished else relative_error > 1e-2
+
+
+@pytest.mark.parametrize("task", ["gaussian, perturbed, a noise per member trained", "categorical"])
+def test_the_members_flat_loss_is_the_anchored_criterions_with_its_gradients(task):
+    """The members' polish takes the stacked weights through the hand-written backward pass
+    (:class:`~sklearn_quinn._map.FlatPosteriorLoss`, a row per member): its loss is the anchored
+    criterion's, its gradients autograd's, each member's trained noise's included."""
+    rng = np.random.RandomState(0)
+    n_members, n_rows = 3, 30
+    X = torch.as_tensor(rng.randn(40, 3))
+    rows = torch.as_tensor(np.stack([rng.choice(40, n_rows, replace=False) for _ in range(n_members)]))
+    torch.manual_seed(0)
+    if task.startswith("gaussian"):
+        model = FunctionalModel(build_mlp(3, 2, (8,), "tanh", linear_skip=True).double())
+        Y = torch.as_tensor(rng.randn(40, 2))
+        likelihood = gaussian_likelihood(Y, None, torch.float64, "cpu", leading_shape=(n_members, 1))
+        likelihood.log_noise_std.data += torch.as_tensor(rng.uniform(-0.5, 0.5, (n_members, 1, 2)))
+        perturbations = torch.as_tensor(rng.randn(n_members, 40, 2))
+        precision = torch.as_tensor(rng.uniform(0.5, 3.0, model.n_params))
+    else:
+        model = FunctionalModel(build_mlp(3, 4, (8,), "relu").double())
+        Y = torch.as_tensor(rng.randint(4, size=(40, 1)), dtype=torch.float64)
+        likelihood, perturbations, precision = CategoricalLikelihood(), None, 1.7
+    theta = torch.as_tensor(rng.randn(n_members, model.n_params))
+    anchors = torch.as_tensor(rng.randn(n_members, model.n_params))
+    criterion = AnchoredNegativeLogPosterior(40, precision, anchors, likelihood, perturbations is not None)
+    module = StackedMembers(model, theta.clone())
+    X_rows, Y_rows = X[rows], member_targets(Y, padded_perturbations(perturbations, n_members, Y), rows)
+    assert_flat_loss_is_the_criterions(module, criterion, X_rows, Y_rows,
+                                       n_variables=2 if task.startswith("gaussian") else 1)
 
 
 def test_anchors_alone_underestimate_the_linear_posterior(linear_data):

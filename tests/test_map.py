@@ -153,6 +153,13 @@ def test_the_polishs_flat_loss_is_the_criterions_with_its_gradients(task):
         module = build_mlp(3, 4, (8,), "relu").double()
         Y = torch.as_tensor(rng.randint(4, size=(40, 1)), dtype=torch.float64)
         criterion = NegativeLogPosterior(50, 1.7, CategoricalLikelihood())
+    assert_flat_loss_is_the_criterions(module, criterion, X, Y, n_variables=2 if task.startswith("gaussian") else 1)
+
+
+def assert_flat_loss_is_the_criterions(module, criterion, X, Y, n_variables):
+    """``FlatPosteriorLoss.of(module, criterion, X, Y)`` gives the criterion's loss (to 1e-13) and
+    autograd's gradients (to 1e-12): of the module's weights, in one tensor, and of the
+    likelihood's trained parameters (``n_variables`` in all)."""
     loss = criterion(module(X), Y, module)
     loss.backward()
     expected = [p.grad.clone() for p in [*module.parameters(), *criterion.parameters()] if p.requires_grad]
@@ -160,9 +167,9 @@ def test_the_polishs_flat_loss_is_the_criterions_with_its_gradients(task):
     for variable in flat.variables:
         variable.grad = None
     assert torch.allclose(flat.loss_and_gradients(), loss.detach(), rtol=1e-13, atol=0)
-    gradients = [torch.cat([g.flatten() for g in expected[: len(flat.parameters)]]),
-                 *expected[len(flat.parameters):]]
-    assert len(flat.variables) == len(gradients) == (2 if task.startswith("gaussian") else 1)
+    n_tensors = len(list(module.parameters()))
+    gradients = [torch.cat([g.flatten() for g in expected[:n_tensors]]), *expected[n_tensors:]]
+    assert len(flat.variables) == len(gradients) == n_variables
     for variable, gradient in zip(flat.variables, gradients):
         torch.testing.assert_close(variable.grad.reshape(gradient.shape), gradient, rtol=1e-12, atol=1e-14)
 

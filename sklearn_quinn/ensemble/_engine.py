@@ -21,7 +21,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from .._map import batch_starts, polish, polishable, train_net
+from .._map import FlatPosteriorLoss, batch_starts, polish, polishable, train_net
 
 
 class MemberBatches:
@@ -127,11 +127,26 @@ class AnchoredNegativeLogPosterior(nn.Module):
         return self._misfit_sum / self._misfit_batches
 
     def forward(self, y_pred, y_true, module):
-        y, eps = y_true[..., 0], y_true[..., 1]
-        misfit = -self.likelihood.log_prob(y_pred, y, eps if self.perturb else None).mean(-1)
+        misfit = self.misfit(y_pred, y_true)
         self._misfit_sum, self._misfit_batches = self._misfit_sum + misfit.detach(), self._misfit_batches + 1
         penalty = ((module.theta - self.anchors).square() * self.prior_precision).sum(-1)
         return (misfit + 0.5 * penalty / self.n_train).sum()
+
+    def misfit(self, y_pred, y_true):
+        """Each member's negative log likelihood per point, ``(J,)``."""
+        y, eps = y_true[..., 0], y_true[..., 1]
+        return -self.likelihood.log_prob(y_pred, y, eps if self.perturb else None).mean(-1)
+
+    def flat_loss(self, module, X, Y):
+        """The loss of the :class:`StackedMembers` ``module`` on ``X, Y`` as a
+        :class:`~sklearn_quinn._map.FlatPosteriorLoss` of its ``(J, K)`` weights, or None off
+        :class:`~sklearn_quinn._core.network.FunctionalModel`'s fast path."""
+        if not module.model.fast_path:
+            return None
+        theta = module.theta
+        precision = torch.as_tensor(self.prior_precision, dtype=theta.dtype, device=theta.device)
+        return FlatPosteriorLoss(module.model, theta, X, lambda outputs: self.misfit(outputs, Y).sum(),
+                                 precision.expand(theta.shape[1]), self, anchors=self.anchors)
 
 
 class Members(NamedTuple):
