@@ -100,3 +100,18 @@ def test_a_module_not_affine_in_its_last_layer_is_refused(wave):
 def test_an_unknown_subset_is_refused(wave):
     with pytest.raises(ValueError, match="subset_of_weights"):
         LaplaceRegressor(subset_of_weights="first_layer").fit(*wave)
+
+
+def test_a_prediction_runs_the_body_once(wave):
+    """The linearised predictive's means and Jacobian both read the last layer's inputs at the
+    test rows, which one forward pass of the body gives (it used to run twice)."""
+    X, y = wave
+    regressor = LaplaceRegressor(hidden_layer_sizes=(16, 8), subset_of_weights="last_layer", prior_std=1.0,
+                                 noise_std=0.2, max_epochs=20, random_state=0).fit(X, y)
+    calls = []
+    handle = regressor._model._body.register_forward_hook(lambda *_: calls.append(1))
+    try:
+        regressor.predict(X[:10], return_std=True)
+    finally:
+        handle.remove()
+    assert len(calls) == 1

@@ -31,7 +31,7 @@ import torch
 from torch import nn
 from torch.func import functional_call, vjp
 
-from .last_layer import LastLayerModel
+from .last_layer import LastLayerModel, module_and_inputs
 from .likelihoods import output_whitening
 from .rng import standard_normal
 
@@ -58,14 +58,6 @@ class KroneckerLayer(NamedTuple):
     n_out: int
     n_in: int
     parts: tuple = ()
-
-
-def _module_and_inputs(model, X):
-    """The module whose linear layers carry the weights, its inputs for ``X``, and
-    what the model adds to its outputs (None for nothing)."""
-    if isinstance(model, LastLayerModel):
-        return model.head, *model.features(X)
-    return model, X, None
 
 
 def kronecker_layers(model):
@@ -173,7 +165,7 @@ def _layer_chunks(model, theta, X, Y, likelihood, kind):
             f"hessian_structure='kron' factors the GGN or the empirical Fisher, not curvature={kind!r}."
         )
     layers, rest = kronecker_layers(model)
-    module, inputs, offset = _module_and_inputs(model, X)
+    module, inputs, offset = module_and_inputs(model, X)
     n_outputs = model.single(theta, X[:1]).shape[-1]
     chunk = max(1, _CHUNK_ELEMENTS // (n_outputs * sum(layer.n_out for layer in layers) or 1))
 
@@ -416,7 +408,7 @@ def _check_layers_carry_the_gradient(model, theta, X, layers):
     decoder's ``F.linear(h, encoder.weight.T)``), or an ``nn.Linear`` whose
     ``forward`` is not ``s = W a + b``. One gradient of a random projection of
     the outputs on a few rows, both ways."""
-    module, inputs, _ = _module_and_inputs(model, X[:_CHECK_ROWS])
+    module, inputs, _ = module_and_inputs(model, X[:_CHECK_ROWS])
     theta = theta.detach()
     outputs, backward = vjp(lambda weights: model.single(weights, X[:_CHECK_ROWS]), theta)
     projection = standard_normal(torch.Generator().manual_seed(0), outputs)

@@ -110,3 +110,13 @@ class LastLayerModel:
 
     def by_row_blocks(self, function, rows, n_points):
         return self.head.by_row_blocks(function, rows, n_points)
+
+
+def module_and_inputs(model, X):
+    """The FunctionalModel whose weights a posterior is over, its inputs for the rows ``X``, and
+    what the model adds to its outputs (None for nothing): a :class:`LastLayerModel`'s head at
+    the last layer's inputs, from one forward pass of the body, and the term around it; any
+    other model itself at ``X``."""
+    if isinstance(model, LastLayerModel):
+        return model.head, *model.features(X)
+    return model, X, None

@@ -15,6 +15,7 @@ from functools import cached_property
 import torch
 
 from .kronecker import KroneckerUnsupportedError, layered_output_covariance, layered_output_covariance_is_cheaper
+from .last_layer import module_and_inputs
 from .rng import standard_normal
 
 
@@ -142,9 +143,13 @@ def linear_pushforward(model, posterior, X):
     Under a full posterior (a Cholesky factor of the precision), each point's
     covariance across many outputs (a softmax's logits) comes from the layers'
     structure (:func:`~sklearn_quinn._core.kronecker.layered_output_covariance`)
-    where that costs less than the factor.
+    where that costs less than the factor. A last-layer model is its head at the last layer's
+    inputs, which one forward pass of the body gives the means and the Jacobian alike.
     """
+    model, X, offset = module_and_inputs(model, X)
     mean = model.single(posterior.mean, X)
+    if offset is not None:
+        mean = mean + offset
 
     def factor():
         jac = model.jacobian(posterior.mean, X)
