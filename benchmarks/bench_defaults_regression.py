@@ -17,8 +17,10 @@ categorical``, one 4-level feature one-hot encoded beside a numeric one, ``y = c
 sin(2 x) + N(0, 0.3**2)`` (200 training and 600 test rows); ``--data wide``, 40 standard-normal
 features of which 5 carry a linear signal and the first a ``sin(2 x)`` too, with unit noise, 150
 training and 1000 test rows (more features per row than any UCI set: a third of a feature a row,
-where the posterior's spread is a large part of the predictive); ``--data small``, 30 training and 1000 test
-rows of 8 standard-normal features, ``y = sin(x_0) + x_1 - x_2**2 / 2 + x_3 x_4 / 2 + N(0, 0.3**2)`` (a
+where the posterior's spread is a large part of the predictive); ``--data columns``, 50 standard-normal
+features of which 5 carry a linear signal (weights of 2), unit noise, 100 training and 1000 test rows (the input
+columns' own prior precisions are then 100 hyperparameters fitted to 100 rows); ``--data small``, 30 training and
+1000 test rows of 8 standard-normal features, ``y = sin(x_0) + x_1 - x_2**2 / 2 + x_3 x_4 / 2 + N(0, 0.3**2)`` (a
 few rows a feature: most test rows lie away from every training row, where the posterior spreads most).
 The families are the command line's registry
 (``METHODS``), so a new family joins without an edit here; they run at the
@@ -34,7 +36,7 @@ on diabetes, mean NLL at most BayesianRidge's + 0.03 and mean coverage within
 [0.90, 0.98]; on linear data, + 0.05 and [0.92, 0.98].
 Per-fit lines go to stderr, the table to stdout.
 
-    python benchmarks/bench_defaults_regression.py [--data diabetes|linear|friedman1|categorical|wide|small] \\
+    python benchmarks/bench_defaults_regression.py [--data diabetes|linear|friedman1|categorical|wide|columns|small] \\
         [--methods laplace de ...] \\
         [--splits 11] [--quick] [--max-epochs N] [--set NAME=VALUE ...] [--device cpu] [--threads 1]
 """
@@ -54,7 +56,7 @@ from sklearn_quinn._cli.methods import METHODS
 # Issue 17's targets per table: how far a family's mean NLL may exceed BayesianRidge's, and the range
 # of its mean coverage of the central 95% interval; None for a table without targets.
 TARGETS = {"diabetes": (0.03, (0.90, 0.98)), "linear": (0.05, (0.92, 0.98)), "friedman1": None,
-           "categorical": None, "wide": None, "small": None}
+           "categorical": None, "wide": None, "columns": None, "small": None}
 BASELINE = "sklearn-bayesian-ridge"
 
 
@@ -93,6 +95,15 @@ def wide_split(seed, n_train=150, n_test=1000, n_features=40, n_relevant=5):
     return X[:n_train], X[n_train:], y[:n_train], y[n_train:]
 
 
+def columns_split(seed, n_train=100, n_test=1000, n_features=50, n_relevant=5):
+    """Training and test rows of ``y = X w + e`` with ``n_features`` standard-normal features, the first
+    ``n_relevant`` weighted 2 and the rest 0, and unit noise, drawn from ``seed``."""
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n_train + n_test, n_features)
+    y = 2.0 * X[:, :n_relevant].sum(1) + rng.randn(n_train + n_test)
+    return X[:n_train], X[n_train:], y[:n_train], y[n_train:]
+
+
 def small_split(seed, n_train=30, n_test=1000, n_features=8):
     """Training and test rows of ``y = sin(x_0) + x_1 - x_2**2 / 2 + x_3 x_4 / 2 + N(0, 0.3**2)`` with
     ``n_features`` standard-normal features, drawn from ``seed``."""
@@ -103,7 +114,7 @@ def small_split(seed, n_train=30, n_test=1000, n_features=8):
 
 
 SYNTHETIC = {"linear": linear_split, "friedman1": friedman1_split, "categorical": categorical_split,
-             "wide": wide_split, "small": small_split}
+             "wide": wide_split, "columns": columns_split, "small": small_split}
 
 
 def main(argv=None):
