@@ -229,7 +229,11 @@ class EvidenceMaximisation(Callback):
         from a random subset of them),
         ``noise_std`` (None without a noise) and the precision of every group
         as set (the maximisers times ``precision_factor``; ``log_evidence`` is
-        the maximum).
+        the maximum, but for the 'final' record of a network whose input
+        columns have precisions of their own: there the noise maximises the
+        evidence with the precisions tied, and the record is the evidence at
+        the columns' own precisions and that noise, see
+        :meth:`_update_at_the_mode`).
     """
 
     def __init__(self, model, X, Y, groups, *, learn_prior, learn_noise, epochs, targets=None,
@@ -344,16 +348,17 @@ class EvidenceMaximisation(Callback):
         does not charge (as automatic relevance determination over-fits where the columns are
         many for the rows: Qi et al. 2004, "Predictive automatic relevance determination by
         expectation propagation"). One precision a tensor spends few hyperparameters on the
-        rows."""
+        rows. The tied precisions are the maximisers, not their multiples by ``precision_factor``,
+        as in the training's updates; without columns apart the noise is learned at the held
+        precisions, which are."""
         polish(net.module_, net.criterion_, self.X, self.targets)
-        if self.learn_prior and len(self.groups.tied()) < len(self.groups):
+        if self.learn_prior and len(self.groups.tensor_names) < len(self.groups):
             precision = net.criterion_.prior_precision
             self._maximise(net, True, True, None, "final", tied=True)
             self.history_.pop()
             net.criterion_.prior_precision = precision
-            update = self._maximise(net, False, False, None, "final")
-        else:
-            update = self._maximise(net, False, True, None, "final")
+            return {"record": self._exact_record(net)[0]}
+        update = self._maximise(net, False, True, None, "final")
         record = self.history_.pop()
         return {"record": record if update.structure in _EXACT_STRUCTURES else self._exact_record(net)[0]}
 
