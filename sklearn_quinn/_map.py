@@ -229,11 +229,7 @@ class EvidenceMaximisation(Callback):
         from a random subset of them),
         ``noise_std`` (None without a noise) and the precision of every group
         as set (the maximisers times ``precision_factor``; ``log_evidence`` is
-        the maximum, but for the 'final' record of a network whose input
-        columns have precisions of their own: there the noise maximises the
-        evidence with the precisions tied, and the record is the evidence at
-        the columns' own precisions and that noise, see
-        :meth:`_update_at_the_mode`).
+        the maximum).
     """
 
     def __init__(self, model, X, Y, groups, *, learn_prior, learn_noise, epochs, targets=None,
@@ -337,27 +333,8 @@ class EvidenceMaximisation(Callback):
         ``AUTO_MAX_FULL_PARAMS`` weights. The MAP is not polished again under the update: the
         L-BFGS polish of a ReLU network stops on kinks of its loss, and a second one, from a
         polished start under a moved loss, carries the rounding of the standardised targets into
-        the predictions (``y`` and ``1000 * y + 7`` no longer give one fit).
-
-        Where the input columns have precisions of their own, the noise is learned there with
-        the prior's precisions tied, one per parameter tensor, maximised with it, and the
-        columns' precisions are then set back. Each column's precision is a hyperparameter fitted
-        to the same rows, and with many of them the evidence's maximum in the noise falls below
-        the noise: the columns' precisions let the weights of inputs that correlate with the
-        residuals by chance fit them, which the well-determined count of MacKay's fixed point
-        does not charge (as automatic relevance determination over-fits where the columns are
-        many for the rows: Qi et al. 2004, "Predictive automatic relevance determination by
-        expectation propagation"). One precision a tensor spends few hyperparameters on the
-        rows. The tied precisions are the maximisers, not their multiples by ``precision_factor``,
-        as in the training's updates; without columns apart the noise is learned at the held
-        precisions, which are."""
+        the predictions (``y`` and ``1000 * y + 7`` no longer give one fit)."""
         polish(net.module_, net.criterion_, self.X, self.targets)
-        if self.learn_prior and len(self.groups.tensor_names) < len(self.groups):
-            precision = net.criterion_.prior_precision
-            self._maximise(net, True, True, None, "final", tied=True)
-            self.history_.pop()
-            net.criterion_.prior_precision = precision
-            return {"record": self._exact_record(net)[0]}
         update = self._maximise(net, False, True, None, "final")
         record = self.history_.pop()
         return {"record": record if update.structure in _EXACT_STRUCTURES else self._exact_record(net)[0]}

@@ -66,9 +66,7 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         Observation noise std in the units of y. None learns it with the
         prior, by the evidence (``SSE / (N - gamma)``, not the training
         residual, which shrinks as the network over-fits), and again when
-        ``prior_precision='marglik'``, which tunes it with the input columns'
-        own precisions (on a table of many columns for its rows, that pulls
-        it below the noise: docs/evidence.rst, "The update at the mode").
+        ``prior_precision='marglik'``.
     likelihood : {'gaussian', 'heteroscedastic'}, default='gaussian'
         'gaussian': one noise std per target, the same at every input.
         'heteroscedastic': the network has a second head, the log noise std of
