@@ -102,16 +102,22 @@ def test_an_unknown_subset_is_refused(wave):
         LaplaceRegressor(subset_of_weights="first_layer").fit(*wave)
 
 
-def test_a_prediction_runs_the_body_once(wave):
-    """The linearised predictive's means and Jacobian both read the last layer's inputs at the
-    test rows, which one forward pass of the body gives (it used to run twice)."""
+@pytest.mark.parametrize("use", ["predict", "linearised"])
+def test_outputs_and_jacobian_run_the_body_once(wave, use):
+    """The linearised predictive and the calibrations' linearisation each read the outputs and
+    the Jacobian at the same rows, which one forward pass of the body gives (each used to run it
+    twice)."""
     X, y = wave
     regressor = LaplaceRegressor(hidden_layer_sizes=(16, 8), subset_of_weights="last_layer", prior_std=1.0,
                                  noise_std=0.2, max_epochs=20, random_state=0).fit(X, y)
+    model = regressor._model
     calls = []
-    handle = regressor._model._body.register_forward_hook(lambda *_: calls.append(1))
+    handle = model._body.register_forward_hook(lambda *_: calls.append(1))
     try:
-        regressor.predict(X[:10], return_std=True)
+        if use == "predict":
+            regressor.predict(X[:10], return_std=True)
+        else:
+            regressor._laplace.linearised(model, torch.as_tensor(X[:10]))
     finally:
         handle.remove()
     assert len(calls) == 1

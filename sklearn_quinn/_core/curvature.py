@@ -37,6 +37,7 @@ from .kronecker import (
     layered_curvature,
     layered_is_cheaper,
 )
+from .last_layer import outputs_and_jacobian
 from .rng import standard_normal
 
 CURVATURES = ("ggn", "hessian", "ef")
@@ -240,8 +241,7 @@ def _square_root_chunks(model, theta, X, Y, likelihood, kind):
     n_outputs = model.single(theta, X[:1]).shape[-1]
     row_bytes = 2 * n_outputs * n_params * theta.element_size()
     for rows in _row_chunks(X.shape[0], row_bytes):
-        jac = model.jacobian(theta, X[rows])
-        outputs = model.single(theta, X[rows])
+        outputs, jac = outputs_and_jacobian(model, theta, X[rows])
         if kind == "ggn":
             yield likelihood.whitened_jacobian(jac, outputs).reshape(-1, n_params)
         else:

@@ -120,3 +120,11 @@ def module_and_inputs(model, X):
     if isinstance(model, LastLayerModel):
         return model.head, *model.features(X)
     return model, X, None
+
+
+def outputs_and_jacobian(model, theta, X):
+    """The outputs ``(N, O)`` of ``model`` at weights ``theta`` and their Jacobian ``(N, O, K)``,
+    a :class:`LastLayerModel`'s both from one forward pass of its body (:func:`module_and_inputs`)."""
+    model, X, offset = module_and_inputs(model, X)
+    outputs = model.single(theta, X)
+    return (outputs if offset is None else outputs + offset), model.jacobian(theta, X)

@@ -44,6 +44,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._core.curvature import curvature, curvature_matmul, kronecker_curvature
 from .._core.kronecker import KroneckerEigenbasis
+from .._core.last_layer import outputs_and_jacobian
 from .._core.low_rank import LowRankEigenbasis, top_eigenpairs
 from .._core.posterior import GaussianPosterior, pack_lower, unpack_lower
 from .._warnings import warn
@@ -282,7 +283,7 @@ class LaplaceApproximation:
         covariance : callable ``(prior_precision, noise_scale=1.0, cov_scale=1.0) -> tensor (N, O, O)``
         """
         with torch.no_grad():
-            mean, jacobian = model.single(self.theta, X), model.jacobian(self.theta, X)
+            mean, jacobian = outputs_and_jacobian(model, self.theta, X)
             if self.basis is not None:
                 projected = self.basis.transpose_apply(jacobian)
             else:
