@@ -60,6 +60,14 @@ def exact_log_evidence(X, y, weight_precision, bias_precision, noise_std):
     return multivariate_normal(np.zeros(len(y)), covariance).logpdf(y)
 
 
+def column_log_hyperprior(column_precisions, shape=0.5):
+    """The log density of a layer's input columns' precisions under Neal's Gamma hyperprior of
+    shape 1/2 about their mean, in the log precisions, at the mean that maximises it (the columns'
+    arithmetic mean), up to a constant: ``shape * sum_c log(delta_c / mean)``."""
+    column_precisions = np.asarray(column_precisions)
+    return shape * np.sum(np.log(column_precisions) - np.log(column_precisions.mean()))
+
+
 def exact_map(X, y, weight_precision, bias_precision, noise_std):
     """MAP ``(weights, bias)`` of the linear model, in ``nn.Linear``'s parameter order."""
     design = np.hstack([X, np.ones((len(X), 1))])
@@ -420,13 +428,16 @@ def test_the_training_s_updates_read_a_random_subset_of_a_big_table(monkeypatch)
     table, and the update at the polished mode, which sets the noise the fit
     keeps, reads every row. On 300 rows of a linear table with ``SUBSET_ROWS``
     at 150, the learned noise and the output layer's precision stay within 10%
-    of those learned from every row at each update (here within 5% and 4%: a
-    half of the rows), and the predictions differ by at most 5% of a
-    predictive std on average (here 2.4%)."""
+    of those learned from every row at each update (a half of the rows), and the
+    predictions differ by at most 5% of a predictive std on average. Eight hidden
+    units: four leave the linear effects two paths of near-equal evidence (the
+    layer and the skip), and the fit hops between them with the training's
+    rounding (7.5% at 100 epochs, from the subset or from the thread count);
+    with eight the difference was 0.8-2.6% at 50 to 200 epochs."""
     from sklearn_quinn._core import row_subsets
 
     X, y = linear_data(300)
-    params = dict(hidden_layer_sizes=(4,), max_epochs=50, random_state=0)
+    params = dict(hidden_layer_sizes=(8,), max_epochs=50, random_state=0)
     every_row = LaplaceRegressor(**params).fit(X, y)
     seen = []
     original = LaplaceEvidence.__init__
@@ -481,8 +492,9 @@ def test_fixed_point_maximises_the_evidence_at_fixed_weights(n_rows, structure, 
 @pytest.mark.parametrize("structure", ["full", "kron", "diag"])
 def test_fixed_point_maximises_the_evidence_over_the_input_columns(structure, monkeypatch):
     """With the first layer's input columns apart (7 hyperparameters), the iteration
-    climbs at least as high as a generic optimiser started from its own end and from
-    the origin; it may stop short only by its tolerance."""
+    climbs the evidence times the columns' hyperprior at least as high as a generic optimiser
+    started from its own end and from the origin; it may stop short only by its tolerance.
+    It returns the evidence alone."""
     if structure in ("kron", "diag"):
         force_structure(monkeypatch, structure)
     X, y = linear_data(40)
@@ -496,12 +508,13 @@ def test_fixed_point_maximises_the_evidence_over_the_input_columns(structure, mo
     precision, noise_scale, value = evidence.maximise(np.ones(len(groups)), learn_prior=True, learn_noise=True)
 
     def negative(log_hyper):
-        return -evidence.log_evidence(np.exp(log_hyper[:-1]), np.exp(log_hyper[-1]))
+        precision = np.exp(log_hyper[:-1])
+        return -evidence.log_evidence(precision, np.exp(log_hyper[-1])) - column_log_hyperprior(precision[:3])
 
     options = {"xatol": 1e-9, "fatol": 1e-12, "maxiter": 20000, "maxfev": 20000}
     best = min(minimize(negative, start, method="Nelder-Mead", options=options).fun
                for start in (np.zeros(len(groups) + 1), np.log(np.append(precision, noise_scale))))
-    assert value >= -best - 1e-3
+    assert value + column_log_hyperprior(precision[:3]) >= -best - 1e-3
     assert value == pytest.approx(evidence.log_evidence(precision, noise_scale), abs=1e-12)
 
 
@@ -546,6 +559,31 @@ def test_an_input_the_targets_ignore_gets_the_strongest_prior():
         assert len({update[name] for name in columns}) == 3
 
 
+@pytest.mark.parametrize("shape, calibrated", [(evidence_module.COLUMN_SHAPE, True), (0.0, False)])
+def test_the_columns_hyperprior_keeps_many_columns_for_the_rows_calibrated(shape, calibrated, monkeypatch):
+    """100 rows of 50 standard-normal columns, 5 of them weighted 2, unit noise: 100 column
+    precisions fitted to 100 rows. Under the columns' Gamma hyperprior the 95% intervals cover
+    at least 0.92 of 1000 test rows (here 0.938, the noise learned 0.79) and the NLL is below
+    ``BayesianRidge``'s (1.541 against 1.730); with its shape at zero, MacKay's plain fixed
+    point, chance correlations keep columns open, the noise is learned smaller (0.68) and the
+    coverage falls below 0.9 (0.888)."""
+    from sklearn.linear_model import BayesianRidge
+
+    monkeypatch.setattr(evidence_module.ColumnHyperprior.__init__, "__defaults__", (shape,))
+    rng = np.random.RandomState(0)
+    X = rng.randn(1100, 50)
+    y = 2.0 * X[:, :5].sum(1) + rng.randn(1100)
+    mean, std = LaplaceRegressor(random_state=0).fit(X[:100], y[:100]).predict(X[100:], return_std=True)
+    coverage = np.mean(np.abs(y[100:] - mean) <= norm.ppf(0.975) * std)
+    nll = -norm.logpdf(y[100:], mean, std).mean()
+    reference_mean, reference_std = BayesianRidge().fit(X[:100], y[:100]).predict(X[100:], return_std=True)
+    reference_nll = -norm.logpdf(y[100:], reference_mean, reference_std).mean()
+    if calibrated:
+        assert coverage >= 0.92 and nll < reference_nll
+    else:
+        assert coverage < 0.9
+
+
 def test_the_kernel_is_refused_where_its_gram_matrices_exceed_the_memory_budget():
     """300 Gram matrices (one per parameter tensor, one per layer of input columns) on 1,000
     rows would hold 2.4 GB, over the full matrix's budget of 2 GiB."""
@@ -555,12 +593,13 @@ def test_the_kernel_is_refused_where_its_gram_matrices_exceed_the_memory_budget(
 
 
 def test_learned_prior_and_noise_are_the_exact_evidence_maximisers(device):
-    """Per input column, per bias and the noise: five hyperparameters of the closed form."""
+    """Per input column, per bias and the noise: five hyperparameters of the closed form
+    evidence times the columns' hyperprior; the log marginal likelihood is the evidence's."""
     X, y = linear_data(60, noise=0.5, seed=1)
 
     def negative(log_hyper):
         precision = np.exp(log_hyper)
-        return -exact_log_evidence(X, y, precision[:3], *precision[3:])
+        return -exact_log_evidence(X, y, precision[:3], *precision[3:]) - column_log_hyperprior(precision[:3])
 
     exact = np.exp(minimize(negative, np.zeros(5), method="Nelder-Mead",
                             options={"xatol": 1e-8, "fatol": 1e-10, "maxiter": 20000, "maxfev": 20000}).x)
@@ -569,7 +608,7 @@ def test_learned_prior_and_noise_are_the_exact_evidence_maximisers(device):
     learned = [reg.prior_precisions_[f"0.weight[:, {column}]"] for column in range(3)]
     learned += [reg.prior_precisions_["0.bias"], reg.noise_std_]
     np.testing.assert_allclose(learned, exact, rtol=0.02)
-    assert reg.log_marginal_likelihood() == pytest.approx(-negative(np.log(exact)), abs=0.02)
+    assert reg.log_marginal_likelihood() == pytest.approx(exact_log_evidence(X, y, exact[:3], *exact[3:]), abs=0.02)
 
 
 def laplace_log_evidence_at(X, y, theta, weight_precision, bias_precision, noise_std):
@@ -607,8 +646,9 @@ def test_a_network_ends_with_the_evidence_maximising_noise_at_its_own_weights():
 def test_a_scaled_prior_is_the_evidence_maximiser_scaled_at_its_own_map():
     """``prior_std_scale=2``: every update sets the precisions to the evidence's maximisers
     over 4, so the training settles where the learned precisions are 1/4 of the maximisers
-    of the Laplace evidence at the MAP they give (with the noise that maximises it there),
-    five hyperparameters of the closed form; at scale 1 this is the exact evidence's maximum
+    of the Laplace evidence times the columns' hyperprior at the MAP they give (with the noise
+    that maximises it there), five hyperparameters of the closed form; at scale 1 this is the
+    exact evidence's maximum
     (test_learned_prior_and_noise_are_the_exact_evidence_maximisers)."""
     X, y = linear_data(60, noise=0.5, seed=1)
     reg = LaplaceRegressor(hidden_layer_sizes=(), normalize_y=False, prior_std_scale=2.0, max_epochs=400,
@@ -619,7 +659,7 @@ def test_a_scaled_prior_is_the_evidence_maximiser_scaled_at_its_own_map():
 
     def negative(log_hyper):
         hyper = np.exp(log_hyper)
-        return -laplace_log_evidence_at(X, y, theta, hyper[:3], hyper[3], hyper[4])
+        return -laplace_log_evidence_at(X, y, theta, hyper[:3], hyper[3], hyper[4]) - column_log_hyperprior(hyper[:3])
 
     maximisers = np.exp(minimize(negative, np.zeros(5), method="Nelder-Mead",
                                  options={"xatol": 1e-8, "fatol": 1e-10, "maxiter": 20000, "maxfev": 20000}).x)
