@@ -424,7 +424,10 @@ def test_rate_and_scale_are_read_from_a_random_subset_of_a_big_table(monkeypatch
     are read from that many rows drawn at random, each standing for its share
     of the table; at or below it, from every row. On the wave's 80 rows with
     ``SUBSET_ROWS`` at 40, the rate and the scales stay within 20% of those
-    read from all 80 (here 1% and 8-11%: estimates from 40 rows)."""
+    read from all 80 (here 1% and 3-12%: estimates from 40 rows). 100 epochs:
+    after 60 the network still under-fits the sine, and the two fits can end
+    in different modes (a noise of 0.42 against 0.62), which compares two
+    posteriors rather than two estimates of one."""
     from sklearn_quinn._core import row_subsets
     from sklearn_quinn.swag import _swag
 
@@ -437,11 +440,11 @@ def test_rate_and_scale_are_read_from_a_random_subset_of_a_big_table(monkeypatch
         return original(model, theta, X_rows, *args)
 
     monkeypatch.setattr(_swag, "sampling_rate", spy)
-    every_row = small(n_estimators=2).fit(X, y)
+    every_row = small(n_estimators=2, max_epochs=100).fit(X, y)
     assert seen == [(len(X), 1.0)] * 2
     seen.clear()
     monkeypatch.setattr(row_subsets, "SUBSET_ROWS", len(X) // 2)
-    subset = small(n_estimators=2).fit(X, y)
+    subset = small(n_estimators=2, max_epochs=100).fit(X, y)
     assert seen == [(len(X) // 2, 2.0)] * 2
     assert subset.lr_swag_ == pytest.approx(every_row.lr_swag_, rel=0.2)
     np.testing.assert_allclose(subset.cov_scale_, every_row.cov_scale_, rtol=0.2)
