@@ -95,7 +95,9 @@ class ParameterGroups:
     networks"). With one precision for a whole layer, the evidence must
     give an input the targets ignore the same prior as the others, and the
     predictive spreads along it; a column's own precision lets the evidence
-    shrink that input alone.
+    shrink that input alone. A layer's columns share a hyperprior about their
+    mean (:class:`ColumnHyperprior`), so that many columns for few rows do not
+    over-fit their precisions.
 
     Parameters
     ----------
