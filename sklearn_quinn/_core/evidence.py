@@ -341,23 +341,25 @@ class ColumnHyperprior:
         The layers whose input columns are groups apart get the hyperprior;
         with the columns tied there is none.
     shape : float, default=COLUMN_SHAPE
+    device : torch.device, default=None
+        Where the precisions the hyperprior reads live.
     """
 
-    def __init__(self, groups, shape=COLUMN_SHAPE):
+    def __init__(self, groups, shape=COLUMN_SHAPE, device=None):
         self.shape = shape
-        self.layers = [torch.unique(columns) for _, columns in groups.input_layers()]
-        self.layers = [columns for columns in self.layers if len(columns) > 1]
+        layers = (torch.unique(columns) for _, columns in groups.input_layers())
+        self.layers = [columns.to(device) for columns in layers if len(columns) > 1]
 
     def log_density(self, precision):
         """``a sum_c log(delta_c / m)`` summed over the layers, at their mean ``m`` (``precision (G,)``)."""
         return sum(float(self.shape * (precision[columns].log() - precision[columns].mean().log()).sum())
-                   for columns in self._on(precision))
+                   for columns in self.layers)
 
     def fixed_point(self, dof, theta_sq, bounds):
         """The precisions' fixed point from the well-determined weights ``gamma_g`` (``dof``) and the
         squared norm ``theta_sq`` of every group, within ``bounds``."""
         updated = dof / theta_sq
-        for columns in self._on(dof):
+        for columns in self.layers:
             count, norm = (dof[columns] + 2 * self.shape).cpu().numpy(), theta_sq[columns].cpu().numpy()
             mean = self._mean(count, norm, bounds)
             updated[columns] = torch.as_tensor(count / (norm + 2 * self.shape / mean)).to(updated)
@@ -378,9 +380,6 @@ class ColumnHyperprior:
         if excess(low) <= 0.0:
             return bounds[0]
         return np.exp(brentq(excess, low, high, xtol=1e-12))
-
-    def _on(self, values):
-        return [columns.to(values.device) for columns in self.layers]
 
 
 class LaplaceEvidence:
@@ -423,7 +422,7 @@ class LaplaceEvidence:
         self.groups = groups
         self._value_cholesky = None
         self._row_weight = row_weight
-        self._hyperprior = ColumnHyperprior(groups)
+        self._hyperprior = ColumnHyperprior(groups, device=theta.device)
         self._sizes = groups.sizes.double().to(theta.device)
         with torch.no_grad():
             self.outputs = outputs = model.single(theta, X)
