@@ -62,23 +62,29 @@ REGRESSORS = [
     sq.BBBRegressor(**FAST),
     sq.MCDropoutRegressor(**DROPOUT_FAST),
 ]
+# The classifiers but Laplace's train under a fixed prior: a classifier's evidence searches the
+# prior's scale with several full-batch polishes, the one MAP training they share, which the
+# Laplace classifiers take in float32 here (and the regressors their own evidence); the fixed
+# prior halves the others' fits.
+FIXED_PRIOR = dict(prior_std=1.0)
 CLASSIFIERS = [
     sq.LaplaceClassifier(**FAST),
     sq.LaplaceClassifier(**FAST, hessian_structure="kron", predictive="laplace_bridge"),
-    sq.MCMCClassifier(**CHAINS),
-    sq.DeepEnsembleClassifier(**FAST, n_estimators=3),
-    sq.RMSClassifier(**FAST, n_estimators=3),
-    sq.SWAGClassifier(**FAST),
-    sq.BBBClassifier(**FAST),
-    sq.MCDropoutClassifier(**FAST),
-    sq.SMCClassifier(**SMC_FAST),
+    sq.MCMCClassifier(**CHAINS, **FIXED_PRIOR),
+    sq.DeepEnsembleClassifier(**FAST, **FIXED_PRIOR, n_estimators=3),
+    sq.RMSClassifier(**FAST, **FIXED_PRIOR, n_estimators=3),
+    sq.SWAGClassifier(**FAST, **FIXED_PRIOR),
+    sq.BBBClassifier(**FAST, **FIXED_PRIOR),
+    sq.MCDropoutClassifier(**FAST, **FIXED_PRIOR),
+    sq.SMCClassifier(**SMC_FAST, **FIXED_PRIOR),
 ]
 
 # How far a GPU or float32 fit's test NLL may sit from the float64 CPU fit's.
 # Both start from the same initial weights and differ in their device draws
 # or their rounding only, less than a change of random_state, which moves the
-# CPU fits' NLL on these tables by at most 0.14 (range over random_state 0..4,
-# every estimator above: the SMC classifier's; the others' at most 0.08).
+# CPU fits' NLL on these tables by up to 0.08 (range over random_state 0..4:
+# the regressors'; the classifiers' under the fixed prior at most 0.046, the
+# SMC classifier's under its learned prior 0.14).
 NLL_TOLERANCE = 0.15
 
 
