@@ -39,10 +39,11 @@ def small(**params):
 def test_linear_model_optimum_is_the_mean_field_posterior(linear_data, device):
     """For a linear model, Gaussian noise and a Gaussian prior the best factored
     Gaussian has the exact posterior mean and variances 1 / diag(precision):
-    means within 0.1 of those stds, stds within 10%."""
+    means within 0.1 of those stds, stds within 10% (1000 epochs measured 0.048
+    and 0.9%, the default 4000 steps 0.038 and 0.7%)."""
     X, y = linear_data
-    reg = BBBRegressor(hidden_layer_sizes=(), noise_std=NOISE, prior_std=PRIOR_STD,
-                       normalize_y=False, n_mc_samples=8, lr=0.02, random_state=0, device=device).fit(X, y)
+    reg = BBBRegressor(hidden_layer_sizes=(), noise_std=NOISE, prior_std=PRIOR_STD, normalize_y=False,
+                       n_mc_samples=8, lr=0.02, max_epochs=1000, random_state=0, device=device).fit(X, y)
     exact = BayesianLinearRegression(X, y, NOISE, PRIOR_STD)
     mean_field_std = 1 / np.sqrt(np.diag(exact.precision))
     assert (np.abs(reg.posterior_.mean.cpu().numpy() - exact.mean) < 0.1 * mean_field_std).all()
@@ -55,7 +56,7 @@ def test_evidence_prior_is_the_maps_and_q_its_mean_field_posterior(linear_data):
     for a linear model q's optimum is then the mean-field posterior under them
     (the first test's tolerances)."""
     X, y = linear_data
-    params = dict(hidden_layer_sizes=(), noise_std=NOISE, normalize_y=False, lr=0.02, random_state=0)
+    params = dict(hidden_layer_sizes=(), noise_std=NOISE, normalize_y=False, lr=0.02, max_epochs=1000, random_state=0)
     reg = BBBRegressor(**params, prior_learning="evidence", n_mc_samples=8).fit(X, y)
     laplace = LaplaceRegressor(**params).fit(X, y)
     assert reg.prior_precisions_ == {name: pytest.approx(value, rel=1e-9)
