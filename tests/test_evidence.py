@@ -569,7 +569,7 @@ def test_the_columns_hyperprior_keeps_many_columns_for_the_rows_calibrated(shape
     coverage falls below 0.9 (0.888)."""
     from sklearn.linear_model import BayesianRidge
 
-    monkeypatch.setattr(evidence_module.ColumnHyperprior.__init__, "__defaults__", (shape, None))
+    monkeypatch.setattr(evidence_module, "COLUMN_SHAPE", shape)
     rng = np.random.RandomState(0)
     X = rng.randn(1100, 50)
     y = 2.0 * X[:, :5].sum(1) + rng.randn(1100)

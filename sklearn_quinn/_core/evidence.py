@@ -340,13 +340,15 @@ class ColumnHyperprior:
     groups : ParameterGroups
         The layers whose input columns are groups apart get the hyperprior;
         with the columns tied there is none.
-    shape : float, default=COLUMN_SHAPE
+    shape : float, default=None
+        The module's ``COLUMN_SHAPE`` where None (read when the hyperprior is made, so that a
+        benchmark may set it: benchmarks/bench_column_shape.py).
     device : torch.device, default=None
         Where the precisions the hyperprior reads live.
     """
 
-    def __init__(self, groups, shape=COLUMN_SHAPE, device=None):
-        self.shape = shape
+    def __init__(self, groups, shape=None, device=None):
+        self.shape = COLUMN_SHAPE if shape is None else shape
         layers = (torch.unique(columns) for _, columns in groups.input_layers())
         self.layers = [columns.to(device) for columns in layers if len(columns) > 1]
 
