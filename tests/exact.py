@@ -5,6 +5,14 @@ import numpy as np
 from scipy.stats import multivariate_normal
 
 
+def column_log_hyperprior(column_precisions, shape=0.5):
+    """The log density of a layer's input columns' precisions under Neal's Gamma hyperprior of
+    shape 1/2 about their mean, in the log precisions, at the mean that maximises it (the columns'
+    arithmetic mean), up to a constant: ``shape * sum_c log(delta_c / mean)``."""
+    column_precisions = np.asarray(column_precisions)
+    return shape * np.sum(np.log(column_precisions) - np.log(column_precisions.mean()))
+
+
 class BayesianLinearRegression:
     """Exact posterior of ``y = [X, 1] w + noise`` with ``w ~ N(0, prior_std^2 I)``.
 

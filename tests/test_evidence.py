@@ -25,6 +25,7 @@ from sklearn_quinn import LaplaceRegressor
 from sklearn_quinn._core import evidence as evidence_module
 from sklearn_quinn._core.curvature import curvature
 from sklearn_quinn._core.evidence import (
+    ColumnHyperprior,
     LaplaceEvidence,
     ParameterGroups,
     bias_alone_covariance,
@@ -38,6 +39,8 @@ from sklearn_quinn._core.likelihoods import (
 )
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 from sklearn_quinn._map import EvidenceMaximisation
+
+from .exact import column_log_hyperprior
 
 ALL_ESTIMATORS = [getattr(sklearn_quinn, name) for name in sklearn_quinn.__all__
                   if name.endswith(("Regressor", "Classifier"))]
@@ -58,14 +61,6 @@ def exact_log_evidence(X, y, weight_precision, bias_precision, noise_std):
     """``weight_precision``: one for every column, or one per column."""
     covariance = noise_std**2 * np.eye(len(y)) + (X / weight_precision) @ X.T + 1.0 / bias_precision
     return multivariate_normal(np.zeros(len(y)), covariance).logpdf(y)
-
-
-def column_log_hyperprior(column_precisions, shape=0.5):
-    """The log density of a layer's input columns' precisions under Neal's Gamma hyperprior of
-    shape 1/2 about their mean, in the log precisions, at the mean that maximises it (the columns'
-    arithmetic mean), up to a constant: ``shape * sum_c log(delta_c / mean)``."""
-    column_precisions = np.asarray(column_precisions)
-    return shape * np.sum(np.log(column_precisions) - np.log(column_precisions.mean()))
 
 
 def exact_map(X, y, weight_precision, bias_precision, noise_std):
@@ -393,6 +388,27 @@ def test_a_determined_group_at_zero_still_learns_its_precision(dtype):
     for start in (1e-3, 1.0, 1e3):
         precision = evidence.maximise(np.full(len(groups), start))[0]
         np.testing.assert_allclose(precision[weight], evidence_module._PRECISION_BOUNDS[1])
+
+
+def test_the_columns_mean_from_its_last_value_is_the_root_brent_finds_afresh(monkeypatch):
+    """A layer's mean precision found by Newton's steps from its last value (the
+    precisions moved by up to 5% since) is the root that Brent's method finds
+    over the bounds from nothing, to 1e-10; Brent's method is not called."""
+    groups = ParameterGroups.of(FunctionalModel(build_mlp(6, 1, [5])))
+    generator = torch.Generator().manual_seed(0)
+    dof = 5 * torch.rand(len(groups), generator=generator, dtype=torch.float64)
+    theta_sq = torch.rand(len(groups), generator=generator, dtype=torch.float64)
+    moved = theta_sq * (1 + 0.05 * torch.rand(len(groups), generator=generator, dtype=torch.float64))
+    bounds = evidence_module._PRECISION_BOUNDS
+    fresh = ColumnHyperprior(groups).fixed_point(dof, moved, bounds)
+    warm = ColumnHyperprior(groups)
+    warm.fixed_point(dof, theta_sq, bounds)
+
+    def no_brent(*args, **kwargs):
+        raise AssertionError("Brent's method was called")
+
+    monkeypatch.setattr(evidence_module, "brentq", no_brent)
+    torch.testing.assert_close(warm.fixed_point(dof, moved, bounds), fresh, rtol=1e-10, atol=0)
 
 
 @pytest.mark.parametrize("likelihood", ["gaussian", "categorical"])

@@ -74,6 +74,8 @@ _NOISE_SCALE_BOUNDS = (1e-3, 1e3)
 # The shape of the Gamma hyperprior on each input column's precision about the mean of its layer's
 # (ColumnHyperprior).
 COLUMN_SHAPE = 0.5
+# Newton's steps on the log of a layer's mean precision from its last value (ColumnHyperprior._mean).
+_NEWTON_STEPS, _NEWTON_TOLERANCE = 8, 1e-12
 
 # Whitened Jacobian entries (rows x outputs x weights) per block of the full structure's leverages.
 _LEVERAGE_BLOCK = 2**22
@@ -333,7 +335,9 @@ class ColumnHyperprior:
     (``gamma`` held, as MacKay's step holds it), so that the layer's common
     scale moves as fast as a tied layer's precision would. With the current
     mean instead, a layer whose weights the data pin at zero crept towards its
-    strongest prior by a fixed amount a step.
+    strongest prior by a fixed amount a step. BBB's prior learned from the ELBO
+    takes the same fixed point with every weight of a column counted
+    (:class:`~sklearn_quinn.variational._engine.EmpiricalBayesPrior`).
 
     Parameters
     ----------
@@ -351,6 +355,8 @@ class ColumnHyperprior:
         self.shape = COLUMN_SHAPE if shape is None else shape
         layers = (torch.unique(columns) for _, columns in groups.input_layers())
         self.layers = [columns.to(device) for columns in layers if len(columns) > 1]
+        # Each layer's last log mean, where the next fixed point starts its Newton steps.
+        self._log_means = [None] * len(self.layers)
 
     def log_density(self, precision):
         """``a sum_c log(delta_c / m)`` summed over the layers, at their mean ``m`` (``precision (G,)``)."""
@@ -361,27 +367,46 @@ class ColumnHyperprior:
         """The precisions' fixed point from the well-determined weights ``gamma_g`` (``dof``) and the
         squared norm ``theta_sq`` of every group, within ``bounds``."""
         updated = dof / theta_sq
-        for columns in self.layers:
+        for layer, columns in enumerate(self.layers):
             count, norm = (dof[columns] + 2 * self.shape).cpu().numpy(), theta_sq[columns].cpu().numpy()
-            mean = self._mean(count, norm, bounds)
+            mean = self._mean(layer, count, norm, bounds)
             updated[columns] = torch.as_tensor(count / (norm + 2 * self.shape / mean)).to(updated)
         return updated.clamp(*bounds)
 
-    def _mean(self, count, norm, bounds):
+    def _mean(self, layer, count, norm, bounds):
         """The root ``m`` of ``mean_c count_c / (norm_c + 2 a / m) = m`` within ``bounds``: in ``log m``
         the left side's log less ``log m`` falls (its slope is within ``[-1, 0)``) from
         ``log(mean(count) / (2 a)) > 0``, so there is one root, or none below the upper bound
         (every column's weights at zero: the layer goes to its strongest prior), or it lies below
-        the lower bound."""
+        the lower bound. Newton's steps from the layer's last root find it in two or three
+        evaluations where the precisions moved little since (BBB's prior follows ``q`` step by
+        step); Brent's method over the bounds where they do not converge."""
         def excess(log_mean):
             return np.log(np.mean(count / (norm + 2 * self.shape * np.exp(-log_mean)))) - log_mean
 
         low, high = np.log(bounds)
+        log_mean = self._log_means[layer]
+        for _ in range(_NEWTON_STEPS if log_mean is not None else 0):
+            pull = 2 * self.shape * math.exp(-log_mean)
+            ratios = count / (norm + pull)
+            total = ratios.sum()
+            slope = (ratios * pull / (norm + pull)).sum() / total - 1.0
+            if not slope < 0.0:  # every column's weights at zero: no root below the upper bound
+                break
+            step = (math.log(total / len(count)) - log_mean) / slope
+            log_mean -= step
+            if not low < log_mean < high:
+                break
+            if abs(step) < _NEWTON_TOLERANCE:
+                self._log_means[layer] = log_mean
+                return np.exp(log_mean)
+        self._log_means[layer] = None
         if excess(high) >= 0.0:
             return bounds[1]
         if excess(low) <= 0.0:
             return bounds[0]
-        return np.exp(brentq(excess, low, high, xtol=1e-12))
+        self._log_means[layer] = brentq(excess, low, high, xtol=1e-12)
+        return np.exp(self._log_means[layer])
 
 
 class LaplaceEvidence:

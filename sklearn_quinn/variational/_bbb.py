@@ -6,7 +6,7 @@ import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._classifier_base import SAMPLE_PREDICTIVES, BaseBayesianClassifier
-from .._core.evidence import ParameterGroups
+from .._core.evidence import ColumnHyperprior, ParameterGroups
 from .._core.network import FunctionalModel, LinearSkipMLP
 from .._core.posterior import GaussianPosterior
 from .._core.priors import GaussianPrior, ScaleMixturePrior
@@ -69,14 +69,14 @@ class VariationalMixin:
         """The prior of the weights: the scale mixture of ``prior_pi``, else ``N(0, prior_std**2)``
         (a mixture of one component), else (``prior_std=None``) a Gaussian per group of ``groups``,
         the evidence's (a parameter tensor, or an input column): learned with ``q``
-        (``prior_learning='elbo'``), or learned by the Laplace evidence of a MAP network trained on
-        ``X, Y`` and held fixed (``'evidence'``)."""
+        (``prior_learning='elbo'``, the input columns under the evidence's hyperprior), or learned
+        by the Laplace evidence of a MAP network trained on ``X, Y`` and held fixed (``'evidence'``)."""
         if self.prior_pi is not None:
             return ScaleMixturePrior(self.prior_pi, self.prior_sigma1, self.prior_sigma2)
         if self.prior_std is not None:
             return ScaleMixturePrior(1.0, self.prior_std, self.prior_std)
         if self._prior_learning() == "elbo":
-            return EmpiricalBayesPrior(groups.index)
+            return EmpiricalBayesPrior(groups.index, hyperprior=ColumnHyperprior(groups, device=self._device))
         # The MAP's own seeded RNG is forked from, and given back to, the caller's: q's means
         # start at the initial weights the MAP started from.
         _, _, prior, _ = self._fit_map(X, Y)

@@ -90,8 +90,9 @@ class EmpiricalBayesPrior:
     prior, a function of ``q`` alone, which training maximises. Wu et al.
     (2019, "Deterministic variational inference for robust Bayesian neural
     networks", section 4) substitute the same optimum, there under an
-    inverse-gamma hyperprior on ``s_g**2``; here there is no hyperprior, and a
-    floor (:data:`MIN_PRIOR_VARIANCE`) keeps the variance positive.
+    inverse-gamma hyperprior on ``s_g**2``; here the groups that are not input
+    columns have no hyperprior (the input columns' is below), and a floor
+    (:data:`MIN_PRIOR_VARIANCE`) keeps the variance positive.
 
     Substitution rather than alternation (EM steps on the prior between
     stretches of training ``q``): the KL is stationary in ``s_g`` at the
@@ -112,18 +113,36 @@ class EmpiricalBayesPrior:
     variational networks under-fit on small data by this pruning (Trippe and
     Turner 2018, "Overpruning in variational Bayesian neural networks").
 
+    Where the columns are many for the rows, the variances of columns that
+    correlate with the noise by chance follow the weights that fit it, as
+    type-II maximum likelihood over many relevance hyperparameters does in
+    the evidence; the columns' Gamma hyperprior about their layer's mean
+    (:class:`~sklearn_quinn._core.evidence.ColumnHyperprior`, Neal 1996) holds
+    them together where the data say little. For a fixed ``q`` the ELBO times
+    the hyperprior is then largest at the evidence's fixed point with every
+    one of a group's ``K_g`` weights counted (``gamma_g = K_g``: the KL's
+    stationary point in ``1 / s_g**2`` is the evidence's with all weights
+    well determined) and ``K_g`` times the mean second moment as its squared
+    norm. The optimum is computed without a gradient: the ELBO is stationary
+    in the prior there, so ``q``'s gradient is that of the KL at the prior
+    held at its optimum, as the substituted closed form gives without the
+    hyperprior.
+
     Parameters
     ----------
     index : tensor of shape (K,)
         The group of each weight of the flat ``theta``, ``0 .. G - 1``
         (``ParameterGroups.index``).
     min_variance : float, default=MIN_PRIOR_VARIANCE
+    hyperprior : ColumnHyperprior, default=None
+        The input columns' hyperprior, of the groups of ``index``; None: none.
     """
 
-    def __init__(self, index, min_variance=MIN_PRIOR_VARIANCE):
+    def __init__(self, index, min_variance=MIN_PRIOR_VARIANCE, hyperprior=None):
         self.group_index = torch.as_tensor(index)
         self.sizes = torch.bincount(self.group_index)
         self.min_variance = min_variance
+        self.hyperprior = hyperprior
 
     def second_moments(self, mean, std):
         """``mean over each group of (mean**2 + std**2)``, shape ``(G,)``."""
@@ -132,8 +151,15 @@ class EmpiricalBayesPrior:
         return totals / self.sizes.to(totals)
 
     def variances(self, mean, std):
-        """The ELBO-optimal prior variance of each group for ``q``, shape ``(G,)``."""
-        return self.second_moments(mean, std).clamp(min=self.min_variance)
+        """The ELBO-optimal prior variance of each group for ``q`` (times the hyperprior, where
+        there is one), shape ``(G,)``."""
+        second_moments = self.second_moments(mean, std)
+        if self.hyperprior is None:
+            return second_moments.clamp(min=self.min_variance)
+        sizes = self.sizes.to(second_moments)
+        bounds = (self.min_variance, 1 / self.min_variance)
+        with torch.no_grad():
+            return 1 / self.hyperprior.fixed_point(sizes, sizes * second_moments, bounds)
 
     def kl_divergence(self, mean, std):
         """``KL(q || prior)``: the sum of :meth:`group_kl_divergences`."""
@@ -144,9 +170,9 @@ class EmpiricalBayesPrior:
         - sum over g of log std`` for ``K_g`` weights of second moment ``m_g`` under a prior
         variance ``v_g``. Above the floor ``v_g = m_g``, which leaves ``0.5 K_g log m_g -
         sum over g of log std``, a function of ``q`` alone; zero for a group whose ``q`` is
-        its prior (pruned)."""
+        its prior (pruned). With the hyperprior ``v_g`` is its optimum, held without a gradient."""
         second_moments = self.second_moments(mean, std)
-        variances = second_moments.clamp(min=self.min_variance)
+        variances = self.variances(mean, std)
         log_std = std.log()
         log_std_totals = log_std.new_zeros(len(self.sizes)).index_add(0, self.group_index.to(log_std.device), log_std)
         sizes = self.sizes.to(variances)
