@@ -153,7 +153,9 @@ class EmpiricalBayesPrior:
     def variances(self, mean, std):
         """The ELBO-optimal prior variance of each group for ``q`` (times the hyperprior, where
         there is one), shape ``(G,)``."""
-        second_moments = self.second_moments(mean, std)
+        return self._optimal_variances(self.second_moments(mean, std))
+
+    def _optimal_variances(self, second_moments):
         if self.hyperprior is None:
             return second_moments.clamp(min=self.min_variance)
         sizes = self.sizes.to(second_moments)
@@ -172,7 +174,7 @@ class EmpiricalBayesPrior:
         sum over g of log std``, a function of ``q`` alone; zero for a group whose ``q`` is
         its prior (pruned). With the hyperprior ``v_g`` is its optimum, held without a gradient."""
         second_moments = self.second_moments(mean, std)
-        variances = self.variances(mean, std)
+        variances = self._optimal_variances(second_moments)
         log_std = std.log()
         log_std_totals = log_std.new_zeros(len(self.sizes)).index_add(0, self.group_index.to(log_std.device), log_std)
         sizes = self.sizes.to(variances)
