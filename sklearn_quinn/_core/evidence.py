@@ -381,19 +381,22 @@ class ColumnHyperprior:
         the lower bound. Newton's steps from the layer's last root find it in two or three
         evaluations where the precisions moved little since (BBB's prior follows ``q`` step by
         step); Brent's method over the bounds where they do not converge."""
+        def new_precisions(log_mean):
+            """Each column's precision at the mean ``exp(log_mean)``, and the hyperprior's pull ``2 a / m``."""
+            pull = 2 * self.shape * math.exp(-log_mean)
+            return count / (norm + pull), pull
+
         def excess(log_mean):
-            return np.log(np.mean(count / (norm + 2 * self.shape * np.exp(-log_mean)))) - log_mean
+            return math.log(new_precisions(log_mean)[0].mean()) - log_mean
 
         low, high = np.log(bounds)
         log_mean = self._log_means[layer]
         for _ in range(_NEWTON_STEPS if log_mean is not None else 0):
-            pull = 2 * self.shape * math.exp(-log_mean)
-            ratios = count / (norm + pull)
-            total = ratios.sum()
-            slope = (ratios * pull / (norm + pull)).sum() / total - 1.0
+            precisions, pull = new_precisions(log_mean)
+            slope = (precisions * pull / (norm + pull)).sum() / precisions.sum() - 1.0
             if not slope < 0.0:  # every column's weights at zero: no root below the upper bound
                 break
-            step = (math.log(total / len(count)) - log_mean) / slope
+            step = (math.log(precisions.mean()) - log_mean) / slope  # the excess over its slope
             log_mean -= step
             if not low < log_mean < high:
                 break
