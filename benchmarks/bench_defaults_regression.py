@@ -19,7 +19,9 @@ features of which 5 carry a linear signal and the first a ``sin(2 x)`` too, with
 training and 1000 test rows (more features per row than any UCI set: a third of a feature a row,
 where the posterior's spread is a large part of the predictive); ``--data columns``, 50 standard-normal
 features of which 5 carry a linear signal (weights of 2), unit noise, 100 training and 1000 test rows (the input
-columns' own prior precisions are then 100 hyperparameters fitted to 100 rows); ``--data small``, 30 training and
+columns' own prior precisions are then 100 hyperparameters fitted to 100 rows); ``--data many_columns``, the same
+with 200 features, more columns than rows (the default network then has 10,151 weights, past the full curvature);
+``--data small``, 30 training and
 1000 test rows of 8 standard-normal features, ``y = sin(x_0) + x_1 - x_2**2 / 2 + x_3 x_4 / 2 + N(0, 0.3**2)`` (a
 few rows a feature: most test rows lie away from every training row, where the posterior spreads most).
 The families are the command line's registry
@@ -36,8 +38,8 @@ on diabetes, mean NLL at most BayesianRidge's + 0.03 and mean coverage within
 [0.90, 0.98]; on linear data, + 0.05 and [0.92, 0.98].
 Per-fit lines go to stderr, the table to stdout.
 
-    python benchmarks/bench_defaults_regression.py [--data diabetes|linear|friedman1|categorical|wide|columns|small] \\
-        [--methods laplace de ...] \\
+    python benchmarks/bench_defaults_regression.py \\
+        [--data diabetes|linear|friedman1|categorical|wide|columns|many_columns|small] [--methods laplace de ...] \\
         [--splits 11] [--quick] [--max-epochs N] [--set NAME=VALUE ...] [--device cpu] [--threads 1]
 """
 
@@ -56,7 +58,7 @@ from sklearn_quinn._cli.methods import METHODS
 # Issue 17's targets per table: how far a family's mean NLL may exceed BayesianRidge's, and the range
 # of its mean coverage of the central 95% interval; None for a table without targets.
 TARGETS = {"diabetes": (0.03, (0.90, 0.98)), "linear": (0.05, (0.92, 0.98)), "friedman1": None,
-           "categorical": None, "wide": None, "columns": None, "small": None}
+           "categorical": None, "wide": None, "columns": None, "many_columns": None, "small": None}
 BASELINE = "sklearn-bayesian-ridge"
 
 
@@ -104,6 +106,11 @@ def columns_split(seed, n_train=100, n_test=1000, n_features=50, n_relevant=5):
     return X[:n_train], X[n_train:], y[:n_train], y[n_train:]
 
 
+def many_columns_split(seed):
+    """:func:`columns_split` with 200 features on its 100 training rows."""
+    return columns_split(seed, n_features=200)
+
+
 def small_split(seed, n_train=30, n_test=1000, n_features=8):
     """Training and test rows of ``y = sin(x_0) + x_1 - x_2**2 / 2 + x_3 x_4 / 2 + N(0, 0.3**2)`` with
     ``n_features`` standard-normal features, drawn from ``seed``."""
@@ -114,7 +121,8 @@ def small_split(seed, n_train=30, n_test=1000, n_features=8):
 
 
 SYNTHETIC = {"linear": linear_split, "friedman1": friedman1_split, "categorical": categorical_split,
-             "wide": wide_split, "columns": columns_split, "small": small_split}
+             "wide": wide_split, "columns": columns_split, "many_columns": many_columns_split,
+             "small": small_split}
 
 
 def main(argv=None):

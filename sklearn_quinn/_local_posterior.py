@@ -2,9 +2,14 @@
 
 import torch
 
-from ._core.curvature import AUTO_MAX_FULL_PARAMS, full_fits
+from ._core.curvature import choose_model_structure
+from ._core.kronecker import KroneckerUnsupportedError
 from ._core.pushforward import linear_pushforward, nonlinear_pushforward
 from .laplace._engine import LaplaceApproximation
+
+#: The Laplace posteriors a draw may carry: a diagonal one misses the correlations between the
+#: weights that make the posterior narrow along the data's directions, and is far too wide there.
+LOCAL_STRUCTURES = ("full", "kron")
 
 
 class LocalPosteriorMixin:
@@ -28,9 +33,12 @@ class LocalPosteriorMixin:
     (none where they spread more). The mixture's epistemic variance is then the larger of the two,
     not their sum, which would count twice the part of the posterior that the draws' spread holds
     already. For a linear model it is the exact posterior predictive wherever the draws collapse to
-    the mode. Above ``AUTO_MAX_FULL_PARAMS`` weights, past memory, or under the heteroscedastic
-    likelihood (whose posterior the draws' noise heads carry), there is none, and
-    :meth:`_local_variance_at` is the family's.
+    the mode. The posterior is the full GGN's where a Laplace fit would choose it
+    (``hessian_structure='auto'``), else its Kronecker factors (Ritter, Botev & Barber 2018, "A
+    scalable Laplace approximation for neural networks"): on 100 rows of 200 columns, a network of
+    10,151 weights, the draws without it were far over-confident (docs: ensembles). Past the
+    Kronecker factors too, or under the heteroscedastic likelihood (whose posterior the draws'
+    noise heads carry), there is none, and :meth:`_local_variance_at` is the family's.
     """
 
     def _fit(self, X, Y):
@@ -38,14 +46,19 @@ class LocalPosteriorMixin:
         super()._fit(X, Y)
 
     def _fit_map(self, X, Y, *args, **kwargs):
-        """The family's MAP training, keeping the Laplace posterior (the full GGN) about the
-        MAP network under the prior and the noise it learned."""
+        """The family's MAP training, keeping the Laplace posterior about the MAP network under the
+        prior and the noise it learned: the full GGN, or its Kronecker factors where the full
+        structure is past the machine (the choice of ``LaplaceRegressor(hessian_structure='auto')``)."""
         theta, likelihood, prior, targets = super()._fit_map(X, Y, *args, **kwargs)
-        if self.likelihood == "gaussian" and theta.numel() <= AUTO_MAX_FULL_PARAMS \
-                and full_fits(theta.numel(), theta.dtype):
+        structure, _ = choose_model_structure(self._model, theta)
+        if self.likelihood == "gaussian" and structure in LOCAL_STRUCTURES:
             precision = torch.as_tensor(prior.precision, dtype=theta.dtype, device=theta.device).expand_as(theta)
-            laplace = LaplaceApproximation(self._model, theta, self._tensor(X), self._tensor(Y),
-                                           likelihood.frozen(Y.shape[1]), prior_shape=precision)
+            try:
+                laplace = LaplaceApproximation(self._model, theta, self._tensor(X), self._tensor(Y),
+                                               likelihood.frozen(Y.shape[1]), structure=structure,
+                                               prior_shape=precision)
+            except KroneckerUnsupportedError:
+                return theta, likelihood, prior, targets
             self._local_posterior = laplace.posterior(1.0)
         return theta, likelihood, prior, targets
 

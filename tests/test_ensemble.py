@@ -194,13 +194,13 @@ def test_predictive_std_adds_spread_and_noise(wave_data):
     np.testing.assert_allclose(reg.noise_std_, evidence_noise * np.sqrt(ratio))
 
 
-def test_past_the_full_curvature_each_member_carries_the_training_rows_mean(wave_data, monkeypatch):
-    """Above ``AUTO_MAX_FULL_PARAMS`` weights (patched below the small network's) no Laplace
+def test_past_the_kronecker_factors_each_member_carries_the_training_rows_mean(wave_data, monkeypatch):
+    """Where the structure a Laplace fit would choose is the diagonal (patched), no Laplace
     posterior is kept, and each member carries ``member_std_`` at every row."""
     from sklearn_quinn import _local_posterior
 
     X, y = wave_data
-    monkeypatch.setattr(_local_posterior, "AUTO_MAX_FULL_PARAMS", 10)
+    monkeypatch.setattr(_local_posterior, "choose_model_structure", lambda model, theta: ("diag", "patched"))
     reg = small(n_estimators=5).fit(X, y)
     assert reg._local_posterior is None
     outputs = reg._model(reg.posterior_.samples, torch.as_tensor(X)).squeeze(-1).numpy() * y.std()

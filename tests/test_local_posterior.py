@@ -57,14 +57,33 @@ def test_epistemic_variance_is_the_larger_of_the_draws_spread_and_the_map_poster
     np.testing.assert_allclose(parts.std**2, np.maximum(spread, laplace) + reg.noise_std_**2, rtol=1e-6)
 
 
+@pytest.mark.parametrize("estimator", [DeepEnsembleRegressor, RMSRegressor, SWAGRegressor])
+def test_past_the_full_curvature_the_draws_carry_the_kronecker_factored_posterior(wave_data, estimator,
+                                                                                  monkeypatch):
+    """Where the full curvature is past the machine (the structure chosen, patched, is 'kron') the
+    draws carry the Kronecker-factored Laplace posterior. For a linear model with one output its
+    factors are the GGN itself, so the epistemic variance is the larger of the draws' spread and the
+    exact posterior's variance (the independent reference), at training rows and away from them."""
+    from sklearn_quinn import _local_posterior
+
+    X, y = wave_data
+    monkeypatch.setattr(_local_posterior, "choose_model_structure", lambda model, theta: ("kron", "patched"))
+    reg = small(estimator, hidden_layer_sizes=()).fit(X, y)
+    assert reg._local_posterior.basis is not None
+    X_new = np.vstack([X[:20], 3 * np.random.RandomState(1).randn(20, 2)])
+    spread, laplace = draws_spread(reg, X_new, y.std()), map_posterior_variance(reg, X, X_new, y.std())
+    np.testing.assert_allclose(reg.predict_uncertainty(X_new).epistemic_std**2, np.maximum(spread, laplace),
+                               rtol=1e-6)
+
+
 @pytest.mark.parametrize("estimator", [RMSRegressor, SWAGRegressor])
-def test_past_the_full_curvature_the_draws_spread_alone(wave_data, estimator, monkeypatch):
-    """Above ``AUTO_MAX_FULL_PARAMS`` weights (patched below the small network's) no Laplace
+def test_past_the_kronecker_factors_the_draws_spread_alone(wave_data, estimator, monkeypatch):
+    """Where the structure a Laplace fit would choose is the diagonal (patched), no Laplace
     posterior is kept, and the epistemic variance is the draws' spread."""
     from sklearn_quinn import _local_posterior
 
     X, y = wave_data
-    monkeypatch.setattr(_local_posterior, "AUTO_MAX_FULL_PARAMS", 10)
+    monkeypatch.setattr(_local_posterior, "choose_model_structure", lambda model, theta: ("diag", "patched"))
     reg = small(estimator).fit(X, y)
     assert reg._local_posterior is None
     np.testing.assert_allclose(reg.predict_uncertainty(X).epistemic_std**2, draws_spread(reg, X, y.std()),
@@ -107,3 +126,31 @@ def test_as_wide_as_the_laplace_posterior_away_from_few_rows(estimator, few_rows
     mean, std = estimator(random_state=0).fit(X[:30], y[:30]).predict(X[30:], return_std=True)
     assert -norm.logpdf(y[30:], mean, std).mean() <= laplace_nll + 0.05
     assert np.mean(np.abs(y[30:] - mean) <= norm.ppf(0.975) * std) >= 0.95
+
+
+@pytest.fixture(scope="module")
+def more_columns_than_rows():
+    """100 training rows of 200 standard-normal columns (5 weighted 2, unit noise) and 1000 test
+    rows, with the test scores of the Laplace predictive about the MAP that the families below
+    share: (X, y, Laplace's NLL, Laplace's coverage)."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(1100, 200)
+    y = 2.0 * X[:, :5].sum(1) + rng.randn(1100)
+    mean, std = LaplaceRegressor(random_state=0).fit(X[:100], y[:100]).predict(X[100:], return_std=True)
+    return X, y, -norm.logpdf(y[100:], mean, std).mean(), np.mean(np.abs(y[100:] - mean) <= norm.ppf(0.975) * std)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("estimator", [DeepEnsembleRegressor, SWAGRegressor])
+def test_as_wide_as_the_laplace_posterior_with_more_columns_than_rows(estimator, more_columns_than_rows):
+    """The default network on 200 columns has 10,151 weights, past the full curvature: the draws
+    carry the Kronecker-factored posterior, and their test NLL is within 0.05 of Laplace's about the
+    same MAP and their 95% coverage at least Laplace's less 0.02 (measured: Laplace 1.766 and
+    0.877; the deep ensemble -0.04 and 0.915, SWAG +0.004 and 0.873; without that posterior the
+    benchmark's scaled draw of these rows gave them +0.54 and 0.743, +1.02 and 0.628)."""
+    X, y, laplace_nll, laplace_coverage = more_columns_than_rows
+    reg = estimator(random_state=0).fit(X[:100], y[:100])
+    assert reg._local_posterior.basis is not None
+    mean, std = reg.predict(X[100:], return_std=True)
+    assert -norm.logpdf(y[100:], mean, std).mean() <= laplace_nll + 0.05
+    assert np.mean(np.abs(y[100:] - mean) <= norm.ppf(0.975) * std) >= laplace_coverage - 0.02

@@ -34,6 +34,7 @@ from .kronecker import (
     KroneckerUnsupportedError,
     kronecker_bytes,
     kronecker_factors,
+    kronecker_layers,
     layered_curvature,
     layered_is_cheaper,
 )
@@ -132,6 +133,18 @@ def choose_structure(n_params, dtype, memory_budget, layers=(), n_rest=0):
             return "kron", f"{why_not_full}; {kron}"
         return "diag", f"{why_not_full}; {kron}, over the budget or too large to decompose"
     return "diag", f"{why_not_full}; no nn.Linear layer to factor"
+
+
+def choose_model_structure(model, theta, memory_budget="auto", kind="ggn"):
+    """:func:`choose_structure` for ``model`` at ``theta``, under ``memory_budget`` bytes ('auto': a
+    quarter of the machine's memory), for the curvature ``kind``: the exact Hessian, and layers
+    whose weights are shared or parametrised, have no Kronecker factors."""
+    budget = machine_memory_bytes() // 4 if memory_budget == "auto" else memory_budget
+    try:
+        layers, rest = kronecker_layers(model) if kind != "hessian" else ((), ())
+    except KroneckerUnsupportedError:
+        layers, rest = (), ()
+    return choose_structure(theta.shape[0], theta.dtype, budget, layers, len(rest))
 
 
 def _row_chunks(n_rows, row_bytes):

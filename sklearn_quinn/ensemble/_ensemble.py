@@ -85,8 +85,8 @@ class EnsembleMixin(DrawsMixin):
         function: their spread is not the posterior's (``benchmarks/bench_member_spread.py``),
         and each member carries a local posterior of its own
         (:class:`~sklearn_quinn._local_posterior.LocalPosteriorMixin`), whose training rows'
-        mean this is (``member_std_``), and which serves at every row above
-        ``AUTO_MAX_FULL_PARAMS`` weights.
+        mean this is (``member_std_``), and which serves at every row where that posterior is
+        past the machine (no full or Kronecker-factored curvature).
         """
         # prior_precisions_ is None where the prior and the noise were both fixed: no MAP was trained.
         if not self._carries_mean_local_variance or self.likelihood != "gaussian" or self.prior_precisions_ is None:
@@ -343,9 +343,10 @@ _SHARED_DOC = """
         each member's Gaussian about its output carries that posterior's
         variance there less the members' spread (none where they spread more),
         so that the predictive's epistemic variance is the larger of the two;
-        above 5,000 weights, ``member_std_ ** 2`` at every row. None for RMS,
-        whose members carry that posterior at a row as the deep ensemble's do
-        but, above 5,000 weights, nothing, under the heteroscedastic
+        where neither the full curvature nor its Kronecker factors fit the
+        machine, ``member_std_ ** 2`` at every row. None for RMS, whose
+        members carry that posterior at a row as the deep ensemble's do but,
+        past those structures, nothing, under the heteroscedastic
         likelihood, and where ``prior_std`` and ``noise_std`` are both fixed
         (no MAP network is trained).
     net_ : list of skorch.NeuralNet

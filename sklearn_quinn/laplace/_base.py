@@ -7,9 +7,9 @@ import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._core.curvature import CURVATURES, STRUCTURES, choose_structure, machine_memory_bytes
+from .._core.curvature import CURVATURES, STRUCTURES, choose_model_structure
 from .._core.evidence import ParameterGroups
-from .._core.kronecker import KroneckerUnsupportedError, kronecker_layers
+from .._core.kronecker import KroneckerUnsupportedError
 from .._core.last_layer import LastLayerModel
 from .._core.pushforward import linear_pushforward
 from .._warnings import warn
@@ -103,14 +103,8 @@ class LaplaceMixin(GridsearchPriorMixin):
         if self.hessian_structure != "auto":
             self.hessian_structure_, self.hessian_structure_reason_ = self.hessian_structure, "as asked"
             return
-        budget = machine_memory_bytes() // 4 if self.memory_budget == "auto" else self.memory_budget
-        # The exact Hessian has no Kronecker factorisation here: only the GGN and the Fisher.
-        try:
-            layers, rest = kronecker_layers(self._model) if self.curvature != "hessian" else ((), ())
-        except KroneckerUnsupportedError:  # shared or parametrised layer weights
-            layers, rest = (), ()
-        self.hessian_structure_, self.hessian_structure_reason_ = choose_structure(
-            theta.shape[0], theta.dtype, budget, layers, len(rest)
+        self.hessian_structure_, self.hessian_structure_reason_ = choose_model_structure(
+            self._model, theta, self.memory_budget, self.curvature
         )
 
     def _warn_noise_inflation(self):

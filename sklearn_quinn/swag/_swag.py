@@ -257,7 +257,7 @@ class SWAGRegressor(LocalPosteriorMixin, SWAGMixin, BaseBayesianRegressor):
     the network over ``n_samples`` draws, shared evenly among the members,
     each a Gaussian about its outputs carrying the MAP network's Laplace
     posterior variance at the row beyond the draws' own spread (under a
-    Gaussian likelihood, up to 5,000 weights): SGD's snapshots do not move
+    Gaussian likelihood, full or Kronecker-factored): SGD's snapshots do not move
     in the directions only the prior holds, where a row away from the
     training rows looks. Cost: ``n_estimators_`` MAP trainings plus ``swag_epochs`` epochs, batched
     over the members; memory ``O(n_estimators_ K max_rank)``.
