@@ -4,7 +4,7 @@ import torch
 
 from ._core.curvature import choose_model_structure
 from ._core.kronecker import KroneckerUnsupportedError
-from ._core.pushforward import linear_pushforward, nonlinear_pushforward
+from ._core.pushforward import linear_pushforward
 from .laplace._engine import LaplaceApproximation
 
 #: The Laplace posteriors a draw may carry: a diagonal one misses the correlations between the
@@ -14,17 +14,19 @@ LOCAL_STRUCTURES = ("full", "kron")
 
 class LocalPosteriorMixin:
     """For the regressors whose draws are trained from the MAP network that learned the prior and
-    the noise (the deep ensemble's and RMS's members, SWAG's snapshots): at each prediction row
-    their outputs spread at least as far as that network's Laplace posterior says.
+    the noise (the deep ensemble's and RMS's members, SWAG's snapshots), or are masks of the network
+    that learned them (MC dropout's at learned rates): at each prediction row their outputs spread
+    at least as far as that network's Laplace posterior says.
 
     Members and snapshots found by optimisation spread where the optimisation takes them. Under the
     learned prior a deep ensemble's members reach one function. SWAG's snapshots move in the
     directions that the data determine: SGD's noise comes from the data's terms of the loss, and
     the directions that only the prior holds, where the Laplace posterior is as wide as the prior,
     get none. RMS's anchored members spread there through the nonlinear network, by less than the
-    linearised posterior at rows away from the data. Where the rows are few a feature, those
-    directions hold most of the posterior's spread at a new row, and there the draws alone were
-    overconfident (docs: comparison, "A wide table" and "A very small table").
+    linearised posterior at rows away from the data. MC dropout's learned rates fall to 1e-4-1e-2
+    on tables of a few hundred rows, and its masks then spread by almost nothing. Where the rows
+    are few a feature, those directions hold most of the posterior's spread at a new row, and
+    there the draws alone were overconfident (docs: comparison, "A wide table" and "A very small table").
 
     So each draw stands for a local posterior of its own (Eschenhagen, Daxberger, Hennig &
     Kristiadi 2021, "Mixtures of Laplace approximations for improved post-hoc uncertainty in deep
@@ -51,7 +53,7 @@ class LocalPosteriorMixin:
         structure is past the machine (the choice of ``LaplaceRegressor(hessian_structure='auto')``)."""
         theta, likelihood, prior, targets = super()._fit_map(X, Y, *args, **kwargs)
         structure, _ = choose_model_structure(self._model, theta)
-        if self.likelihood == "gaussian" and structure in LOCAL_STRUCTURES:
+        if self._carries_local_posterior() and structure in LOCAL_STRUCTURES:
             precision = torch.as_tensor(prior.precision, dtype=theta.dtype, device=theta.device).expand_as(theta)
             try:
                 laplace = LaplaceApproximation(self._model, theta, self._tensor(X), self._tensor(Y),
@@ -62,6 +64,10 @@ class LocalPosteriorMixin:
             self._local_posterior = laplace.posterior(1.0)
         return theta, likelihood, prior, targets
 
+    def _carries_local_posterior(self):
+        """Whether this fit's draws carry the MAP network's posterior: under a Gaussian likelihood."""
+        return self.likelihood == "gaussian"
+
     def _local_variance_at(self, X):
         """The variance ``(N, O)`` each draw's Gaussian adds at the rows ``X``: the MAP network's
         Laplace posterior's output variance there beyond the draws' own spread (the class
@@ -69,5 +75,4 @@ class LocalPosteriorMixin:
         if self._local_posterior is None:
             return super()._local_variance_at(X)
         laplace = linear_pushforward(self._model, self._local_posterior, X).variance
-        theta, weights = self._prediction_draws()
-        return (laplace - nonlinear_pushforward(self._model, theta, X, weights).variance).clamp(min=0)
+        return (laplace - self._draws_variance(X)).clamp(min=0)

@@ -354,6 +354,12 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         theta, weights = self._prediction_draws(posterior)
         return nonlinear_pushforward(self._model, theta, X, weights, self._local_variance_at(X))
 
+    def _draws_variance(self, X):
+        """The variance ``(N, O)`` of the weight draws' outputs at ``X`` (:meth:`_prediction_draws`),
+        without the local variance each draw carries."""
+        theta, weights = self._prediction_draws()
+        return nonlinear_pushforward(self._model, theta, X, weights).variance
+
     def _prediction_draws(self, posterior=None):
         """The weight draws ``(S, K)`` that the predictions average, and their weights ``(S,)``
         (None: equal): ``n_samples`` draws of ``posterior`` (default ``posterior_``), the same

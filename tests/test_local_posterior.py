@@ -1,12 +1,12 @@
-"""The draws of the deep ensemble, RMS and SWAG each carry the MAP network's Laplace posterior
-beyond the draws' own spread (``sklearn_quinn._local_posterior``)."""
+"""The draws of the deep ensemble, RMS, SWAG and MC dropout at learned rates each carry the MAP
+network's Laplace posterior beyond the draws' own spread (``sklearn_quinn._local_posterior``)."""
 
 import numpy as np
 import pytest
 import torch
 from scipy.stats import norm
 
-from sklearn_quinn import DeepEnsembleRegressor, LaplaceRegressor, RMSRegressor, SWAGRegressor
+from sklearn_quinn import DeepEnsembleRegressor, LaplaceRegressor, MCDropoutRegressor, RMSRegressor, SWAGRegressor
 from sklearn_quinn._core.evidence import ParameterGroups
 
 
@@ -57,7 +57,7 @@ def test_epistemic_variance_is_the_larger_of_the_draws_spread_and_the_map_poster
     np.testing.assert_allclose(parts.std**2, np.maximum(spread, laplace) + reg.noise_std_**2, rtol=1e-6)
 
 
-@pytest.mark.parametrize("estimator", [DeepEnsembleRegressor, RMSRegressor, SWAGRegressor])
+@pytest.mark.parametrize("estimator", [DeepEnsembleRegressor, RMSRegressor, SWAGRegressor, MCDropoutRegressor])
 def test_past_the_full_curvature_the_draws_carry_the_kronecker_factored_posterior(wave_data, estimator,
                                                                                   monkeypatch):
     """Where the full curvature is past the machine (the structure chosen, patched, is 'kron') the
@@ -90,16 +90,19 @@ def test_past_the_kronecker_factors_the_draws_spread_alone(wave_data, estimator,
                                rtol=1e-6)
 
 
-@pytest.mark.parametrize("estimator", [DeepEnsembleRegressor, RMSRegressor, SWAGRegressor])
+@pytest.mark.parametrize("estimator", [DeepEnsembleRegressor, RMSRegressor, SWAGRegressor, MCDropoutRegressor])
 def test_no_local_posterior_under_a_noise_head_or_without_a_map_network(wave_data, estimator):
     """The heteroscedastic likelihood's noise heads carry their own posterior; an ensemble under a
-    fixed prior and noise trains no MAP network, and a refit so drops the last fit's posterior."""
+    fixed prior and noise trains no MAP network, and a refit so drops the last fit's posterior; MC
+    dropout at a fixed rate, the user's posterior, carries none."""
     X, y = wave_data
     assert small(estimator, likelihood="heteroscedastic", max_epochs=5).fit(X, y)._local_posterior is None
     reg = small(estimator).fit(X, y)
     assert reg._local_posterior is not None
-    if estimator is not SWAGRegressor:  # SWAG trains its MAP network under any prior
+    if estimator in (DeepEnsembleRegressor, RMSRegressor):  # SWAG and MC dropout train a network under any prior
         assert reg.set_params(prior_std=1.0, noise_std=0.1).fit(X, y)._local_posterior is None
+    if estimator is MCDropoutRegressor:
+        assert reg.set_params(dropout_rate=0.1).fit(X, y)._local_posterior is None
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .. import base
 from .._classifier_base import SAMPLE_PREDICTIVES, BaseBayesianClassifier
+from .._local_posterior import LocalPosteriorMixin
 from .._regressor_base import BaseBayesianRegressor
 from ..base import MAP_TRAINING_CONSTRAINTS, PRIOR_SCALE_CONSTRAINTS
 from ._engine import DropoutPosterior, InputDropout, linear_input_blocks
@@ -57,14 +58,14 @@ class MCDropoutMixin:
         self.posterior_ = DropoutPosterior(theta, blocks, self.dropout_rates_)
         noise_std = likelihood.output_noise_std(Y.shape[1])
         self._keep_noise(noise_std)
-        self._draw_local_variance = None  # the masks' own spread first, without a previous fit's
         self._draw_local_variance = self._local_variance(X, Y, noise_std)
 
     def _local_variance(self, X, Y, noise_std):
-        """The variance ``(O,)`` (network units) by which each mask's outputs spread, or None:
-        for the regressor at learned rates under a Gaussian likelihood, what the masks' spread
-        (its mean over the training rows) falls short of the Laplace posterior's mean output
-        variance there
+        """The variance ``(O,)`` (network units) by which each mask's outputs spread where the
+        Laplace posterior at each row is out of reach
+        (:class:`~sklearn_quinn._local_posterior.LocalPosteriorMixin`), or None: for the regressor
+        at learned rates under a Gaussian likelihood, what the masks' spread (its mean over the
+        training rows) falls short of the Laplace posterior's mean output variance there
         (:meth:`~sklearn_quinn._regressor_base.BaseBayesianRegressor._mean_local_variance`).
 
         The learned rates fall to 1e-4-1e-2 on tables of a few hundred rows and more, as
@@ -77,7 +78,7 @@ class MCDropoutMixin:
         # The masks' draws over the training rows a block at a time, as predictions go: all the
         # rows of a big table at once would hold draws x rows x units in memory.
         blocks = torch.split(self._tensor(X), base.PREDICT_BLOCK_ROWS)
-        masks = torch.cat([self._outputs(rows).variance for rows in blocks]).mean(0)
+        masks = torch.cat([self._draws_variance(rows) for rows in blocks]).mean(0)
         return (self._mean_local_variance(X, Y, noise_std) - masks).clamp(min=0)
 
     @staticmethod
@@ -94,7 +95,7 @@ class MCDropoutMixin:
         return InputDropout(module, None if self.dropout_rate == "auto" else float(self.dropout_rate))
 
 
-class MCDropoutRegressor(MCDropoutMixin, BaseBayesianRegressor):
+class MCDropoutRegressor(LocalPosteriorMixin, MCDropoutMixin, BaseBayesianRegressor):
     """Neural-network regressor with an MC-dropout posterior.
 
     The network is trained (through skorch) with dropout on the input of
@@ -113,11 +114,11 @@ class MCDropoutRegressor(MCDropoutMixin, BaseBayesianRegressor):
     training as the other families' are (``prior_learning``).
     Predictions average the network over ``n_samples`` such draws, the same at
     every call; the std adds the observation noise. At learned rates, where
-    the masks' spread over the training rows falls short of the Laplace
-    posterior's mean output variance there (the rates fall to 1e-4-1e-2 on
-    tables of a few hundred rows and more), each draw's outputs are spread by
-    the shortfall, as the deep ensemble's members are: the evidence's noise
-    was set beside that variance (``mask_std_``). Each draw masks the weights
+    the masks' spread at a row falls short of the Laplace posterior's output
+    variance there (the rates fall to 1e-4-1e-2 on tables of a few hundred
+    rows and more), each draw's outputs are spread by the shortfall, as the
+    deep ensemble's members are: the evidence's noise was set beside that
+    variance. Each draw masks the weights
     once for every point, so ``return_cov`` and ``sample_y`` are those of
     whole functions. The linear skip path (``linear_skip=True``) is not
     dropped: dropout's spread of a linear map is set by its weights and does
@@ -174,10 +175,13 @@ lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, d
         inputs are dropped, a shared weight counted once), learned or
         ``dropout_rate``.
     mask_std_ : float, ndarray of shape (n_targets,) or None
-        The std (units of y) by which each draw's outputs spread about the
-        masked network's, where the learned rates' spread falls short of the
-        Laplace posterior's (0 where it does not); None at a fixed rate or
-        under the heteroscedastic likelihood. The predictive std adds it.
+        The std (units of y) by which the learned rates' spread of the
+        outputs falls short of the Laplace posterior's, on average over the
+        training rows (0 where it does not); None at a fixed rate or under
+        the heteroscedastic likelihood. At a prediction row each draw's
+        Gaussian about its outputs carries the shortfall there; where the
+        network is past the full and the Kronecker-factored curvature, this
+        mean at every row.
     posterior_ : DropoutPosterior
         The trained weights ``theta``, the weight matrices it masks and their rates.
     noise_std_ : float or ndarray of shape (n_targets,)
@@ -271,6 +275,10 @@ lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, d
     def _fit(self, X, Y):
         super()._fit(X, Y)
         self.mask_std_ = self._local_std_in_y_units()
+
+    def _carries_local_posterior(self):
+        """At learned rates (a fixed rate is the posterior the user chose, kept as it is)."""
+        return super()._carries_local_posterior() and self.dropout_rate == "auto"
 
 
 class MCDropoutClassifier(MCDropoutMixin, BaseBayesianClassifier):
