@@ -7,8 +7,8 @@ from ._core.kronecker import KroneckerUnsupportedError
 from ._core.pushforward import linear_pushforward
 from .laplace._engine import LaplaceApproximation
 
-#: The Laplace posteriors a draw may carry: a diagonal one misses the correlations between the
-#: weights that make the posterior narrow along the data's directions, and is far too wide there.
+#: The Laplace posteriors a draw may carry: a diagonal one drops the correlations between the
+#: weights that the data determine together, and with them the posterior's narrowness along them.
 LOCAL_STRUCTURES = ("full", "kron")
 
 
@@ -52,8 +52,10 @@ class LocalPosteriorMixin:
         prior and the noise it learned: the full GGN, or its Kronecker factors where the full
         structure is past the machine (the choice of ``LaplaceRegressor(hessian_structure='auto')``)."""
         theta, likelihood, prior, targets = super()._fit_map(X, Y, *args, **kwargs)
+        if not self._carries_local_posterior():
+            return theta, likelihood, prior, targets
         structure, _ = choose_model_structure(self._model, theta)
-        if self._carries_local_posterior() and structure in LOCAL_STRUCTURES:
+        if structure in LOCAL_STRUCTURES:
             precision = torch.as_tensor(prior.precision, dtype=theta.dtype, device=theta.device).expand_as(theta)
             try:
                 laplace = LaplaceApproximation(self._model, theta, self._tensor(X), self._tensor(Y),
