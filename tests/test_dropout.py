@@ -322,6 +322,35 @@ def test_learned_rates_carry_the_map_posterior_beyond_the_masks_spread(linear_da
     np.testing.assert_allclose(samples.std(1), parts.std[:2], rtol=0.03)
 
 
+def test_past_the_kronecker_factors_the_masks_carry_the_training_rows_mean_shortfall(linear_data, monkeypatch):
+    """Where the structure a Laplace fit would choose is the diagonal (patched), no posterior is
+    kept at each row, and each mask's outputs spread by what the masks' mean variance over the
+    training rows falls short of the Laplace posterior's, ``noise**2 gamma / N`` with ``gamma`` the
+    exact well-determined parameters ``tr(H (H + A)^-1)`` (``mask_std_``), at every row."""
+    from sklearn_quinn import _local_posterior
+
+    X, y = linear_data
+    monkeypatch.setattr(_local_posterior, "choose_model_structure", lambda model, theta: ("diag", "patched"))
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        module = nn.Linear(3, 1, dtype=torch.float64)
+    reg = MCDropoutRegressor(module=module, normalize_y=False, random_state=0).fit(X, y)
+    assert reg._local_posterior is None
+    reg.posterior_ = DropoutPosterior(reg.posterior_.theta, reg.posterior_.blocks, 1e-4)
+    reg._draw_local_variance = reg._local_variance(X, y[:, None], torch.tensor([reg.noise_std_]))
+    precision = reg.prior_precisions_
+    prior = np.diag([precision[f"weight[:, {j}]"] for j in range(3)] + [precision["bias"]])
+    design = np.hstack([X, np.ones((len(X), 1))])
+    data = design.T @ design / reg.noise_std_**2
+    well_determined = np.trace(data @ np.linalg.inv(data + prior))
+    draws = reg.posterior_.sample(reg.n_samples, prediction_generator(reg._sample_seed)).numpy()
+    masks = (design @ draws.T).var(1, ddof=1)
+    local = float(reg._draw_local_variance)
+    assert local == pytest.approx(reg.noise_std_**2 * well_determined / len(X) - masks.mean(), rel=1e-6)
+    assert local > 0.9 * reg.noise_std_**2 * well_determined / len(X)
+    np.testing.assert_allclose(reg.predict_uncertainty(X).epistemic_std**2, masks + local, rtol=1e-9)
+
+
 def test_custom_module_masks_its_linear_layers(wave_data):
     """A custom module: the draws through the vmap path equal the module run on
     each masked weight vector; at rate 0 the net's output."""
