@@ -43,9 +43,9 @@ def test_mc_dropout_takes_its_masks_spread_over_the_training_rows_in_blocks(line
     X, y = linear_data
     whole = MCDropoutRegressor(**SMALL).fit(X, y)
     monkeypatch.setattr(base, "PREDICT_BLOCK_ROWS", 7)
-    rows_seen, outputs = [], MCDropoutRegressor._outputs
-    monkeypatch.setattr(MCDropoutRegressor, "_outputs",
-                        lambda self, X, posterior=None: rows_seen.append(len(X)) or outputs(self, X, posterior))
+    rows_seen, spread = [], MCDropoutRegressor._draws_variance
+    monkeypatch.setattr(MCDropoutRegressor, "_draws_variance",
+                        lambda self, X: rows_seen.append(len(X)) or spread(self, X))
     blocked = MCDropoutRegressor(**SMALL).fit(X, y)
     assert whole._draw_local_variance is not None and rows_seen and max(rows_seen) == 7
     assert_allclose(blocked._draw_local_variance, whole._draw_local_variance, rtol=1e-12)
