@@ -288,6 +288,26 @@ def test_variance_grows_with_the_rate(linear_data):
     assert epistemic(0.3) > epistemic(0.05)
 
 
+def linear_module():
+    """The one-layer module the two tests below fit, seeded."""
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        return nn.Linear(3, 1, dtype=torch.float64)
+
+
+def at_rate_1e4(reg, X):
+    """Set ``reg``'s masks to a rate of 1e-4, as the learned rates fall to on UCI concrete, and give
+    the linear module's design ``[X, 1]``, the data's part ``H`` of its exact posterior precision
+    and its prior precisions ``A`` (written out from ``prior_precisions_`` and ``noise_std_``), and
+    the masks' variance of the outputs at ``X``."""
+    reg.posterior_ = DropoutPosterior(reg.posterior_.theta, reg.posterior_.blocks, 1e-4)
+    precision = reg.prior_precisions_
+    prior = np.diag([precision[f"weight[:, {j}]"] for j in range(3)] + [precision["bias"]])
+    design = np.hstack([X, np.ones((len(X), 1))])
+    draws = reg.posterior_.sample(reg.n_samples, prediction_generator(reg._sample_seed)).numpy()
+    return design, design.T @ design / reg.noise_std_**2, prior, (design @ draws.T).var(1, ddof=1)
+
+
 def test_learned_rates_carry_the_map_posterior_beyond_the_masks_spread(linear_data):
     """At learned rates each mask's outputs spread by what the masks' variance at a row falls short
     of the Laplace posterior's there, exactly ``x^T (H + A)^-1 x`` for a linear module at the
@@ -297,23 +317,14 @@ def test_learned_rates_carry_the_map_posterior_beyond_the_masks_spread(linear_da
     the posterior's variance, and the predictive variance and ``sample_y`` add it. A fixed rate, the
     user's posterior, gets none."""
     X, y = linear_data
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        module = nn.Linear(3, 1, dtype=torch.float64)
-    params = dict(module=module, normalize_y=False, random_state=0)
+    params = dict(module=linear_module(), normalize_y=False, random_state=0)
     reg = MCDropoutRegressor(**params).fit(X, y)
     assert reg._local_posterior is not None and reg.mask_std_ == 0
     fixed = MCDropoutRegressor(**params, dropout_rate=1e-4).fit(X, y)
     assert fixed._local_posterior is None and fixed._draw_local_variance is None and fixed.mask_std_ is None
 
-    reg.posterior_ = DropoutPosterior(reg.posterior_.theta, reg.posterior_.blocks, 1e-4)
-    precision = reg.prior_precisions_
-    prior = np.diag([precision[f"weight[:, {j}]"] for j in range(3)] + [precision["bias"]])
-    design = np.hstack([X, np.ones((len(X), 1))])
-    covariance = np.linalg.inv(design.T @ design / reg.noise_std_**2 + prior)
-    laplace = np.einsum("nk,kl,nl->n", design, covariance, design)
-    draws = reg.posterior_.sample(reg.n_samples, prediction_generator(reg._sample_seed)).numpy()
-    masks = (design @ draws.T).var(1, ddof=1)
+    design, data, prior, masks = at_rate_1e4(reg, X)
+    laplace = np.einsum("nk,kl,nl->n", design, np.linalg.inv(data + prior), design)
     assert np.mean(laplace > masks) > 0.9
     parts = reg.predict_uncertainty(X)
     np.testing.assert_allclose(parts.epistemic_std**2, np.maximum(masks, laplace), rtol=1e-6)
@@ -331,20 +342,11 @@ def test_past_the_kronecker_factors_the_masks_carry_the_training_rows_mean_short
 
     X, y = linear_data
     monkeypatch.setattr(_local_posterior, "choose_model_structure", lambda model, theta: ("diag", "patched"))
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        module = nn.Linear(3, 1, dtype=torch.float64)
-    reg = MCDropoutRegressor(module=module, normalize_y=False, random_state=0).fit(X, y)
+    reg = MCDropoutRegressor(module=linear_module(), normalize_y=False, random_state=0).fit(X, y)
     assert reg._local_posterior is None
-    reg.posterior_ = DropoutPosterior(reg.posterior_.theta, reg.posterior_.blocks, 1e-4)
+    _, data, prior, masks = at_rate_1e4(reg, X)
     reg._draw_local_variance = reg._local_variance(X, y[:, None], torch.tensor([reg.noise_std_]))
-    precision = reg.prior_precisions_
-    prior = np.diag([precision[f"weight[:, {j}]"] for j in range(3)] + [precision["bias"]])
-    design = np.hstack([X, np.ones((len(X), 1))])
-    data = design.T @ design / reg.noise_std_**2
     well_determined = np.trace(data @ np.linalg.inv(data + prior))
-    draws = reg.posterior_.sample(reg.n_samples, prediction_generator(reg._sample_seed)).numpy()
-    masks = (design @ draws.T).var(1, ddof=1)
     local = float(reg._draw_local_variance)
     assert local == pytest.approx(reg.noise_std_**2 * well_determined / len(X) - masks.mean(), rel=1e-6)
     assert local > 0.9 * reg.noise_std_**2 * well_determined / len(X)

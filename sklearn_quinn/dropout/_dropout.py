@@ -73,7 +73,7 @@ class MCDropoutMixin:
         evidence's noise, which leaves out the weights' spread that the evidence set the noise
         beside: the intervals fell short (UCI concrete 0.915). A fixed rate is the posterior
         the user chose, kept as it is."""
-        if not self._carries_mean_local_variance or self.likelihood != "gaussian" or self.dropout_rate != "auto":
+        if not self._carries_mean_local_variance or not self._carries_local_posterior():
             return None
         # The masks' draws over the training rows a block at a time, as predictions go: all the
         # rows of a big table at once would hold draws x rows x units in memory.
