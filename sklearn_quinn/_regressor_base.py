@@ -99,10 +99,11 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
     def _std_in_y_units(self, std):
         """A network-unit std per output ``(O,)`` in the units of y: a float for one target, an
         array ``(n_targets,)`` for several (None stays None)."""
-        if std is None:
-            return None
-        in_y_units = self._to_numpy(std) * self._y_scale
-        return float(in_y_units[0]) if self._single_output else in_y_units
+        return None if std is None else self._per_output(self._to_numpy(std) * self._y_scale)
+
+    def _per_output(self, values):
+        """An array per output ``(O,)`` as a float for one target, an array ``(n_targets,)`` for several."""
+        return float(values[0]) if self._single_output else values
 
     def _local_std_in_y_units(self):
         """``_draw_local_variance`` as a std in the units of y (None: none)."""

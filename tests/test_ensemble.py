@@ -192,6 +192,9 @@ def test_predictive_std_adds_spread_and_noise(wave_data):
     np.testing.assert_allclose(map_network.evidence_history_[-1]["noise_std"][0] * y.std(), evidence_noise)
     ratio = np.sum((mean - y) ** 2) / np.sum((map_network.predict(X) - y) ** 2)
     np.testing.assert_allclose(reg.noise_std_, evidence_noise * np.sqrt(ratio))
+    # The degrees of freedom the evidence's noise leaves the MAP network's residuals.
+    map_residuals = np.sum((map_network.predict(X) - y) ** 2)
+    np.testing.assert_allclose(reg.degrees_of_freedom_, len(X) - map_residuals / evidence_noise**2)
 
 
 def test_past_the_kronecker_factors_each_member_carries_the_training_rows_mean(wave_data, monkeypatch):
@@ -269,6 +272,8 @@ def test_deep_ensemble_of_a_linear_model_predicts_the_exact_posterior(linear_dat
     assert reg.member_std_**2 == pytest.approx(exact_mean_leverage_variance(reg, X), rel=1e-6)
     # The members' mean is the MAP's function: its residuals give the evidence's noise back.
     assert reg.noise_std_ == pytest.approx(reg.evidence_history_[-1]["noise_std"][0], rel=1e-6)
+    gamma = exact_mean_leverage_variance(reg, X) * len(X) / reg.noise_std_**2
+    assert reg.degrees_of_freedom_ == pytest.approx(gamma, rel=1e-3)  # the evidence at its fixed point
     precision = reg.prior_precisions_
     prior = np.diag([precision[f"weight[:, {j}]"] for j in range(X.shape[1])] + [precision["bias"]])
     design = np.hstack([X, np.ones((len(X), 1))])
@@ -283,6 +288,45 @@ def test_deep_ensemble_of_a_linear_model_predicts_the_exact_posterior(linear_dat
     np.testing.assert_allclose(draws.std(1), np.sqrt(exact[:2] + reg.noise_std_**2), rtol=0.03)
     assert linear_rms(3).fit(X, y).member_std_ is None
     assert small(likelihood="heteroscedastic", max_epochs=5).fit(X, y).member_std_ is None
+
+
+def test_rms_measures_the_degrees_of_freedom_of_its_fit_with_its_perturbations(linear_data):
+    """RMS's members on perturbed targets measure the degrees of freedom of their fit as its
+    covariance with their perturbations (Efron 2004). For a linear model the members are
+    ``f_j = S (y + noise eps_j) + D M A w0_j``, with the hat matrix ``S = D M D^T / noise^2``,
+    ``M = (D^T D / noise^2 + A)^-1`` at the learned precisions ``A`` and the noise the members
+    trained under, so the estimate's mean is ``tr(S)``, the evidence's ``gamma``, and its
+    variance ``(2 tr(S^2) + tr(D M A M D^T) / noise^2) / J``: within 4 of its standard errors
+    of ``tr(S)``; the noise is the members' mean's residual sum of squares over the rows less
+    those degrees of freedom."""
+    X, y = linear_data
+    n_members = 500
+    reg = RMSRegressor(module=nn.Linear(3, 1, dtype=torch.float64), normalize_y=False, n_estimators=n_members,
+                       random_state=0).fit(X, y)
+    noise = reg.evidence_history_[-1]["noise_std"][0]
+    precision = reg.prior_precisions_
+    prior = np.diag([precision[f"weight[:, {j}]"] for j in range(X.shape[1])] + [precision["bias"]])
+    design = np.hstack([X, np.ones((len(X), 1))])
+    covariance = np.linalg.inv(design.T @ design / noise**2 + prior)
+    hat = design @ covariance @ design.T / noise**2
+    anchors = design @ covariance @ prior @ covariance @ design.T / noise**2
+    standard_error = np.sqrt((2 * np.trace(hat @ hat) + np.trace(anchors)) / n_members)
+    assert abs(reg.degrees_of_freedom_ - np.trace(hat)) < 4 * standard_error
+    assert standard_error < 0.05 * np.trace(hat)
+    residual_sum = np.sum((reg.predict(X) - y) ** 2)
+    assert reg.noise_std_**2 == pytest.approx(residual_sum / (len(X) - reg.degrees_of_freedom_), rel=1e-6)
+
+
+def test_one_rms_member_keeps_the_evidence_s_degrees_of_freedom(linear_data):
+    """One member has no spread about the members' mean to measure its fit's degrees of freedom
+    with: it keeps those the evidence's noise leaves the MAP network (those of the members of
+    the same settings that do not perturb their targets)."""
+    X, y = linear_data
+    params = dict(module=nn.Linear(3, 1, dtype=torch.float64), normalize_y=False, random_state=0)
+    one = RMSRegressor(n_estimators=1, **params).fit(X, y)
+    unperturbed = RMSRegressor(n_estimators=2, perturb_targets=False, **params).fit(X, y)
+    assert np.isfinite(one.noise_std_) and one.noise_std_ > 0
+    assert one.degrees_of_freedom_ == pytest.approx(unperturbed.degrees_of_freedom_, rel=1e-9)
 
 
 def test_deep_ensemble_reads_its_members_spread_from_a_random_subset_of_a_big_table(linear_data, monkeypatch):
@@ -305,6 +349,7 @@ def test_fixed_noise_and_same_random_state(wave_data):
     X, y = wave_data
     reg = small(RMSRegressor, noise_std=0.2).fit(X, y)
     assert reg.noise_std_ == pytest.approx(0.2)
+    assert reg.degrees_of_freedom_ is None
     again = small(RMSRegressor, noise_std=0.2).fit(X, y)
     np.testing.assert_array_equal(reg.sample_y(X, 3), again.sample_y(X, 3))
     other = small(RMSRegressor, noise_std=0.2, random_state=1).fit(X, y)
@@ -339,6 +384,10 @@ def test_multi_output(wave_data):
     mean, std = reg.predict(X[:4], return_std=True)
     assert mean.shape == std.shape == (4, 2)
     assert reg.sample_y(X[:4], 6).shape == (4, 2, 6)
+    assert reg.degrees_of_freedom_.shape == (2,)
+    rms = small(RMSRegressor, n_estimators=3).fit(X, Y)
+    assert rms.degrees_of_freedom_.shape == rms.noise_std_.shape == (2,)
+    assert np.all(rms.noise_std_ > 0)
 
 
 @pytest.mark.parametrize(

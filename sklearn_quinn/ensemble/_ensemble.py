@@ -63,14 +63,16 @@ class EnsembleMixin(DrawsMixin):
         """Learn the prior and the noise, then train the members: the family's part of ``fit``."""
         self._prior, self._member_noise, targets = self._hyperparameters(X, Y)
         local_variance = self._local_variance(X, Y)
-        theta, likelihoods = self._fit_members(X, Y, targets)
+        theta, likelihoods, perturbations = self._fit_members(X, Y, targets)
         if self.prior_precisions_ is None:
             self.prior_precisions_ = dict.fromkeys(ParameterGroups.of(self._model).names, self.prior_std**-2)
-        self._keep_draws(theta, self._members_noise(X, Y, theta, likelihoods), local_variance=local_variance)
+        noise_std = self._members_noise(X, Y, theta, likelihoods, perturbations)
+        self._keep_draws(theta, noise_std, local_variance=local_variance)
 
-    def _members_noise(self, X, Y, theta, likelihoods):
+    def _members_noise(self, X, Y, theta, likelihoods, perturbations):
         """The noise std ``(J, O)`` (network units) each member predicts with: the one it
-        trained under, or None (a classifier, a heteroscedastic head)."""
+        trained under, or None (a classifier, a heteroscedastic head). ``perturbations``:
+        the members' standard-normal target perturbations ``(J, N, O)``, or None."""
         noise_std = [likelihood.member_noise_std(Y.shape[1]) for likelihood in likelihoods]
         return None if noise_std[0] is None else torch.cat(noise_std)
 
@@ -128,8 +130,8 @@ class EnsembleMixin(DrawsMixin):
 
     def _fit_members(self, X, Y, targets):
         """Train the members on ``targets`` (those of :meth:`_hyperparameters`), for a regressor
-        to their modes (``_members_end_at_modes``); returns their weights ``(J, K)`` and the
-        likelihood of each group."""
+        to their modes (``_members_end_at_modes``); returns their weights ``(J, K)``, the
+        likelihood of each group and the members' target perturbations ``(J, N, O)`` (None for none)."""
         n_rows = math.floor(self.data_fraction * len(X))
         if n_rows < 1:
             raise ValueError(
@@ -169,7 +171,7 @@ class EnsembleMixin(DrawsMixin):
                                    prior_precision=self._prior.precision, **members)
             for group, net in zip(groups, self.net_):
                 net.module_.theta.data.copy_(theta[group])
-        return theta, [result.likelihood for result in results]
+        return theta, [result.likelihood for result in results], members["perturbations"]
 
     def _train_group(self, module, theta, X, Y, targets, members, seeds, n_rows, verbose):
         """Train one group of members from their initial weights ``theta`` (``members``: their
@@ -212,16 +214,18 @@ class BaseEnsembleRegressor(LocalPosteriorMixin, EnsembleMixin, BaseBayesianRegr
 
     def _hyperparameters(self, X, Y):
         """As the mixin's; where the evidence learned the noise of a Gaussian likelihood, also
-        keep the MAP network's residual sums, which :meth:`_members_noise` compares the members'
-        mean's with."""
+        keep the degrees of freedom that noise leaves the MAP network's residuals, which
+        :meth:`_members_noise` takes for the members' mean's unless it measures them."""
         prior, noise_std, targets = super()._hyperparameters(X, Y)
-        learned = self._likelihood(Y).learn_noise
-        self._map_residual_sums = self._residual_sums(self._model.flatten()[None], X, Y) if learned else None
+        self._evidence_dof = None
+        if self._likelihood(Y).learn_noise:
+            sums, n_rows = self._row_sums(self._model.flatten()[None], X, Y, squared_residuals)
+            self._evidence_dof = n_rows - sums / noise_std.double().square()
         return prior, noise_std, targets
 
-    def _members_noise(self, X, Y, theta, likelihoods):
-        """The evidence's noise, rescaled to the residuals of the function the ensemble predicts
-        with, its members' mean.
+    def _members_noise(self, X, Y, theta, likelihoods, perturbations):
+        """The noise of the function the ensemble predicts with, its members' mean: each
+        output's residual sum of squares over the degrees of freedom the fit leaves.
 
         MacKay's noise is the residuals' variance over the ``N O - gamma`` degrees of freedom
         that the well-determined weights leave (MacKay 1992, "A practical Bayesian framework
@@ -229,34 +233,67 @@ class BaseEnsembleRegressor(LocalPosteriorMixin, EnsembleMixin, BaseBayesianRegr
         residuals. The ensemble predicts with its members' mean, whose residuals are its own:
         where the members disagree (a nearly noise-free table, whose residuals are mostly each
         network's approximation error), the mean fits the rows more closely than any member,
-        and the members' spread already carries the rest. So each output's noise variance is
-        the evidence's times the ratio of the mean's residual sum of squares to the MAP
-        network's: the same degrees of freedom, the ensemble's residuals. For members that
-        reach the MAP's function (a linear model's deep ensemble) it is the evidence's noise.
-        """
-        noise_std = super()._members_noise(X, Y, theta, likelihoods)
-        if self._map_residual_sums is None:
-            return noise_std
-        ratio = self._residual_sums(theta, X, Y) / self._map_residual_sums
-        # A MAP that fits its rows exactly (a custom module's exact function) leaves no residuals to compare.
-        ratio = torch.where(self._map_residual_sums > 0, ratio, torch.ones_like(ratio))
-        return noise_std * ratio.sqrt().to(noise_std)
+        and the members' spread already carries the rest. So the denominator's degrees of
+        freedom are the evidence's (those its noise leaves the MAP network's residuals), and
+        the residuals the mean's; for members that reach the MAP's function (a linear model's
+        deep ensemble) this is the evidence's noise.
 
-    def _residual_sums(self, theta, X, Y):
-        """Each output's sum of squared residuals ``(O,)`` (network units) of the mean of the
-        networks ``theta`` ``(S, K)`` over the training rows ``X, Y``, read from a random
-        subset of a big table's rows (:func:`~sklearn_quinn._core.row_subsets.random_subset`)."""
+        Members trained on their own perturbations ``noise * eps_j`` of the targets measure
+        the degrees of freedom of their fit themselves, as the covariance of the fit with the
+        targets (Efron 2004, "The estimation of prediction error: covariance penalties and
+        cross-validation"; Ye 1998, "On measuring and correcting the effects of data mining and
+        model selection", whose generalized degrees of freedom perturb the targets so):
+        ``df = sum_i cov(f_i, y_i) / noise^2``, estimated without bias by
+        ``sum_j <f_j - f_mean, eps_j> / ((J - 1) noise)``. For a linear model it is the
+        evidence's ``gamma = tr(H (H + A)^-1)``; the evidence's Laplace approximation at one
+        mode can count fewer, and a deeper network's noise then came out too small.
+        """
+        noise_std = super()._members_noise(X, Y, theta, likelihoods, perturbations)
+        self.degrees_of_freedom_ = None
+        if self._evidence_dof is None:
+            return noise_std
+        sums, n_rows = self._row_sums(theta, X, Y, squared_residuals)
+        # One member has no spread about the members' mean to measure with.
+        if perturbations is None or len(theta) < 2:
+            dof = self._evidence_dof
+        else:
+            by_row = perturbations.transpose(0, 1).numpy()
+            covariance_sums, _ = self._row_sums(theta, X, by_row, perturbation_covariances)
+            dof = covariance_sums / ((len(theta) - 1) * noise_std[0].double())
+        free = n_rows - dof
+        self.degrees_of_freedom_ = self._per_output(self._to_numpy(dof) * len(X) / n_rows)
+        # A fit that leaves no degree of freedom (a custom module's exact function) keeps the evidence's noise.
+        variance = torch.where(free > 0, sums / free, noise_std[0].double().square())
+        return variance.sqrt().to(noise_std).expand_as(noise_std)
+
+    def _row_sums(self, theta, X, Y, term):
+        """Each output's sum ``(O,)`` over the training rows of ``term(outputs, Y)``, of the
+        outputs ``(S, n, O)`` (network units) of the networks ``theta`` ``(S, K)`` and the rows
+        of ``Y`` ``(N, ...)`` over a block of ``n`` rows; read from a random subset of a big
+        table's rows (:func:`~sklearn_quinn._core.row_subsets.random_subset`, the same rows for
+        every ``Y``), whose number it returns too."""
         X, Y, _ = random_subset(X, Y, self._split_seed)
         X, Y = self._tensor(X), self._tensor(Y)
-        sums = torch.zeros(Y.shape[1], dtype=torch.float64, device=Y.device)
+        sums = torch.zeros(Y.shape[-1], dtype=torch.float64, device=Y.device)
         with torch.no_grad():
             for rows in torch.split(torch.arange(len(X), device=X.device), PREDICT_BLOCK_ROWS):
-                mean = self._model(theta, X[rows]).reshape(len(theta), len(rows), -1).mean(0)
-                sums += (mean - Y[rows]).double().square().sum(0)
-        return sums
+                outputs = self._model(theta, X[rows]).reshape(len(theta), len(rows), -1)
+                sums += term(outputs, Y[rows]).double().flatten(0, -2).sum(0)
+        return sums, len(X)
 
 
-_SHARED_DOC = """
+def squared_residuals(outputs, Y):
+    """The squared residuals ``(n, O)`` of the networks' mean ``outputs`` ``(S, n, O)`` from the targets ``Y``."""
+    return (outputs.mean(0) - Y).square()
+
+
+def perturbation_covariances(outputs, perturbations):
+    """Each network's deviation from the networks' mean ``outputs`` ``(S, n, O)`` times its own
+    target perturbation ``(n, S, O)``, ``(S, n, O)``."""
+    return (outputs - outputs.mean(0)) * perturbations.transpose(0, 1)
+
+
+_SHARED_PARAMETERS = """
     Parameters
     ----------
     hidden_layer_sizes : array-like of int, default=(50,)
@@ -310,7 +347,9 @@ _SHARED_DOC = """
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
         1 shows a progress bar over epochs.
+"""
 
+_SHARED_ATTRIBUTES = """
     Attributes
     ----------
     prior_precisions_ : dict
@@ -330,12 +369,18 @@ _SHARED_DOC = """
     noise_std_ : float or ndarray of shape (n_targets,)
         The observation noise std the predictive variance adds, in the units
         of y (``sample_y`` draws it too). Learned (``noise_std=None``, the
-        Gaussian likelihood): the evidence's noise of the MAP network, each
-        output's variance times the ratio of the members' mean's residual sum
-        of squares over the training rows to that network's, the noise of the
-        function the ensemble predicts with; the members trained under the
-        evidence's (``evidence_history_``). Otherwise the root mean square of
-        the members' noise std.
+        Gaussian likelihood): the noise of the function the ensemble predicts
+        with, its members' mean, each output's residual sum of squares over
+        the training rows divided by the rows less ``degrees_of_freedom_``;
+        the members trained under the evidence's noise of the MAP network
+        (``evidence_history_``). Otherwise the root mean square of the
+        members' noise std.
+    degrees_of_freedom_ : float, ndarray of shape (n_targets,) or None
+        The degrees of freedom of the fit that ``noise_std_`` leaves out of the
+        training rows: the evidence's (those its noise leaves the MAP
+        network's residuals, MacKay's ``gamma``), or, for RMS's members on
+        perturbed targets, the covariance of their fit with their
+        perturbations (Efron 2004). None where the noise is not learned.
     member_std_ : float, ndarray of shape (n_targets,) or None
         The deep ensemble's: the root mean square over the training rows, in
         the units of y, of the output std of the Laplace posterior about the
@@ -377,7 +422,8 @@ class DeepEnsembleRegressor(BaseEnsembleRegressor):
     where the full batch is cheap. Cost: about that of one network while
     per-call overhead dominates (small data, minibatches).
 """
-        + _SHARED_DOC
+        + _SHARED_PARAMETERS
+        + _SHARED_ATTRIBUTES
         + """
     See Also
     --------
@@ -478,10 +524,12 @@ class RMSRegressor(BaseEnsembleRegressor):
     ensemble's members are: on tables with few rows a feature the members
     alone spread less than that posterior at rows away from the data.
 """
-        + _SHARED_DOC
+        + _SHARED_PARAMETERS
         + """    perturb_targets : bool, default=True
         Perturb each member's targets by its own noise draws (see above).
-
+"""
+        + _SHARED_ATTRIBUTES
+        + """
     See Also
     --------
     DeepEnsembleRegressor : members without anchors or perturbations.
