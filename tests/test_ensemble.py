@@ -287,7 +287,8 @@ def test_deep_ensemble_of_a_linear_model_predicts_the_exact_posterior(linear_dat
     draws = reg.sample_y(X_new[:2], 20000, random_state=0)
     np.testing.assert_allclose(draws.std(1), np.sqrt(exact[:2] + reg.noise_std_**2), rtol=0.03)
     assert linear_rms(3).fit(X, y).member_std_ is None
-    assert small(likelihood="heteroscedastic", max_epochs=5).fit(X, y).member_std_ is None
+    noise_head = small(likelihood="heteroscedastic", max_epochs=5).fit(X, y)
+    assert noise_head.member_std_ is None and noise_head.degrees_of_freedom_ is None
 
 
 def test_rms_measures_the_degrees_of_freedom_of_its_fit_with_its_perturbations(linear_data):

@@ -323,8 +323,9 @@ _SHARED_PARAMETERS = """
     noise_std : float, default=None
         Observation noise std in the units of y; None learns it with the
         prior, once, and the members train under it (a noise fitted by each
-        member would shrink as it over-fits); the predictive adds it rescaled
-        to the residuals of the members' mean (``noise_std_``).
+        member would shrink as it over-fits); the predictive adds the noise of
+        the members' mean, its residuals over the degrees of freedom the fit
+        leaves (``noise_std_``, ``degrees_of_freedom_``).
     likelihood : {'gaussian', 'heteroscedastic'}, default='gaussian'
         As for :class:`~sklearn_quinn.LaplaceRegressor`.
     lr : float, default=0.01
@@ -380,7 +381,8 @@ _SHARED_ATTRIBUTES = """
         training rows: the evidence's (those its noise leaves the MAP
         network's residuals, MacKay's ``gamma``), or, for RMS's members on
         perturbed targets, the covariance of their fit with their
-        perturbations (Efron 2004). None where the noise is not learned.
+        perturbations (Efron 2004). None where the noise is fixed
+        (``noise_std``) or a heteroscedastic head.
     member_std_ : float, ndarray of shape (n_targets,) or None
         The deep ensemble's: the root mean square over the training rows, in
         the units of y, of the output std of the Laplace posterior about the
