@@ -190,10 +190,9 @@ def test_predictive_std_adds_spread_and_noise(wave_data):
     map_network = LaplaceRegressor(hidden_layer_sizes=(8,), max_epochs=40, random_state=0).fit(X, y)
     evidence_noise = reg.evidence_history_[-1]["noise_std"][0] * y.std()
     np.testing.assert_allclose(map_network.evidence_history_[-1]["noise_std"][0] * y.std(), evidence_noise)
-    ratio = np.sum((mean - y) ** 2) / np.sum((map_network.predict(X) - y) ** 2)
-    np.testing.assert_allclose(reg.noise_std_, evidence_noise * np.sqrt(ratio))
-    # The degrees of freedom the evidence's noise leaves the MAP network's residuals.
     map_residuals = np.sum((map_network.predict(X) - y) ** 2)
+    np.testing.assert_allclose(reg.noise_std_, evidence_noise * np.sqrt(np.sum((mean - y) ** 2) / map_residuals))
+    # The degrees of freedom the evidence's noise leaves the MAP network's residuals.
     np.testing.assert_allclose(reg.degrees_of_freedom_, len(X) - map_residuals / evidence_noise**2)
 
 
@@ -250,14 +249,42 @@ def test_members_mean_s_noise_is_read_from_a_random_subset_of_a_big_table(wave_d
     assert reg.noise_std_ != pytest.approx(every_row, rel=1e-6)
 
 
-def exact_mean_leverage_variance(reg, X):
-    """``noise**2 gamma / N`` of a linear model at ``reg``'s learned precisions and noise, with
-    ``gamma = tr(H (H + A)^-1)`` the exact well-determined parameters."""
+def test_rms_reads_its_perturbations_from_the_rows_of_its_residuals(wave_data, monkeypatch):
+    """Above ``SUBSET_ROWS`` rows the members' covariance with their perturbations is read
+    from the same random subset of the rows as the residuals, each row's outputs beside its
+    own perturbations: with ``SUBSET_ROWS`` at half the table, the sum equals the one written
+    out over those rows."""
+    from sklearn_quinn._core import row_subsets
+    from sklearn_quinn.ensemble._ensemble import perturbation_covariances
+
+    X, y = wave_data
+    reg = small(RMSRegressor, n_estimators=3).fit(X, y)
+    monkeypatch.setattr(row_subsets, "SUBSET_ROWS", len(X) // 2)
+    theta = reg.posterior_.samples
+    perturbations = torch.randn(3, len(X), 1, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    sums, n_rows = reg._row_sums(theta, X, perturbations.transpose(0, 1).numpy(), perturbation_covariances)
+    rows = random_rows(len(X), len(X) // 2, reg._split_seed)
+    with torch.no_grad():
+        outputs = reg._model(theta, torch.as_tensor(X[rows])).reshape(3, len(rows), 1)
+    expected = ((outputs - outputs.mean(0)) * perturbations[:, rows]).sum()
+    assert n_rows == len(rows)
+    np.testing.assert_allclose(sums.numpy(), [expected.item()], rtol=1e-10)
+
+
+def exact_linear_posterior(reg, X, noise):
+    """A linear model's design ``[X, 1]``, the diagonal prior precision ``A`` of ``reg``'s
+    learned precisions and the exact posterior covariance ``(D^T D / noise^2 + A)^-1``."""
     precision = reg.prior_precisions_
     prior = np.diag([precision[f"weight[:, {j}]"] for j in range(X.shape[1])] + [precision["bias"]])
     design = np.hstack([X, np.ones((len(X), 1))])
-    data = design.T @ design / reg.noise_std_**2
-    return reg.noise_std_**2 * np.trace(data @ np.linalg.inv(data + prior)) / len(X)
+    return design, prior, np.linalg.inv(design.T @ design / noise**2 + prior)
+
+
+def exact_mean_leverage_variance(reg, X):
+    """``noise**2 gamma / N`` of a linear model at ``reg``'s learned precisions and noise, with
+    ``gamma = tr(H (H + A)^-1)`` the exact well-determined parameters."""
+    design, _, covariance = exact_linear_posterior(reg, X, reg.noise_std_)
+    return np.trace(design @ covariance @ design.T) / len(X)
 
 
 def test_deep_ensemble_of_a_linear_model_predicts_the_exact_posterior(linear_data):
@@ -274,10 +301,7 @@ def test_deep_ensemble_of_a_linear_model_predicts_the_exact_posterior(linear_dat
     assert reg.noise_std_ == pytest.approx(reg.evidence_history_[-1]["noise_std"][0], rel=1e-6)
     gamma = exact_mean_leverage_variance(reg, X) * len(X) / reg.noise_std_**2
     assert reg.degrees_of_freedom_ == pytest.approx(gamma, rel=1e-3)  # the evidence at its fixed point
-    precision = reg.prior_precisions_
-    prior = np.diag([precision[f"weight[:, {j}]"] for j in range(X.shape[1])] + [precision["bias"]])
-    design = np.hstack([X, np.ones((len(X), 1))])
-    covariance = np.linalg.inv(design.T @ design / reg.noise_std_**2 + prior)
+    _, _, covariance = exact_linear_posterior(reg, X, reg.noise_std_)
     X_new = 3 * np.random.RandomState(1).randn(5, X.shape[1])  # away from the training rows too
     new = np.hstack([X_new, np.ones((5, 1))])
     exact = np.einsum("ni,ij,nj->n", new, covariance, new)
@@ -305,10 +329,7 @@ def test_rms_measures_the_degrees_of_freedom_of_its_fit_with_its_perturbations(l
     reg = RMSRegressor(module=nn.Linear(3, 1, dtype=torch.float64), normalize_y=False, n_estimators=n_members,
                        random_state=0).fit(X, y)
     noise = reg.evidence_history_[-1]["noise_std"][0]
-    precision = reg.prior_precisions_
-    prior = np.diag([precision[f"weight[:, {j}]"] for j in range(X.shape[1])] + [precision["bias"]])
-    design = np.hstack([X, np.ones((len(X), 1))])
-    covariance = np.linalg.inv(design.T @ design / noise**2 + prior)
+    design, prior, covariance = exact_linear_posterior(reg, X, noise)
     hat = design @ covariance @ design.T / noise**2
     anchors = design @ covariance @ prior @ covariance @ design.T / noise**2
     standard_error = np.sqrt((2 * np.trace(hat @ hat) + np.trace(anchors)) / n_members)
