@@ -28,9 +28,22 @@ class BayesianLinearRegression:
         self.covariance = np.linalg.inv(self.precision)
         self.mean = self.covariance @ design.T @ y / noise_std**2
 
+    @classmethod
+    def at_precisions(cls, X, y, noise_std, prior_precisions):
+        """At the precisions a fit learned for an ``nn.Linear`` module with one output
+        (``prior_precisions_``: one per input column, ``'weight[:, j]'``, and the bias's)."""
+        precisions = [prior_precisions[f"weight[:, {j}]"] for j in range(X.shape[1])] + [prior_precisions["bias"]]
+        return cls(X, y, noise_std, np.asarray(precisions) ** -0.5)
+
     @staticmethod
     def design(X):
         return np.hstack([X, np.ones((len(X), 1))])
+
+    def well_determined(self):
+        """MacKay's well-determined parameters ``gamma = tr(H (H + A)^-1)``, with ``H`` the
+        data's part of the posterior precision and ``A`` the prior's."""
+        design = self.design(self.X)
+        return np.trace(design @ self.covariance @ design.T) / self.noise_std**2
 
     def predictive_std(self, X):
         design = self.design(X)

@@ -17,6 +17,8 @@ from sklearn_quinn._core.rng import prediction_generator
 from sklearn_quinn._map import NegativeLogPosterior
 from sklearn_quinn.dropout._engine import DropoutPosterior, InputDropout, bernoulli_entropy, linear_input_blocks
 
+from .exact import BayesianLinearRegression
+
 
 def small(**params):
     return MCDropoutRegressor(**{**dict(hidden_layer_sizes=(8,), max_epochs=40, random_state=0), **params})
@@ -295,17 +297,14 @@ def linear_module():
         return nn.Linear(3, 1, dtype=torch.float64)
 
 
-def at_rate_1e4(reg, X):
+def at_rate_1e4(reg, X, y):
     """Set ``reg``'s masks to a rate of 1e-4, as the learned rates fall to on UCI concrete, and give
-    the linear module's design ``[X, 1]``, the data's part ``H`` of its exact posterior precision
-    and its prior precisions ``A`` (written out from ``prior_precisions_`` and ``noise_std_``), and
-    the masks' variance of the outputs at ``X``."""
+    the linear module's exact posterior at its learned precisions and noise, and the masks'
+    variance of the outputs at ``X``."""
     reg.posterior_ = DropoutPosterior(reg.posterior_.theta, reg.posterior_.blocks, 1e-4)
-    precision = reg.prior_precisions_
-    prior = np.diag([precision[f"weight[:, {j}]"] for j in range(3)] + [precision["bias"]])
-    design = np.hstack([X, np.ones((len(X), 1))])
+    posterior = BayesianLinearRegression.at_precisions(X, y, reg.noise_std_, reg.prior_precisions_)
     draws = reg.posterior_.sample(reg.n_samples, prediction_generator(reg._sample_seed)).numpy()
-    return design, design.T @ design / reg.noise_std_**2, prior, (design @ draws.T).var(1, ddof=1)
+    return posterior, (posterior.design(X) @ draws.T).var(1, ddof=1)
 
 
 def test_learned_rates_carry_the_map_posterior_beyond_the_masks_spread(linear_data):
@@ -323,8 +322,9 @@ def test_learned_rates_carry_the_map_posterior_beyond_the_masks_spread(linear_da
     fixed = MCDropoutRegressor(**params, dropout_rate=1e-4).fit(X, y)
     assert fixed._local_posterior is None and fixed._draw_local_variance is None and fixed.mask_std_ is None
 
-    design, data, prior, masks = at_rate_1e4(reg, X)
-    laplace = np.einsum("nk,kl,nl->n", design, np.linalg.inv(data + prior), design)
+    posterior, masks = at_rate_1e4(reg, X, y)
+    design = posterior.design(X)
+    laplace = np.einsum("nk,kl,nl->n", design, posterior.covariance, design)
     assert np.mean(laplace > masks) > 0.9
     parts = reg.predict_uncertainty(X)
     np.testing.assert_allclose(parts.epistemic_std**2, np.maximum(masks, laplace), rtol=1e-6)
@@ -344,9 +344,9 @@ def test_past_the_kronecker_factors_the_masks_carry_the_training_rows_mean_short
     monkeypatch.setattr(_local_posterior, "choose_model_structure", lambda model, theta: ("diag", "patched"))
     reg = MCDropoutRegressor(module=linear_module(), normalize_y=False, random_state=0).fit(X, y)
     assert reg._local_posterior is None
-    _, data, prior, masks = at_rate_1e4(reg, X)
+    posterior, masks = at_rate_1e4(reg, X, y)
     reg._draw_local_variance = reg._local_variance(X, y[:, None], torch.tensor([reg.noise_std_]))
-    well_determined = np.trace(data @ np.linalg.inv(data + prior))
+    well_determined = posterior.well_determined()
     local = float(reg._draw_local_variance)
     assert local == pytest.approx(reg.noise_std_**2 * well_determined / len(X) - masks.mean(), rel=1e-6)
     assert local > 0.9 * reg.noise_std_**2 * well_determined / len(X)

@@ -271,20 +271,11 @@ def test_rms_reads_its_perturbations_from_the_rows_of_its_residuals(wave_data, m
     np.testing.assert_allclose(sums.numpy(), [expected.item()], rtol=1e-10)
 
 
-def exact_linear_posterior(reg, X, noise):
-    """A linear model's design ``[X, 1]``, the diagonal prior precision ``A`` of ``reg``'s
-    learned precisions and the exact posterior covariance ``(D^T D / noise^2 + A)^-1``."""
-    precision = reg.prior_precisions_
-    prior = np.diag([precision[f"weight[:, {j}]"] for j in range(X.shape[1])] + [precision["bias"]])
-    design = np.hstack([X, np.ones((len(X), 1))])
-    return design, prior, np.linalg.inv(design.T @ design / noise**2 + prior)
-
-
-def exact_mean_leverage_variance(reg, X):
+def exact_mean_leverage_variance(reg, X, y):
     """``noise**2 gamma / N`` of a linear model at ``reg``'s learned precisions and noise, with
     ``gamma = tr(H (H + A)^-1)`` the exact well-determined parameters."""
-    design, _, covariance = exact_linear_posterior(reg, X, reg.noise_std_)
-    return np.trace(design @ covariance @ design.T) / len(X)
+    exact = BayesianLinearRegression.at_precisions(X, y, reg.noise_std_, reg.prior_precisions_)
+    return reg.noise_std_**2 * exact.well_determined() / len(X)
 
 
 def test_deep_ensemble_of_a_linear_model_predicts_the_exact_posterior(linear_data):
@@ -296,15 +287,15 @@ def test_deep_ensemble_of_a_linear_model_predicts_the_exact_posterior(linear_dat
     X, y = linear_data
     reg = DeepEnsembleRegressor(module=nn.Linear(3, 1, dtype=torch.float64), normalize_y=False, n_estimators=3,
                                 random_state=0).fit(X, y)
-    assert reg.member_std_**2 == pytest.approx(exact_mean_leverage_variance(reg, X), rel=1e-6)
+    posterior = BayesianLinearRegression.at_precisions(X, y, reg.noise_std_, reg.prior_precisions_)
+    gamma = posterior.well_determined()
+    assert reg.member_std_**2 == pytest.approx(reg.noise_std_**2 * gamma / len(X), rel=1e-6)
     # The members' mean is the MAP's function: its residuals give the evidence's noise back.
     assert reg.noise_std_ == pytest.approx(reg.evidence_history_[-1]["noise_std"][0], rel=1e-6)
-    gamma = exact_mean_leverage_variance(reg, X) * len(X) / reg.noise_std_**2
     assert reg.degrees_of_freedom_ == pytest.approx(gamma, rel=1e-3)  # the evidence at its fixed point
-    _, _, covariance = exact_linear_posterior(reg, X, reg.noise_std_)
     X_new = 3 * np.random.RandomState(1).randn(5, X.shape[1])  # away from the training rows too
-    new = np.hstack([X_new, np.ones((5, 1))])
-    exact = np.einsum("ni,ij,nj->n", new, covariance, new)
+    new = posterior.design(X_new)
+    exact = np.einsum("ni,ij,nj->n", new, posterior.covariance, new)
     _, std = reg.predict(X_new, return_std=True)
     np.testing.assert_allclose(std**2, exact + reg.noise_std_**2, rtol=1e-6)
     assert exact.max() > 3 * reg.member_std_**2  # where the training rows' mean falls short
@@ -329,7 +320,8 @@ def test_rms_measures_the_degrees_of_freedom_of_its_fit_with_its_perturbations(l
     reg = RMSRegressor(module=nn.Linear(3, 1, dtype=torch.float64), normalize_y=False, n_estimators=n_members,
                        random_state=0).fit(X, y)
     noise = reg.evidence_history_[-1]["noise_std"][0]
-    design, prior, covariance = exact_linear_posterior(reg, X, noise)
+    posterior = BayesianLinearRegression.at_precisions(X, y, noise, reg.prior_precisions_)
+    design, prior, covariance = posterior.design(X), np.diag(posterior.prior_std**-2.0), posterior.covariance
     hat = design @ covariance @ design.T / noise**2
     anchors = design @ covariance @ prior @ covariance @ design.T / noise**2
     standard_error = np.sqrt((2 * np.trace(hat @ hat) + np.trace(anchors)) / n_members)
@@ -362,7 +354,7 @@ def test_deep_ensemble_reads_its_members_spread_from_a_random_subset_of_a_big_ta
     monkeypatch.setattr(row_subsets, "SUBSET_ROWS", len(X) // 2)
     reg = DeepEnsembleRegressor(module=nn.Linear(3, 1, dtype=torch.float64), normalize_y=False, n_estimators=3,
                                 random_state=0).fit(X, y)
-    exact = exact_mean_leverage_variance(reg, X)
+    exact = exact_mean_leverage_variance(reg, X, y)
     assert reg.member_std_**2 == pytest.approx(exact, rel=0.1)
     assert reg.member_std_**2 != pytest.approx(exact, rel=1e-6)
 
