@@ -61,13 +61,19 @@ class HierarchicalLinearRegression:
 
     ``y = design w + noise``, ``w_g ~ N(0, I / delta_g)`` per group of
     coefficients, ``noise ~ N(0, I / tau)``, and ``delta_g, tau ~ Gamma(shape,
-    rate)``. Given the hyperparameters the model is Gaussian, so ``p(y | delta,
-    tau)`` and the weights' conditional mean and covariance are closed-form;
-    the hyperparameters (one or two ``delta_g`` and ``tau``) are integrated out
+    rate)``; the precisions of the groups ``columns`` instead about a common
+    mean ``m``, ``delta_c ~ Gamma(column_shape, rate column_shape / m)``, with
+    ``m ~ Gamma(shape, rate)`` integrated out in closed form (Neal's hierarchy
+    for input relevance; ``int m**(nu - 1) exp(-rate m - S / m) dm = 2 (S /
+    rate)**(nu / 2) K_nu(2 sqrt(rate S))``, a modified Bessel function). Given
+    the hyperparameters the model is Gaussian, so ``p(y | delta, tau)`` and
+    the weights' conditional mean and covariance are closed-form; the
+    hyperparameters (up to three ``delta_g`` and ``tau``) are integrated out
     on a regular grid of their logs (the trapezoid rule, spectrally accurate
     for a smooth density that has vanished at the grid's edges). A first
-    coarse grid finds where the posterior lies; the final grid spans 9
-    posterior standard deviations either side of its mean on each axis.
+    coarse grid finds where the posterior lies; each of two finer grids spans 9
+    posterior standard deviations either side of the mean the last one found,
+    on each axis.
 
     Parameters
     ----------
@@ -79,6 +85,9 @@ class HierarchicalLinearRegression:
     shape, rate : float
     n_points : int
         Grid points per axis.
+    columns : sequence of int, default=()
+        The groups whose precisions share a mean.
+    column_shape : float, default=0.5
 
     Attributes
     ----------
@@ -89,18 +98,36 @@ class HierarchicalLinearRegression:
         The weights' posterior mean and standard deviation.
     """
 
-    def __init__(self, design, y, groups, shape, rate, n_points=61):
+    def __init__(self, design, y, groups, shape, rate, n_points=61, columns=(), column_shape=0.5):
         self.design, self.y, self.groups = design, y, np.asarray(groups)
         self.shape, self.rate = shape, rate
+        self.columns, self.column_shape = list(columns), column_shape
         n_axes = self.groups.max() + 2
-        coarse = self._integrate([np.linspace(-15, 15, 121 if n_axes == 2 else 41)] * n_axes)
-        axes = [np.linspace(m - 9 * s, m + 9 * s, n_points) for m, s in zip(*coarse)]
-        self._integrate(axes)
+        moments = self._integrate([np.linspace(-15, 15, {2: 121, 3: 41}.get(n_axes, 31))] * n_axes)
+        for _ in range(2):  # the coarse grid may put a narrow axis's mass on one point: refine twice
+            moments = self._integrate([np.linspace(m - 9 * s, m + 9 * s, n_points) for m, s in zip(*moments)])
 
     def _gamma_of_log(self, log_x):
         from scipy.special import gammaln
 
         return self.shape * np.log(self.rate) - gammaln(self.shape) + self.shape * log_x - self.rate * np.exp(log_x)
+
+    def _log_prior(self, grid):
+        """The log density of the grid's log precisions and log tau (one row each)."""
+        from scipy.special import gammaln, kve
+
+        log_prior = self._gamma_of_log(grid)
+        if not self.columns:
+            return log_prior.sum(1)
+        others = [axis for axis in range(grid.shape[1]) if axis not in self.columns]
+        A, a, b = self.column_shape, self.shape, self.rate
+        log_columns = grid[:, self.columns]
+        scale = A * np.exp(log_columns).sum(1)
+        order = a - len(self.columns) * A
+        z = 2 * np.sqrt(b * scale)
+        log_integral = np.log(2) + 0.5 * order * np.log(scale / b) + np.log(kve(order, z)) - z
+        columns = (A * np.log(A) - gammaln(A) + A * log_columns).sum(1) + a * np.log(b) - gammaln(a) + log_integral
+        return log_prior[:, others].sum(1) + columns
 
     def _integrate(self, axes):
         from scipy.special import logsumexp
@@ -122,7 +149,7 @@ class HierarchicalLinearRegression:
             - 0.5 * tau * (y @ y)
             + 0.5 * tau * (mean @ projection)
         )
-        log_joint = log_likelihood + self._gamma_of_log(grid).sum(1)
+        log_joint = log_likelihood + self._log_prior(grid)
         cell = np.prod([axis[1] - axis[0] for axis in axes])
         self.log_evidence = float(logsumexp(log_joint) + np.log(cell))
         weights = np.exp(log_joint - log_joint.max())

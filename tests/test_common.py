@@ -46,7 +46,10 @@ from sklearn_quinn.model_selection import EvidenceSearch
 
 FAST = dict(hidden_layer_sizes=(16,), lr=0.01, max_epochs=60, random_state=0)
 FIXED_PRIOR = dict(FAST, prior_std=1.0)
-SMC_FAST = dict(hidden_layer_sizes=(8,), n_particles=20, n_mcmc_steps=1, n_leapfrog=5, random_state=0)
+# 40 particles: with 20 and one move a stage the default regressor's fit of scikit-learn's regression check
+# scored R^2 0.49 once the input columns' precisions were sampled about their layer's mean (0.81 before; 0.81
+# with 40).
+SMC_FAST = dict(hidden_layer_sizes=(8,), n_particles=40, n_mcmc_steps=1, n_leapfrog=5, random_state=0)
 
 ESTIMATORS = [
     LaplaceRegressor(**FAST),

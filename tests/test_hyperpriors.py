@@ -8,8 +8,14 @@ import torch
 from scipy import stats
 from scipy.special import digamma, polygamma
 
-from sklearn_quinn._core.evidence import ParameterGroups
-from sklearn_quinn._core.hyperpriors import GammaHyperprior, HierarchicalPrior, HyperparameterGibbs, standard_gamma
+from sklearn_quinn._core.evidence import COLUMN_SHAPE, ParameterGroups
+from sklearn_quinn._core.hyperpriors import (
+    GammaHyperprior,
+    HierarchicalPrior,
+    HyperparameterGibbs,
+    log_generalized_inverse_gaussian,
+    standard_gamma,
+)
 from sklearn_quinn._core.likelihoods import CategoricalLikelihood, GaussianLikelihood
 from sklearn_quinn._core.log_posterior import LeadingColumns, LogPosterior, hierarchical_log_posterior
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
@@ -19,7 +25,8 @@ HYPERPRIOR = GammaHyperprior(0.5, 0.01)
 
 
 def _problem(task, n_outputs=2):
-    """A 3-4-O tanh network (4 groups), 20 points, and its hierarchical log posterior."""
+    """A 3-4-O tanh network (6 groups: its first layer's 3 input columns, then one group a
+    tensor), 20 points, and its hierarchical log posterior."""
     torch.manual_seed(0)
     model = FunctionalModel(build_mlp(3, n_outputs, (4,), "tanh").double())
     X = torch.randn(20, 3, **DOUBLE)
@@ -49,21 +56,26 @@ def test_standard_gamma_draws_have_the_gamma_moments(shape):
 
 
 def test_hierarchical_prior_density_is_the_product_of_its_parts():
-    """The log density over rows [theta | log noise std | log precisions] is
-    N(theta_g; 0, 1/delta_g) Gamma(delta_g) delta_g Gamma(tau) 2 tau, with tau = exp(-2 log noise std)
+    """The log density over rows [theta | log noise std | log precisions | log layer mean] is
+    N(theta_g; 0, 1/delta_g) Gamma(delta_g) delta_g Gamma(tau) 2 tau, with tau = exp(-2 log noise std),
+    and for the first layer's input columns Gamma(delta_c; A, rate A / m) delta_c Gamma(m) m
     (scipy's densities, with the Jacobians of the log coordinates); its gradient is autograd's."""
     model, _, log_posterior, _ = _problem("regression")
     prior = log_posterior.log_prior
     rows = prior.sample(3, torch.Generator().manual_seed(1))
-    theta, log_noise, log_precision = prior.split(rows)
+    theta, log_noise, log_precision, log_mean = prior.split(rows)
+    assert log_precision.shape == (3, 6) and log_mean.shape == (3, 1)  # 3 columns, 0.bias, 2.weight, 2.bias
     gamma = stats.gamma(HYPERPRIOR.shape, scale=1 / HYPERPRIOR.rate)
     index = ParameterGroups.of(model).index.numpy()
     for row in range(3):
-        precision = np.exp(log_precision[row].numpy())
+        precision, mean = np.exp(log_precision[row].numpy()), math.exp(float(log_mean[row, 0]))
         tau = math.exp(-2 * float(log_noise[row]))
+        column = stats.gamma(COLUMN_SHAPE, scale=mean / COLUMN_SHAPE)
         expected = (
             stats.norm.logpdf(theta[row].numpy(), scale=precision[index] ** -0.5).sum()
-            + (gamma.logpdf(precision) + np.log(precision)).sum()
+            + (column.logpdf(precision[:3]) + np.log(precision[:3])).sum()
+            + (gamma.logpdf(precision[3:]) + np.log(precision[3:])).sum()
+            + gamma.logpdf(mean) + math.log(mean)
             + gamma.logpdf(tau) + math.log(2 * tau)
         )
         assert float(prior(rows[row : row + 1])) == pytest.approx(expected, rel=1e-12)
@@ -74,44 +86,93 @@ def test_hierarchical_prior_density_is_the_product_of_its_parts():
 
 def test_hierarchical_prior_draws():
     """40k prior rows: E[log delta] = digamma(a) - log(b) within 4 standard errors
-    (variance trigamma(a)), and sqrt(delta_g) theta standard normal (std within 2%)."""
+    (variance trigamma(a)), the same for the layer's mean m and tau; an input column's
+    E[log delta_c] = E[log m] + digamma(A) - log(A) (variance trigamma(a) + trigamma(A));
+    and sqrt(delta_g) theta standard normal (std within 2%)."""
     model, _, log_posterior, _ = _problem("regression")
     prior = log_posterior.log_prior
     n = 40_000
     rows = prior.sample(n, torch.Generator().manual_seed(2))
-    theta, log_noise, log_precision = prior.split(rows)
+    theta, log_noise, log_precision, log_mean = prior.split(rows)
     log_tau = -2 * log_noise
     expected = digamma(HYPERPRIOR.shape) - math.log(HYPERPRIOR.rate)
     error = 4 * math.sqrt(polygamma(1, HYPERPRIOR.shape) / n)
-    assert (np.abs(log_precision.numpy().mean(0) - expected) < error).all()
+    assert (np.abs(log_precision[:, 3:].numpy().mean(0) - expected) < error).all()
+    assert abs(float(log_mean.mean()) - expected) < error
     assert abs(float(log_tau.mean()) - expected) < error
+    column = expected + digamma(COLUMN_SHAPE) - math.log(COLUMN_SHAPE)
+    column_error = 4 * math.sqrt((polygamma(1, HYPERPRIOR.shape) + polygamma(1, COLUMN_SHAPE)) / n)
+    assert (np.abs(log_precision[:, :3].numpy().mean(0) - column) < column_error).all()
     standardised = theta * prior.per_weight(log_precision.exp()).sqrt()
     np.testing.assert_allclose(standardised.std(0).numpy(), 1.0, rtol=0.02)
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.3])
 def test_gibbs_draws_follow_the_conjugate_conditionals(temperature):
-    """Given fixed weights, 20k draws of each hyperparameter: delta_g ~ Gamma(a + K_g/2,
-    b + ||theta_g||^2/2) and tau ~ Gamma(a + beta N O/2, b + beta SSE/2); the means
-    of the precisions and of their logs within 4 standard errors."""
+    """Given fixed weights and precisions, 20k draws of each hyperparameter: the layer's
+    mean m from its generalized inverse Gaussian given the columns' precisions (scipy's
+    geninvgauss, Kolmogorov-Smirnov), then delta_c (A/m + ||theta_c||^2/2) ~ Gamma(A + K_c/2)
+    at each draw's m, delta_g ~ Gamma(a + K_g/2, b + ||theta_g||^2/2) and tau ~ Gamma(a +
+    beta N O/2, b + beta SSE/2); the means of the precisions and of their logs within 4
+    standard errors."""
     model, Y, log_posterior, gibbs = _problem("regression")
+    prior = log_posterior.log_prior
     n = 20_000
-    rows = log_posterior.log_prior.sample(1, torch.Generator().manual_seed(3)).expand(n, -1)
+    rows = prior.sample(1, torch.Generator().manual_seed(3)).expand(n, -1)
     theta = rows[:, : model.n_params]
     statistics = gibbs.statistics(theta)
     new = gibbs.draw(torch.Generator().manual_seed(4), rows, statistics, temperature)
-    _, log_noise, log_precision = log_posterior.log_prior.split(new)
+    _, log_noise, log_precision, log_mean = prior.split(new)
     np.testing.assert_array_equal(new[:, : model.n_params].numpy(), theta.numpy())  # the weights stay
     a, b = HYPERPRIOR
+    old_columns = np.exp(prior.split(rows[:1])[2][0, :3].numpy())
+    scale = COLUMN_SHAPE * old_columns.sum()
+    mean = stats.geninvgauss(a - 3 * COLUMN_SHAPE, 2 * math.sqrt(b * scale), scale=math.sqrt(scale / b))
+    assert stats.kstest(np.exp(log_mean[:5000, 0].numpy()), mean.cdf).pvalue > 1e-3
+    assert abs(float(log_mean.exp().mean()) - mean.mean()) < 4 * mean.std() / math.sqrt(n)
+    sizes = ParameterGroups.of(model).sizes
+    standardised = np.exp(log_precision[:, :3].numpy()) * (
+        COLUMN_SHAPE / np.exp(log_mean.numpy()) + statistics.squares[:1, :3].numpy() / 2)
     sse = float(((Y - model(theta[:1], log_posterior.log_likelihood.density.X)) ** 2).sum())
-    shapes = [a + int(size) / 2 for size in ParameterGroups.of(model).sizes] + [a + temperature * Y.numel() / 2]
-    rates = [b + float(s) / 2 for s in statistics.squares[0]] + [b + temperature * sse / 2]
-    draws = torch.cat([log_precision, -2 * log_noise[:, None]], dim=1).numpy()
+    shapes = [COLUMN_SHAPE + int(size) / 2 for size in sizes[:3]]
+    shapes += [a + int(size) / 2 for size in sizes[3:]] + [a + temperature * Y.numel() / 2]
+    rates = [1.0] * 3 + [b + float(s) / 2 for s in statistics.squares[0, 3:]] + [b + temperature * sse / 2]
+    draws = np.concatenate([np.log(standardised), log_precision[:, 3:].numpy(), -2 * log_noise[:, None].numpy()], 1)
     for column, (shape, rate) in enumerate(zip(shapes, rates)):
         values = np.exp(draws[:, column])
         assert abs(values.mean() - shape / rate) < 4 * math.sqrt(shape / n) / rate
         assert abs(draws[:, column].mean() - (digamma(shape) - math.log(rate))) < 4 * math.sqrt(
             polygamma(1, shape) / n)
+
+
+@pytest.mark.parametrize("order, rate, scale", [(-3.5, 0.01, 400.0), (-99.5, 0.01, 100.0), (2.0, 0.01, 5.0),
+                                                (-0.5, 1e-4, 1e6)])
+def test_log_generalized_inverse_gaussian_draws(order, rate, scale):
+    """The rejection draws of log x against scipy's geninvgauss, whose x**(p - 1) exp(-b (x + 1/x) / 2)
+    at scale sqrt(scale / rate) is x**(order - 1) exp(-rate x - scale / x) with p = order, b = 2 sqrt(rate
+    scale): Kolmogorov-Smirnov on 20k draws, the mean within 4 standard errors; the same seed, the
+    same draws. Negative orders are a layer's mean precision given many columns; positive, few."""
+    n = 20_000
+    target = stats.geninvgauss(order, 2 * math.sqrt(rate * scale), scale=math.sqrt(scale / rate))
+    scales = torch.full((n,), scale, **DOUBLE)
+    draws = log_generalized_inverse_gaussian(order, rate, scales, torch.Generator().manual_seed(0))
+    x = np.exp(draws.numpy())
+    assert stats.kstest(x, target.cdf).pvalue > 1e-3
+    assert abs(x.mean() - target.mean()) < 4 * target.std() / math.sqrt(n)
+    again = log_generalized_inverse_gaussian(order, rate, scales, torch.Generator().manual_seed(0))
+    torch.testing.assert_close(draws, again, rtol=0, atol=0)
+
+
+def test_tied_groups_have_no_layer_means():
+    """With each tensor's columns tied the prior is the one without layer means: no columns
+    after the precisions, and a Gibbs draw leaves none."""
+    model = FunctionalModel(build_mlp(3, 1, (4,), "tanh").double())
+    tied = HierarchicalPrior(ParameterGroups.of(model).tied(), HYPERPRIOR)
+    assert tied.n_layers == 0 and tied.n_hyperparameters == 4
+    rows = tied.sample(5, torch.Generator().manual_seed(0))
+    assert rows.shape == (5, model.n_params + 4) and tied.split(rows)[3].shape == (5, 0)
+    apart = HierarchicalPrior(ParameterGroups.of(model), HYPERPRIOR)
+    assert apart.n_layers == 1 and apart.n_hyperparameters == 3 + 3 + 1
 
 
 @pytest.mark.parametrize("task", ["regression", "classification"])

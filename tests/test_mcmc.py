@@ -64,22 +64,26 @@ def test_linear_model_posterior_is_exact(linear_data, sampler, device):
 @pytest.mark.parametrize("sampler", ["hmc", "nuts", "mala", "amcmc"])
 def test_hierarchical_linear_model_posterior_is_exact(linear_data, sampler):
     """The default prior (prior_std=None): Gamma hyperpriors on the precision of
-    the coefficients, of the bias and of the noise, sampled by Gibbs draws
-    between the sampler's moves. A linear model's joint posterior of the logs of
-    the three precisions, and the coefficients' posterior, are exact by
-    quadrature (tests/exact.py): every posterior mean within 4 Monte Carlo
-    standard errors (from ess_), every posterior std within 15%."""
+    the bias and of the noise, and each input column's precision about their
+    mean, itself under the Gamma hyperprior, sampled by Gibbs draws between the
+    sampler's moves. A linear model's joint posterior of the logs of the four
+    precisions (the columns' mean integrated out), and the coefficients'
+    posterior, are exact by quadrature (tests/exact.py): every posterior mean
+    within 4 Monte Carlo standard errors (from ess_), every posterior std
+    within 15%."""
     X, y = linear_data
+    X = X[:, :2]  # two columns: a grid over four hyperparameters
     reg = MCMCRegressor(hidden_layer_sizes=(), normalize_y=False, sampler=sampler, max_epochs=50, random_state=0,
                         **{**SETTINGS[sampler], "n_samples": 2 * SETTINGS[sampler]["n_samples"]}).fit(X, y)
-    exact = HierarchicalLinearRegression(BayesianLinearRegression.design(X), y, [0, 0, 0, 1],
-                                         reg.hyperprior_shape, reg.hyperprior_rate)
-    assert list(reg.prior_precisions_) == ["0.weight", "0.bias"]
-    draws = reg.chains_.reshape(-1, 7)  # 3 coefficients, the bias, the log noise std, 2 log precisions
-    draws[:, 4] *= -2  # log tau = -2 log noise std
+    exact = HierarchicalLinearRegression(BayesianLinearRegression.design(X), y, [0, 1, 2],
+                                         reg.hyperprior_shape, reg.hyperprior_rate, n_points=31, columns=[0, 1])
+    assert list(reg.prior_precisions_) == ["0.weight[:, 0]", "0.weight[:, 1]", "0.bias"]
+    # 2 coefficients, the bias, the log noise std, 3 log precisions; then the columns' log mean
+    draws = reg.chains_.reshape(-1, 8)[:, :7]
+    draws[:, 3] *= -2  # log tau = -2 log noise std
     mean = np.r_[exact.mean, exact.mean_log_tau, exact.mean_log_precision]
     std = np.r_[exact.std, exact.std_log_tau, exact.std_log_precision]
-    assert (np.abs(draws.mean(0) - mean) < 4 * std / np.sqrt(reg.ess_)).all()
+    assert (np.abs(draws.mean(0) - mean) < 4 * std / np.sqrt(reg.ess_[:7])).all()
     np.testing.assert_allclose(draws.std(0), std, rtol=0.15)
     np.testing.assert_allclose(reg.prior_precision_samples_.mean(0), list(reg.prior_precisions_.values()))
     assert reg.n_divergent_ == 0
@@ -109,7 +113,8 @@ def test_nuts_reports_its_trajectory_lengths_and_warns_when_they_hit_the_maximum
 def test_sampled_noise_recovers_the_noise(wave_data):
     X, y = wave_data
     reg = small(hidden_layer_sizes=(16,), n_samples=200, n_burnin=300, max_epochs=200).fit(X, y)
-    assert reg.chains_.shape[-1] == reg.posterior_.samples.shape[1] + 1 + 5  # weights, log noise, log precisions
+    # the weights, the log noise, 7 log precisions (2 + 2 input columns), 2 layers' log means
+    assert reg.chains_.shape[-1] == reg.posterior_.samples.shape[1] + 1 + 7 + 2
     assert 0.07 < reg.noise_std_ < 0.16  # the data's noise std is 0.1
 
 
@@ -138,14 +143,17 @@ def test_fitted_attributes(wave_data):
     X, y = wave_data
     reg = small(n_chains=3, n_samples=12, thin=2).fit(X, y)
     n_params = reg.posterior_.samples.shape[1]
-    names = ["mlp.0.weight", "mlp.0.bias", "mlp.2.weight", "mlp.2.bias", "linear.weight"]
-    assert reg.chains_.shape == (3, 12, n_params + 1 + 5)  # weights, log noise std, log precisions
+    names = ["mlp.0.weight[:, 0]", "mlp.0.weight[:, 1]", "mlp.0.bias", "mlp.2.weight", "mlp.2.bias",
+             "linear.weight[:, 0]", "linear.weight[:, 1]"]
+    # weights, log noise std, log precisions, the log means of the two layers' input columns
+    assert reg.chains_.shape == (3, 12, n_params + 1 + 7 + 2)
     assert reg.posterior_.samples.shape == (36, n_params)
     assert reg.acceptance_rate_.shape == reg.step_size_.shape == (3,)
-    assert reg.rhat_.shape == reg.ess_.shape == (n_params + 6,)
+    assert reg.rhat_.shape == reg.ess_.shape == (n_params + 10,)
     assert list(reg.prior_precisions_) == names
-    assert reg.prior_precision_samples_.shape == (36, 5)
-    np.testing.assert_allclose(reg.prior_precision_samples_, np.exp(reg.chains_[..., -5:].reshape(-1, 5)))
+    assert reg.prior_precision_samples_.shape == (36, 7)
+    log_precisions = reg.chains_[..., n_params + 1 : n_params + 8].reshape(-1, 7)
+    np.testing.assert_allclose(reg.prior_precision_samples_, np.exp(log_precisions))
     np.testing.assert_allclose(reg._draw_noise[:, 0].numpy(), np.exp(reg.chains_[..., n_params].reshape(-1)))
     fixed = small(n_chains=3, n_samples=12, thin=2, prior_std=1.0).fit(X, y)
     assert fixed.chains_.shape == (3, 12, n_params + 1)  # the log noise std, sampled with the weights
@@ -398,12 +406,13 @@ def test_hyperparameters_in_joblib_groups(wave_data):
     """Chains split over two joblib workers carry their hyperparameter columns."""
     X, y = wave_data
     reg = small(n_jobs=2, n_samples=10, n_burnin=10).fit(X, y)
-    assert reg.chains_.shape == (4, 10, reg.posterior_.samples.shape[1] + 6)
-    assert np.isfinite(reg.chains_).all() and reg.prior_precision_samples_.shape == (40, 5)
+    assert reg.chains_.shape == (4, 10, reg.posterior_.samples.shape[1] + 1 + 7 + 2)
+    assert np.isfinite(reg.chains_).all() and reg.prior_precision_samples_.shape == (40, 7)
 
 
 def test_classifier_samples_the_prior_precisions():
-    """A classifier has no noise: its rows are the weights and one log precision per parameter tensor."""
+    """A classifier has no noise: its rows are the weights, one log precision per parameter tensor
+    and per input column of the layers that read the inputs, and those layers' log means."""
     from sklearn.datasets import load_iris
 
     from sklearn_quinn import MCMCClassifier
@@ -412,8 +421,9 @@ def test_classifier_samples_the_prior_precisions():
     clf = MCMCClassifier(hidden_layer_sizes=(4,), n_samples=20, n_burnin=20, n_leapfrog=4, max_epochs=30,
                          random_state=0).fit(X, y)
     n_params = clf.posterior_.samples.shape[1]
-    assert clf.chains_.shape == (4, 20, n_params + 5)
-    assert list(clf.prior_precisions_) == ["mlp.0.weight", "mlp.0.bias", "mlp.2.weight", "mlp.2.bias", "linear.weight"]
+    assert clf.chains_.shape == (4, 20, n_params + 4 + 1 + 1 + 1 + 4 + 2)
+    assert list(clf.prior_precisions_) == [*(f"mlp.0.weight[:, {j}]" for j in range(4)), "mlp.0.bias", "mlp.2.weight",
+                                           "mlp.2.bias", *(f"linear.weight[:, {j}]" for j in range(4))]
     np.testing.assert_allclose(clf.predict_proba(X[:5]).sum(1), 1.0)
 
 

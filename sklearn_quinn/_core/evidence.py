@@ -202,6 +202,12 @@ class ParameterGroups:
             layers.append((slice(start, offsets[tensor + 1]), self.index[start:start + n_columns]))
         return layers
 
+    def column_layers(self):
+        """The groups of each weight matrix whose input columns are groups apart, a tensor ``(C,)``
+        each (none where the columns are tied: :meth:`tied`)."""
+        layers = (torch.unique(columns) for _, columns in self.input_layers())
+        return [columns for columns in layers if len(columns) > 1]
+
     def as_dict(self, values):
         """``{name: float}`` from one value per group."""
         return {name: float(value) for name, value in zip(self.names, values)}
@@ -353,8 +359,7 @@ class ColumnHyperprior:
 
     def __init__(self, groups, shape=None, device=None):
         self.shape = COLUMN_SHAPE if shape is None else shape
-        layers = (torch.unique(columns) for _, columns in groups.input_layers())
-        self.layers = [columns.to(device) for columns in layers if len(columns) > 1]
+        self.layers = [columns.to(device) for columns in groups.column_layers()]
         # Each layer's last log mean, where the next fixed point starts its Newton steps.
         self._log_means = [None] * len(self.layers)
 

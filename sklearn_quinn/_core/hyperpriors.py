@@ -2,19 +2,38 @@
 
 With hyperpriors a sampler's state row is
 
-    ``[theta (K) | log noise std (1, when the noise is sampled) | log prior precisions (G)]``
+    ``[theta (K) | log noise std (1, when the noise is sampled) | log prior precisions (G)
+    | log layer means (L)]``
 
 under the hierarchical model of Neal (1996), "Bayesian Learning for Neural
 Networks": one prior precision ``delta_g`` per group of weights (each named
-parameter tensor: a layer's weights, a layer's biases), ``theta_g | delta_g ~
-N(0, I / delta_g)``, ``delta_g ~ Gamma(shape, rate)``, and for a Gaussian
-likelihood with a sampled noise ``tau = 1 / noise_std**2 ~ Gamma(shape,
-rate)``. Both conditionals are Gamma (the hyperpriors are conjugate), so the
-hyperparameters are drawn exactly given the weights, batched over rows: at
-likelihood temperature ``beta`` (SMC's tempering; 1 for MCMC)
+parameter tensor: a layer's weights, a layer's biases; each input column of
+a weight matrix that reads the inputs, where the groups keep them apart),
+``theta_g | delta_g ~ N(0, I / delta_g)``, ``delta_g ~ Gamma(shape, rate)``,
+and for a Gaussian likelihood with a sampled noise ``tau = 1 / noise_std**2
+~ Gamma(shape, rate)``. An input column's precision is drawn about its
+layer's mean precision ``m_l`` instead, as in Neal's hierarchy for input
+relevance: ``delta_c | m_l ~ Gamma(A, rate A / m_l)`` (mean ``m_l``; ``A``
+is the evidence's ``COLUMN_SHAPE``), and ``m_l ~ Gamma(shape, rate)``, the
+hyperprior a layer's tied precision has: as ``A`` grows the columns tie to
+``m_l`` and the prior is the tied one. (A Gamma hyperprior on ``1 / m_l``
+would be conjugate, but its heavy tail towards large ``m_l`` gives a mode
+where every column's weights and ``1 / m_l`` shrink to zero together and the
+noise explains the targets; Gibbs chains that enter it do not leave.)
+
+The conditionals of the precisions and the noise are Gamma (the
+hyperpriors are conjugate), so they are drawn exactly given the weights,
+batched over rows: at likelihood temperature ``beta`` (SMC's tempering; 1
+for MCMC)
 
     ``delta_g | theta ~ Gamma(shape + K_g / 2, rate + ||theta_g||^2 / 2)``,
-    ``tau | theta, y ~ Gamma(shape + beta N O / 2, rate + beta SSE(theta) / 2)``.
+    ``delta_c | theta, m_l ~ Gamma(A + K_c / 2, A / m_l + ||theta_c||^2 / 2)``,
+    ``tau | theta, y ~ Gamma(shape + beta N O / 2, rate + beta SSE(theta) / 2)``,
+
+and a layer's mean given its columns' precisions, drawn first, is a
+generalized inverse Gaussian, density ``m**(shape - C A - 1) exp(-rate m -
+A sum_c delta_c / m)`` over the layer's ``C`` columns
+(:func:`log_generalized_inverse_gaussian`).
 
 With several outputs ``noise_std`` is the noisiest output's, the others held
 in fixed ratios to it, and SSE counts each output's residuals over its ratio
@@ -36,6 +55,7 @@ from typing import NamedTuple
 
 import torch
 
+from . import evidence
 from .rng import standard_normal, standard_uniform
 
 _LOG_2PI = math.log(2 * math.pi)
@@ -72,6 +92,46 @@ def standard_gamma(shape, generator=None):
     return draws.clamp(min=tiny)
 
 
+def log_generalized_inverse_gaussian(order, rate, scale, generator=None):
+    """Draws of ``log x``, one per element of the tensor ``scale``, where ``x`` has the
+    density ``x**(order - 1) exp(-rate x - scale / x)`` up to its normaliser (a generalized
+    inverse Gaussian; ``order`` a float or a tensor like ``scale``, ``rate > 0``, ``scale > 0``).
+
+    Exact rejection sampling in ``u = log x``, whose log density ``g(u) = order u - rate e^u -
+    scale e^-u`` is strictly concave: its curvature ``h(u) = rate e^u + scale e^-u`` is convex with
+    its least value ``2 sqrt(rate scale)`` at ``u0 = log(scale / rate) / 2``, so on the side of the
+    mode ``u*`` away from ``u0`` it is at least ``h(u*)``, and on the other side at least its least
+    value. With ``g'(u*) = 0``, Taylor's theorem bounds ``g`` by the two half-normals about ``u*``
+    with those curvatures; a draw from them is kept with the ratio of ``exp g`` to them. Every
+    round draws for every element and keeps each one's first acceptance, as :func:`standard_gamma`.
+    """
+    order = torch.as_tensor(order, dtype=scale.dtype, device=scale.device).expand_as(scale)
+    root = torch.sqrt(order.square() + 4 * rate * scale)
+    # The mode x* = (order + root) / (2 rate), written without cancellation for either sign of order.
+    mode = torch.where(order < 0, 2 * scale / (root - order), (order + root) / (2 * rate))
+    log_mode = torch.log(mode)
+    away = torch.rsqrt(rate * mode + scale / mode)
+    toward = torch.rsqrt(2 * torch.sqrt(rate * scale))
+    u0_above = log_mode < 0.5 * torch.log(scale / rate)
+    std_above, std_below = torch.where(u0_above, toward, away), torch.where(u0_above, away, toward)
+
+    def log_density(u):
+        return order * u - rate * torch.exp(u) - scale * torch.exp(-u)
+
+    peak = log_density(log_mode)
+    draws = torch.zeros_like(scale)
+    pending = torch.ones_like(scale, dtype=torch.bool)
+    while bool(pending.any()):
+        z = standard_normal(generator, scale).abs()
+        above = standard_uniform(generator, scale) * (std_above + std_below) < std_above
+        u = log_mode + torch.where(above, z * std_above, -z * std_below)
+        accept = torch.log(standard_uniform(generator, scale)) < log_density(u) - peak + 0.5 * z.square()
+        take = pending & accept
+        draws = torch.where(take, u, draws)
+        pending = pending & ~take
+    return draws
+
+
 class GammaHyperprior(NamedTuple):
     """``Gamma(shape, rate)`` on a precision: density ``rate**shape / Gamma(shape) x**(shape - 1) exp(-rate x)``."""
 
@@ -94,37 +154,50 @@ class GammaHyperprior(NamedTuple):
 
 
 class HierarchicalPrior:
-    """The prior over state rows ``[theta | log noise std | log prior precisions]``
-    (see the module docstring), normalised in those coordinates.
+    """The prior over state rows ``[theta | log noise std | log prior precisions | log layer
+    means]`` (see the module docstring), normalised in those coordinates.
 
     Parameters
     ----------
     groups : ParameterGroups
-        The groups of ``theta`` that share a precision.
+        The groups of ``theta`` that share a precision; the input columns of a layer that are
+        groups apart (:meth:`ParameterGroups.column_layers`) are drawn about their layer's mean.
     hyperprior : GammaHyperprior
-        On every prior precision and on the noise precision.
+        On every prior precision, on every layer's mean precision and on the noise precision.
     noise : bool, default=False
         Whether the rows carry a log noise std (a Gaussian likelihood's sampled noise).
+    column_shape : float, default=None
+        ``A``, the shape of an input column's precision about its layer's mean: the evidence's
+        ``COLUMN_SHAPE`` (:class:`~sklearn_quinn._core.evidence.ColumnHyperprior`) where None.
     """
 
-    def __init__(self, groups, hyperprior, noise=False):
+    def __init__(self, groups, hyperprior, noise=False, column_shape=None):
         self.groups, self.hyperprior, self.noise = groups, hyperprior, bool(noise)
+        self.column_shape = evidence.COLUMN_SHAPE if column_shape is None else column_shape
         self.n_params = int(groups.sizes.sum())
         self.n_groups = len(groups)
-        #: Columns after the weights: the log noise std (when sampled), then the log precisions.
-        self.n_hyperparameters = self.noise + self.n_groups
+        layers = groups.column_layers()
+        self.n_layers = len(layers)
+        #: The input columns' groups ``(Gc,)``, and the layer of each ``(Gc,)``.
+        self.columns = torch.cat(layers) if layers else torch.zeros(0, dtype=torch.long)
+        self.column_layer = torch.cat([torch.full((len(c),), layer) for layer, c in enumerate(layers)]) \
+            if layers else torch.zeros(0, dtype=torch.long)
+        #: Columns after the weights: the log noise std (when sampled), the log precisions, the log layer means.
+        self.n_hyperparameters = self.noise + self.n_groups + self.n_layers
         self.n_columns = self.n_params + self.n_hyperparameters
 
     # ---------------------------------------------------------------- layout
     def split(self, rows):
-        """``theta (C, K)``, ``log noise std (C,)`` or None, ``log precisions (C, G)``."""
+        """``theta (C, K)``, ``log noise std (C,)`` or None, ``log precisions (C, G)``, ``log layer
+        means (C, L)``."""
         theta = rows[:, : self.n_params]
         log_noise = rows[:, self.n_params] if self.noise else None
-        return theta, log_noise, rows[:, self.n_params + self.noise :]
+        first = self.n_params + self.noise
+        return theta, log_noise, rows[:, first : first + self.n_groups], rows[:, first + self.n_groups :]
 
-    def join(self, theta, log_noise, log_precision):
+    def join(self, theta, log_noise, log_precision, log_mean):
         """State rows from their parts (the inverse of :meth:`split`)."""
-        parts = [theta] + ([log_noise[:, None]] if self.noise else []) + [log_precision]
+        parts = [theta] + ([log_noise[:, None]] if self.noise else []) + [log_precision, log_mean]
         return torch.cat(parts, dim=1)
 
     def per_weight(self, values):
@@ -136,42 +209,72 @@ class HierarchicalPrior:
         index = self.groups.index.to(theta.device)
         return theta.new_zeros(theta.shape[0], self.n_groups).index_add_(1, index, theta.square())
 
+    def group_gammas(self, log_mean):
+        """The Gamma prior of each group's precision given the layers' log means ``(C, L)``:
+        shapes ``(G,)`` and rates ``(C, G)``."""
+        shape, rate = self.hyperprior
+        shapes = log_mean.new_full((self.n_groups,), shape)
+        rates = log_mean.new_full((log_mean.shape[0], self.n_groups), rate)
+        columns = self.columns.to(log_mean.device)
+        shapes[columns] = self.column_shape
+        rates[:, columns] = self.column_shape * torch.exp(-log_mean[:, self.column_layer.to(log_mean.device)])
+        return shapes, rates
+
+    def layer_sums(self, values):
+        """Sums of per-group ``values (C, G)`` over each layer's columns, ``(C, L)``."""
+        columns, layer = self.columns.to(values.device), self.column_layer.to(values.device)
+        return values.new_zeros(values.shape[0], self.n_layers).index_add_(1, layer, values[:, columns])
+
     # --------------------------------------------------------------- density
     def __call__(self, rows):
         return self.value_and_grad(rows)[0]
 
     def value_and_grad(self, rows):
         """The log density of each row ``(C,)`` and its gradient ``(C, P)``, in closed form."""
-        theta, log_noise, log_precision = self.split(rows)
+        theta, log_noise, log_precision, log_mean = self.split(rows)
         precision = torch.exp(log_precision)
         sizes = self.groups.sizes.to(device=rows.device, dtype=rows.dtype)
         squares = self.squares(theta)
         hyperprior = self.hyperprior
+        shapes, rates = self.group_gammas(log_mean)
         value = (
             -0.5 * (precision * squares).sum(-1)
             + 0.5 * (sizes * log_precision).sum(-1)
             - 0.5 * self.n_params * _LOG_2PI
-            + hyperprior.log_prob_of_log(log_precision).sum(-1)
+            + (shapes * (torch.log(rates) + log_precision) - torch.lgamma(shapes) - rates * precision).sum(-1)
+            + hyperprior.log_prob_of_log(log_mean).sum(-1)
         )
         d_theta = -self.per_weight(precision) * theta
-        d_log_precision = -0.5 * precision * squares + 0.5 * sizes + hyperprior.shape - hyperprior.rate * precision
+        d_log_precision = -0.5 * precision * squares + 0.5 * sizes + shapes - rates * precision
+        # A column's rate is A / m_l: its term moves with log m_l by -A + rate delta_c.
+        d_log_mean = self.layer_sums(rates * precision - shapes) + hyperprior.shape - hyperprior.rate * log_mean.exp()
         d_log_noise = []
         if self.noise:
             # The noise precision tau = exp(-2 log_noise): its log density, with the Jacobian 2 tau.
             log_tau = -2 * log_noise
             value = value + hyperprior.log_prob_of_log(log_tau) + math.log(2)
             d_log_noise = [(-2 * (hyperprior.shape - hyperprior.rate * torch.exp(log_tau)))[:, None]]
-        return value, torch.cat([d_theta, *d_log_noise, d_log_precision], dim=1)
+        return value, torch.cat([d_theta, *d_log_noise, d_log_precision, d_log_mean], dim=1)
 
     def sample(self, n, generator=None, dtype=torch.float64, device="cpu"):
-        """``n`` rows from the prior: precisions, weights given them, then the noise; ``(n, P)``."""
-        precision = self.hyperprior.sample((n, self.n_groups), generator, dtype, device)
+        """``n`` rows from the prior: layer means, precisions given them, weights given those,
+        then the noise; ``(n, P)``."""
+        log_mean = torch.log(self.hyperprior.sample((n, self.n_layers), generator, dtype, device))
+        shapes, rates = self.group_gammas(log_mean)
+        precision = standard_gamma(shapes.expand(n, -1), generator) / rates
         z = torch.randn(n, self.n_params, generator=generator, dtype=dtype, device=device)
         theta = z * torch.rsqrt(self.per_weight(precision))
         log_noise = None
         if self.noise:
             log_noise = -0.5 * torch.log(self.hyperprior.sample((n,), generator, dtype, device))
-        return self.join(theta, log_noise, torch.log(precision))
+        return self.join(theta, log_noise, torch.log(precision), log_mean)
+
+    def draw_log_means(self, generator, log_precision):
+        """The layers' log means ``(C, L)`` drawn given the columns' log precisions ``(C, G)``."""
+        shape, rate = self.hyperprior
+        counts = torch.bincount(self.column_layer, minlength=self.n_layers).to(log_precision)
+        scale = self.column_shape * self.layer_sums(torch.exp(log_precision))
+        return log_generalized_inverse_gaussian(shape - self.column_shape * counts, rate, scale, generator)
 
 
 class Statistics(NamedTuple):
@@ -212,16 +315,19 @@ class HyperparameterGibbs:
         (see the module docstring) at likelihood temperature ``temperature``."""
         prior = self.prior
         shape, rate = prior.hyperprior
-        theta, log_noise, _ = prior.split(rows)
+        theta, log_noise, log_precision, log_mean = prior.split(rows)
+        if prior.n_layers:
+            log_mean = prior.draw_log_means(generator, log_precision)
+        shapes, rates = prior.group_gammas(log_mean)
         sizes = prior.groups.sizes.to(device=rows.device, dtype=rows.dtype)
-        precision = standard_gamma(shape + 0.5 * sizes.expand(len(rows), -1), generator)
-        precision = precision / (rate + 0.5 * statistics.squares)
+        precision = standard_gamma((shapes + 0.5 * sizes).expand(len(rows), -1), generator)
+        precision = precision / (rates + 0.5 * statistics.squares)
         if prior.noise:
             n_observations = self.log_likelihood.Y.numel()
             tau = standard_gamma(torch.full_like(log_noise, shape + 0.5 * temperature * n_observations), generator)
             tau = tau / (rate + 0.5 * temperature * statistics.sum_of_squares)
             log_noise = -0.5 * torch.log(tau)
-        return prior.join(theta, log_noise, torch.log(precision))
+        return prior.join(theta, log_noise, torch.log(precision), log_mean)
 
     def rescore(self, rows, new_rows, statistics, temperature, value, gradient=None):
         """A kernel's cached log density (and gradient in ``theta``) at ``rows``

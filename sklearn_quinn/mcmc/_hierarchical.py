@@ -1,12 +1,13 @@
 """The hyperprior options that the sampling families (MCMC, SMC) share.
 
-With ``prior_std=None`` the prior precision of each parameter tensor (and a
-regressor's noise, when ``noise_std=None``) is either sampled under Gamma
-hyperpriors (``hyperprior='gamma'``, :mod:`~sklearn_quinn._core.hyperpriors`)
-or fixed at the empirical-Bayes values of the evidence-driven MAP
-(``hyperprior='empirical'``). A float ``prior_std`` is the fixed prior of
-earlier versions, with the noise's log sampled under ``N(0, 1)``; the
-hyperprior parameters are then unused.
+With ``prior_std=None`` the prior precision of each parameter tensor and of
+each input column of the layers that read the inputs (about their layer's
+mean precision), and a regressor's noise when ``noise_std=None``, are either
+sampled under Gamma hyperpriors (``hyperprior='gamma'``,
+:mod:`~sklearn_quinn._core.hyperpriors`) or fixed at the empirical-Bayes
+values of the evidence-driven MAP (``hyperprior='empirical'``). A float
+``prior_std`` is the fixed prior of earlier versions, with the noise's log
+sampled under ``N(0, 1)``; the hyperprior parameters are then unused.
 """
 
 from numbers import Real
@@ -55,27 +56,31 @@ class HyperpriorMixin:
         """The log posterior over rows ``[theta | log noise std | log prior precisions]``
         and the Gibbs updates of its hyperparameter columns (see
         :func:`~sklearn_quinn._core.log_posterior.hierarchical_log_posterior`)."""
-        # One precision per parameter tensor: an input column's group of a single layer is one
-        # weight, whose precision's conditional is nearly its Gamma hyperprior, and the chains
-        # would mix over it slowly; the input columns apart are the evidence's (ParameterGroups).
-        self._groups = ParameterGroups.of(self._model).tied()
+        # The evidence's groups, the input columns apart, each column's precision drawn about its
+        # layer's mean (HierarchicalPrior). With one precision per tensor the posterior cannot shrink
+        # an input the targets ignore apart from the others; with each column's precision under its
+        # own Gamma hyperprior, a column of the skip layer is one weight, whose precision's
+        # conditional is nearly that hyperprior, and the chains mix over it slowly.
+        self._groups = ParameterGroups.of(self._model)
         hyperprior = GammaHyperprior(float(self.hyperprior_shape), float(self.hyperprior_rate))
         return hierarchical_log_posterior(self._model, self._groups, X, Y, likelihood, hyperprior)
 
     def _empirical_state(self, likelihood, n_rows):
         """The hyperparameter columns ``(n_rows, H)`` at the MAP's learned values
-        (``prior_precisions_`` and the likelihood's noise), in the state's log coordinates."""
-        learned = ParameterGroups.of(self._model)  # the MAP's groups, the input columns apart
-        precision = learned.tie(torch.tensor([self.prior_precisions_[name] for name in learned.names],
-                                             dtype=self._dtype, device=self._device))
+        (``prior_precisions_``, the mean of each layer's input columns' and the likelihood's
+        noise), in the state's log coordinates."""
+        precision = torch.tensor([self.prior_precisions_[name] for name in self._groups.names],
+                                 dtype=self._dtype, device=self._device)
+        means = [precision[columns.to(self._device)].mean()[None] for columns in self._groups.column_layers()]
         columns = [likelihood.initial_state(n_rows)] if likelihood.n_state_columns else []
-        columns.append(torch.log(precision).expand(n_rows, -1))
+        columns.append(torch.log(torch.cat([precision, *means])).expand(n_rows, -1))
         return torch.cat(columns, dim=1)
 
-    def _keep_precisions(self, log_precision, weights=None):
-        """Set ``prior_precisions_`` from the draws' log precisions ``(S, G)``
-        (weighted by ``weights (S,)``; equal weights when None) and return the draws' precisions."""
-        precision = torch.exp(log_precision)
+    def _keep_precisions(self, prior, rows, weights=None):
+        """Set ``prior_precisions_`` from the log precisions of the draws ``rows (S, P)`` of the
+        hierarchical ``prior`` (weighted by ``weights (S,)``; equal weights when None) and return
+        the draws' precisions."""
+        precision = torch.exp(prior.split(rows)[2])
         mean = precision.mean(0) if weights is None else weights @ precision
         self.prior_precisions_ = self._groups.as_dict(mean)
         return self._to_numpy(precision)

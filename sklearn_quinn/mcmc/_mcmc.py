@@ -106,7 +106,7 @@ class MCMCMixin(HyperpriorMixin, MemberTrainingMixin, InferenceDataMixin, DrawsM
         n_likelihood = n_params + likelihood.n_state_columns
         self._keep_draws(rows[:, :n_params], likelihood.noise_from_state(rows[:, n_params:n_likelihood], Y.shape[1]))
         if gibbs is not None:
-            self.prior_precision_samples_ = self._keep_precisions(rows[:, n_likelihood:])
+            self.prior_precision_samples_ = self._keep_precisions(gibbs.prior, rows)
 
     def _preconditioner(self, start, X, Y, likelihood, prior):
         """SG-MCMC's diagonal ``M^-1 (C, P)``: per chain, the inverse of the diagonal

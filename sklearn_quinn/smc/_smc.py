@@ -81,7 +81,7 @@ class SMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
             weights,
         )
         if self._samples_hyperparameters:
-            self._keep_precisions(particles[:, n_likelihood:], weights)
+            self._keep_precisions(gibbs.prior, particles, weights)
 
     def _anneal(self, log_likelihood, log_prior, mutation, state_likelihood):
         """Run the SMC from prior draws; set the history attributes.
