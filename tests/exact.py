@@ -72,8 +72,8 @@ class HierarchicalLinearRegression:
     on a regular grid of their logs (the trapezoid rule, spectrally accurate
     for a smooth density that has vanished at the grid's edges). A first
     coarse grid finds where the posterior lies; each of two finer grids spans 9
-    posterior standard deviations either side of the mean the last one found,
-    on each axis.
+    posterior standard deviations (at least 9 coarse steps, the first) either
+    side of the mean the last one found, on each axis.
 
     Parameters
     ----------
@@ -103,9 +103,14 @@ class HierarchicalLinearRegression:
         self.shape, self.rate = shape, rate
         self.columns, self.column_shape = list(columns), column_shape
         n_axes = self.groups.max() + 2
-        moments = self._integrate([np.linspace(-15, 15, {2: 121, 3: 41}.get(n_axes, 31))] * n_axes)
-        for _ in range(2):  # the coarse grid may put a narrow axis's mass on one point: refine twice
-            moments = self._integrate([np.linspace(m - 9 * s, m + 9 * s, n_points) for m, s in zip(*moments)])
+        coarse = np.linspace(-15, 15, {2: 121, 3: 41}.get(n_axes, 31))
+        moments = self._integrate([coarse] * n_axes)
+        # The coarse grid may put a narrow axis's mass on one point, and its std there on the order
+        # of that point's neighbours' weights: the first finer grid spans 9 coarse steps at least.
+        step = coarse[1] - coarse[0]
+        moments = self._integrate([np.linspace(m - 9 * max(s, step), m + 9 * max(s, step), n_points)
+                                   for m, s in zip(*moments)])
+        self._integrate([np.linspace(m - 9 * s, m + 9 * s, n_points) for m, s in zip(*moments)])
 
     def _gamma_of_log(self, log_x):
         from scipy.special import gammaln

@@ -60,6 +60,20 @@ def test_linear_model_posterior_is_exact(linear_data, sampler, device):
     np.testing.assert_allclose(reg.predict(X_new, return_std=True)[1], exact.predictive_std(X_new), rtol=0.15)
 
 
+_HIERARCHICAL_POSTERIORS = {}
+
+
+def two_column_hierarchical_posterior(X, y, shape, rate):
+    """The exact posterior of a linear model on two columns under the hierarchical prior: a
+    four-axis quadrature of some seconds, computed once for the samplers' tests."""
+    key = (X.tobytes(), y.tobytes(), shape, rate)
+    if key not in _HIERARCHICAL_POSTERIORS:
+        design = BayesianLinearRegression.design(X)
+        _HIERARCHICAL_POSTERIORS[key] = HierarchicalLinearRegression(design, y, [0, 1, 2], shape, rate, n_points=25,
+                                                                     columns=[0, 1])
+    return _HIERARCHICAL_POSTERIORS[key]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("sampler", ["hmc", "nuts", "mala", "amcmc"])
 def test_hierarchical_linear_model_posterior_is_exact(linear_data, sampler):
@@ -75,8 +89,7 @@ def test_hierarchical_linear_model_posterior_is_exact(linear_data, sampler):
     X = X[:, :2]  # two columns: a grid over four hyperparameters
     reg = MCMCRegressor(hidden_layer_sizes=(), normalize_y=False, sampler=sampler, max_epochs=50, random_state=0,
                         **{**SETTINGS[sampler], "n_samples": 2 * SETTINGS[sampler]["n_samples"]}).fit(X, y)
-    exact = HierarchicalLinearRegression(BayesianLinearRegression.design(X), y, [0, 1, 2],
-                                         reg.hyperprior_shape, reg.hyperprior_rate, n_points=31, columns=[0, 1])
+    exact = two_column_hierarchical_posterior(X, y, reg.hyperprior_shape, reg.hyperprior_rate)
     assert list(reg.prior_precisions_) == ["0.weight[:, 0]", "0.weight[:, 1]", "0.bias"]
     # 2 coefficients, the bias, the log noise std, 3 log precisions; then the columns' log mean
     draws = reg.chains_.reshape(-1, 8)[:, :7]
