@@ -204,7 +204,7 @@ class ParameterGroups:
 
     def column_layers(self):
         """The groups of each weight matrix whose input columns are groups apart, a tensor ``(C,)``
-        each (none where the columns are tied: :meth:`tied`)."""
+        each (none where the columns are tied, :meth:`tied`, nor for a matrix of one input column)."""
         layers = (torch.unique(columns) for _, columns in self.input_layers())
         return [columns for columns in layers if len(columns) > 1]
 

@@ -59,6 +59,9 @@ from . import evidence
 from .rng import standard_normal, standard_uniform
 
 _LOG_2PI = math.log(2 * math.pi)
+# Newton's steps that bring each edge of the generalized inverse Gaussian's flat envelope
+# from where its log density has fallen by at least 1 towards where it has fallen by 1.
+_EDGE_NEWTON_STEPS = 4
 
 
 def standard_gamma(shape, generator=None):
@@ -98,34 +101,54 @@ def log_generalized_inverse_gaussian(order, rate, scale, generator=None):
     inverse Gaussian; ``order`` a float or a tensor like ``scale``, ``rate > 0``, ``scale > 0``).
 
     Exact rejection sampling in ``u = log x``, whose log density ``g(u) = order u - rate e^u -
-    scale e^-u`` is strictly concave: its curvature ``h(u) = rate e^u + scale e^-u`` is convex with
-    its least value ``2 sqrt(rate scale)`` at ``u0 = log(scale / rate) / 2``, so on the side of the
-    mode ``u*`` away from ``u0`` it is at least ``h(u*)``, and on the other side at least its least
-    value. With ``g'(u*) = 0``, Taylor's theorem bounds ``g`` by the two half-normals about ``u*``
-    with those curvatures; a draw from them is kept with the ratio of ``exp g`` to them. Every
-    round draws for every element and keeps each one's first acceptance, as :func:`standard_gamma`.
+    scale e^-u`` is concave, from the envelope of a log-concave density (Devroye 1986,
+    "Non-Uniform Random Variate Generation", chapter VII): flat at the mode's density between a
+    point on each side where ``g`` has fallen by at least 1, and beyond them the exponentials of
+    ``g``'s tangents there, which bound it by concavity. Its acceptance does not fall with the
+    parameters (about three quarters for a normal density). Each point starts one step of the
+    mode's curvature from the mode, doubles its distance until ``g`` has fallen by 1, and
+    then takes Newton's steps back towards where it falls by exactly 1 (from outside, on a
+    concave function, they stay outside). Every round draws for every element and keeps each
+    one's first acceptance, as :func:`standard_gamma`.
     """
     order = torch.as_tensor(order, dtype=scale.dtype, device=scale.device).expand_as(scale)
-    root = torch.sqrt(order.square() + 4 * rate * scale)
-    # The mode x* = (order + root) / (2 rate), written without cancellation for either sign of order.
-    mode = torch.where(order < 0, 2 * scale / (root - order), (order + root) / (2 * rate))
-    log_mode = torch.log(mode)
-    away = torch.rsqrt(rate * mode + scale / mode)
-    toward = torch.rsqrt(2 * torch.sqrt(rate * scale))
-    u0_above = log_mode < 0.5 * torch.log(scale / rate)
-    std_above, std_below = torch.where(u0_above, toward, away), torch.where(u0_above, away, toward)
 
     def log_density(u):
         return order * u - rate * torch.exp(u) - scale * torch.exp(-u)
 
+    def slope(u):
+        return order - rate * torch.exp(u) + scale * torch.exp(-u)
+
+    root = torch.sqrt(order.square() + 4 * rate * scale)
+    # The mode x* = (order + root) / (2 rate), written without cancellation for either sign of order.
+    mode = torch.where(order < 0, 2 * scale / (root - order), (order + root) / (2 * rate))
+    log_mode = torch.log(mode)
     peak = log_density(log_mode)
+    edges = []
+    for side in (1.0, -1.0):
+        step = side * torch.rsqrt(rate * mode + scale / mode)
+        edge = log_mode + step
+        while bool((short := log_density(edge) > peak - 1).any()):
+            step = torch.where(short, 2 * step, step)
+            edge = log_mode + step
+        for _ in range(_EDGE_NEWTON_STEPS):
+            edge = edge - (log_density(edge) - peak + 1) / slope(edge)
+        edges.append((edge, log_density(edge) - peak, slope(edge)))
+    (right, right_drop, right_slope), (left, left_drop, left_slope) = edges
+    left_mass, flat_mass = torch.exp(left_drop) / left_slope, right - left
+    total = left_mass + flat_mass + torch.exp(right_drop) / -right_slope
+
     draws = torch.zeros_like(scale)
     pending = torch.ones_like(scale, dtype=torch.bool)
     while bool(pending.any()):
-        z = standard_normal(generator, scale).abs()
-        above = standard_uniform(generator, scale) * (std_above + std_below) < std_above
-        u = log_mode + torch.where(above, z * std_above, -z * std_below)
-        accept = torch.log(standard_uniform(generator, scale)) < log_density(u) - peak + 0.5 * z.square()
+        position = standard_uniform(generator, scale) * total
+        exponential = -torch.log(standard_uniform(generator, scale))
+        in_left = position < left_mass
+        in_flat = ~in_left & (position < left_mass + flat_mass)
+        u = torch.where(in_left, left - exponential / left_slope,
+                        torch.where(in_flat, left + position - left_mass, right - exponential / right_slope))
+        envelope = torch.where(in_flat, torch.zeros_like(u), torch.where(in_left, left_drop, right_drop) - exponential)
+        accept = torch.log(standard_uniform(generator, scale)) < log_density(u) - peak - envelope
         take = pending & accept
         draws = torch.where(take, u, draws)
         pending = pending & ~take
@@ -179,9 +202,9 @@ class HierarchicalPrior:
         layers = groups.column_layers()
         self.n_layers = len(layers)
         #: The input columns' groups ``(Gc,)``, and the layer of each ``(Gc,)``.
-        self.columns = torch.cat(layers) if layers else torch.zeros(0, dtype=torch.long)
-        self.column_layer = torch.cat([torch.full((len(c),), layer) for layer, c in enumerate(layers)]) \
-            if layers else torch.zeros(0, dtype=torch.long)
+        self.column_groups = torch.cat([torch.zeros(0, dtype=torch.long), *layers])
+        sizes = torch.tensor([len(columns) for columns in layers], dtype=torch.long)
+        self.column_layer = torch.repeat_interleave(torch.arange(self.n_layers), sizes)
         #: Columns after the weights: the log noise std (when sampled), the log precisions, the log layer means.
         self.n_hyperparameters = self.noise + self.n_groups + self.n_layers
         self.n_columns = self.n_params + self.n_hyperparameters
@@ -215,14 +238,14 @@ class HierarchicalPrior:
         shape, rate = self.hyperprior
         shapes = log_mean.new_full((self.n_groups,), shape)
         rates = log_mean.new_full((log_mean.shape[0], self.n_groups), rate)
-        columns = self.columns.to(log_mean.device)
+        columns = self.column_groups.to(log_mean.device)
         shapes[columns] = self.column_shape
         rates[:, columns] = self.column_shape * torch.exp(-log_mean[:, self.column_layer.to(log_mean.device)])
         return shapes, rates
 
     def layer_sums(self, values):
         """Sums of per-group ``values (C, G)`` over each layer's columns, ``(C, L)``."""
-        columns, layer = self.columns.to(values.device), self.column_layer.to(values.device)
+        columns, layer = self.column_groups.to(values.device), self.column_layer.to(values.device)
         return values.new_zeros(values.shape[0], self.n_layers).index_add_(1, layer, values[:, columns])
 
     # --------------------------------------------------------------- density

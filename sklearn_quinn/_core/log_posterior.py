@@ -9,8 +9,9 @@ present). Likelihoods and priors are normalised, so that sums of them are
 exact log evidences in SMC.
 
 With hyperpriors (:mod:`~sklearn_quinn._core.hyperpriors`) the rows carry the
-log prior precisions after the likelihood's columns; the likelihood reads the
-leading columns only (:class:`LeadingColumns`).
+log prior precisions (and the log means of the layers whose input columns'
+precisions are drawn about them) after the likelihood's columns; the
+likelihood reads the leading columns only (:class:`LeadingColumns`).
 """
 
 import torch
@@ -110,7 +111,7 @@ class LeadingColumns:
 
 
 def hierarchical_log_posterior(model, groups, X, Y, likelihood, hyperprior):
-    """The log posterior over rows ``[theta | log noise std | log prior precisions]``
+    """The log posterior over rows ``[theta | log noise std | log prior precisions | log layer means]``
     under Gamma hyperpriors, and the Gibbs updates of its hyperparameter columns.
 
     Parameters

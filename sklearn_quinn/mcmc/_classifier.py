@@ -34,7 +34,8 @@ optimizer, callbacks, dtype, device, compile, leapfrog_dtype, n_jobs, random_sta
     posterior_ : SamplePosterior
         The kept draws, ``(n_chains * n_samples, K)``.
     chains_ : ndarray of shape (n_chains, n_samples, n_columns)
-        The kept draws per chain: the weights, then the log prior precisions when sampled.
+        The kept draws per chain: the weights, then the log prior precisions and the log means
+        of the layers that read the inputs when sampled.
     acceptance_rate_, rhat_, ess_, n_divergent_, step_size_, trajectory_length_, prior_precisions_, \\
 prior_precision_samples_, evidence_history_, compiled_
         As for :class:`MCMCRegressor`.
@@ -48,8 +49,8 @@ prior_precision_samples_, evidence_history_, compiled_
     >>> X, y = load_iris(return_X_y=True)
     >>> clf = MCMCClassifier(hidden_layer_sizes=(8,), n_samples=50, n_burnin=50, n_leapfrog=5,
     ...                      max_epochs=100, random_state=0).fit(X, y)
-    >>> clf.chains_.shape  # 67 MLP and 12 linear-skip weights, 5 log prior precisions
-    (4, 50, 84)
+    >>> clf.chains_.shape  # 67 MLP and 12 linear-skip weights, 11 log prior precisions, 2 log layer means
+    (4, 50, 92)
     >>> clf.predict_proba(X[:2]).shape
     (2, 3)
     """

@@ -53,7 +53,7 @@ class HyperpriorMixin:
         return self.prior_std is None and self.hyperprior == "empirical"
 
     def _hierarchical_posterior(self, X, Y, likelihood):
-        """The log posterior over rows ``[theta | log noise std | log prior precisions]``
+        """The log posterior over rows ``[theta | log noise std | log prior precisions | log layer means]``
         and the Gibbs updates of its hyperparameter columns (see
         :func:`~sklearn_quinn._core.log_posterior.hierarchical_log_posterior`)."""
         # The evidence's groups, the input columns apart, each column's precision drawn about its

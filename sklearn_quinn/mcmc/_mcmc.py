@@ -325,10 +325,11 @@ class MCMCRegressor(MCMCMixin, BaseBayesianRegressor):
 
     ``n_chains`` chains sample the posterior of the weights under a Gaussian
     prior and a Gaussian likelihood; by default (``prior_std=None``) the
-    prior precision of each parameter tensor and the noise are sampled too,
-    under Gamma hyperpriors (Neal 1996), by exact Gibbs draws between the
-    sampler's moves of the weights. All chains advance together, one batched
-    log-posterior (and gradient) call per step. Predictions average the
+    prior precision of each parameter tensor (each input column's about its
+    layer's mean, for the layers that read the inputs) and the noise are
+    sampled too, under Gamma hyperpriors (Neal 1996), by exact Gibbs draws
+    between the sampler's moves of the weights. All chains advance together,
+    one batched log-posterior (and gradient) call per step. Predictions average the
     network over the kept draws, each with its own noise. Asymptotically
     exact; the cost is ``n_burnin + n_samples * thin`` full-data gradient
     evaluations per chain (times ``n_leapfrog`` for HMC, times each
@@ -353,7 +354,8 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         apply to ``init='ensemble'``, ``'map'`` and ``hyperprior='empirical'``).
     prior_std : float or None, default=None
         None: one prior precision per parameter tensor (each layer's weights
-        and biases apart), sampled or fixed as ``hyperprior`` says. A float:
+        and biases apart) and per input column of the layers that read the
+        inputs, sampled or fixed as ``hyperprior`` says. A float:
         a fixed ``N(0, prior_std**2)`` prior on every weight (of the network
         that fits the standardised target when ``normalize_y``).
     noise_std : float or None, default=None
@@ -368,15 +370,18 @@ callbacks, normalize_y, dtype, device, random_state, verbose
     hyperprior : {'gamma', 'empirical'}, default='gamma'
         With ``prior_std=None``: 'gamma' samples each group's precision and
         the noise precision under ``Gamma(hyperprior_shape,
-        hyperprior_rate)`` priors, by exact (conjugate) Gibbs draws after
-        every step of the sampler, which moves the weights given them;
+        hyperprior_rate)`` priors (an input column's about its layer's mean
+        precision, which has that prior), by exact Gibbs draws after every
+        step of the sampler, which moves the weights given them;
         'empirical' fixes them at the values the evidence-driven MAP learns
         (empirical Bayes, as the optimisation families do). Unused with a
         float ``prior_std``.
     hyperprior_shape : float, default=0.5
-        Shape of the Gamma hyperprior on every precision.
+        Shape of the Gamma hyperprior on every precision (on a layer's mean
+        for its input columns').
     hyperprior_rate : float, default=0.01
-        Rate of the Gamma hyperprior on every precision, in the network's
+        Rate of the Gamma hyperprior on every precision (on a layer's mean
+        for its input columns'), in the network's
         units. With the default shape, each prior std (and the noise std) is
         ``0.14 / |z|``, ``z`` standard normal: median 0.21, 90% of the mass on
         ``[0.06, 1.1]``, weak but proper, for standardised inputs and
@@ -476,7 +481,8 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         The kept draws of the weights, ``(n_chains * n_samples, K)``.
     chains_ : ndarray of shape (n_chains, n_samples, n_columns)
         The kept draws per chain: the weights, then the log noise std when
-        sampled, then the log prior precisions when sampled.
+        sampled, then the log prior precisions and the log means of the
+        layers that read the inputs when sampled.
     compiled_ : bool
         Whether the chains' steps were handed to ``torch.compile`` (for
         ``compile='auto'``, from the eleventh step on; by any joblib group of
@@ -492,7 +498,7 @@ callbacks, normalize_y, dtype, device, random_state, verbose
     prior_precisions_ : dict of str to float
         The prior precision of each group of weights, by name, in the
         network's units: the posterior mean over the draws
-        (``hyperprior='gamma'``, one per parameter tensor), else the one the
+        (``hyperprior='gamma'``), else the one the
         MAP was trained under (learned with ``prior_std=None``, the input
         columns of the first layer and the skip apart as in
         :class:`~sklearn_quinn.LaplaceRegressor`; ``1 / prior_std**2``
@@ -551,7 +557,7 @@ callbacks, normalize_y, dtype, device, random_state, verbose
     >>> reg.chains_.shape  # 31 MLP and 1 linear-skip weights, the log noise std, 5 log prior precisions
     (4, 50, 38)
     >>> sorted(reg.prior_precisions_)
-    ['linear.weight', 'mlp.0.bias', 'mlp.0.weight', 'mlp.2.bias', 'mlp.2.weight']
+    ['linear.weight[:, 0]', 'mlp.0.bias', 'mlp.0.weight[:, 0]', 'mlp.2.bias', 'mlp.2.weight']
     >>> mean, std = reg.predict(X[:3], return_std=True)
     >>> mean.shape, bool((std > 0).all())
     ((3,), True)

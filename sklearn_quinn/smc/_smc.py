@@ -198,8 +198,9 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         As for :class:`~sklearn_quinn.LaplaceRegressor`.
     prior_std : float or None, default=None
         None: one prior precision per parameter tensor (each layer's weights
-        and biases apart), sampled or fixed as ``hyperprior`` says. A float:
-        the standard deviation of a fixed prior on every weight.
+        and biases apart) and per input column of the layers that read the
+        inputs, sampled or fixed as ``hyperprior`` says. A float: the
+        standard deviation of a fixed prior on every weight.
     noise_std : float or None, default=None
         The observation noise std in the units of y. None samples it: its
         precision ``1 / noise_std**2`` under the hyperprior
@@ -216,14 +217,17 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
     hyperprior : {'gamma', 'empirical'}, default='gamma'
         With ``prior_std=None``: 'gamma' samples each group's precision and
         the noise precision under ``Gamma(hyperprior_shape,
-        hyperprior_rate)`` priors; 'empirical' first trains the MAP that
+        hyperprior_rate)`` priors (an input column's about its layer's mean
+        precision, which has that prior); 'empirical' first trains the MAP that
         learns them by maximising the Laplace evidence (empirical Bayes) and
         fixes them there, so that ``log_evidence_`` is the evidence at those
         values. Unused with a float ``prior_std``.
     hyperprior_shape : float, default=0.5
-        Shape of the Gamma hyperprior on every precision.
+        Shape of the Gamma hyperprior on every precision (on a layer's mean
+        for its input columns').
     hyperprior_rate : float, default=0.01
-        Rate of the Gamma hyperprior on every precision, in the network's
+        Rate of the Gamma hyperprior on every precision (on a layer's mean
+        for its input columns'), in the network's
         units (see :class:`~sklearn_quinn.MCMCRegressor`).
     n_particles : int, default=200
     target_ess : float in (0, 1), default=0.5
@@ -271,7 +275,8 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         The weighted particles (network weights only).
     particles_ : ndarray of shape (n_particles, n_columns)
         The final particles: the weights, then the log noise std when
-        sampled, then the log prior precisions when sampled.
+        sampled, then the log prior precisions and the log means of the
+        layers that read the inputs when sampled.
     weights_ : ndarray of shape (n_particles,)
         Their normalised weights.
     log_evidence_ : float
@@ -293,7 +298,7 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
     prior_precisions_ : dict of str to float
         The prior precision of each group of weights, by name, in the
         network's units: the weighted mean over the particles
-        (``hyperprior='gamma'``, one per parameter tensor) or the MAP's
+        (``hyperprior='gamma'``) or the MAP's
         (``'empirical'``, the input columns apart as
         :class:`~sklearn_quinn.LaplaceRegressor`'s);
         ``prior_std=None`` only.
@@ -327,7 +332,7 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
     >>> print(reg.lambdas_[0], reg.lambdas_[-1])
     0.0 1.0
     >>> sorted(reg.prior_precisions_)
-    ['linear.weight', 'mlp.0.bias', 'mlp.0.weight', 'mlp.2.bias', 'mlp.2.weight']
+    ['linear.weight[:, 0]', 'mlp.0.bias', 'mlp.0.weight[:, 0]', 'mlp.2.bias', 'mlp.2.weight']
     >>> mean, std = reg.predict(X[:3], return_std=True)
     >>> mean.shape, bool((std > 0).all())
     ((3,), True)
