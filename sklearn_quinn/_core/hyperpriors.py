@@ -106,7 +106,7 @@ def log_generalized_inverse_gaussian(order, rate, scale, generator=None):
     point on each side where ``g`` has fallen by at least 1, and beyond them the exponentials of
     ``g``'s tangents there, which bound it by concavity. Its acceptance does not fall with the
     parameters (about three quarters for a normal density). Each point starts one step of the
-    mode's curvature from the mode, doubles its distance until ``g`` has fallen by 1, and
+    mode's curvature (at most 1) from the mode, doubles its distance until ``g`` has fallen by 1, and
     then takes Newton's steps back towards where it falls by exactly 1 (from outside, on a
     concave function, they stay outside). Every round draws for every element and keeps each
     one's first acceptance, as :func:`standard_gamma`.
@@ -126,7 +126,9 @@ def log_generalized_inverse_gaussian(order, rate, scale, generator=None):
     peak = log_density(log_mode)
     edges = []
     for side in (1.0, -1.0):
-        step = side * torch.rsqrt(rate * mode + scale / mode)
+        # At most 1: a first step far beyond the edge could reach where exp overflows, and the
+        # doubling finds a wider density's edge in a few steps.
+        step = side * torch.rsqrt(rate * mode + scale / mode).clamp(max=1.0)
         edge = log_mode + step
         while bool((short := log_density(edge) > peak - 1).any()):
             step = torch.where(short, 2 * step, step)
