@@ -205,8 +205,9 @@ class HierarchicalPrior:
         self.n_layers = len(layers)
         #: The input columns' groups ``(Gc,)``, and the layer of each ``(Gc,)``.
         self.column_groups = torch.cat([torch.zeros(0, dtype=torch.long), *layers])
-        sizes = torch.tensor([len(columns) for columns in layers], dtype=torch.long)
-        self.column_layer = torch.repeat_interleave(torch.arange(self.n_layers), sizes)
+        #: The number of input columns of each layer ``(L,)``.
+        self.layer_sizes = torch.tensor([len(columns) for columns in layers], dtype=torch.long)
+        self.column_layer = torch.repeat_interleave(torch.arange(self.n_layers), self.layer_sizes)
         #: Columns after the weights: the log noise std (when sampled), the log precisions, the log layer means.
         self.n_hyperparameters = self.noise + self.n_groups + self.n_layers
         self.n_columns = self.n_params + self.n_hyperparameters
@@ -297,9 +298,9 @@ class HierarchicalPrior:
     def draw_log_means(self, generator, log_precision):
         """The layers' log means ``(C, L)`` drawn given the columns' log precisions ``(C, G)``."""
         shape, rate = self.hyperprior
-        counts = torch.bincount(self.column_layer, minlength=self.n_layers).to(log_precision)
+        order = shape - self.column_shape * self.layer_sizes.to(log_precision)
         scale = self.column_shape * self.layer_sums(torch.exp(log_precision))
-        return log_generalized_inverse_gaussian(shape - self.column_shape * counts, rate, scale, generator)
+        return log_generalized_inverse_gaussian(order, rate, scale, generator)
 
 
 class Statistics(NamedTuple):
