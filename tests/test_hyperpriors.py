@@ -82,6 +82,11 @@ def test_hierarchical_prior_density_is_the_product_of_its_parts():
     leaf = rows.clone().requires_grad_(True)
     (gradient,) = torch.autograd.grad(prior.value_and_grad(leaf)[0].sum(), leaf)
     torch.testing.assert_close(prior.value_and_grad(rows)[1], gradient)
+    # The kicks' force: the gradient in the weights, zero in the Gibbs-drawn columns; the value alone.
+    force = prior.force(rows)
+    torch.testing.assert_close(force[:, : model.n_params], gradient[:, : model.n_params])
+    assert force.shape == rows.shape and not force[:, model.n_params :].any()
+    torch.testing.assert_close(prior(rows), prior.value_and_grad(rows)[0], rtol=0, atol=0)
 
 
 def test_hierarchical_prior_draws():

@@ -124,19 +124,18 @@ def log_generalized_inverse_gaussian(order, rate, scale, generator=None):
     mode = torch.where(order < 0, 2 * scale / (root - order), (order + root) / (2 * rate))
     log_mode = torch.log(mode)
     peak = log_density(log_mode)
-    edges = []
-    for side in (1.0, -1.0):
-        # At most 1: a first step far beyond the edge could reach where exp overflows, and the
-        # doubling finds a wider density's edge in a few steps.
-        step = side * torch.rsqrt(rate * mode + scale / mode).clamp(max=1.0)
+    # Both edges at once, the right one first along a new leading dimension.
+    side = torch.tensor([1.0, -1.0], dtype=scale.dtype, device=scale.device).reshape(2, *[1] * scale.ndim)
+    # At most 1: a first step far beyond the edge could reach where exp overflows, and the
+    # doubling finds a wider density's edge in a few steps.
+    step = side * torch.rsqrt(rate * mode + scale / mode).clamp(max=1.0)
+    edge = log_mode + step
+    while bool((short := log_density(edge) > peak - 1).any()):
+        step = torch.where(short, 2 * step, step)
         edge = log_mode + step
-        while bool((short := log_density(edge) > peak - 1).any()):
-            step = torch.where(short, 2 * step, step)
-            edge = log_mode + step
-        for _ in range(_EDGE_NEWTON_STEPS):
-            edge = edge - (log_density(edge) - peak + 1) / slope(edge)
-        edges.append((edge, log_density(edge) - peak, slope(edge)))
-    (right, right_drop, right_slope), (left, left_drop, left_slope) = edges
+    for _ in range(_EDGE_NEWTON_STEPS):
+        edge = edge - (log_density(edge) - peak + 1) / slope(edge)
+    (right, left), (right_drop, left_drop), (right_slope, left_slope) = edge, log_density(edge) - peak, slope(edge)
     left_mass, flat_mass = torch.exp(left_drop) / left_slope, right - left
     total = left_mass + flat_mass + torch.exp(right_drop) / -right_slope
 
@@ -253,34 +252,57 @@ class HierarchicalPrior:
 
     # --------------------------------------------------------------- density
     def __call__(self, rows):
-        return self.value_and_grad(rows)[0]
+        return self._value(rows)[0]
 
-    def value_and_grad(self, rows):
-        """The log density of each row ``(C,)`` and its gradient ``(C, P)``, in closed form."""
-        theta, log_noise, log_precision, log_mean = self.split(rows)
+    def _value(self, rows):
+        """The log density of each row ``(C,)``, and the parts its gradient reuses."""
+        theta, log_noise, log_precision, log_mean = parts = self.split(rows)
         precision = torch.exp(log_precision)
         sizes = self.groups.sizes.to(device=rows.device, dtype=rows.dtype)
         squares = self.squares(theta)
-        hyperprior = self.hyperprior
         shapes, rates = self.group_gammas(log_mean)
         value = (
             -0.5 * (precision * squares).sum(-1)
             + 0.5 * (sizes * log_precision).sum(-1)
             - 0.5 * self.n_params * _LOG_2PI
             + (shapes * (torch.log(rates) + log_precision) - torch.lgamma(shapes) - rates * precision).sum(-1)
-            + hyperprior.log_prob_of_log(log_mean).sum(-1)
+            + self.hyperprior.log_prob_of_log(log_mean).sum(-1)
         )
-        d_theta = -self.per_weight(precision) * theta
+        if self.noise:
+            # The noise precision tau = exp(-2 log_noise): its log density, with the Jacobian 2 tau.
+            value = value + self.hyperprior.log_prob_of_log(-2 * log_noise) + math.log(2)
+        return value, parts, (precision, sizes, squares, shapes, rates)
+
+    def value_and_grad(self, rows):
+        """The log density of each row ``(C,)`` and its gradient ``(C, P)``, in closed form."""
+        value, parts, (precision, sizes, squares, shapes, rates) = self._value(rows)
+        theta, log_noise, log_precision, log_mean = parts
+        hyperprior = self.hyperprior
+        d_theta = self._weight_gradient(theta, precision)
         d_log_precision = -0.5 * precision * squares + 0.5 * sizes + shapes - rates * precision
         # A column's rate is A / m_l: its term moves with log m_l by -A + rate delta_c.
         d_log_mean = self.layer_sums(rates * precision - shapes) + hyperprior.shape - hyperprior.rate * log_mean.exp()
         d_log_noise = []
         if self.noise:
-            # The noise precision tau = exp(-2 log_noise): its log density, with the Jacobian 2 tau.
-            log_tau = -2 * log_noise
-            value = value + hyperprior.log_prob_of_log(log_tau) + math.log(2)
-            d_log_noise = [(-2 * (hyperprior.shape - hyperprior.rate * torch.exp(log_tau)))[:, None]]
+            d_log_noise = [(-2 * (hyperprior.shape - hyperprior.rate * torch.exp(-2 * log_noise)))[:, None]]
         return value, torch.cat([d_theta, *d_log_noise, d_log_precision, d_log_mean], dim=1)
+
+    def force(self, rows):
+        """The gradient HMC's kicks take ``(C, P)``: in ``theta``, ``-delta_g theta_g``; zero in
+        the hyperparameter columns, which the kernels never move (the Gibbs draws do).
+
+        A kick needs neither the density's value nor its gradient in the hyperparameters, which
+        are most of :meth:`value_and_grad`'s work.
+        """
+        return torch.nn.functional.pad(self.weight_gradient(rows), (0, self.n_hyperparameters))
+
+    def weight_gradient(self, rows):
+        """The gradient in ``theta`` alone, ``-delta_g theta_g`` ``(C, K)``."""
+        theta, _, log_precision, _ = self.split(rows)
+        return self._weight_gradient(theta, torch.exp(log_precision))
+
+    def _weight_gradient(self, theta, precision):
+        return -self.per_weight(precision) * theta
 
     def sample(self, n, generator=None, dtype=torch.float64, device="cpu"):
         """``n`` rows from the prior: layer means, precisions given them, weights given those,
@@ -370,11 +392,10 @@ class HyperparameterGibbs:
         gradient : tensor of shape (C, K), or None when ``gradient`` is None
         """
         n_params = self.prior.n_params
-        old_prior, old_prior_gradient = self.prior.value_and_grad(rows)
-        new_prior, new_prior_gradient = self.prior.value_and_grad(new_rows)
+        old_prior, new_prior = self.prior(rows), self.prior(new_rows)
         likelihood_value = value - old_prior
         if gradient is not None:
-            likelihood_gradient = gradient - old_prior_gradient[:, :n_params]
+            likelihood_gradient = gradient - self.prior.weight_gradient(rows)
         if self.prior.noise:
             old_log_noise, new_log_noise = rows[:, n_params], new_rows[:, n_params]
             old_tau, new_tau = torch.exp(-2 * old_log_noise), torch.exp(-2 * new_log_noise)
@@ -388,4 +409,4 @@ class HyperparameterGibbs:
         new_value = new_prior + likelihood_value
         if gradient is None:
             return new_value, None
-        return new_value, new_prior_gradient[:, :n_params] + likelihood_gradient
+        return new_value, self.prior.weight_gradient(new_rows) + likelihood_gradient

@@ -44,13 +44,14 @@ class LogPosterior:
     def force(self):
         """The gradient HMC's kicks take where the likelihood has a cheaper one (its ``force``:
         :meth:`~sklearn_quinn._core.likelihoods.RowBlockLikelihood.set_force_dtype`), the prior's
-        exact; else None."""
+        exact (its own ``force`` where it has one: :meth:`HierarchicalPrior.force`); else None."""
         likelihood_force = getattr(self.log_likelihood, "force", None)
         if likelihood_force is None:
             return None
+        prior_force = getattr(self.log_prior, "force", None) or (lambda rows: self.log_prior.value_and_grad(rows)[1])
 
         def force(rows):
-            return self.log_prior.value_and_grad(rows)[1] + self.temperature * likelihood_force(rows)
+            return prior_force(rows) + self.temperature * likelihood_force(rows)
 
         return force
 
