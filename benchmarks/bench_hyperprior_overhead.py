@@ -13,8 +13,12 @@ of 200 calls:
 2. a kick with the prior's whole ``value_and_grad`` (its value and its
    gradient in every column), as the kicks took it before 2026-12-04;
 3. a kick with the prior's ``force`` (the gradient in the weights), as now;
+4. the log posterior's float64 ``value_and_grad`` (what NUTS's and MALA's
+   steps take), the prior's terms all evaluated;
+5. the same with the hyperparameters held (``given_hyperparameters``), their
+   terms computed once per Gibbs draw, as the kernels within Gibbs take it;
 
-and the ratio of 2 to 3. ``--fit`` then times ``MCMCRegressor()`` fits on
+and the ratios of 2 to 3 and of 4 to 5. ``--fit`` then times ``MCMCRegressor()`` fits on
 diabetes (inputs standardised, ``random_state=0``, median of ``--repeats``):
 run it under two versions of the package side by side to compare them.
 
@@ -45,10 +49,14 @@ def kick_times(n_rows, n_features, n_chains=4, n_calls=200, n_runs=5):
     log_density.set_force_dtype(torch.float32)
     prior, likelihood_force = log_density.log_prior, log_density.log_likelihood.force
     rows = prior.sample(n_chains, generator)
+    held = log_density.given_hyperparameters()
+    held.hold(rows)
     calls = {
         "likelihood force": lambda: likelihood_force(rows),
         "kick, prior value_and_grad": lambda: prior.value_and_grad(rows)[1] + likelihood_force(rows),
         "kick, prior force": lambda: log_density.force(rows),
+        "float64 value_and_grad": lambda: log_density.value_and_grad(rows),
+        "float64 value_and_grad, held": lambda: held.value_and_grad(rows),
     }
     times = {name: [] for name in calls}
     for _ in range(n_runs):
@@ -85,7 +93,8 @@ def main(argv=None):
         n_rows, n_features = map(int, table.split("x"))
         ms = kick_times(n_rows, n_features)
         print(f"{table}: " + ", ".join(f"{name} {value:.3f} ms" for name, value in ms.items())
-              + f"; value_and_grad / force {ms['kick, prior value_and_grad'] / ms['kick, prior force']:.2f}x",
+              + f"; kicks {ms['kick, prior value_and_grad'] / ms['kick, prior force']:.2f}x, value_and_grad "
+              f"{ms['float64 value_and_grad'] / ms['float64 value_and_grad, held']:.2f}x less",
               flush=True)
     if args.fit:
         seconds = fit_seconds(args.repeats)

@@ -87,6 +87,19 @@ def test_hierarchical_prior_density_is_the_product_of_its_parts():
     torch.testing.assert_close(force[:, : model.n_params], gradient[:, : model.n_params])
     assert force.shape == rows.shape and not force[:, model.n_params :].any()
     torch.testing.assert_close(prior(rows), prior.value_and_grad(rows)[0], rtol=0, atol=0)
+    # Held at the rows' hyperparameters: the same density and gradient in the weights, for all the
+    # rows or the leading ones, whatever weights they carry; zero gradient in the held columns.
+    held = prior.given_hyperparameters()
+    held.hold(rows)
+    moved = torch.cat([rows[:, : model.n_params].flip(0), rows[:, model.n_params :]], dim=1)
+    for these in (moved, moved[:2]):
+        expected_value, expected_gradient = prior.value_and_grad(
+            torch.cat([these[:, : model.n_params], rows[: len(these), model.n_params :]], dim=1))
+        value, gradient = held.value_and_grad(these)
+        torch.testing.assert_close(value, expected_value, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(gradient[:, : model.n_params], expected_gradient[:, : model.n_params])
+        assert not gradient[:, model.n_params :].any()
+        torch.testing.assert_close(held.force(these), gradient, rtol=0, atol=0)
 
 
 def test_hierarchical_prior_draws():

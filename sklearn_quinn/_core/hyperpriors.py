@@ -273,6 +273,11 @@ class HierarchicalPrior:
             value = value + self.hyperprior.log_prob_of_log(-2 * log_noise) + math.log(2)
         return value, parts, (precision, sizes, squares, shapes, rates)
 
+    def given_hyperparameters(self):
+        """This prior as a density of the weights, the hyperparameter columns held at those of
+        :meth:`HeldHyperparameters.hold`."""
+        return HeldHyperparameters(self)
+
     def value_and_grad(self, rows):
         """The log density of each row ``(C,)`` and its gradient ``(C, P)``, in closed form."""
         value, parts, (precision, sizes, squares, shapes, rates) = self._value(rows)
@@ -323,6 +328,45 @@ class HierarchicalPrior:
         order = shape - self.column_shape * self.layer_sizes.to(log_precision)
         scale = self.column_shape * self.layer_sums(torch.exp(log_precision))
         return log_generalized_inverse_gaussian(order, rate, scale, generator)
+
+
+class HeldHyperparameters:
+    """A :class:`HierarchicalPrior` over rows whose hyperparameter columns are those held by
+    :meth:`hold`: ``-1/2 sum_k delta_k theta_k^2`` plus the terms they alone set, computed once
+    per hold, so that a kernel's evaluations between two Gibbs draws pay for the weights' terms
+    alone. Rows may be fewer than held: the leading ones (see
+    :class:`~sklearn_quinn.mcmc._gibbs.ConditionalDensity`).
+    """
+
+    def __init__(self, prior):
+        self.prior = prior
+        self.precision = self.terms = None  # (C, K) and (C,)
+
+    def hold(self, rows):
+        """Hold the hyperparameter columns of ``rows (C, P)`` (in place where the shapes
+        repeat: a compiled kernel keeps reading the same tensors)."""
+        value, _, (precision, _, squares, _, _) = self.prior._value(rows)
+        terms = value + 0.5 * (precision * squares).sum(-1)  # what the hyperparameters alone contribute
+        per_weight = self.prior.per_weight(precision)
+        if self.terms is not None and self.terms.shape == terms.shape:
+            self.precision.copy_(per_weight)
+            self.terms.copy_(terms)
+        else:
+            self.precision, self.terms = per_weight, terms
+
+    def __call__(self, rows):
+        return self.value_and_grad(rows)[0]
+
+    def value_and_grad(self, rows):
+        theta = rows[:, : self.prior.n_params]
+        precision = self.precision[: len(rows)]
+        value = -0.5 * (precision * theta.square()).sum(-1) + self.terms[: len(rows)]
+        return value, torch.nn.functional.pad(-precision * theta, (0, self.prior.n_hyperparameters))
+
+    def force(self, rows):
+        """The gradient in the weights, zero in the held columns (see :meth:`HierarchicalPrior.force`)."""
+        theta = rows[:, : self.prior.n_params]
+        return torch.nn.functional.pad(-self.precision[: len(rows)] * theta, (0, self.prior.n_hyperparameters))
 
 
 class Statistics(NamedTuple):

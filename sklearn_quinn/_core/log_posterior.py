@@ -36,6 +36,16 @@ class LogPosterior:
         prior, prior_gradient = self.log_prior.value_and_grad(rows)
         return prior + self.temperature * likelihood, prior_gradient + self.temperature * likelihood_gradient
 
+    def given_hyperparameters(self):
+        """This posterior with the prior's :meth:`~HierarchicalPrior.given_hyperparameters`, or None
+        where the prior has no hyperparameter columns to hold."""
+        given = getattr(self.log_prior, "given_hyperparameters", None)
+        return None if given is None else LogPosterior(self.log_likelihood, given(), self.temperature)
+
+    def hold(self, rows):
+        """Hold the hyperparameter columns of ``rows`` (a posterior from :meth:`given_hyperparameters`)."""
+        self.log_prior.hold(rows)
+
     def set_force_dtype(self, dtype):
         """The likelihood's :meth:`~sklearn_quinn._core.likelihoods.RowBlockLikelihood.set_force_dtype`."""
         self.log_likelihood.set_force_dtype(dtype)

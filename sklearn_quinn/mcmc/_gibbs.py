@@ -51,12 +51,20 @@ class ConditionalDensity:
     the others held at the values of :meth:`condition_on`.
 
     Its value is the whole row's (terms of the held columns included), so a
-    kernel's cached value is the joint log density at the current row.
+    kernel's cached value is the joint log density at the current row. Where
+    the density can hold its hyperparameters itself (a log posterior under
+    :class:`~sklearn_quinn._core.hyperpriors.HierarchicalPrior`), its
+    gradients and forces are evaluated so, the terms of the held columns
+    computed once per :meth:`condition_on` rather than at every step of a
+    trajectory; its value stays the joint density's own, to the last bit, so
+    that HMC's accept steps (on values alone) are those of the joint density.
     """
 
     def __init__(self, log_density, n_moved):
-        self.log_density, self.n_moved = log_density, n_moved
-        self.held = None
+        self.log_density, self.n_moved, self.held = log_density, n_moved, None
+        given = getattr(log_density, "given_hyperparameters", None)
+        self.held_density = None if given is None else given()
+        self.differentiated = log_density if self.held_density is None else self.held_density
 
     def condition_on(self, rows):
         """Hold the trailing columns of ``rows (C, P)``."""
@@ -65,6 +73,8 @@ class ConditionalDensity:
             self.held.copy_(held)  # in place: a compiled kernel keeps reading the same tensor
         else:
             self.held = held.clone()
+        if self.held_density is not None:
+            self.held_density.hold(rows)
 
     def _rows(self, moved):
         # Fewer rows than held: the leading ones (a kernel moving only the chains whose
@@ -75,13 +85,13 @@ class ConditionalDensity:
         return self.log_density(self._rows(moved))
 
     def value_and_grad(self, moved):
-        value, gradient = value_and_grad(self.log_density, self._rows(moved))
+        value, gradient = value_and_grad(self.differentiated, self._rows(moved))
         return value, self._moved_columns(gradient)
 
     @property
     def force(self):
         """The joint density's ``force`` in the moved columns, or None where it has none."""
-        joint_force = getattr(self.log_density, "force", None)
+        joint_force = getattr(self.differentiated, "force", None)
         if joint_force is None:
             return None
         return lambda moved: self._moved_columns(joint_force(self._rows(moved)))
