@@ -12,11 +12,12 @@ of 200 calls:
 1. the likelihood's force alone;
 2. a kick with the prior's whole ``value_and_grad`` (its value and its
    gradient in every column), as the kicks took it before 2026-12-04;
-3. a kick with the prior's ``force`` (the gradient in the weights), as now;
+3. a kick with the force of the posterior with the hyperparameters held
+   (``given_hyperparameters``; the prior's gradient in the weights), as now;
 4. the log posterior's float64 ``value_and_grad`` (what NUTS's and MALA's
    steps take), the prior's terms all evaluated;
-5. the same with the hyperparameters held (``given_hyperparameters``), their
-   terms computed once per Gibbs draw, as the kernels within Gibbs take it;
+5. the same with the hyperparameters held, their terms computed once per
+   Gibbs draw, as the kernels within Gibbs take it;
 
 and the ratios of 2 to 3 and of 4 to 5. ``--fit`` then times ``MCMCRegressor()`` fits on
 diabetes (inputs standardised, ``random_state=0``, median of ``--repeats``):
@@ -54,7 +55,7 @@ def kick_times(n_rows, n_features, n_chains=4, n_calls=200, n_runs=5):
     calls = {
         "likelihood force": lambda: likelihood_force(rows),
         "kick, prior value_and_grad": lambda: prior.value_and_grad(rows)[1] + likelihood_force(rows),
-        "kick, prior force": lambda: log_density.force(rows),
+        "kick, prior force": lambda: held.force(rows),
         "float64 value_and_grad": lambda: log_density.value_and_grad(rows),
         "float64 value_and_grad, held": lambda: held.value_and_grad(rows),
     }

@@ -82,13 +82,9 @@ def test_hierarchical_prior_density_is_the_product_of_its_parts():
     leaf = rows.clone().requires_grad_(True)
     (gradient,) = torch.autograd.grad(prior.value_and_grad(leaf)[0].sum(), leaf)
     torch.testing.assert_close(prior.value_and_grad(rows)[1], gradient)
-    # The kicks' force: the gradient in the weights, zero in the Gibbs-drawn columns; the value alone.
-    force = prior.force(rows)
-    torch.testing.assert_close(force[:, : model.n_params], gradient[:, : model.n_params])
-    assert force.shape == rows.shape and not force[:, model.n_params :].any()
     torch.testing.assert_close(prior(rows), prior.value_and_grad(rows)[0], rtol=0, atol=0)
     # Held at the rows' hyperparameters: the same density and gradient in the weights, for all the
-    # rows or the leading ones, whatever weights they carry; zero gradient in the held columns.
+    # rows or the leading ones, whatever weights they carry; zero gradient (and force) in the held columns.
     held = prior.given_hyperparameters()
     held.hold(rows)
     moved = torch.cat([rows[:, : model.n_params].flip(0), rows[:, model.n_params :]], dim=1)

@@ -292,15 +292,6 @@ class HierarchicalPrior:
             d_log_noise = [(-2 * (hyperprior.shape - hyperprior.rate * torch.exp(-2 * log_noise)))[:, None]]
         return value, torch.cat([d_theta, *d_log_noise, d_log_precision, d_log_mean], dim=1)
 
-    def force(self, rows):
-        """The gradient HMC's kicks take ``(C, P)``: in ``theta``, ``-delta_g theta_g``; zero in
-        the hyperparameter columns, which the kernels never move (the Gibbs draws do).
-
-        A kick needs neither the density's value nor its gradient in the hyperparameters, which
-        are most of :meth:`value_and_grad`'s work.
-        """
-        return torch.nn.functional.pad(self.weight_gradient(rows), (0, self.n_hyperparameters))
-
     def weight_gradient(self, rows):
         """The gradient in ``theta`` alone, ``-delta_g theta_g`` ``(C, K)``."""
         theta, _, log_precision, _ = self.split(rows)
@@ -364,7 +355,8 @@ class HeldHyperparameters:
         return value, torch.nn.functional.pad(-precision * theta, (0, self.prior.n_hyperparameters))
 
     def force(self, rows):
-        """The gradient in the weights, zero in the held columns (see :meth:`HierarchicalPrior.force`)."""
+        """The gradient HMC's kicks take: in the weights, ``-delta_k theta_k``; zero in the held
+        columns, which the kernels never move (the Gibbs draws do)."""
         theta = rows[:, : self.prior.n_params]
         return torch.nn.functional.pad(-self.precision[: len(rows)] * theta, (0, self.prior.n_hyperparameters))
 

@@ -54,7 +54,7 @@ class LogPosterior:
     def force(self):
         """The gradient HMC's kicks take where the likelihood has a cheaper one (its ``force``:
         :meth:`~sklearn_quinn._core.likelihoods.RowBlockLikelihood.set_force_dtype`), the prior's
-        exact (its own ``force`` where it has one: :meth:`HierarchicalPrior.force`); else None."""
+        exact (its own ``force`` where it has one: :meth:`HeldHyperparameters.force`); else None."""
         likelihood_force = getattr(self.log_likelihood, "force", None)
         if likelihood_force is None:
             return None
