@@ -273,11 +273,6 @@ class HierarchicalPrior:
             value = value + self.hyperprior.log_prob_of_log(-2 * log_noise) + math.log(2)
         return value, parts, (precision, sizes, squares, shapes, rates)
 
-    def given_hyperparameters(self):
-        """This prior as a density of the weights, the hyperparameter columns held at those of
-        :meth:`HeldHyperparameters.hold`."""
-        return HeldHyperparameters(self)
-
     def value_and_grad(self, rows):
         """The log density of each row ``(C,)`` and its gradient ``(C, P)``, in closed form."""
         value, parts, (precision, sizes, squares, shapes, rates) = self._value(rows)
@@ -299,6 +294,11 @@ class HierarchicalPrior:
 
     def _weight_gradient(self, theta, precision):
         return -self.per_weight(precision) * theta
+
+    def given_hyperparameters(self):
+        """This prior as a density of the weights, the hyperparameter columns held at those of
+        :meth:`HeldHyperparameters.hold`."""
+        return HeldHyperparameters(self)
 
     def sample(self, n, generator=None, dtype=torch.float64, device="cpu"):
         """``n`` rows from the prior: layer means, precisions given them, weights given those,
@@ -352,11 +352,11 @@ class HeldHyperparameters:
         theta = rows[:, : self.prior.n_params]
         precision = self.precision[: len(rows)]
         value = -0.5 * (precision * theta.square()).sum(-1) + self.terms[: len(rows)]
-        return value, torch.nn.functional.pad(-precision * theta, (0, self.prior.n_hyperparameters))
+        return value, self.force(rows)
 
     def force(self, rows):
-        """The gradient HMC's kicks take: in the weights, ``-delta_k theta_k``; zero in the held
-        columns, which the kernels never move (the Gibbs draws do)."""
+        """The gradient (and so HMC's kicks): in the weights, ``-delta_k theta_k``; zero in the
+        held columns, which the kernels never move (the Gibbs draws do)."""
         theta = rows[:, : self.prior.n_params]
         return torch.nn.functional.pad(-self.precision[: len(rows)] * theta, (0, self.prior.n_hyperparameters))
 
