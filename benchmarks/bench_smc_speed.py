@@ -47,6 +47,18 @@ Three measurements, one thread throughout:
    ``leapfrog_dtype='float64'`` and with the default ``'float32'``, side by
    side as ``--only compile`` runs its two: wall and CPU seconds, stages,
    particle gradients, test log-likelihood and coverage.
+7. ``--only stops``: what stopping diverged trajectories saves (a move's
+   trajectory stops where its estimated energy has risen 1000 nats above its
+   start's, :func:`sklearn_quinn.mcmc._kernels.leapfrog`): ``SMCRegressor()``
+   on UCI concrete (``--splits``) with every trajectory run to its length (the
+   densities' ``select`` taken away, so that no row can leave the batch) and
+   with the default stops, side by side as ``--only compile`` runs its two,
+   both with ``compile=False`` (``'auto'`` decides on the gradients counted,
+   which the stops change). The two fits reject the same trajectories, but
+   once rows have stopped the others take their gradients in other batches,
+   whose float32 rounding differs, and the two runs of the sampler part from
+   there: their stages and test log-likelihoods differ as two seeds' do, and
+   the particle gradients and seconds are what the stops save.
 
     python benchmarks/bench_smc_speed.py [--seeds 3] [--evidence-seeds 5] [--threads 1] [--only evidence ...]
 """
@@ -74,8 +86,10 @@ from sklearn_quinn._cli.benchmark import n_hidden
 from sklearn_quinn._core import network
 from sklearn_quinn._core.compiling import saved_seconds
 from sklearn_quinn._core.likelihoods import GaussianStateLikelihood, RowBlockLikelihood
+from sklearn_quinn._core.log_posterior import LogPosterior
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 from sklearn_quinn.datasets import load_uci_split
+from sklearn_quinn.mcmc._gibbs import ConditionalDensity
 
 SPEED_TARGET_SECONDS = 60
 EVIDENCE_TARGET_NATS = 0.2
@@ -285,8 +299,17 @@ def kicks_gain(data_dir, splits):
                                              "leapfrog_dtype='float32'": {}})
 
 
+def stops_gain(data_dir, splits):
+    """What stopping diverged trajectories saves: every trajectory run to its length against the default."""
+    concrete_side_by_side(data_dir, splits, {"full trajectories": {"full_trajectories": True, "compile": False},
+                                             "diverged ones stopped": {"compile": False}})
+
+
 def fit_concrete(data_dir, split, params):
-    """One SMCRegressor() fit on a concrete split with ``params`` set, in this (fresh) process: a JSON line."""
+    """One SMCRegressor() fit on a concrete split with ``params`` set, in this (fresh) process: a JSON line.
+    ``full_trajectories`` (not a parameter) takes the densities' ``select`` away: no trajectory stops."""
+    if params.pop("full_trajectories", False):
+        ConditionalDensity.select = LogPosterior.select = None
     X_train, X_test, y_train, y_test = load_uci_split(data_dir, "concrete", split)
     smc = make_pipeline(StandardScaler(), SMCRegressor(random_state=split, **params))
     cpu_start = time.process_time()
@@ -303,13 +326,13 @@ def main():
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--evidence-seeds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--only", choices=["blocking", "evidence", "speed", "protein", "compile", "kicks"],
+    parser.add_argument("--only", choices=["blocking", "evidence", "speed", "protein", "compile", "kicks", "stops"],
                         nargs="+",
                         default=["blocking", "evidence", "speed"], help="the measurements to run")
     parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR,
-                        help="the UCI sets (for --only protein, compile, kicks)")
+                        help="the UCI sets (for --only protein, compile, kicks, stops)")
     parser.add_argument("--splits", type=int, nargs="+", default=[0],
-                        help="the concrete splits of --only compile, kicks")
+                        help="the concrete splits of --only compile, kicks, stops")
     parser.add_argument("--fit-concrete", nargs=2, metavar=("SPLIT", "PARAMS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     pin_threads(args.threads)
@@ -328,6 +351,8 @@ def main():
         compile_gain(args.data_dir, args.splits)
     if "kicks" in args.only:
         kicks_gain(args.data_dir, args.splits)
+    if "stops" in args.only:
+        stops_gain(args.data_dir, args.splits)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from sklearn_quinn._core.hyperpriors import (
 from sklearn_quinn._core.likelihoods import CategoricalLikelihood, GaussianLikelihood
 from sklearn_quinn._core.log_posterior import LeadingColumns, LogPosterior, hierarchical_log_posterior
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
+from sklearn_quinn.mcmc._gibbs import ConditionalDensity
 
 DOUBLE = dict(dtype=torch.float64)
 HYPERPRIOR = GammaHyperprior(0.5, 0.01)
@@ -97,6 +98,37 @@ def test_hierarchical_prior_density_is_the_product_of_its_parts():
         assert not gradient[:, model.n_params :].any()
         # The kicks' force is the prior's own weight gradient to the bit (HMC's draws rest on it).
         torch.testing.assert_close(held.force(these)[:, : model.n_params], prior.weight_gradient(joint), rtol=0, atol=0)
+    # Selected rows (a leapfrog's rows still going once others stopped), all of them or the leading ones.
+    index = torch.tensor([2, 0])
+    selected = held.select(index)
+    for these in (moved[index], moved[index][:1]):
+        joint = torch.cat([these[:, : model.n_params], rows[index][: len(these), model.n_params :]], dim=1)
+        torch.testing.assert_close(selected(these), prior(joint), rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(selected.force(these)[:, : model.n_params], prior.weight_gradient(joint), rtol=0,
+                                   atol=0)
+
+
+def test_a_conditional_density_selects_its_held_rows():
+    """``ConditionalDensity.select``: the density of the moved columns over some of its held rows,
+    as a leapfrog's steps take it once some rows' trajectories stopped, is the whole density's at
+    those rows (its value, gradient and float32 force), the held prior's terms selected with them."""
+    model, _, log_posterior, _ = _problem("regression")
+    log_posterior.set_force_dtype(torch.float32)
+    rows = log_posterior.log_prior.sample(4, torch.Generator().manual_seed(3))
+    conditional = ConditionalDensity(log_posterior, model.n_params)
+    conditional.condition_on(rows)
+    moved = rows[:, : model.n_params] + 0.1 * torch.randn(4, model.n_params, **DOUBLE)
+    index = torch.tensor([3, 1])
+    selected = conditional.select(index)
+    value, gradient = conditional.value_and_grad(moved)
+    force = conditional.force(moved)
+    for n in (2, 1):  # the selection, or its leading rows
+        these = moved[index][:n]
+        selected_value, selected_gradient = selected.value_and_grad(these)
+        torch.testing.assert_close(selected_value, value[index][:n], rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(selected_gradient, gradient[index][:n], rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(selected(these), conditional(moved)[index][:n], rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(selected.force(these), force[index][:n], rtol=1e-6, atol=1e-6)
 
 
 def test_hierarchical_prior_draws():

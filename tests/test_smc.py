@@ -106,6 +106,78 @@ def test_leapfrog_with_per_row_lengths_equals_separate_runs():
             torch.testing.assert_close(got[row : row + 1], expected)
 
 
+class StiffGaussian:
+    """``N(0, diag(1, 1/100))`` over independent rows, whose leapfrog steps are unstable beyond a step
+    size of 2 / 10; the rows of each gradient evaluation counted. With ``selects``, it has the
+    ``select`` of a density that can evaluate a subset of its rows (for independent rows, itself)."""
+
+    precision = torch.tensor([1.0, 100.0], **DOUBLE)
+
+    def __init__(self, selects=True):
+        self.rows = []
+        if selects:
+            self.select = lambda index: self
+
+    def __call__(self, x):
+        return -0.5 * (x.square() * self.precision).sum(-1)
+
+    def value_and_grad(self, x):
+        self.rows.append(len(x))
+        return self(x), -x * self.precision
+
+
+def test_a_trajectory_beyond_the_stability_limit_diverges_and_stops_where_it_does():
+    """The middle row's step (0.5) is beyond the limit: its energy grows geometrically, it diverges
+    and, with a density that selects rows, stops within a few steps; the other rows end exactly as
+    they do without it. Without ``select`` it runs its whole length, diverging all the same."""
+    generator = torch.Generator().manual_seed(0)
+    position = torch.randn(3, 2, generator=generator, **DOUBLE)
+    momentum = torch.randn(3, 2, generator=generator, **DOUBLE)
+    epsilon, inverse_mass = torch.tensor([[0.05], [0.5], [0.05]], **DOUBLE), torch.ones(3, 2, **DOUBLE)
+    lengths = torch.tensor([20, 20, 10])
+    stable = [0, 2]
+    density = StiffGaussian()
+    alone = leapfrog(density, position[stable], momentum[stable], density.value_and_grad(position[stable])[1],
+                     epsilon[stable], inverse_mass[stable], lengths[stable])
+    for selects, most_rows in [(True, 20 + 10 + 5), (False, 20 + 20 + 10)]:
+        density = StiffGaussian(selects)
+        gradient = density.value_and_grad(position)[1]
+        density.rows.clear()
+        *ends, diverged = leapfrog(density, position, momentum, gradient, epsilon, inverse_mass, lengths)
+        assert diverged.tolist() == [False, True, False]
+        assert sum(density.rows) <= most_rows
+        for got, expected in zip(ends, alone[:4]):
+            torch.testing.assert_close(got[stable], expected, rtol=0, atol=0)
+    assert not alone[4].any()
+
+
+@pytest.mark.parametrize("lengths", [12, torch.tensor([12, 12, 12, 12, 12, 12])], ids=["one length", "per-row lengths"])
+def test_divergence_reads_the_same_both_ways_and_a_fall_is_none(lengths):
+    """The divergence condition is reversible: from each trajectory's end, its momentum flipped, the
+    same rows diverge (steps at the stability limit, where some rows' energies pass the threshold
+    and some do not). A trajectory falling 5000 nats into the density's well raises its kinetic
+    energy that much, and is no divergence: the energy estimate, not the kinetic energy, is read."""
+    generator = torch.Generator().manual_seed(1)
+    density = StiffGaussian(selects=False)
+    position = 3 * torch.randn(6, 2, generator=generator, **DOUBLE)
+    momentum = torch.randn(6, 2, generator=generator, **DOUBLE)
+    epsilon = torch.linspace(0.19, 0.215, 6, **DOUBLE).unsqueeze(-1)
+    inverse_mass = torch.ones(6, 2, **DOUBLE)
+    end, end_momentum, _, end_gradient, diverged = leapfrog(density, position, momentum,
+                                                            density.value_and_grad(position)[1], epsilon,
+                                                            inverse_mass, lengths)
+    assert 0 < int(diverged.sum()) < 6
+    *_, back_diverged = leapfrog(density, end, -end_momentum, end_gradient, epsilon, inverse_mass, lengths)
+    assert back_diverged.tolist() == diverged.tolist()
+    far = torch.tensor([[100.0, 0.0]], **DOUBLE)  # 5000 nats above the mode
+    fall_lengths = 15 if isinstance(lengths, int) else torch.tensor([15])
+    step = torch.full((1, 1), 0.1, **DOUBLE)
+    _, fallen_momentum, _, _, fall_diverged = leapfrog(density, far, torch.zeros_like(far),
+                                                       density.value_and_grad(far)[1], step, torch.ones_like(far),
+                                                       fall_lengths)
+    assert float(0.5 * fallen_momentum.square().sum()) > 2000 and not fall_diverged.any()
+
+
 @pytest.mark.parametrize("lengths", [6, torch.tensor([6, 3, 1])], ids=["one length", "per-row lengths"])
 def test_leapfrog_kicked_by_a_float32_force_is_reversible_and_ends_at_the_exact_value(linear_data, lengths):
     """A density with a ``force`` (here the float32 gradient of a linear model's log
@@ -124,14 +196,15 @@ def test_leapfrog_kicked_by_a_float32_force_is_reversible_and_ends_at_the_exact_
     momentum = torch.randn(3, model.n_params, generator=generator, **DOUBLE)
     epsilon, inverse_mass = torch.full((3, 1), 0.02, **DOUBLE), torch.ones(3, model.n_params, **DOUBLE)
     start_force = density.force(position)
-    end, end_momentum, value, force = leapfrog(density, position, momentum, start_force, epsilon, inverse_mass, lengths)
+    end, end_momentum, value, force, _ = leapfrog(density, position, momentum, start_force, epsilon, inverse_mass,
+                                                  lengths)
     torch.testing.assert_close(value, density(end), rtol=0, atol=0)
     torch.testing.assert_close(force, density.force(end), rtol=0, atol=0)
     exact_end = leapfrog(lambda rows: density(rows), position, momentum, density.value_and_grad(position)[1], epsilon,
                          inverse_mass, lengths)[0]
     assert not torch.equal(end, exact_end)
     torch.testing.assert_close(end, exact_end, rtol=1e-5, atol=1e-6)
-    back, _, back_value, _ = leapfrog(density, end, -end_momentum, force, epsilon, inverse_mass, lengths)
+    back, _, back_value, _, _ = leapfrog(density, end, -end_momentum, force, epsilon, inverse_mass, lengths)
     torch.testing.assert_close(back, position, rtol=0, atol=1e-12)
     torch.testing.assert_close(back_value, density(position), rtol=1e-12, atol=1e-10)
 

@@ -345,6 +345,12 @@ class HeldHyperparameters:
         else:
             self.precision, self.terms = per_weight, terms
 
+    def select(self, index):
+        """This prior over the held rows ``index``."""
+        selected = HeldHyperparameters(self.prior)
+        selected.precision, selected.terms = self.precision[index], self.terms[index]
+        return selected
+
     def __call__(self, rows):
         return self.value_and_grad(rows)[0]
 

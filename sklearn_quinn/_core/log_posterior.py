@@ -42,6 +42,12 @@ class LogPosterior:
         given = getattr(self.log_prior, "given_hyperparameters", None)
         return None if given is None else LogPosterior(self.log_likelihood, given(), self.temperature)
 
+    def select(self, index):
+        """This posterior over the rows ``index`` of those its prior holds (:meth:`HeldHyperparameters.select`);
+        itself where the prior holds none: the likelihood and the other priors read each row alone."""
+        select = getattr(self.log_prior, "select", None)
+        return self if select is None else LogPosterior(self.log_likelihood, select(index), self.temperature)
+
     def hold(self, rows):
         """Hold the hyperparameter columns of ``rows`` (a posterior from :meth:`given_hyperparameters`)."""
         self.log_prior.hold(rows)

@@ -32,6 +32,7 @@ and the Gibbs draws are exact where a gradient step on a log precision mixes
 slowly.
 """
 
+import copy
 from typing import NamedTuple
 
 import torch
@@ -75,6 +76,15 @@ class ConditionalDensity:
             self.held = held.clone()
         if self.held_density is not None:
             self.held_density.hold(rows)
+
+    def select(self, index):
+        """This density over the rows ``index`` of those held (a kernel's leapfrog steps
+        moving the rows whose trajectories have not stopped)."""
+        selected = copy.copy(self)
+        selected.held = self.held[index]
+        if self.held_density is not None:
+            selected.held_density = selected.differentiated = self.held_density.select(index)
+        return selected
 
     def _rows(self, moved):
         # Fewer rows than held: the leading ones (a kernel moving only the chains whose

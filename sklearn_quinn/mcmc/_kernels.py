@@ -177,23 +177,30 @@ def hmc_proposal(log_density, momentum_noise, state, epsilon, n_leapfrog):
     Returns
     -------
     proposal : HMCState
-        The trajectories' end points.
+        The trajectories' end points (where a trajectory stopped, for one
+        that diverged: see :func:`leapfrog`).
     log_ratio : tensor of shape (C,)
-        ``H(w, p) - H(w', p')``, the log acceptance ratio.
+        ``H(w, p) - H(w', p')``, the log acceptance ratio; ``-inf`` for a
+        trajectory that diverged.
     """
     position, value, gradient, _, inverse_mass = state
     momentum = momentum_noise / inverse_mass.sqrt()
     energy = hamiltonian(value, momentum, inverse_mass)
-    position, momentum, value, gradient = leapfrog(
+    position, momentum, value, gradient, diverged = leapfrog(
         log_density, position, momentum, gradient, epsilon.unsqueeze(-1), inverse_mass, n_leapfrog
     )
-    new_energy = hamiltonian(value, momentum, inverse_mass)
-    return state._replace(position=position, log_density=value, gradient=gradient), energy - new_energy
+    log_ratio = torch.where(diverged, -math.inf, energy - hamiltonian(value, momentum, inverse_mass))
+    return state._replace(position=position, log_density=value, gradient=gradient), log_ratio
 
 
 def hamiltonian(log_density, momentum, inverse_mass):
     """``H = -log p(w) + p^T M^-1 p / 2`` per chain, from the log density ``(C,)``."""
-    return -log_density + 0.5 * (momentum.square() * inverse_mass).sum(-1)
+    return -log_density + kinetic_energy(momentum, inverse_mass)
+
+
+def kinetic_energy(momentum, inverse_mass):
+    """``p^T M^-1 p / 2`` per chain."""
+    return 0.5 * (momentum.square() * inverse_mass).sum(-1)
 
 
 def leapfrog(log_density, position, momentum, gradient, epsilon, inverse_mass, n_steps):
@@ -218,52 +225,120 @@ def leapfrog(log_density, position, momentum, gradient, epsilon, inverse_mass, n
     relative error is about 1e-6, the energy error it adds far below the
     integration's.
 
+    A trajectory diverges where its energy, estimated along the way, rises
+    more than ``DIVERGENCE_THRESHOLD`` above the lower of its two ends': a
+    step size beyond the stability limit of the integration in some
+    direction, along which position and momentum then grow geometrically.
+    :func:`hmc_proposal` rejects it. The estimate at each point is the kinetic
+    energy plus the potential's change by the trapezoidal rule on the kicks'
+    own gradients, ``-sum_j (g_j + g_{j+1}) . (x_{j+1} - x_j) / 2`` (exact on a
+    Gaussian, and needing no value of the density, which the ``force`` path
+    does not evaluate): a fall into a region of higher density raises the
+    kinetic energy but not the estimate. Run backwards from its end, a
+    trajectory passes through the same points with the same estimates less
+    the end's, so the condition is the same both ways, the proposal stays
+    reversible and the kernel exact. It is met as soon as the estimate has
+    risen that far above the start's, so with per-row lengths and a density
+    that can evaluate a subset of its rows (``select(index)``) such a row
+    stops there: the rows whose steps were too large for their own region of
+    a posterior (SMC's particles, each with its own step size and
+    hyperparameters) then cost a few steps each rather than their whole
+    trajectories.
+
     Returns
     -------
     position, momentum, log_density, gradient : tensors at the end points
-        ``gradient`` is the force where the density has one.
+        ``gradient`` is the force where the density has one; a row that
+        stopped is left where it stopped.
+    diverged : tensor of shape (C,), bool
     """
-    force = getattr(log_density, "force", None)
+    # The energy estimates: the kinetic energy plus the potential's change from the start.
+    start_energy = kinetic_energy(momentum, inverse_mass)
     momentum = momentum + 0.5 * epsilon * gradient
     if torch.is_tensor(n_steps):
-        position, momentum, value, gradient = _leapfrog_per_row(
-            log_density, force, position, momentum, gradient, epsilon, inverse_mass, n_steps
+        position, momentum, value, gradient, potential, peak, stopped = _leapfrog_per_row(
+            log_density, position, momentum, gradient, epsilon, inverse_mass, n_steps, start_energy
         )
     else:
+        force = getattr(log_density, "force", None)
+        potential, peak = torch.zeros_like(start_energy), start_energy
+        stopped = torch.zeros_like(start_energy, dtype=torch.bool)
         for step in range(n_steps):
             # The last kick is a half step.
             kick = (0.5 if step == n_steps - 1 else 1.0) * epsilon
-            position = position + epsilon * inverse_mass * momentum
+            move = epsilon * inverse_mass * momentum
+            position = position + move
+            previous = gradient
             if force is None:
                 value, gradient = value_and_grad(log_density, position)
             else:
                 gradient = force(position)
+            potential = potential - _work(previous, gradient, move)
+            peak = torch.maximum(peak, kinetic_energy(momentum + 0.5 * epsilon * gradient, inverse_mass) + potential)
             momentum = momentum + kick * gradient
-    if force is not None:
+    if getattr(log_density, "force", None) is not None:
         with torch.no_grad():
             value = log_density(position)
-    return position, momentum, value, gradient
+    end_energy = kinetic_energy(momentum, inverse_mass) + potential
+    diverged = stopped | ~(peak <= torch.minimum(start_energy, end_energy) + DIVERGENCE_THRESHOLD)  # NaN too
+    return position, momentum, value, gradient, diverged
 
 
-def _leapfrog_per_row(log_density, force, position, momentum, gradient, epsilon, inverse_mass, n_steps):
+def _work(previous, gradient, move):
+    """The trapezoidal rule's ``(g_j + g_{j+1}) . (x_{j+1} - x_j) / 2`` per row: minus the potential's change."""
+    return 0.5 * ((previous + gradient) * move).sum(-1)
+
+
+def _leapfrog_per_row(log_density, position, momentum, gradient, epsilon, inverse_mass, n_steps, start_energy):
     """:func:`leapfrog` with per-row lengths sorted longest first, after the first half kick
-    (the values are left empty where ``force`` kicks)."""
+    (the values are left empty where the density has a ``force``), with the energy estimates'
+    potential changes and highest values, and the rows stopped where they diverged.
+
+    The steps move the leading rows still going, as views, until a row stops; from then on
+    the rows still going are gathered (``index``) and the density is its ``select`` of them.
+    """
     if bool((n_steps[1:] > n_steps[:-1]).any()):
         raise ValueError("Per-row trajectory lengths must be sorted longest first.")
+    select = getattr(log_density, "select", None)
+    position, gradient = position.clone(), gradient.clone()
+    potential, peak = torch.zeros_like(start_energy), start_energy.clone()
+    value = torch.empty(len(position), dtype=position.dtype, device=position.device)
+    stopped = torch.zeros_like(start_energy, dtype=torch.bool)
+    index, force = None, getattr(log_density, "force", None)  # index None: every row, in order
     steps = torch.arange(int(n_steps[0]), device=n_steps.device)
     n_moving = (n_steps.unsqueeze(0) > steps.unsqueeze(1)).sum(1).tolist()
-    position, gradient = position.clone(), gradient.clone()
-    value = torch.empty(len(position), dtype=position.dtype, device=position.device)
-    for step, k in enumerate(n_moving):
-        moving = position[:k]
-        moving += epsilon[:k] * inverse_mass[:k] * momentum[:k]
+    for step in range(len(n_moving)):
+        k = n_moving[step]  # rewritten below when rows stop
+        if k == 0:
+            break
+        rows = slice(0, k) if index is None else index[:k]
+        move = epsilon[rows] * inverse_mass[rows] * momentum[rows]
+        moving = position[rows] + move
         if force is None:
-            value[:k], gradient[:k] = value_and_grad(log_density, moving)
+            value[rows], new_gradient = value_and_grad(log_density, moving)
         else:
-            gradient[:k] = force(moving)
-        last = (n_steps[:k] == step + 1).unsqueeze(-1)
-        momentum[:k] += torch.where(last, 0.5, 1.0) * epsilon[:k] * gradient[:k]
-    return position, momentum, value, gradient
+            new_gradient = force(moving)
+        position[rows] = moving
+        potential[rows] -= _work(gradient[rows], new_gradient, move)
+        gradient[rows] = new_gradient
+        kick = epsilon[rows] * new_gradient
+        peak[rows] = torch.maximum(peak[rows], kinetic_energy(momentum[rows] + 0.5 * kick, inverse_mass[rows])
+                                   + potential[rows])
+        last = (n_steps[rows] == step + 1).unsqueeze(-1)
+        momentum[rows] += torch.where(last, 0.5, 1.0) * kick
+        if select is None:
+            continue
+        exploded = ~(peak[rows] <= start_energy[rows] + DIVERGENCE_THRESHOLD)
+        if bool(exploded.any()):
+            going = torch.arange(len(position), device=position.device) if index is None else index
+            keep = torch.ones_like(going, dtype=torch.bool)
+            keep[:k] = ~exploded
+            stopped[going[~keep]] = True
+            index = going[keep]
+            log_density = select(index)
+            force = getattr(log_density, "force", None)
+            n_moving[step + 1 :] = (n_steps[index].unsqueeze(0) > steps[step + 1 :].unsqueeze(1)).sum(1).tolist()
+    return position, momentum, value, gradient, potential, peak, stopped
 
 
 # ---------------------------------------------------------------------- MALA
