@@ -13,7 +13,10 @@ one too, as NumPyro counts it for HMC and NUTS, and Stan for NUTS.
 
 ``log_density`` maps ``(C, K) -> (C,)`` and must treat rows independently
 (HMC with per-chain trajectory lengths calls it on a leading block of the
-rows, the chains still moving); it may carry a ``value_and_grad`` attribute
+rows, the chains still moving; a density that holds something per row, as
+:class:`~sklearn_quinn.mcmc._gibbs.ConditionalDensity` its hyperparameters,
+may offer ``select(index)``, itself over those rows, and then the rows whose
+trajectories diverged leave the block); it may carry a ``value_and_grad`` attribute
 ``(C, K) -> ((C,), (C, K))`` that the gradient-based kernels then call
 instead of autograd. A density may also carry a ``force`` (a callable ``(C, K) ->
 (C, K)``, or None): a cheaper approximation of its gradient that HMC's kicks then
