@@ -18,6 +18,7 @@ from sklearn_quinn._core.likelihoods import GaussianLikelihood, GaussianStateLik
 from sklearn_quinn._core.log_posterior import LogPosterior, hierarchical_log_posterior
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 from sklearn_quinn._core.priors import GaussianPrior, LogisticPrior, StatePrior
+from sklearn_quinn.mcmc._gibbs import ConditionalDensity
 from sklearn_quinn.mcmc._kernels import hmc, leapfrog, mala
 from sklearn_quinn.mcmc._sampling import SAMPLERS
 from sklearn_quinn.smc import run_smc
@@ -149,6 +150,40 @@ def test_a_trajectory_beyond_the_stability_limit_diverges_and_stops_where_it_doe
         for got, expected in zip(ends, alone[:4]):
             torch.testing.assert_close(got[stable], expected, rtol=0, atol=0)
     assert not alone[4].any()
+
+
+def test_rows_stopped_within_gibbs_leave_the_others_their_own_hyperparameters(monkeypatch):
+    """A density that holds each row's hyperparameters (SMC's moves within Gibbs draws): once the
+    middle row stops (the density then selected over the other two), the others are served their
+    own, and they end as a density conditioned on their rows alone takes them."""
+    selected, select = [], ConditionalDensity.select
+    monkeypatch.setattr(ConditionalDensity, "select", lambda self, index: selected.append(index.tolist())
+                        or select(self, index))
+    generator = torch.Generator().manual_seed(2)
+    model = FunctionalModel(build_mlp(2, 1, (3,), "tanh").double())
+    X = torch.randn(15, 2, generator=generator, **DOUBLE)
+    Y = torch.randn(15, 1, generator=generator, **DOUBLE)
+    log_posterior, _ = hierarchical_log_posterior(model, ParameterGroups.of(model), X, Y,
+                                                  GaussianLikelihood(torch.ones(1, **DOUBLE), learn_noise=True),
+                                                  GammaHyperprior(0.5, 0.01))
+    rows = log_posterior.log_prior.sample(3, generator)
+    position = rows[:, : model.n_params]
+    momentum = torch.randn(3, model.n_params, generator=generator, **DOUBLE)
+    epsilon, inverse_mass = torch.tensor([[0.01], [5.0], [0.01]], **DOUBLE), torch.ones(3, model.n_params, **DOUBLE)
+    lengths, stable = torch.tensor([8, 8, 5]), [0, 2]
+
+    def run(rows, *state):
+        conditional = ConditionalDensity(log_posterior, model.n_params)
+        conditional.condition_on(rows)
+        position, momentum, epsilon, inverse_mass, lengths = state
+        return leapfrog(conditional, position, momentum, conditional.value_and_grad(position)[1], epsilon,
+                        inverse_mass, lengths)
+
+    *ends, diverged = run(rows, position, momentum, epsilon, inverse_mass, lengths)
+    assert diverged.tolist() == [False, True, False] and selected == [[0, 2]]
+    *alone, _ = run(rows[stable], *(x[stable] for x in (position, momentum, epsilon, inverse_mass, lengths)))
+    for got, expected in zip(ends, alone):
+        torch.testing.assert_close(got[stable], expected, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("lengths", [12, torch.tensor([12, 12, 12, 12, 12, 12])], ids=["one length", "per-row lengths"])
