@@ -255,6 +255,7 @@ def leapfrog(log_density, position, momentum, gradient, epsilon, inverse_mass, n
         stopped is left where it stopped.
     diverged : tensor of shape (C,), bool
     """
+    force = getattr(log_density, "force", None)
     # The energy estimates: the kinetic energy plus the potential's change from the start.
     start_energy = kinetic_energy(momentum, inverse_mass)
     momentum = momentum + 0.5 * epsilon * gradient
@@ -263,7 +264,6 @@ def leapfrog(log_density, position, momentum, gradient, epsilon, inverse_mass, n
             log_density, position, momentum, gradient, epsilon, inverse_mass, n_steps, start_energy
         )
     else:
-        force = getattr(log_density, "force", None)
         potential, peak = torch.zeros_like(start_energy), start_energy
         stopped = torch.zeros_like(start_energy, dtype=torch.bool)
         for step in range(n_steps):
@@ -276,10 +276,10 @@ def leapfrog(log_density, position, momentum, gradient, epsilon, inverse_mass, n
                 value, gradient = value_and_grad(log_density, position)
             else:
                 gradient = force(position)
-            potential = potential - _work(previous, gradient, move)
-            peak = torch.maximum(peak, kinetic_energy(momentum + 0.5 * epsilon * gradient, inverse_mass) + potential)
+            potential, peak = _estimates(potential, peak, previous, gradient, move, momentum, epsilon * gradient,
+                                         inverse_mass)
             momentum = momentum + kick * gradient
-    if getattr(log_density, "force", None) is not None:
+    if force is not None:
         with torch.no_grad():
             value = log_density(position)
     end_energy = kinetic_energy(momentum, inverse_mass) + potential
@@ -287,9 +287,12 @@ def leapfrog(log_density, position, momentum, gradient, epsilon, inverse_mass, n
     return position, momentum, value, gradient, diverged
 
 
-def _work(previous, gradient, move):
-    """The trapezoidal rule's ``(g_j + g_{j+1}) . (x_{j+1} - x_j) / 2`` per row: minus the potential's change."""
-    return 0.5 * ((previous + gradient) * move).sum(-1)
+def _estimates(potential, peak, previous, gradient, move, momentum, kick, inverse_mass):
+    """The potential's change and the highest energy estimate (see :func:`leapfrog`) after a
+    step ``move`` of the positions: ``previous`` and ``gradient`` are the gradients at the step's
+    two ends, ``momentum`` the half step's, and ``kick`` the step size times ``gradient``."""
+    potential = potential - 0.5 * ((previous + gradient) * move).sum(-1)  # the trapezoidal rule
+    return potential, torch.maximum(peak, kinetic_energy(momentum + 0.5 * kick, inverse_mass) + potential)
 
 
 def _leapfrog_per_row(log_density, position, momentum, gradient, epsilon, inverse_mass, n_steps, start_energy):
@@ -322,11 +325,10 @@ def _leapfrog_per_row(log_density, position, momentum, gradient, epsilon, invers
         else:
             new_gradient = force(moving)
         position[rows] = moving
-        potential[rows] -= _work(gradient[rows], new_gradient, move)
-        gradient[rows] = new_gradient
         kick = epsilon[rows] * new_gradient
-        peak[rows] = torch.maximum(peak[rows], kinetic_energy(momentum[rows] + 0.5 * kick, inverse_mass[rows])
-                                   + potential[rows])
+        potential[rows], peak[rows] = _estimates(potential[rows], peak[rows], gradient[rows], new_gradient, move,
+                                                 momentum[rows], kick, inverse_mass[rows])
+        gradient[rows] = new_gradient
         last = (n_steps[rows] == step + 1).unsqueeze(-1)
         momentum[rows] += torch.where(last, 0.5, 1.0) * kick
         if select is None:
