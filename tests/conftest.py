@@ -1,6 +1,7 @@
 """Shared fixtures."""
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -38,19 +39,28 @@ def wave_data():
     return X, y
 
 
-@pytest.fixture
-def no_compiler(monkeypatch):
-    """``torch.compile`` as it fails on a machine without a C++ compiler: on the compiled
-    function's first call."""
+@pytest.fixture(
+    params=[
+        torch._dynamo.exc.TorchDynamoException("no C++ compiler\nmore detail"),
+        # What torch 2.11's frame check raised after a graph break: an internal error, not dynamo's own.
+        IndexError("tuple index out of range"),
+    ],
+    ids=["no-backend", "internal-error"],
+)
+def no_compiler(request, monkeypatch):
+    """``torch.compile`` as it fails on the compiled function's first call: on a machine
+    without a C++ compiler, or by an internal error of the compiler. Gives the warning's
+    text of the error, as a pattern."""
     from sklearn_quinn._core import compiling
 
     def failing_compile(function, dynamic=None):
         def call(*args, **kwargs):
-            raise torch._dynamo.exc.TorchDynamoException("no C++ compiler\nmore detail")
+            raise request.param
 
         return call
 
     monkeypatch.setattr(compiling.torch, "compile", failing_compile)
+    return re.escape(f"{type(request.param).__name__}: {str(request.param).splitlines()[0]}")
 
 
 @pytest.fixture

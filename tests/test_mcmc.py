@@ -265,7 +265,7 @@ def test_hmc_kicks_with_the_gradient_in_leapfrog_dtype(wave_data, float32_kicks,
 
 def test_compile_failure_falls_back_to_eager(wave_data, no_compiler):
     X, y = wave_data
-    with pytest.warns(UserWarning, match="torch.compile failed .*no C\\+\\+ compiler.*running hmc_transition eagerly"):
+    with pytest.warns(UserWarning, match=f"torch.compile failed \\({no_compiler}\\); running hmc_transition eagerly"):
         fallback = small(compile=True).fit(X, y)
     np.testing.assert_array_equal(fallback.chains_, small().fit(X, y).chains_)
 

@@ -57,8 +57,12 @@ def compiled_or_eager(function, dynamic=None):
     """``function`` compiled by ``torch.compile`` on its first call, or eager if that fails.
 
     Compilation needs a working backend (on a CPU, a C++ compiler); when it
-    fails (``torch._dynamo`` raises), a ``UserWarning`` names the error and
-    every call, this one included, runs ``function`` eagerly. With
+    fails, a ``UserWarning`` names the error and every call, this one
+    included, runs ``function`` eagerly. Any exception counts as a failure,
+    not only ``torch._dynamo``'s own: the compiler's internal errors escape
+    as plain ones (torch 2.11 raised an ``IndexError`` from its frame check
+    after a graph break). An error of ``function`` itself is raised again by
+    the eager call. With
     ``dynamic=None`` shapes, dtypes and Python constants of the first call are
     specialised on, and a later call that differs recompiles (with dynamic
     shapes from the second shape on); ``dynamic=True`` compiles for any sizes
@@ -72,7 +76,7 @@ def compiled_or_eager(function, dynamic=None):
         if not failed:
             try:
                 return fast(*args, **kwargs)
-            except torch._dynamo.exc.TorchDynamoException as error:
+            except Exception as error:
                 failed = True
                 warn(
                     f"torch.compile failed ({type(error).__name__}: {str(error).splitlines()[0]}); "

@@ -64,7 +64,13 @@ class LogPosterior:
         likelihood_force = getattr(self.log_likelihood, "force", None)
         if likelihood_force is None:
             return None
-        prior_force = getattr(self.log_prior, "force", None) or (lambda rows: self.log_prior.value_and_grad(rows)[1])
+        # An ``is None`` test, not ``or``: torch.compile (2.11) cannot take the truth of a bound
+        # method and breaks the graph of every leapfrog step there.
+        prior_force = getattr(self.log_prior, "force", None)
+        if prior_force is None:
+
+            def prior_force(rows):
+                return self.log_prior.value_and_grad(rows)[1]
 
         def force(rows):
             return prior_force(rows) + self.temperature * likelihood_force(rows)
