@@ -92,7 +92,7 @@ def metropolis_select(uniform, log_ratio, proposal, state, divergence_threshold=
     Hamiltonian proposal) is a divergence too; its acceptance probability,
     under ``exp(-divergence_threshold)``, is set to 0.
     """
-    divergent = ~(log_ratio > -divergence_threshold) | ~torch.isfinite(log_ratio)  # NaN diverges too
+    divergent = is_divergent(log_ratio, divergence_threshold)
     log_ratio = torch.where(divergent, torch.full_like(log_ratio, -math.inf), log_ratio)
     probability = log_ratio.clamp(max=0.0).exp()
     accepted = uniform < probability
@@ -105,6 +105,11 @@ def metropolis_select(uniform, log_ratio, proposal, state, divergence_threshold=
     return type(state)(*map(pick, proposal, state)), Info(probability, accepted, divergent, proposal.position)
 
 
+def is_divergent(log_ratio, threshold=DIVERGENCE_THRESHOLD):
+    """Whether a proposal diverged: its log acceptance ratio below ``-threshold``, or not finite (NaN too)."""
+    return ~(log_ratio > -threshold) | ~torch.isfinite(log_ratio)
+
+
 # ----------------------------------------------------------------------- HMC
 class HMCState(NamedTuple):
     position: torch.Tensor  # (C, K)
@@ -114,7 +119,7 @@ class HMCState(NamedTuple):
     inverse_mass: torch.Tensor  # (C, K), the diagonal of M^-1
 
 
-def hmc(log_density, n_leapfrog, step_jitter=0.2, compile=False):
+def hmc(log_density, n_leapfrog, step_jitter=0.2, compile=False, retry_factor=None):
     """Hamiltonian Monte Carlo with a diagonal mass matrix and leapfrog integration.
 
     ``H(w, p) = -log p(w) + p^T M^-1 p / 2``; ``n_leapfrog`` leapfrog steps of
@@ -131,6 +136,11 @@ def hmc(log_density, n_leapfrog, step_jitter=0.2, compile=False):
     gradients and updates of all ``n_leapfrog`` steps, the energies and the
     accept step become one compiled graph.
 
+    ``retry_factor=a`` retries the trajectories that diverged from where they
+    started, with the same momenta, ``a`` times as many steps of ``1/a`` the
+    size (:func:`retry_diverged`); the step's ``Info`` stays the first
+    trajectory's, so that a tuning reads what the step size itself did.
+
     Returns
     -------
     init : callable ``(position, step_size, inverse_mass=None) -> HMCState``
@@ -140,9 +150,12 @@ def hmc(log_density, n_leapfrog, step_jitter=0.2, compile=False):
     def init(position, step_size, inverse_mass=None):
         return hmc_state(log_density, position, step_size, inverse_mass, value_and_force)
 
+    def jittered(step_size, jitter):
+        return step_size if jitter is None else step_size * (1 + step_jitter * (2 * jitter - 1))
+
     def hmc_transition(state, jitter, momentum_noise, uniform):
-        epsilon = state.step_size if jitter is None else state.step_size * (1 + step_jitter * (2 * jitter - 1))
-        proposal, log_ratio = hmc_proposal(log_density, momentum_noise, state, epsilon, n_leapfrog)
+        proposal, log_ratio = hmc_proposal(log_density, momentum_noise, state, jittered(state.step_size, jitter),
+                                           n_leapfrog)
         return metropolis_select(uniform, log_ratio, proposal, state, DIVERGENCE_THRESHOLD)
 
     transition = compiled_or_eager(hmc_transition) if compile else hmc_transition
@@ -151,7 +164,11 @@ def hmc(log_density, n_leapfrog, step_jitter=0.2, compile=False):
         jitter = standard_uniform(generator, state.step_size) if step_jitter else None
         momentum_noise = standard_normal(generator, state.position)
         uniform = standard_uniform(generator, state.step_size)  # one per chain, for the accept step
-        return transition(state, jitter, momentum_noise, uniform)
+        moved, info = transition(state, jitter, momentum_noise, uniform)
+        if retry_factor is not None and bool(info.is_divergent.any()):
+            moved = retry_diverged(generator, log_density, state, moved, info.is_divergent, momentum_noise,
+                                   jittered(state.step_size, jitter), n_leapfrog, retry_factor)
+        return moved, info
 
     return init, step
 
@@ -186,14 +203,66 @@ def hmc_proposal(log_density, momentum_noise, state, epsilon, n_leapfrog):
         ``H(w, p) - H(w', p')``, the log acceptance ratio; ``-inf`` for a
         trajectory that diverged.
     """
+    proposal, _, log_ratio = _trajectory(log_density, momentum_noise / state.inverse_mass.sqrt(), state, epsilon,
+                                         n_leapfrog)
+    return proposal, log_ratio
+
+
+def _trajectory(log_density, momentum, state, epsilon, n_leapfrog):
+    """:func:`hmc_proposal` from the momenta themselves; also returns the end's momenta."""
     position, value, gradient, _, inverse_mass = state
-    momentum = momentum_noise / inverse_mass.sqrt()
     energy = hamiltonian(value, momentum, inverse_mass)
     position, momentum, value, gradient, diverged = leapfrog(
         log_density, position, momentum, gradient, epsilon.unsqueeze(-1), inverse_mass, n_leapfrog
     )
     log_ratio = torch.where(diverged, -math.inf, energy - hamiltonian(value, momentum, inverse_mass))
-    return state._replace(position=position, log_density=value, gradient=gradient), log_ratio
+    return state._replace(position=position, log_density=value, gradient=gradient), momentum, log_ratio
+
+
+def retry_diverged(generator, log_density, state, moved, diverged, momentum_noise, epsilon, n_leapfrog, factor):
+    """Delayed rejection of the HMC trajectories that diverged (Modi, Barnett & Carpenter 2023,
+    "Delayed rejection Hamiltonian Monte Carlo for sampling multiscale distributions"), after
+    :func:`hmc`'s step moved ``state`` to ``moved``.
+
+    A row whose trajectory diverged (``diverged``, and so rejected) tries a second one from the
+    same start with the same momenta: ``factor`` times as many steps of ``1/factor`` the size.
+    Its end ``y`` is accepted with probability ``min(1, exp(H(x) - H(y)))`` if the first
+    trajectory from ``y`` (with the end's momenta reversed: the ghost) diverges too, and
+    never otherwise. Modi et al. retry every rejected trajectory; here only a divergence is
+    retried, a second stage tried with a probability that depends on the first, which the
+    ratio must then carry at both ends (Green & Mira 2001, "Delayed rejection in reversible
+    jump Metropolis-Hastings"): the move back from ``y`` exists only where ``y``'s own first
+    trajectory diverges. A divergence is a rejection with certainty, so the ratio's factors
+    ``1 - alpha_1`` are 1 at both ends, and the kernel stays reversible with respect to the
+    target. A particle whose
+    step size is beyond the stability limit of its own region then moves, on smaller steps,
+    instead of staying put; the ghost stops where it diverges (:func:`leapfrog`), so that its
+    check costs a few steps.
+
+    Needs a density that can evaluate a subset of its rows (``select(index)``). ``epsilon``
+    ``(C,)`` and ``n_leapfrog`` (an int or ``(C,)``) are the first trajectory's. Returns
+    ``moved`` with the accepted rows replaced.
+    """
+    rows = diverged.nonzero().squeeze(-1)
+    start = _rows(state, rows)
+    lengths = n_leapfrog[rows] if torch.is_tensor(n_leapfrog) else n_leapfrog
+    momentum = momentum_noise[rows] / start.inverse_mass.sqrt()
+    proposal, end_momentum, log_ratio = _trajectory(log_density.select(rows), momentum, start,
+                                                    epsilon[rows] / factor, lengths * factor)
+    # The ghosts of the ends the Metropolis test takes alone: where it refuses, the ghost cannot matter.
+    passed = standard_uniform(generator, log_ratio) < log_ratio.clamp(max=0.0).exp()
+    if not bool(passed.any()):
+        return moved
+    _, _, ghost_log_ratio = _trajectory(log_density.select(rows[passed]), -end_momentum[passed],
+                                        _rows(proposal, passed), epsilon[rows][passed],
+                                        lengths[passed] if torch.is_tensor(lengths) else lengths)
+    taken = passed.nonzero().squeeze(-1)[is_divergent(ghost_log_ratio)]
+    return type(moved)(*(torch.index_put(field, (rows[taken],), new[taken]) for field, new in zip(moved, proposal)))
+
+
+def _rows(state, index):
+    """The state of the chains ``index`` picks (indices or a mask)."""
+    return type(state)(*(field[index] for field in state))
 
 
 def hamiltonian(log_density, momentum, inverse_mass):
