@@ -59,6 +59,12 @@ Three measurements, one thread throughout:
    whose float32 rounding differs, and the two runs of the sampler part from
    there: their stages and test log-likelihoods differ as two seeds' do, and
    the particle gradients and seconds are what the stops save.
+8. ``--only retry``: what retrying the diverged trajectories buys (delayed
+   rejection on steps half the size, :func:`sklearn_quinn.mcmc._kernels.retry_diverged`):
+   ``SMCRegressor()`` on UCI concrete (``--splits``) without the retry and
+   with it (the default), side by side as ``--only compile`` runs its two:
+   seconds, stages, particle gradients, log evidence, test log-likelihood and
+   coverage.
 
     python benchmarks/bench_smc_speed.py [--seeds 3] [--evidence-seeds 5] [--threads 1] [--only evidence ...]
 """
@@ -90,6 +96,7 @@ from sklearn_quinn._core.log_posterior import LogPosterior
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 from sklearn_quinn.datasets import load_uci_split
 from sklearn_quinn.mcmc._gibbs import ConditionalDensity
+from sklearn_quinn.smc import _engine as smc_engine
 
 SPEED_TARGET_SECONDS = 60
 EVIDENCE_TARGET_NATS = 0.2
@@ -277,8 +284,8 @@ def concrete_side_by_side(data_dir, splits, settings):
     each split's fits side by side in fresh processes of the threads asked for, each with an
     empty compiler cache: a table row per fit."""
     print("| split | setting | seconds | CPU seconds | stages | particle gradients | us each | compiled "
-          "| test log-likelihood | 95% coverage |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| log evidence | test log-likelihood | 95% coverage |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for split in splits:
         with tempfile.TemporaryDirectory() as cache:
             records = side_by_side(
@@ -290,7 +297,8 @@ def concrete_side_by_side(data_dir, splits, settings):
                 each = 1e6 * record["seconds"] / record["particle_gradients"]
                 print(f"| {split} | {name} | {record['seconds']:.0f} | {record['cpu_seconds']:.0f} | "
                       f"{record['stages']} | {record['particle_gradients']:,} | {each:.0f} | {record['compiled']} | "
-                      f"{record['log_likelihood']:.3f} | {record['coverage']:.3f} |", flush=True)
+                      f"{record['log_evidence']:.1f} | {record['log_likelihood']:.3f} | {record['coverage']:.3f} |",
+                      flush=True)
 
 
 def kicks_gain(data_dir, splits):
@@ -305,17 +313,26 @@ def stops_gain(data_dir, splits):
                                              "diverged ones stopped": {"compile": False}})
 
 
+def retry_gain(data_dir, splits):
+    """What retrying the diverged trajectories buys: the moves without the retry against the default."""
+    concrete_side_by_side(data_dir, splits, {"no retry": {"no_retry": True}, "diverged ones retried": {}})
+
+
 def fit_concrete(data_dir, split, params):
     """One SMCRegressor() fit on a concrete split with ``params`` set, in this (fresh) process: a JSON line.
-    ``full_trajectories`` (not a parameter) takes the densities' ``select`` away: no trajectory stops."""
+    ``full_trajectories`` (not a parameter) takes the densities' ``select`` away: no trajectory stops;
+    ``no_retry`` (not a parameter) leaves the diverged trajectories rejected, not retried."""
     if params.pop("full_trajectories", False):
         ConditionalDensity.select = LogPosterior.select = None
+    if params.pop("no_retry", False):
+        smc_engine.RETRY_FACTOR = None
     X_train, X_test, y_train, y_test = load_uci_split(data_dir, "concrete", split)
     smc = make_pipeline(StandardScaler(), SMCRegressor(random_state=split, **params))
     cpu_start = time.process_time()
     seconds, particle_gradients = fit_counting_gradients(smc, X_train, y_train)
     mean, std = smc.predict(X_test, return_std=True)
     print(json.dumps(dict(seconds=seconds, cpu_seconds=time.process_time() - cpu_start, stages=smc[-1].n_stages_,
+                          log_evidence=float(smc[-1].log_evidence_),
                           compiled=bool(smc[-1].compiled_), particle_gradients=particle_gradients,
                           log_likelihood=float(norm.logpdf(y_test, mean, std).mean()),
                           coverage=float(np.mean(np.abs(y_test - mean) <= norm.ppf(0.975) * std)))))
@@ -326,13 +343,14 @@ def main():
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--evidence-seeds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--only", choices=["blocking", "evidence", "speed", "protein", "compile", "kicks", "stops"],
+    parser.add_argument("--only", choices=["blocking", "evidence", "speed", "protein", "compile", "kicks", "stops",
+                                                "retry"],
                         nargs="+",
                         default=["blocking", "evidence", "speed"], help="the measurements to run")
     parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR,
-                        help="the UCI sets (for --only protein, compile, kicks, stops)")
+                        help="the UCI sets (for --only protein, compile, kicks, stops, retry)")
     parser.add_argument("--splits", type=int, nargs="+", default=[0],
-                        help="the concrete splits of --only compile, kicks, stops")
+                        help="the concrete splits of --only compile, kicks, stops, retry")
     parser.add_argument("--fit-concrete", nargs=2, metavar=("SPLIT", "PARAMS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     pin_threads(args.threads)
@@ -353,6 +371,8 @@ def main():
         kicks_gain(args.data_dir, args.splits)
     if "stops" in args.only:
         stops_gain(args.data_dir, args.splits)
+    if "retry" in args.only:
+        retry_gain(args.data_dir, args.splits)
 
 
 if __name__ == "__main__":

@@ -60,6 +60,10 @@ from ._tuning import (
     squared_jumping_distance,
 )
 
+#: The moves retry a trajectory that diverged on steps this many times smaller
+#: (:func:`~sklearn_quinn.mcmc._kernels.retry_diverged`).
+RETRY_FACTOR = 2
+
 
 class SMCResult(NamedTuple):
     particles: torch.Tensor  # (N, P)
@@ -78,7 +82,14 @@ def hmc_mutation(log_density, particles, parameters):
     Particle ``i`` integrates ``parameters.n_leapfrog[i]`` leapfrog steps of
     size ``parameters.step_size[i]`` with the diagonal inverse mass
     ``parameters.inverse_mass``. No step jitter: the tuning already spreads
-    the step sizes over the particles.
+    the step sizes over the particles. A trajectory that diverged is retried
+    on steps ``RETRY_FACTOR`` times smaller (delayed rejection,
+    :func:`~sklearn_quinn.mcmc._kernels.retry_diverged`): under a
+    hierarchical prior the particles' stability limits differ with their
+    precisions and noise, and a step size drawn from the others' can lie
+    beyond a particle's own, where every move it tries would otherwise
+    diverge and leave it in place. The tuning reads the first trajectory's
+    acceptance and jump, what the step size itself did.
 
     Parameters
     ----------
@@ -92,7 +103,7 @@ def hmc_mutation(log_density, particles, parameters):
     state : HMCState
     step : callable ``(generator, state) -> (HMCState, Info)``
     """
-    init, step = hmc(log_density, parameters.n_leapfrog, step_jitter=0.0)
+    init, step = hmc(log_density, parameters.n_leapfrog, step_jitter=0.0, retry_factor=RETRY_FACTOR)
     return init(particles, parameters.step_size, parameters.inverse_mass), step
 
 
