@@ -868,13 +868,10 @@ def test_compile_failure_falls_back_to_eager(wave_data, no_compiler):
 def test_compiled_gradient_fits_as_the_eager_one(wave_data):
     """compile=True runs the same arithmetic through torch.compile: the same
     particles up to rounding over a whole fit (measured below 1e-9 here; a
-    flipped accept decision would part a particle by the size of a move).
-    The particles resample at every stage (``resample_threshold=0.6``): at the
-    default 0.5, equal to ``target_ess``, an increment chosen by the ESS leaves
-    it at the threshold, and rounding decides whether the stage resamples."""
+    flipped accept decision would part a particle by the size of a move)."""
     X, y = wave_data
-    compiled = SMCRegressor(**EXACT, resample_threshold=0.6, compile=True).fit(X, y)
-    eager = SMCRegressor(**EXACT, resample_threshold=0.6, compile=False).fit(X, y)
+    compiled = SMCRegressor(**EXACT, compile=True).fit(X, y)
+    eager = SMCRegressor(**EXACT, compile=False).fit(X, y)
     assert compiled.compiled_
     np.testing.assert_allclose(compiled.particles_, eager.particles_, atol=1e-7)
     assert abs(compiled.log_evidence_ - eager.log_evidence_) < 1e-7

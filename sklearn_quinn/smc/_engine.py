@@ -60,6 +60,10 @@ from ._tuning import (
     squared_jumping_distance,
 )
 
+#: The relative rounding of an ESS against its target: a stage resamples where the ESS is below the
+#: threshold by more.
+ESS_ROUNDING = 1e-9
+
 #: The moves retry a trajectory that diverged on steps this many times smaller
 #: (:func:`~sklearn_quinn.mcmc._kernels.retry_diverged`).
 RETRY_FACTOR = 2
@@ -215,7 +219,9 @@ def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_th
         # The moves' mass: the weighted particles' variance, waste-free's from all N of them (its M ancestors
         # would estimate it poorly), the standard moves' from the particles they move, resampled or not.
         variance = particle_variance(particles, log_weights)[:n_chains]
-        if waste_free or ess < resample_threshold * n:
+        # Below the threshold by more than rounding: an increment the ESS chose leaves it at its target, which
+        # equals the threshold at the defaults, and which of the two the ESS lands on is an ulp's matter.
+        if waste_free or ess < resample_threshold * n * (1 - ESS_ROUNDING):
             particles = particles[systematic_resample(log_weights, generator, n_chains)]
             log_weights = uniform_log_weights(n_chains, dtype, device)
             if not waste_free:
