@@ -343,9 +343,8 @@ def main():
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--evidence-seeds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--only", choices=["blocking", "evidence", "speed", "protein", "compile", "kicks", "stops",
-                                                "retry"],
-                        nargs="+",
+    parser.add_argument("--only", nargs="+",
+                        choices=["blocking", "evidence", "speed", "protein", "compile", "kicks", "stops", "retry"],
                         default=["blocking", "evidence", "speed"], help="the measurements to run")
     parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR,
                         help="the UCI sets (for --only protein, compile, kicks, stops, retry)")

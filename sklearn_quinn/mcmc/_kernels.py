@@ -234,28 +234,25 @@ def retry_diverged(generator, log_density, state, moved, diverged, momentum_nois
     jump Metropolis-Hastings"): the move back from ``y`` exists only where ``y``'s own first
     trajectory diverges. A divergence is a rejection with certainty, so the ratio's factors
     ``1 - alpha_1`` are 1 at both ends, and the kernel stays reversible with respect to the
-    target. A particle whose
-    step size is beyond the stability limit of its own region then moves, on smaller steps,
-    instead of staying put; the ghost stops where it diverges (:func:`leapfrog`), so that its
-    check costs a few steps.
+    target. A particle whose step size is beyond the stability limit of its own region then
+    moves, on smaller steps, instead of staying put; the ghost stops where it diverges
+    (:func:`leapfrog`), so that its check costs a few steps.
 
     Needs a density that can evaluate a subset of its rows (``select(index)``). ``epsilon``
     ``(C,)`` and ``n_leapfrog`` (an int or ``(C,)``) are the first trajectory's. Returns
     ``moved`` with the accepted rows replaced.
     """
     rows = diverged.nonzero().squeeze(-1)
-    start = _rows(state, rows)
-    lengths = n_leapfrog[rows] if torch.is_tensor(n_leapfrog) else n_leapfrog
+    start, epsilon, lengths = _rows(state, rows), epsilon[rows], _lengths_of(n_leapfrog, rows)
     momentum = momentum_noise[rows] / start.inverse_mass.sqrt()
-    proposal, end_momentum, log_ratio = _trajectory(log_density.select(rows), momentum, start,
-                                                    epsilon[rows] / factor, lengths * factor)
+    proposal, end_momentum, log_ratio = _trajectory(log_density.select(rows), momentum, start, epsilon / factor,
+                                                    lengths * factor)
     # The ghosts of the ends the Metropolis test takes alone: where it refuses, the ghost cannot matter.
     passed = standard_uniform(generator, log_ratio) < log_ratio.clamp(max=0.0).exp()
     if not bool(passed.any()):
         return moved
     _, _, ghost_log_ratio = _trajectory(log_density.select(rows[passed]), -end_momentum[passed],
-                                        _rows(proposal, passed), epsilon[rows][passed],
-                                        lengths[passed] if torch.is_tensor(lengths) else lengths)
+                                        _rows(proposal, passed), epsilon[passed], _lengths_of(lengths, passed))
     taken = passed.nonzero().squeeze(-1)[is_divergent(ghost_log_ratio)]
     return type(moved)(*(torch.index_put(field, (rows[taken],), new[taken]) for field, new in zip(moved, proposal)))
 
@@ -263,6 +260,11 @@ def retry_diverged(generator, log_density, state, moved, diverged, momentum_nois
 def _rows(state, index):
     """The state of the chains ``index`` picks (indices or a mask)."""
     return type(state)(*(field[index] for field in state))
+
+
+def _lengths_of(n_leapfrog, index):
+    """The trajectory lengths of the chains ``index`` picks: per-row lengths indexed, one int as it is."""
+    return n_leapfrog[index] if torch.is_tensor(n_leapfrog) else n_leapfrog
 
 
 def hamiltonian(log_density, momentum, inverse_mass):
