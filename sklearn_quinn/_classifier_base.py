@@ -11,7 +11,7 @@ from ._core.likelihoods import CategoricalLikelihood
 from ._core.link_approximations import PREDICTIVES, predictive_probabilities
 from ._core.pushforward import GaussianPredictive
 from ._core.rng import prediction_generator
-from .base import BaseBayesianNetwork
+from .base import VALIDATION, BaseBayesianNetwork
 
 #: Logit draws of the 'mc_bridge' predictive.
 MC_BRIDGE_SAMPLES = 1000
@@ -31,7 +31,7 @@ class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
 
     def _validate_training_data(self, X, y):
         """Validated ``X`` and the class indices as one float column ``(N, 1)``; sets ``classes_``."""
-        X, y = validate_data(self, X, y, dtype=np.float64)
+        X, y = validate_data(self, X, y, **VALIDATION)
         check_classification_targets(y)
         self.classes_, index = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:

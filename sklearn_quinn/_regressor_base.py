@@ -17,7 +17,7 @@ from ._core.pushforward import GaussianPredictive
 from ._core.rng import prediction_generator, standard_normal
 from ._core.row_subsets import random_subset
 from ._map import gaussian_likelihood
-from .base import _MAX_SEED, BaseBayesianNetwork
+from .base import _MAX_SEED, VALIDATION, BaseBayesianNetwork
 
 #: The likelihood of each value of ``likelihood``: its network outputs, and how
 #: they become the means and the noise.
@@ -53,8 +53,8 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
                 f"noise_std={self.noise_std!r} fixes the noise, which likelihood='heteroscedastic' "
                 "predicts from the inputs; set noise_std=None or likelihood='gaussian'."
             )
-        X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
-        Y = y.reshape(len(y), -1)
+        X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, **VALIDATION)
+        Y = np.ascontiguousarray(y.reshape(len(y), -1))
         self._single_output = y.ndim == 1 or Y.shape[1] == 1
         if self.normalize_y:
             self._y_mean = Y.mean(axis=0)

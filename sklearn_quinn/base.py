@@ -44,6 +44,12 @@ from ._persistence import DevicePortablePickle, resolve_device
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
 _MAX_SEED = np.iinfo(np.int32).max
 
+#: How every estimator validates its inputs: float64, in rows. ``torch.tensor`` keeps a
+#: column-major array's strides (a pandas DataFrame's values are column-major), the rounding of
+#: the products then follows the layout, and a sampler's chains carry a rounding difference on:
+#: one table would fit two ways.
+VALIDATION = {"dtype": np.float64, "order": "C"}
+
 #: Rows of X predicted at once: the draws' outputs (draws x rows x outputs) and a
 #: linearised network's Jacobian (rows x outputs x weights) grow with them; 2000
 #: MCMC draws over 100,000 rows otherwise peak at 5 GiB.
@@ -382,7 +388,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
 
     def _validated_inputs(self, X):
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = validate_data(self, X, reset=False, **VALIDATION)
         return self._tensor(X)
 
     @staticmethod
