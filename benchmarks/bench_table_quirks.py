@@ -5,9 +5,9 @@ varies, one that varies on a single training row, columns that repeat
 others, a target in the millions, integer targets, a few dozen rows, one-hot
 categories, outliers, float32 inputs, a heavy-tailed column; labels that are
 strings or floats, a class of two rows, pandas input, one feature, classes a
-hyperplane separates. Each table is drawn from a seed, split 75/25 (the small
-one: 25 training rows, 1000 test rows), and fitted
-in ``Pipeline([StandardScaler(), estimator])`` at the package's defaults
+hyperplane separates. Each table is drawn from a seed, split 75/25 (the
+small one: 25 training rows, 1000 test rows), and fitted in
+``Pipeline([StandardScaler(), estimator])`` at the package's defaults
 (``compare``'s registry, ``METHODS``); the reference is ``BayesianRidge`` for
 regression, ``LogisticRegression(max_iter=1000)`` for classification.
 
@@ -24,6 +24,7 @@ table, and the flags are any draw's.
 """
 
 import argparse
+import re
 import time
 import warnings
 
@@ -111,7 +112,9 @@ def score(estimator, classification, X_train, X_test, y_train, y_test):
         else:
             mean, std = model.predict(X_test, return_std=True)
     seconds = time.perf_counter() - start
-    flags = {f"warns: {str(w.message)[:60]}" for w in caught if not issubclass(w.category, DeprecationWarning)}
+    # A warning's text up to its first figure: one flag for the same warning on every draw.
+    flags = {f"warns: {re.split(r'[0-9]', str(w.message))[0].strip()}" for w in caught
+             if not issubclass(w.category, DeprecationWarning)}
     if classification:
         nll, coverage, outputs = log_loss(y_test, proba, labels=model.classes_), np.nan, proba
         if not set(np.unique(labels)) <= set(np.unique(y_train)):
@@ -126,6 +129,8 @@ def score(estimator, classification, X_train, X_test, y_train, y_test):
 
 
 def run_task(task, args):
+    """Fit every table of ``task`` ('regression' or 'classification') with the reference and
+    ``args.methods``, and print their table."""
     classification = task == "classification"
     tables = classification_tables if classification else regression_tables
     reference = "LogisticRegression" if classification else "BayesianRidge"
@@ -138,8 +143,7 @@ def run_task(task, args):
     for seed in range(args.seeds):
         for name, X, y, n_train in tables(np.random.RandomState(seed)):
             parts = split(X, y, n_train)
-            references = {"classification": LogisticRegression(max_iter=1000), "regression": BayesianRidge()}
-            estimators = {reference: references[task],
+            estimators = {reference: LogisticRegression(max_iter=1000) if classification else BayesianRidge(),
                           **{m: make_estimator(m, classification, quick=args.quick, max_epochs=args.max_epochs,
                                                 random_state=seed, device=args.device) for m in methods}}
             for label, estimator in estimators.items():
