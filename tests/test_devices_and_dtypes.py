@@ -265,8 +265,8 @@ def test_a_column_major_table_fits_as_a_row_major_one(estimator, regression, cla
         y = np.c_[y, X[:, 2] + y]
     in_rows = clone(estimator).fit(X, y)
     in_columns = clone(estimator).fit(np.asfortranarray(X), np.asfortranarray(y) if y.ndim == 2 else y)
-    predict = in_rows.predict_proba if is_classifier else in_rows.predict
+    predict = "predict_proba" if is_classifier else "predict"
+    expected = getattr(in_rows, predict)(X_test)
     for fitted in (in_rows, in_columns):
         for X_read in (X_test, np.asfortranarray(X_test)):
-            got = fitted.predict_proba(X_read) if is_classifier else fitted.predict(X_read)
-            np.testing.assert_array_equal(got, predict(X_test))
+            np.testing.assert_array_equal(getattr(fitted, predict)(X_read), expected)
