@@ -38,7 +38,8 @@ class InferenceDataMixin:
         - ``posterior``: one variable per parameter tensor of the network,
           named as in ``module.named_parameters()`` and shaped
           ``(chain, draw, *tensor shape)``, in the network's units (the
-          standardised target when ``normalize_y=True``); ``noise_std``
+          standardised inputs when ``normalize_X=True``, the standardised
+          target when ``normalize_y=True``); ``noise_std``
           (regressors with a sampled or fixed homoscedastic noise), in the
           units of y, with dimension ``target``; ``prior_precision`` (when
           the precisions are sampled), with dimension ``group`` named by the

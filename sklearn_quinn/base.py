@@ -27,6 +27,7 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator
+from sklearn.preprocessing._data import _handle_zeros_in_scale
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -49,6 +50,11 @@ _MAX_SEED = np.iinfo(np.int32).max
 #: the products then follows the layout, and a sampler's chains carry a rounding difference on:
 #: one table would fit two ways.
 VALIDATION = {"dtype": np.float64, "order": "C"}
+
+#: ``normalize_X``: a column whose training mean and std are already 0 and 1 to within this is
+#: left as it is: ``StandardScaler``'s output, whose means, from float32 columns, come out a few
+#: 1e-6 from 0 (a standardisation again would move the values by as little).
+STANDARDISED_TOLERANCE = 1e-5
 
 #: Rows of X predicted at once: the draws' outputs (draws x rows x outputs) and a
 #: linearised network's Jacobian (rows x outputs x weights) grow with them; 2000
@@ -83,6 +89,22 @@ PRIOR_SCALE_CONSTRAINTS: dict = {"prior_std_scale": [Interval(Real, 0, None, clo
 MEMBERS_CONSTRAINTS: dict = {"n_estimators": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})]}
 
 
+def input_standardisation(X):
+    """Each column's mean and std over the rows of ``X`` (ddof=0; 1 for a constant column), as
+    ``StandardScaler`` computes them, by which ``normalize_X`` standardises the inputs.
+
+    The network's initial weights (scaled by the fan-in), the optimiser's step and the
+    hierarchical priors' hyperparameters all presume inputs of unit scale: fitted to raw
+    columns in the thousands, a network's fit and its intervals fall apart (docs: comparison,
+    "Tables with the quirks of real data"). A column already
+    standardised (mean 0 and std 1 to within ``STANDARDISED_TOLERANCE``) gets 0 and 1, so that
+    a ``Pipeline`` whose ``StandardScaler`` did it fits as before, to the bit.
+    """
+    mean, scale = X.mean(axis=0), _handle_zeros_in_scale(X.std(axis=0), copy=False)
+    done = (np.abs(mean) <= STANDARDISED_TOLERANCE) & (np.abs(scale - 1) <= STANDARDISED_TOLERANCE)
+    return np.where(done, 0.0, mean), np.where(done, 1.0, scale)
+
+
 class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
     """What every estimator shares: a torch backbone, its seeds, device and MAP.
 
@@ -98,6 +120,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         "linear_skip": ["boolean"],
         "module": [None, nn.Module, callable],
         "prior_std": [None, Interval(Real, 0, None, closed="neither")],
+        "normalize_X": ["boolean"],
         "dtype": [StrOptions(set(DTYPES))],
         "device": [str, torch.device],
         "random_state": ["random_state"],
@@ -142,6 +165,8 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
                 "fixes it; set prior_std=None, or leave prior_std_scale at 1 and scale prior_std itself."
             )
         X, Y = self._validate_training_data(X, y)
+        self._X_mean, self._X_scale = input_standardisation(X) if self.normalize_X else (0.0, 1.0)
+        X = self._standardised(X)
         self._torch_setup()
         rng = check_random_state(self.random_state)
         # MAP training; weight draws at predict time; the family's own draws (a data split, a random sketch).
@@ -389,7 +414,11 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
     def _validated_inputs(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, **VALIDATION)
-        return self._tensor(X)
+        return self._tensor(self._standardised(X))
+
+    def _standardised(self, X):
+        """``X`` in the network's units: each column less its training mean, over its std (``normalize_X``)."""
+        return (X - self._X_mean) / self._X_scale
 
     @staticmethod
     def _by_row_blocks(predict_rows, X):

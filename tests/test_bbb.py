@@ -43,8 +43,9 @@ def test_linear_model_optimum_is_the_mean_field_posterior(linear_data, device):
     means within 0.1 of those stds, stds within 10% (1000 epochs measured 0.048
     and 0.9%, the default 4000 steps 0.038 and 0.7%)."""
     X, y = linear_data
-    reg = BBBRegressor(hidden_layer_sizes=(), noise_std=NOISE, prior_std=PRIOR_STD, normalize_y=False,
-                       n_mc_samples=8, lr=0.02, max_epochs=1000, random_state=0, device=device).fit(X, y)
+    reg = BBBRegressor(hidden_layer_sizes=(), noise_std=NOISE, prior_std=PRIOR_STD, normalize_X=False,
+                       normalize_y=False, n_mc_samples=8, lr=0.02, max_epochs=1000, random_state=0,
+                       device=device).fit(X, y)
     exact = BayesianLinearRegression(X, y, NOISE, PRIOR_STD)
     mean_field_std = 1 / np.sqrt(np.diag(exact.precision))
     assert (np.abs(reg.posterior_.mean.cpu().numpy() - exact.mean) < 0.1 * mean_field_std).all()
@@ -57,7 +58,8 @@ def test_evidence_prior_is_the_maps_and_q_its_mean_field_posterior(linear_data):
     for a linear model q's optimum is then the mean-field posterior under them
     (the first test's tolerances)."""
     X, y = linear_data
-    params = dict(hidden_layer_sizes=(), noise_std=NOISE, normalize_y=False, lr=0.02, max_epochs=1000, random_state=0)
+    params = dict(hidden_layer_sizes=(), noise_std=NOISE, normalize_X=False, normalize_y=False, lr=0.02,
+                  max_epochs=1000, random_state=0)
     reg = BBBRegressor(**params, prior_learning="evidence", n_mc_samples=8).fit(X, y)
     laplace = LaplaceRegressor(**params).fit(X, y)
     assert reg.prior_precisions_ == {name: pytest.approx(value, rel=1e-9)
@@ -87,7 +89,7 @@ def test_auto_prior_learning_is_the_elbos_under_a_gaussian_likelihood_and_the_ev
 @pytest.mark.slow
 def test_estimated_noise(linear_data):
     X, y = linear_data
-    reg = BBBRegressor(hidden_layer_sizes=(), n_mc_samples=8, normalize_y=False,
+    reg = BBBRegressor(hidden_layer_sizes=(), n_mc_samples=8, normalize_X=False, normalize_y=False,
                        random_state=0).fit(X, y)
     assert reg.noise_std_ == pytest.approx(NOISE, rel=0.25)
 
@@ -147,8 +149,8 @@ def test_learned_prior_and_q_maximise_the_elbo_times_the_columns_hyperprior(line
     exact ones). Without the hyperprior the columns' precisions would be 0.99,
     0.23 and 3.35; with it 0.96, 0.37 and 1.46."""
     X, y = linear_data
-    reg = BBBRegressor(hidden_layer_sizes=(), noise_std=NOISE, normalize_y=False, n_mc_samples=8, lr=0.02,
-                       random_state=0).fit(X, y)
+    reg = BBBRegressor(hidden_layer_sizes=(), noise_std=NOISE, normalize_X=False, normalize_y=False, n_mc_samples=8,
+                       lr=0.02, random_state=0).fit(X, y)
     mean, variance = reg.posterior_.mean.numpy(), reg.posterior_.std.numpy() ** 2
     assert list(reg.prior_precisions_) == ["0.weight[:, 0]", "0.weight[:, 1]", "0.weight[:, 2]", "0.bias"]
     learned = np.array(list(reg.prior_precisions_.values()))

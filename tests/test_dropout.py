@@ -197,8 +197,8 @@ def test_rate_zero_is_the_map_network(wave_data):
     """dropout_rate=0: the same MAP as the package's MAP training (SWAG's net), predictions
     the net's output to rounding, std the noise alone."""
     X, y = wave_data
-    reg = small(dropout_rate=0.0, normalize_y=False).fit(X, y)
-    swag = SWAGRegressor(hidden_layer_sizes=(8,), max_epochs=40, swag_epochs=2, normalize_y=False,
+    reg = small(dropout_rate=0.0, normalize_X=False, normalize_y=False).fit(X, y)
+    swag = SWAGRegressor(hidden_layer_sizes=(8,), max_epochs=40, swag_epochs=2, normalize_X=False, normalize_y=False,
                          random_state=0).fit(X, y)
     torch.testing.assert_close(reg.posterior_.theta, FunctionalModel(swag.net_.module_).flatten())
     mean, std = reg.predict(X, return_std=True)
@@ -240,7 +240,7 @@ def test_evidence_prior_is_the_map_network_s(wave_data, task):
 def test_classifier_rate_zero_is_the_map_softmax():
     X, y = np.random.RandomState(0).randn(60, 3), np.repeat([0, 1, 2], 20)
     clf = MCDropoutClassifier(hidden_layer_sizes=(8,), max_epochs=30, dropout_rate=0.0, random_state=0).fit(X, y)
-    logits = clf.net_.module_(torch.as_tensor(X))  # the backbone, trained without dropout layers
+    logits = clf.net_.module_(clf._validated_inputs(X))  # the backbone, trained without dropout layers
     np.testing.assert_allclose(clf.predict_proba(X), torch.softmax(logits, -1).detach().numpy(), rtol=1e-10)
 
 
@@ -251,8 +251,8 @@ def test_linear_model_mean_and_variance_match_the_closed_form(linear_data):
     and the draws' variance within 4 standard errors of the closed form."""
     X, y = linear_data
     rate, n_draws = 0.2, 4000
-    reg = MCDropoutRegressor(hidden_layer_sizes=(), dropout_rate=rate, n_samples=n_draws, normalize_y=False,
-                             max_epochs=100, random_state=0).fit(X, y)
+    reg = MCDropoutRegressor(hidden_layer_sizes=(), dropout_rate=rate, n_samples=n_draws, normalize_X=False,
+                             normalize_y=False, max_epochs=100, random_state=0).fit(X, y)
     mean, std = reg.predict(X, return_std=True)
     epistemic = np.sqrt(std**2 - reg.noise_std_**2)
     unmasked = reg.net_.predict(X)[:, 0]
@@ -273,7 +273,8 @@ def test_variance_grows_with_the_rate(linear_data):
     grows (its closed form p / (1 - p) sum W^2 x^2 does); and a fit at 0.3 has a
     wider mean epistemic std than a fit at 0.05."""
     X, y = linear_data
-    reg = MCDropoutRegressor(hidden_layer_sizes=(), normalize_y=False, max_epochs=60, random_state=0).fit(X, y)
+    reg = MCDropoutRegressor(hidden_layer_sizes=(), normalize_X=False, normalize_y=False, max_epochs=60,
+                             random_state=0).fit(X, y)
     theta, blocks = reg.posterior_.theta, reg.posterior_.blocks
     variances = []
     for rate in (0.0, 0.1, 0.3, 0.5):
@@ -316,7 +317,7 @@ def test_learned_rates_carry_the_map_posterior_beyond_the_masks_spread(linear_da
     the posterior's variance, and the predictive variance and ``sample_y`` add it. A fixed rate, the
     user's posterior, gets none."""
     X, y = linear_data
-    params = dict(module=linear_module(), normalize_y=False, random_state=0)
+    params = dict(module=linear_module(), normalize_X=False, normalize_y=False, random_state=0)
     reg = MCDropoutRegressor(**params).fit(X, y)
     assert reg._local_posterior is not None and reg.mask_std_ == 0
     fixed = MCDropoutRegressor(**params, dropout_rate=1e-4).fit(X, y)
@@ -342,7 +343,7 @@ def test_past_the_kronecker_factors_the_masks_carry_the_training_rows_mean_short
 
     X, y = linear_data
     monkeypatch.setattr(_local_posterior, "choose_model_structure", lambda model, theta: ("diag", "patched"))
-    reg = MCDropoutRegressor(module=linear_module(), normalize_y=False, random_state=0).fit(X, y)
+    reg = MCDropoutRegressor(module=linear_module(), normalize_X=False, normalize_y=False, random_state=0).fit(X, y)
     assert reg._local_posterior is None
     posterior, masks = at_rate_1e4(reg, X, y)
     reg._draw_local_variance = reg._local_variance(X, y[:, None], torch.tensor([reg.noise_std_]))
@@ -357,14 +358,14 @@ def test_custom_module_masks_its_linear_layers(wave_data):
     """A custom module: the draws through the vmap path equal the module run on
     each masked weight vector; at rate 0 the net's output."""
     X, y = wave_data
-    reg = small(module=ScaledTanhNet, dropout_rate=0.2, n_samples=5, normalize_y=False).fit(X, y)
+    reg = small(module=ScaledTanhNet, dropout_rate=0.2, n_samples=5, normalize_X=False, normalize_y=False).fit(X, y)
     assert reg.posterior_.blocks == [(1, 5, 2), (16, 1, 5)]
     draws = reg.posterior_.sample(5, reg._generator(reg._sample_seed))
     module = reg.net_.module_.module
     expected = torch.stack([torch.func.functional_call(module, reg._model.unflatten(row), (torch.as_tensor(X),))
                             for row in draws])[..., 0]
     np.testing.assert_allclose(reg.predict(X), expected.mean(0).detach().numpy(), rtol=1e-10)
-    zero = small(module=ScaledTanhNet, dropout_rate=0.0, normalize_y=False).fit(X, y)
+    zero = small(module=ScaledTanhNet, dropout_rate=0.0, normalize_X=False, normalize_y=False).fit(X, y)
     np.testing.assert_allclose(zero.predict(X), zero.net_.predict(X)[:, 0], rtol=1e-12, atol=1e-12)
 
 

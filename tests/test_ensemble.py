@@ -38,12 +38,10 @@ def linear_rms(n_estimators, **params):
         n_estimators=n_estimators,
         noise_std=NOISE,
         prior_std=PRIOR_STD,
-        normalize_y=False,
-        lr=0.1,
+        normalize_X=False, normalize_y=False, lr=0.1,
         max_epochs=300,
         batch_size=40,
-        random_state=0,
-        **params,
+        random_state=0, **params,
     )
 
 
@@ -75,7 +73,8 @@ def test_deep_ensemble_members_end_at_the_exact_map_of_a_linear_model(linear_dat
     X, y = linear_data
     exact = BayesianLinearRegression(X, y, NOISE, PRIOR_STD)
     members = DeepEnsembleRegressor(
-        hidden_layer_sizes=(), n_estimators=3, noise_std=NOISE, prior_std=PRIOR_STD, normalize_y=False, lr=0.01,
+        hidden_layer_sizes=(), n_estimators=3, noise_std=NOISE, prior_std=PRIOR_STD, normalize_X=False,
+                            normalize_y=False, lr=0.01,
         max_epochs=20, batch_size=16, random_state=0, device=device,
     ).fit(X, y).posterior_.samples.cpu().numpy()
     relative_error = np.abs(members / exact.mean - 1).max()
@@ -134,7 +133,7 @@ def test_data_fraction_gives_members_different_rows(wave_data):
     reg = small(n_estimators=3, data_fraction=0.5, max_epochs=300, hidden_layer_sizes=(32,)).fit(X, y)
     subsets = reg.net_[0].get_params()["iterator_train__subsets"]
     assert subsets.shape == (3, 40)
-    outputs = reg._model(reg.posterior_.samples, torch.as_tensor(X)).squeeze(-1).numpy()
+    outputs = reg._model(reg.posterior_.samples, reg._validated_inputs(X)).squeeze(-1).numpy()
     y_scaled = (y - y.mean()) / y.std()
     for member, rows in enumerate(subsets.numpy()):
         held_out = np.setdiff1d(np.arange(len(X)), rows)
@@ -174,7 +173,7 @@ def test_predictive_std_adds_spread_and_noise(wave_data):
     Jacobians and the GGN written out), which varies from row to row."""
     X, y = wave_data
     reg = small(n_estimators=5).fit(X, y)
-    outputs = reg._model(reg.posterior_.samples, torch.as_tensor(X)).squeeze(-1).numpy() * y.std()
+    outputs = reg._model(reg.posterior_.samples, reg._validated_inputs(X)).squeeze(-1).numpy() * y.std()
     mean, std = reg.predict(X, return_std=True)
     np.testing.assert_allclose(mean, outputs.mean(0) + y.mean())
     laplace = map_posterior_variance(reg, X, X, y.std())
@@ -205,7 +204,7 @@ def test_past_the_kronecker_factors_each_member_carries_the_training_rows_mean(w
     monkeypatch.setattr(_local_posterior, "choose_model_structure", lambda model, theta: ("diag", "patched"))
     reg = small(n_estimators=5).fit(X, y)
     assert reg._local_posterior is None
-    outputs = reg._model(reg.posterior_.samples, torch.as_tensor(X)).squeeze(-1).numpy() * y.std()
+    outputs = reg._model(reg.posterior_.samples, reg._validated_inputs(X)).squeeze(-1).numpy() * y.std()
     _, std = reg.predict(X, return_std=True)
     np.testing.assert_allclose(std**2, outputs.var(0, ddof=1) + reg.member_std_**2 + reg.noise_std_**2)
 
@@ -285,8 +284,8 @@ def test_deep_ensemble_of_a_linear_model_predicts_the_exact_posterior(linear_dat
     its mean over the training rows, ``noise**2 gamma / N`` with ``gamma`` the exact
     well-determined parameters ``tr(H (H + A)^-1)``. RMS's members, posterior draws, carry none."""
     X, y = linear_data
-    reg = DeepEnsembleRegressor(module=nn.Linear(3, 1, dtype=torch.float64), normalize_y=False, n_estimators=3,
-                                random_state=0).fit(X, y)
+    reg = DeepEnsembleRegressor(module=nn.Linear(3, 1, dtype=torch.float64), normalize_X=False, normalize_y=False,
+                                n_estimators=3, random_state=0).fit(X, y)
     posterior = BayesianLinearRegression.at_precisions(X, y, reg.noise_std_, reg.prior_precisions_)
     gamma = posterior.well_determined()
     assert reg.member_std_**2 == pytest.approx(reg.noise_std_**2 * gamma / len(X), rel=1e-6)
@@ -317,8 +316,8 @@ def test_rms_measures_the_degrees_of_freedom_of_its_fit_with_its_perturbations(l
     those degrees of freedom."""
     X, y = linear_data
     n_members = 500
-    reg = RMSRegressor(module=nn.Linear(3, 1, dtype=torch.float64), normalize_y=False, n_estimators=n_members,
-                       random_state=0).fit(X, y)
+    reg = RMSRegressor(module=nn.Linear(3, 1, dtype=torch.float64), normalize_X=False, normalize_y=False,
+                       n_estimators=n_members, random_state=0).fit(X, y)
     noise = reg.evidence_history_[-1]["noise_std"][0]
     posterior = BayesianLinearRegression.at_precisions(X, y, noise, reg.prior_precisions_)
     design, prior, covariance = posterior.design(X), np.diag(posterior.prior_std**-2.0), posterior.covariance
@@ -336,7 +335,7 @@ def test_one_rms_member_keeps_the_evidence_s_degrees_of_freedom(linear_data):
     with: it keeps those the evidence's noise leaves the MAP network (those of the members of
     the same settings that do not perturb their targets)."""
     X, y = linear_data
-    params = dict(module=nn.Linear(3, 1, dtype=torch.float64), normalize_y=False, random_state=0)
+    params = dict(module=nn.Linear(3, 1, dtype=torch.float64), normalize_X=False, normalize_y=False, random_state=0)
     one = RMSRegressor(n_estimators=1, **params).fit(X, y)
     unperturbed = RMSRegressor(n_estimators=2, perturb_targets=False, **params).fit(X, y)
     assert np.isfinite(one.noise_std_) and one.noise_std_ > 0
@@ -352,8 +351,8 @@ def test_deep_ensemble_reads_its_members_spread_from_a_random_subset_of_a_big_ta
 
     X, y = linear_data
     monkeypatch.setattr(row_subsets, "SUBSET_ROWS", len(X) // 2)
-    reg = DeepEnsembleRegressor(module=nn.Linear(3, 1, dtype=torch.float64), normalize_y=False, n_estimators=3,
-                                random_state=0).fit(X, y)
+    reg = DeepEnsembleRegressor(module=nn.Linear(3, 1, dtype=torch.float64), normalize_X=False, normalize_y=False,
+                                n_estimators=3, random_state=0).fit(X, y)
     exact = exact_mean_leverage_variance(reg, X, y)
     assert reg.member_std_**2 == pytest.approx(exact, rel=0.1)
     assert reg.member_std_**2 != pytest.approx(exact, rel=1e-6)

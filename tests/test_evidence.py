@@ -619,7 +619,7 @@ def test_learned_prior_and_noise_are_the_exact_evidence_maximisers(device):
 
     exact = np.exp(minimize(negative, np.zeros(5), method="Nelder-Mead",
                             options={"xatol": 1e-8, "fatol": 1e-10, "maxiter": 20000, "maxfev": 20000}).x)
-    reg = LaplaceRegressor(hidden_layer_sizes=(), normalize_y=False, max_epochs=400, random_state=0,
+    reg = LaplaceRegressor(hidden_layer_sizes=(), normalize_X=False, normalize_y=False, max_epochs=400, random_state=0,
                            device=device).fit(X, y)
     learned = [reg.prior_precisions_[f"0.weight[:, {column}]"] for column in range(3)]
     learned += [reg.prior_precisions_["0.bias"], reg.noise_std_]
@@ -647,7 +647,8 @@ def test_a_network_ends_with_the_evidence_maximising_noise_at_its_own_weights():
     rng = np.random.RandomState(0)
     X = rng.uniform(-2, 2, size=(150, 1))
     y = np.sin(3 * X[:, 0]) + 0.01 * rng.randn(150)
-    reg = LaplaceRegressor(hidden_layer_sizes=(16,), normalize_y=False, max_epochs=300, random_state=0).fit(X, y)
+    reg = LaplaceRegressor(hidden_layer_sizes=(16,), normalize_X=False, normalize_y=False, max_epochs=300,
+                           random_state=0).fit(X, y)
     groups = ParameterGroups.of(reg._model)
     precisions = [reg.prior_precisions_[name] for name in groups.names]
     likelihood = GaussianLikelihood(torch.tensor([reg.noise_std_], dtype=torch.float64))
@@ -667,8 +668,8 @@ def test_a_scaled_prior_is_the_evidence_maximiser_scaled_at_its_own_map():
     exact evidence's maximum
     (test_learned_prior_and_noise_are_the_exact_evidence_maximisers)."""
     X, y = linear_data(60, noise=0.5, seed=1)
-    reg = LaplaceRegressor(hidden_layer_sizes=(), normalize_y=False, prior_std_scale=2.0, max_epochs=400,
-                           random_state=0).fit(X, y)
+    reg = LaplaceRegressor(hidden_layer_sizes=(), normalize_X=False, normalize_y=False, prior_std_scale=2.0,
+                           max_epochs=400, random_state=0).fit(X, y)
     learned = np.array([reg.prior_precisions_[f"0.weight[:, {column}]"] for column in range(3)]
                        + [reg.prior_precisions_["0.bias"]])
     theta = exact_map(X, y, learned[:3], learned[3], reg.noise_std_)
@@ -681,7 +682,8 @@ def test_a_scaled_prior_is_the_evidence_maximiser_scaled_at_its_own_map():
                                  options={"xatol": 1e-8, "fatol": 1e-10, "maxiter": 20000, "maxfev": 20000}).x)
     np.testing.assert_allclose(np.append(learned * 4, reg.noise_std_), maximisers, rtol=0.02)
     # Not the evidence's own maximisers: a quarter of them, each.
-    at_scale_one = LaplaceRegressor(hidden_layer_sizes=(), normalize_y=False, max_epochs=400, random_state=0).fit(X, y)
+    at_scale_one = LaplaceRegressor(hidden_layer_sizes=(), normalize_X=False, normalize_y=False, max_epochs=400,
+                                    random_state=0).fit(X, y)
     assert all(learned < 0.5 * np.array(list(at_scale_one.prior_precisions_.values())))
 
 
@@ -718,7 +720,8 @@ def test_each_output_noise_is_bounded_by_its_own_spread(estimator):
     X = rng.randn(400, 3)
     Y = np.c_[X @ [1.0, -1.0, 0.5] + 0.1 * rng.randn(400), 100 * rng.randn(400)]
     params = dict(n_chains=2, n_burnin=200, n_samples=200) if estimator is sklearn_quinn.MCMCRegressor else {}
-    fitted = estimator(hidden_layer_sizes=(), normalize_y=False, max_epochs=300, random_state=0, **params).fit(X, Y)
+    fitted = estimator(hidden_layer_sizes=(), normalize_X=False, normalize_y=False, max_epochs=300, random_state=0,
+                       **params).fit(X, Y)
     np.testing.assert_allclose(fitted.noise_std_, [0.1, Y[:, 1].std()], rtol=0.05)
 
 
@@ -844,7 +847,7 @@ def test_classifier_prior_scale_is_the_evidence_maximiser_along_it(prior_std_sca
     centres = np.array([[0.0, 2.0], [2.0, -1.0], [-2.0, -1.0]])
     y = np.repeat(np.arange(3), 20)
     X = centres[y] + 0.8 * rng.randn(60, 2)
-    clf = sklearn_quinn.LaplaceClassifier(hidden_layer_sizes=(), max_epochs=200, random_state=0,
+    clf = sklearn_quinn.LaplaceClassifier(hidden_layer_sizes=(), max_epochs=200, normalize_X=False, random_state=0,
                                           prior_std_scale=prior_std_scale).fit(X, y)
     learned = clf.prior_precisions_
     fixed_point = [update for update in clf.evidence_history_ if update["stage"] == "training"][-1]

@@ -240,7 +240,8 @@ def test_kronecker_factored_evidence_gives_the_noise_head_the_means_variances(mo
     X = rng.randn(40, 3)
     y = X @ np.array([1.0, -2.0, 0.5]) + 0.5 + 0.5 * rng.randn(40)
     model = LaplaceRegressor(module=lambda n_in, n_out: LinearConstantNoiseHead(n_in), likelihood="heteroscedastic",
-                             prior_std=3.0, normalize_y=False, max_epochs=2000, lr=0.05, random_state=0).fit(X, y)
+                             prior_std=3.0, normalize_X=False, normalize_y=False, max_epochs=2000, lr=0.05,
+                             random_state=0).fit(X, y)
     noise_std = float(model.net_.module_.log_std.weight.detach().exp())
     assert noise_std == pytest.approx(mackay_noise_std(X, y, 1 / 9), rel=2e-3)
 
@@ -255,7 +256,8 @@ def test_a_trained_constant_noise_head_reaches_mackays_noise(estimator):
     X = rng.randn(40, 3)
     y = X @ np.array([1.0, -2.0, 0.5]) + 0.5 + 0.5 * rng.randn(40)
     model = estimator(module=lambda n_in, n_out: LearnedConstantNoiseHead(n_in), likelihood="heteroscedastic",
-                      prior_std=3.0, normalize_y=False, max_epochs=2000, lr=0.05, random_state=0).fit(X, y)
+                      prior_std=3.0, normalize_X=False, normalize_y=False, max_epochs=2000, lr=0.05,
+                      random_state=0).fit(X, y)
     if estimator is LaplaceRegressor:  # the MAP's, not the posterior's E[exp(2 s)]
         noise_std = float(model.net_.module_.log_std.detach().exp())
     else:  # the members' common noise
@@ -339,7 +341,7 @@ def test_laplace_with_a_constant_noise_head_is_the_gaussian_laplace(linear_data)
     """The same MAP, posterior and predictive, whether the noise is a fixed
     parameter or a head that outputs the same constant."""
     X, y = linear_data
-    settings = dict(prior_std=1.0, normalize_y=False, max_epochs=200, random_state=0)
+    settings = dict(prior_std=1.0, normalize_X=False, normalize_y=False, max_epochs=200, random_state=0)
     gaussian = LaplaceRegressor(module=lambda n_in, n_out: nn.Linear(n_in, n_out), noise_std=0.3, **settings)
     heteroscedastic = LaplaceRegressor(module=lambda n_in, n_out: ConstantNoiseHead(n_in, math.log(0.3)),
                                        likelihood="heteroscedastic", **settings)

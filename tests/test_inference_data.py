@@ -139,7 +139,7 @@ def test_the_log_likelihood_of_each_row_under_each_draw(hmc, data):
     values = idata.log_likelihood["y"].values
     assert values.shape == (3, 40, len(y))
     draws = hmc.posterior_.samples
-    outputs = hmc._model(draws, hmc._tensor(X))[..., 0].numpy() * hmc._y_scale[0] + hmc._y_mean[0]
+    outputs = hmc._model(draws, hmc._validated_inputs(X))[..., 0].numpy() * hmc._y_scale[0] + hmc._y_mean[0]
     noise = hmc._draw_noise.numpy()[:, 0] * hmc._y_scale[0]
     expected = -0.5 * ((y - outputs) / noise[:, None]) ** 2 - np.log(noise[:, None]) - 0.5 * np.log(2 * np.pi)
     # A row's log density is a sum of terms of order one, and may cancel to near zero, where a
@@ -157,7 +157,7 @@ def test_a_classifier_scores_labels_and_refuses_unseen_ones(data):
     labels = np.where(y > 0, "up", "down")
     classifier = MCMCClassifier(n_chains=2, n_burnin=10, n_samples=5, **SMALL).fit(X, labels)
     values = classifier.to_inference_data(X, labels).log_likelihood["y"].values.reshape(10, -1)
-    logits = classifier._model(classifier.posterior_.samples, classifier._tensor(X)).numpy()
+    logits = classifier._model(classifier.posterior_.samples, classifier._validated_inputs(X)).numpy()
     log_softmax = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
     index = np.searchsorted(classifier.classes_, labels)
     # atol: a log probability near 0 (-1e-8 and above) rounds apart in the two computations by 1e-16
@@ -181,7 +181,7 @@ def test_a_heteroscedastic_regressor_scores_each_row_with_its_own_noise(data):
     X, y = data
     model = MCMCRegressor(likelihood="heteroscedastic", n_chains=2, n_burnin=10, n_samples=5, **SMALL).fit(X, y)
     values = model.to_inference_data(X, y).log_likelihood["y"].values.reshape(10, -1)
-    outputs = model._model(model.posterior_.samples, model._tensor(X)).numpy()
+    outputs = model._model(model.posterior_.samples, model._validated_inputs(X)).numpy()
     mean = outputs[..., 0] * model._y_scale[0] + model._y_mean[0]
     std = np.exp(np.clip(outputs[..., 1], -10, 10)) * model._y_scale[0]  # the log std head is clipped at 10
     expected = -0.5 * ((y - mean) / std) ** 2 - np.log(std) - 0.5 * np.log(2 * np.pi)

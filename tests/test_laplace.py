@@ -29,6 +29,7 @@ def exact_linear_regressor(X, **params):
         module=nn.Linear(X.shape[1], 1),
         noise_std=NOISE,
         prior_std=PRIOR_STD,
+        normalize_X=False,
         normalize_y=False,
         optimizer=LBFGS,
         lr=1.0,

@@ -73,8 +73,8 @@ def test_on_a_single_linear_module_kron_is_bayesian_linear_regression(data, devi
     X, y = data
     noise_std, prior_std = 0.3, 0.7
     regressor = LaplaceRegressor(module=nn.Linear(3, 1), hessian_structure="kron", noise_std=noise_std,
-                                 prior_std=prior_std, prior_precision=prior_std**-2, normalize_y=False,
-                                 max_epochs=300, lr=0.05, random_state=0, device=device).fit(X, y)
+                                 prior_std=prior_std, prior_precision=prior_std**-2, normalize_X=False,
+                                 normalize_y=False, max_epochs=300, lr=0.05, random_state=0, device=device).fit(X, y)
     exact = BayesianLinearRegression(X, y, noise_std, prior_std)
     assert_allclose(regressor.posterior_.covariance.cpu().numpy(), exact.covariance, rtol=1e-10)
     X_test = np.random.RandomState(1).randn(10, 3)

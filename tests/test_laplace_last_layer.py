@@ -28,7 +28,7 @@ def test_last_layer_is_bayesian_linear_regression_on_the_features(wave, linear_s
     noise_std, prior_precision = 0.2, 1.0  # the prior the MAP trains under
     regressor = LaplaceRegressor(
         hidden_layer_sizes=(16, 8), linear_skip=linear_skip, subset_of_weights="last_layer",
-        prior_std=1.0, prior_precision=prior_precision, noise_std=noise_std, normalize_y=False,
+        prior_std=1.0, prior_precision=prior_precision, noise_std=noise_std, normalize_X=False, normalize_y=False,
         max_epochs=200, random_state=0,
     ).fit(X, y)
     Phi, rest = features(regressor, X)

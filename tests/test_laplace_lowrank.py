@@ -46,7 +46,7 @@ def test_a_smaller_rank_keeps_the_top_of_the_spectrum_and_the_prior_elsewhere():
                                  hessian_structure="lowrank", max_rank=5, max_epochs=100, random_state=0).fit(X, y)
     laplace = regressor._laplace
     model, theta = regressor._model, laplace.theta
-    X_, Y_ = regressor._tensor(X), regressor._tensor(((y - y.mean()) / y.std())[:, None])
+    X_, Y_ = regressor._validated_inputs(X), regressor._tensor(((y - y.mean()) / y.std())[:, None])
     noise = GaussianLikelihood(regressor._map_noise_std).double().frozen(1)
     values, vectors = torch.linalg.eigh(curvature(model, theta, X_, Y_, noise, "ggn", "full"))
     top_values, top_vectors = values[-5:], vectors[:, -5:]

@@ -21,11 +21,12 @@ def map_posterior_variance(reg, X_train, X, y_scale):
     """The output variance at ``X`` (units of y) of the Laplace posterior about the MAP network
     fitted on ``X_train``, from its Jacobian and the GGN written out: ``J (J_train^T J_train /
     noise**2 + A)^-1 J^T`` at the learned precisions ``A`` (``prior_precisions_``) and the
-    evidence's noise (a one-output network; the inputs reach it as given)."""
+    evidence's noise (a one-output network; the inputs reach it standardised, ``normalize_X``)."""
     model, theta = reg._model, reg._local_posterior.mean
 
     def jacobian(rows):
-        return torch.func.jacrev(lambda weights: model.single(weights, torch.as_tensor(rows)).squeeze(-1))(theta)
+        inputs = reg._validated_inputs(rows)
+        return torch.func.jacrev(lambda weights: model.single(weights, inputs).squeeze(-1))(theta)
 
     train = jacobian(X_train)
     noise = float(reg.evidence_history_[-1]["noise_std"][0])
@@ -39,7 +40,7 @@ def map_posterior_variance(reg, X_train, X, y_scale):
 def draws_spread(reg, X, y_scale):
     """The variance at ``X`` (units of y) of the outputs of the draws the predictions average."""
     theta, _ = reg._prediction_draws()
-    return (reg._model(theta, torch.as_tensor(X)).squeeze(-1).numpy() * y_scale).var(0, ddof=1)
+    return (reg._model(theta, reg._validated_inputs(X)).squeeze(-1).numpy() * y_scale).var(0, ddof=1)
 
 
 @pytest.mark.parametrize("estimator", [RMSRegressor, SWAGRegressor])

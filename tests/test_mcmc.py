@@ -27,6 +27,7 @@ def linear_mcmc(X, sampler, **params):
         module=nn.Linear(X.shape[1], 1),
         noise_std=NOISE,
         prior_std=PRIOR_STD,
+        normalize_X=False,
         normalize_y=False,
         sampler=sampler,
         lr=0.01,
@@ -87,7 +88,8 @@ def test_hierarchical_linear_model_posterior_is_exact(linear_data, sampler):
     within 15%."""
     X, y = linear_data
     X = X[:, :2]  # two columns: a grid over four hyperparameters
-    reg = MCMCRegressor(hidden_layer_sizes=(), normalize_y=False, sampler=sampler, max_epochs=50, random_state=0,
+    reg = MCMCRegressor(hidden_layer_sizes=(), normalize_X=False, normalize_y=False, sampler=sampler, max_epochs=50,
+                        random_state=0,
                         **{**SETTINGS[sampler], "n_samples": 2 * SETTINGS[sampler]["n_samples"]}).fit(X, y)
     exact = two_column_hierarchical_posterior(X, y, reg.hyperprior_shape, reg.hyperprior_rate)
     assert list(reg.prior_precisions_) == ["0.weight[:, 0]", "0.weight[:, 1]", "0.bias"]
@@ -215,7 +217,7 @@ def test_ensemble_initialisation_starts_each_chain_in_a_trained_network_of_its_o
 
     monkeypatch.setattr(estimator_class, "_sample_chains", spy)
     for init in ("map", "ensemble"):
-        fitted = make(init=init, n_chains=3, hyperprior="empirical", max_epochs=500).fit(X, y)
+        fitted = make(init=init, n_chains=3, hyperprior="empirical", max_epochs=500, normalize_X=False).fit(X, y)
     map_start, log_density = seen["map"]
     ensemble_start, _ = seen["ensemble"]
     assert torch.equal(ensemble_start[0], map_start[0])

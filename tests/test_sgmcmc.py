@@ -30,7 +30,7 @@ def test_on_100k_rows_the_predictive_matches_the_exact_posterior(big_linear, sam
     # SGLD, min(0.05, 0.5 sqrt(B / N)) for SGHMC.
     X, y, X_test = big_linear
     regressor = MCMCRegressor(
-        module=nn.Linear(3, 1), prior_std=1.0, noise_std=1.0, normalize_y=False, sampler=sampler,
+        module=nn.Linear(3, 1), prior_std=1.0, noise_std=1.0, normalize_X=False, normalize_y=False, sampler=sampler,
         n_samples=200, thin=10, n_burnin=1000, batch_size=1000, max_epochs=2, random_state=0, device=device,
     ).fit(X, y)
     assert_allclose(regressor.step_size_, step_size)

@@ -565,7 +565,8 @@ def test_empirical_hyperprior_evidence_is_at_the_maps_values(linear_data):
     from scipy.stats import multivariate_normal
 
     X, y = linear_data
-    reg = SMCRegressor(hidden_layer_sizes=(), hyperprior="empirical", normalize_y=False, n_particles=1000,
+    reg = SMCRegressor(hidden_layer_sizes=(), hyperprior="empirical", normalize_X=False, normalize_y=False,
+                       n_particles=1000,
                        target_ess=0.8, step_size=0.5, n_leapfrog=10, max_epochs=200, random_state=0).fit(X, y)
     assert reg.net_ is not None and reg.particles_.shape == (1000, 3)  # the weights only
     design = BayesianLinearRegression.design(X)
@@ -658,7 +659,7 @@ def test_weighted_predictive_mean(wave_data):
     """predict is the weighted average of the particles' networks."""
     X, y = wave_data
     reg = SMCRegressor(**SMALL, resample_threshold=0.05).fit(X, y)
-    outputs = np.stack([reg._model(reg.posterior_.samples[i : i + 1], reg._tensor(X))[0, :, 0].numpy()
+    outputs = np.stack([reg._model(reg.posterior_.samples[i : i + 1], reg._validated_inputs(X))[0, :, 0].numpy()
                         for i in range(40)])
     expected = reg.weights_ @ outputs * reg._y_scale[0] + reg._y_mean[0]
     np.testing.assert_allclose(reg.predict(X), expected, rtol=1e-10)

@@ -131,7 +131,8 @@ class MCDropoutRegressor(LocalPosteriorMixin, MCDropoutMixin, BaseBayesianRegres
     Parameters
     ----------
     hidden_layer_sizes, activation, linear_skip, module, prior_std, prior_std_scale, noise_std, likelihood, lr, \\
-lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verbose
+lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_X, normalize_y, dtype, device, random_state, \\
+verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor` (they set the training).
         A custom ``module`` has the inputs of each of its ``nn.Linear``
         layers dropped (the columns of their weights masked); its other
@@ -243,6 +244,7 @@ lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, d
         batch_size="auto",
         optimizer=torch.optim.Adam,
         callbacks=None,
+        normalize_X=True,
         normalize_y=True,
         dtype="float64",
         device="cpu",
@@ -266,6 +268,7 @@ lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, d
         self.batch_size = batch_size
         self.optimizer = optimizer
         self.callbacks = callbacks
+        self.normalize_X = normalize_X
         self.normalize_y = normalize_y
         self.dtype = dtype
         self.device = device
@@ -293,7 +296,7 @@ class MCDropoutClassifier(MCDropoutMixin, BaseBayesianClassifier):
     Parameters
     ----------
     hidden_layer_sizes, activation, linear_skip, module, prior_std, prior_std_scale, dropout_rate, n_samples, lr, \
-lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, random_state, verbose
+lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_X, dtype, device, random_state, verbose
         As for :class:`MCDropoutRegressor`.
     prior_learning : {'joint', 'evidence'}, default='evidence'
         As for :class:`MCDropoutRegressor`, but the MAP network's evidence by
@@ -372,6 +375,7 @@ lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, random
         batch_size="auto",
         optimizer=torch.optim.Adam,
         callbacks=None,
+        normalize_X=True,
         dtype="float64",
         device="cpu",
         random_state=None,
@@ -394,6 +398,7 @@ lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, random
         self.batch_size = batch_size
         self.optimizer = optimizer
         self.callbacks = callbacks
+        self.normalize_X = normalize_X
         self.dtype = dtype
         self.device = device
         self.random_state = random_state

@@ -9,7 +9,7 @@ _PARAMETERS_DOC = """
     Parameters
     ----------
     hidden_layer_sizes, activation, linear_skip, module, n_estimators, data_fraction, prior_std, prior_std_scale, \\
-lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, n_jobs, random_state, verbose
+lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_X, dtype, device, n_jobs, random_state, verbose
         As for :class:`~sklearn_quinn.DeepEnsembleRegressor`.
     predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \
 'mean_field_2'}, default=None
@@ -71,6 +71,7 @@ class BaseEnsembleClassifier(EnsembleMixin, BaseBayesianClassifier):
         batch_size="auto",
         optimizer=torch.optim.Adam,
         callbacks=None,
+        normalize_X=True,
         dtype="float64",
         device="cpu",
         n_jobs=None,
@@ -93,6 +94,7 @@ class BaseEnsembleClassifier(EnsembleMixin, BaseBayesianClassifier):
         self.batch_size = batch_size
         self.optimizer = optimizer
         self.callbacks = callbacks
+        self.normalize_X = normalize_X
         self.dtype = dtype
         self.device = device
         self.n_jobs = n_jobs

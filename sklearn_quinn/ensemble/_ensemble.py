@@ -337,6 +337,8 @@ _SHARED_PARAMETERS = """
         Rows per member per step; 'auto' is ``min(200, rows per member)``.
     optimizer : torch optimizer class, default=torch.optim.Adam
     callbacks : list of skorch callbacks, default=None
+    normalize_X : bool, default=True
+        Standardise each input column internally (see :class:`~sklearn_quinn.LaplaceRegressor`).
     normalize_y : bool, default=True
         Standardise the target internally (see :class:`~sklearn_quinn.LaplaceRegressor`).
     dtype : {'float64', 'float32'}, default='float64'
@@ -473,6 +475,7 @@ class DeepEnsembleRegressor(BaseEnsembleRegressor):
         batch_size="auto",
         optimizer=torch.optim.Adam,
         callbacks=None,
+        normalize_X=True,
         normalize_y=True,
         dtype="float64",
         device="cpu",
@@ -496,6 +499,7 @@ class DeepEnsembleRegressor(BaseEnsembleRegressor):
         self.batch_size = batch_size
         self.optimizer = optimizer
         self.callbacks = callbacks
+        self.normalize_X = normalize_X
         self.normalize_y = normalize_y
         self.dtype = dtype
         self.device = device
@@ -585,6 +589,7 @@ class RMSRegressor(BaseEnsembleRegressor):
         batch_size="auto",
         optimizer=torch.optim.Adam,
         callbacks=None,
+        normalize_X=True,
         normalize_y=True,
         dtype="float64",
         device="cpu",
@@ -609,6 +614,7 @@ class RMSRegressor(BaseEnsembleRegressor):
         self.batch_size = batch_size
         self.optimizer = optimizer
         self.callbacks = callbacks
+        self.normalize_X = normalize_X
         self.normalize_y = normalize_y
         self.dtype = dtype
         self.device = device

@@ -26,7 +26,7 @@ class LaplaceClassifier(LaplaceClassificationMixin, LaplaceMixin, BaseBayesianCl
     Parameters
     ----------
     hidden_layer_sizes, activation, linear_skip, module, prior_std, prior_std_scale, lr, lr_schedule, max_epochs, \\
-batch_size, optimizer, callbacks, dtype, device, random_state, verbose
+batch_size, optimizer, callbacks, normalize_X, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor`.
     hessian_structure : {'auto', 'full', 'kron', 'lowrank', 'diag'}, default='auto'
     memory_budget : int or 'auto', default='auto'
@@ -148,6 +148,7 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         batch_size="auto",
         optimizer=torch.optim.Adam,
         callbacks=None,
+        normalize_X=True,
         dtype="float64",
         device="cpu",
         random_state=None,
@@ -177,6 +178,7 @@ batch_size, optimizer, callbacks, dtype, device, random_state, verbose
         self.batch_size = batch_size
         self.optimizer = optimizer
         self.callbacks = callbacks
+        self.normalize_X = normalize_X
         self.dtype = dtype
         self.device = device
         self.random_state = random_state

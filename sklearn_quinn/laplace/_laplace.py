@@ -140,6 +140,14 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         Optimizer of MAP training.
     callbacks : list of skorch callbacks, default=None
         Extra callbacks for the skorch net of MAP training.
+    normalize_X : bool, default=True
+        Standardise each input column internally by its training mean and std
+        (ddof=0; a constant column is only centred), as ``StandardScaler``
+        does; a column already standardised is left as it is. The network,
+        its prior (``prior_std``, ``prior_precisions_``), ``posterior_`` and
+        ``net_`` then read the standardised inputs, and ``predict`` takes
+        them in the units of ``X``. False for a ``module`` that reads raw
+        values (category codes, say).
     normalize_y : bool, default=True
         Standardise the target internally; outputs come back in the units of y.
     dtype : {'float64', 'float32'}, default='float64'
@@ -175,7 +183,8 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
     hessian_structure_reason_ : str
         Why: "as asked", or the memory and size figures 'auto' weighed.
     net_ : skorch.NeuralNet
-        The skorch net of MAP training; ``net_.module_`` is the backbone at the MAP.
+        The skorch net of MAP training; ``net_.module_`` is the backbone at the MAP
+        (of the standardised inputs and target, under ``normalize_X`` and ``normalize_y``).
     noise_std_ : float or ndarray of shape (n_targets,)
         Observation noise std in the units of y.
     prior_precision_ : float
@@ -258,6 +267,7 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         batch_size="auto",
         optimizer=torch.optim.Adam,
         callbacks=None,
+        normalize_X=True,
         normalize_y=True,
         dtype="float64",
         device="cpu",
@@ -289,6 +299,7 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         self.batch_size = batch_size
         self.optimizer = optimizer
         self.callbacks = callbacks
+        self.normalize_X = normalize_X
         self.normalize_y = normalize_y
         self.dtype = dtype
         self.device = device

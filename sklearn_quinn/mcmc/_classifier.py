@@ -20,7 +20,7 @@ class MCMCClassifier(MCMCMixin, BaseBayesianClassifier):
     hidden_layer_sizes, activation, linear_skip, module, prior_std, hyperprior, hyperprior_shape, hyperprior_rate, \\
 sampler, n_samples, n_burnin, thin, n_chains, step_size, n_leapfrog, max_tree_depth, n_cycles, \\
 target_acceptance, adapt_step_size, gamma, adapt_start, adapt_every, init, lr, lr_schedule, max_epochs, batch_size, \\
-optimizer, callbacks, dtype, device, compile, leapfrog_dtype, n_jobs, random_state, verbose
+optimizer, callbacks, normalize_X, dtype, device, compile, leapfrog_dtype, n_jobs, random_state, verbose
         As for :class:`MCMCRegressor` (a classifier has no noise: with
         ``prior_std=None`` only the prior precisions are sampled or learned).
     predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \\
@@ -96,6 +96,7 @@ prior_precision_samples_, evidence_history_, compiled_
         batch_size="auto",
         optimizer=torch.optim.Adam,
         callbacks=None,
+        normalize_X=True,
         dtype="float64",
         device="cpu",
         compile="auto",
@@ -135,6 +136,7 @@ prior_precision_samples_, evidence_history_, compiled_
         self.batch_size = batch_size
         self.optimizer = optimizer
         self.callbacks = callbacks
+        self.normalize_X = normalize_X
         self.dtype = dtype
         self.device = device
         self.compile = compile

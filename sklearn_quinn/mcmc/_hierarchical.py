@@ -21,7 +21,7 @@ from .._core.log_posterior import hierarchical_log_posterior
 
 #: Defaults of the Gamma hyperprior on every precision (``tau = 1 / noise_std**2``
 #: and each group's ``delta``). The networks work in standardised units (inputs
-#: standardised by the user's scaler, targets by ``normalize_y``), where
+#: by ``normalize_X``, targets by ``normalize_y``), where
 #: precisions of 1 to 1e3 and noise stds of 0.1 to 1 are typical. With shape
 #: 1/2 and rate 1/100 a precision is ``50 chi^2_1``, so the std it gives is
 #: ``0.14 / |z|`` (z standard normal): median 0.21, 90% of the mass on [0.06,

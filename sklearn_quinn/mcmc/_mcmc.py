@@ -349,7 +349,7 @@ class MCMCRegressor(MCMCMixin, BaseBayesianRegressor):
     Parameters
     ----------
     hidden_layer_sizes, activation, linear_skip, module, lr, lr_schedule, max_epochs, batch_size, optimizer, \\
-callbacks, normalize_y, dtype, device, random_state, verbose
+callbacks, normalize_X, normalize_y, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor` (the MAP settings
         apply to ``init='ensemble'``, ``'map'`` and ``hyperprior='empirical'``).
     prior_std : float or None, default=None
@@ -602,6 +602,7 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         batch_size="auto",
         optimizer=torch.optim.Adam,
         callbacks=None,
+        normalize_X=True,
         normalize_y=True,
         dtype="float64",
         device="cpu",
@@ -642,6 +643,7 @@ callbacks, normalize_y, dtype, device, random_state, verbose
         self.batch_size = batch_size
         self.optimizer = optimizer
         self.callbacks = callbacks
+        self.normalize_X = normalize_X
         self.normalize_y = normalize_y
         self.dtype = dtype
         self.device = device

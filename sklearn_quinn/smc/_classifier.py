@@ -19,8 +19,8 @@ class SMCClassifier(SMCMixin, BaseBayesianClassifier):
     ----------
     hidden_layer_sizes, activation, linear_skip, module, prior_std, prior, hyperprior, hyperprior_shape, \\
 hyperprior_rate, n_particles, target_ess, resample_threshold, n_mcmc_steps, step_size, n_leapfrog, \\
-waste_free, compile, leapfrog_dtype, lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, \\
-random_state, verbose
+waste_free, compile, leapfrog_dtype, lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_X, \\
+dtype, device, random_state, verbose
         As for :class:`SMCRegressor` (a classifier has no noise: with
         ``prior_std=None`` only the prior precisions are sampled or learned).
     predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \\
@@ -90,6 +90,7 @@ step_size_, n_leapfrog_, compiled_, prior_precisions_, net_
         batch_size="auto",
         optimizer=torch.optim.Adam,
         callbacks=None,
+        normalize_X=True,
         dtype="float64",
         device="cpu",
         random_state=None,
@@ -121,6 +122,7 @@ step_size_, n_leapfrog_, compiled_, prior_precisions_, net_
         self.batch_size = batch_size
         self.optimizer = optimizer
         self.callbacks = callbacks
+        self.normalize_X = normalize_X
         self.dtype = dtype
         self.device = device
         self.random_state = random_state

@@ -194,7 +194,7 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, linear_skip, module, normalize_y, dtype, device, random_state, verbose
+    hidden_layer_sizes, activation, linear_skip, module, normalize_X, normalize_y, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor`.
     prior_std : float or None, default=None
         None: one prior precision per parameter tensor (each layer's weights
@@ -372,6 +372,7 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         batch_size="auto",
         optimizer=torch.optim.Adam,
         callbacks=None,
+        normalize_X=True,
         normalize_y=True,
         dtype="float64",
         device="cpu",
@@ -404,6 +405,7 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         self.batch_size = batch_size
         self.optimizer = optimizer
         self.callbacks = callbacks
+        self.normalize_X = normalize_X
         self.normalize_y = normalize_y
         self.dtype = dtype
         self.device = device

@@ -265,7 +265,8 @@ class SWAGRegressor(LocalPosteriorMixin, SWAGMixin, BaseBayesianRegressor):
     Parameters
     ----------
     hidden_layer_sizes, activation, linear_skip, module, prior_std, prior_std_scale, noise_std, likelihood, lr, \\
-lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verbose
+lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_X, normalize_y, dtype, device, random_state, \\
+verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor` (they set the MAP
         training, and the members').
     n_estimators : int or 'auto', default='auto'
@@ -405,6 +406,7 @@ lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, d
         batch_size="auto",
         optimizer=torch.optim.Adam,
         callbacks=None,
+        normalize_X=True,
         normalize_y=True,
         dtype="float64",
         device="cpu",
@@ -434,6 +436,7 @@ lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_y, dtype, d
         self.batch_size = batch_size
         self.optimizer = optimizer
         self.callbacks = callbacks
+        self.normalize_X = normalize_X
         self.normalize_y = normalize_y
         self.dtype = dtype
         self.device = device
@@ -458,7 +461,7 @@ class SWAGClassifier(SWAGMixin, BaseBayesianClassifier):
     ----------
     hidden_layer_sizes, activation, linear_skip, module, prior_std, prior_std_scale, n_estimators, cov_type, max_rank, \
 swag_epochs, collect_every, cov_scale, lr_swag, batch_size_swag, n_samples, lr, lr_schedule, max_epochs, batch_size, \
-optimizer, callbacks, dtype, device, random_state, verbose
+optimizer, callbacks, normalize_X, dtype, device, random_state, verbose
         As for :class:`SWAGRegressor`.
     predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \
 'mean_field_2'}, default=None
@@ -529,6 +532,7 @@ optimizer, callbacks, dtype, device, random_state, verbose
         batch_size="auto",
         optimizer=torch.optim.Adam,
         callbacks=None,
+        normalize_X=True,
         dtype="float64",
         device="cpu",
         random_state=None,
@@ -557,6 +561,7 @@ optimizer, callbacks, dtype, device, random_state, verbose
         self.batch_size = batch_size
         self.optimizer = optimizer
         self.callbacks = callbacks
+        self.normalize_X = normalize_X
         self.dtype = dtype
         self.device = device
         self.random_state = random_state

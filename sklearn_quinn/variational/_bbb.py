@@ -214,7 +214,7 @@ class BBBRegressor(VariationalMixin, BaseBayesianRegressor):
     Parameters
     ----------
     hidden_layer_sizes, activation, linear_skip, module, noise_std, likelihood, lr, lr_schedule, max_epochs, \\
-batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verbose
+batch_size, optimizer, callbacks, normalize_X, normalize_y, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor`; here they set the
         ELBO's optimisation, and ``max_epochs='auto'`` trains it for at
         least 4000 minibatch steps (more than 1000 epochs on up to 600 rows
@@ -334,6 +334,7 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
         batch_size="auto",
         optimizer=torch.optim.Adam,
         callbacks=None,
+        normalize_X=True,
         normalize_y=True,
         dtype="float64",
         device="cpu",
@@ -360,6 +361,7 @@ batch_size, optimizer, callbacks, normalize_y, dtype, device, random_state, verb
         self.batch_size = batch_size
         self.optimizer = optimizer
         self.callbacks = callbacks
+        self.normalize_X = normalize_X
         self.normalize_y = normalize_y
         self.dtype = dtype
         self.device = device
@@ -379,7 +381,7 @@ class BBBClassifier(VariationalMixin, BaseBayesianClassifier):
     Parameters
     ----------
     hidden_layer_sizes, activation, linear_skip, module, prior_pi, prior_sigma1, prior_sigma2, n_mc_samples, \
-kl_weighting, n_samples, lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, dtype, device, \
+kl_weighting, n_samples, lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_X, dtype, device, \
 random_state, verbose
         As for :class:`BBBRegressor`.
     prior_std : float > 0 or None, default=None
@@ -447,6 +449,7 @@ random_state, verbose
         batch_size="auto",
         optimizer=torch.optim.Adam,
         callbacks=None,
+        normalize_X=True,
         dtype="float64",
         device="cpu",
         random_state=None,
@@ -472,6 +475,7 @@ random_state, verbose
         self.batch_size = batch_size
         self.optimizer = optimizer
         self.callbacks = callbacks
+        self.normalize_X = normalize_X
         self.dtype = dtype
         self.device = device
         self.random_state = random_state

@@ -1,0 +1,89 @@
+"""``normalize_X``: every estimator standardises its input columns, so that their units do not matter."""
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+from sklearn.base import clone, is_classifier
+from sklearn.preprocessing import StandardScaler
+
+from sklearn_quinn import LaplaceRegressor, MCMCRegressor
+from sklearn_quinn.base import input_standardisation
+
+from .test_common import ESTIMATORS
+
+NETWORKS = [estimator for estimator in ESTIMATORS if hasattr(estimator, "normalize_X")]
+
+#: Powers of two scale a column without rounding: its mean, its std and its standardised values
+#: come out the same to the bit.
+COLUMN_SCALES = 2.0 ** np.array([0, 7, 14])
+
+
+def table(n=80, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.uniform(-2, 2, size=(n, 3))
+    y = np.sin(2 * X[:, 0]) + 0.5 * X[:, 1] + 0.2 * rng.randn(n)
+    return X, y
+
+
+def outputs(estimator, X_train, y, X):
+    """What the fitted estimator predicts at ``X``: class probabilities, or the mean and the std."""
+    estimator = clone(estimator)
+    if is_classifier(estimator):
+        return estimator.fit(X_train, (y > np.median(y)).astype(int)).predict_proba(X)
+    return np.stack(estimator.fit(X_train, y).predict(X, return_std=True))
+
+
+@pytest.mark.parametrize("estimator", NETWORKS, ids=lambda estimator: type(estimator).__name__)
+def test_the_units_of_the_columns_do_not_change_the_fit(estimator):
+    """Each column rescaled by its own factor: the same predictions, to the bit. Without the
+    standardisation the network's initial weights, its optimiser's steps and its prior meet the
+    columns in their own units, and the fits differ."""
+    X, y = table()
+    X_new = table(20, seed=1)[0]
+    expected = outputs(estimator, X, y, X_new)
+    np.testing.assert_array_equal(outputs(estimator, X * COLUMN_SCALES, y, X_new * COLUMN_SCALES), expected)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_table_already_standardised_fits_as_without_the_standardisation(dtype):
+    """A ``StandardScaler``'s output, of float64 or float32 columns, passes through unchanged: a
+    pipeline fits as it did before the estimators standardised their inputs, to the bit (an MCMC
+    fit, whose chains would carry a rounding difference on)."""
+    X, y = table()
+    X_scaled = StandardScaler().fit_transform((1e3 * X + 5e4).astype(dtype))
+    settings = dict(hidden_layer_sizes=(8,), max_epochs=60, n_chains=2, n_burnin=30, n_samples=30, random_state=0)
+    standardised = MCMCRegressor(**settings).fit(X_scaled, y).predict(X_scaled, return_std=True)
+    as_given = MCMCRegressor(**settings, normalize_X=False).fit(X_scaled, y).predict(X_scaled, return_std=True)
+    np.testing.assert_array_equal(standardised, as_given)
+
+
+def test_raw_columns_in_the_thousands_fit_as_standardised_ones():
+    """Columns of scales 1 to 1,000 with positive offsets, as a user's table may hold them, fitted
+    without a scaler: the test NLL is that of the same columns standardised (the fits differ only
+    by rounding), where reading them as given it is worse by more than half a nat."""
+    rng = np.random.RandomState(0)
+    Z = rng.randn(400, 4)
+    y = Z @ [1.0, -1.0, 0.5, 0.0] + np.sin(2 * Z[:, 0]) + 0.5 * rng.randn(400)
+    X = (Z + 3.0) * 10.0 ** np.arange(4)
+
+    def nll(estimator, X):
+        mean, std = estimator.fit(X[:300], y[:300]).predict(X[300:], return_std=True)
+        return -norm.logpdf(y[300:], mean, std).mean()
+
+    scaler = StandardScaler().fit(X[:300])
+    standardised = nll(LaplaceRegressor(random_state=0), scaler.transform(X))
+    assert nll(LaplaceRegressor(random_state=0), X) == pytest.approx(standardised, abs=0.01)
+    assert nll(LaplaceRegressor(normalize_X=False, random_state=0), X) > standardised + 0.5
+
+
+def test_a_constant_column_is_centred_not_divided_by_zero():
+    X = np.c_[np.linspace(0.0, 1.0, 5), np.full(5, 1e6), np.zeros(5)]
+    mean, scale = input_standardisation(X)
+    np.testing.assert_allclose(mean, [0.5, 1e6, 0.0])
+    np.testing.assert_allclose(scale, [X[:, 0].std(), 1.0, 1.0])
+
+
+def test_normalize_X_must_be_a_boolean():
+    X, y = table()
+    with pytest.raises(ValueError, match="normalize_X"):
+        LaplaceRegressor(normalize_X="yes").fit(X, y)
