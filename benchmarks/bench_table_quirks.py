@@ -5,9 +5,11 @@ varies, one that varies on a single training row, columns that repeat
 others, a target in the millions, integer targets, a few dozen rows, one-hot
 categories, outliers, float32 inputs, a heavy-tailed column; labels that are
 strings or floats, a class of two rows, pandas input, one feature, classes a
-hyperplane separates. Each table is drawn from a seed, split 75/25 (the
-small one: 25 training rows, 1000 test rows), and fitted in
-``Pipeline([StandardScaler(), estimator])`` at the package's defaults
+hyperplane separates; and, for both tasks, columns as a user's table may hold
+them (scales 1 to 10,000, nearly all positive) fitted without a scaler. Each
+table is drawn from a seed, split 75/25 (the small one: 25 training rows,
+1000 test rows), and fitted in ``Pipeline([StandardScaler(), estimator])``
+(the unscaled tables: the estimator alone) at the package's defaults
 (``compare``'s registry, ``METHODS``); the reference is ``BayesianRidge`` for
 regression, ``LogisticRegression(max_iter=1000)`` for classification.
 
@@ -21,6 +23,9 @@ its own internals). With ``--seeds N`` the NLLs are means over N draws of each
 table, and the flags are any draw's.
 
     python benchmarks/bench_table_quirks.py [--methods laplace de ...] [--seeds 1] [--tasks regression classification]
+        [--tables TEXT ...]
+
+``--tables``: only the tables whose names contain one of these texts.
 """
 
 import argparse
@@ -49,9 +54,20 @@ def signal_table(rng, n=400, d=8):
     return X, X @ rng.randn(d) + np.sin(2 * X[:, 0]) + rng.randn(n)
 
 
-def table(name, X, y, n_train=None):
-    """(name, X, y, training rows): the first ``n_train`` rows train (default: ``TRAIN_SHARE`` of them)."""
-    return name, X, y, n_train or int(TRAIN_SHARE * len(X))
+def table(name, X, y, n_train=None, scaled=True):
+    """(name, X, y, training rows, scaled): the first ``n_train`` rows train (default: ``TRAIN_SHARE`` of
+    them); ``scaled``: fitted behind a ``StandardScaler``, else as they are."""
+    return name, X, y, n_train or int(TRAIN_SHARE * len(X)), scaled
+
+
+def unscaled(X):
+    """``X``'s columns as a user's table may hold them: shifted by 3 (nearly all positive) and of scales
+    1, 10, ..., 10,000 in turn."""
+    scales = 10.0 ** (np.arange(X.shape[1]) % 5)
+    return (X + 3.0) * scales
+
+
+UNSCALED = "columns of scales 1 to 1e4, no scaler"
 
 
 def regression_tables(rng):
@@ -75,6 +91,7 @@ def regression_tables(rng):
     yield table("5% outliers in y", X, outliers)
     yield table("float32 inputs", X.astype(np.float32), y)
     yield table("a log-normal column", np.c_[X, np.exp(2 * rng.randn(len(X)))], y)
+    yield table(UNSCALED, unscaled(X), y, scaled=False)
 
 
 def classification_tables(rng):
@@ -91,6 +108,7 @@ def classification_tables(rng):
     yield table("one feature", X[:, :1], y)
     yield table("labels 0.0 and 1.0", X, y.astype(float))
     yield table("separable by a hyperplane", X, (X[:, 0] > 0).astype(int))
+    yield table(UNSCALED, unscaled(X), y, scaled=False)
 
 
 def split(X, y, n_train):
@@ -101,12 +119,13 @@ def split(X, y, n_train):
     return *(X[r] for r in rows), *(y[r] for r in rows)
 
 
-def score(estimator, classification, X_train, X_test, y_train, y_test):
-    """(NLL, coverage (NaN for a classifier), seconds, flags) of ``estimator`` in a scaled pipeline on one split."""
+def score(estimator, classification, scaled, X_train, X_test, y_train, y_test):
+    """(NLL, coverage (NaN for a classifier), seconds, flags) of ``estimator`` on one split, behind a
+    ``StandardScaler`` where ``scaled``."""
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model = make_pipeline(StandardScaler(), estimator).fit(X_train, y_train)
+        model = (make_pipeline(StandardScaler(), estimator) if scaled else estimator).fit(X_train, y_train)
         if classification:
             proba, labels = model.predict_proba(X_test), model.predict(X_test)
         else:
@@ -116,7 +135,7 @@ def score(estimator, classification, X_train, X_test, y_train, y_test):
     flags = {f"warns: {re.split(r'[0-9]', str(w.message))[0].strip()}" for w in caught
              if not issubclass(w.category, DeprecationWarning)}
     if classification:
-        nll, coverage, outputs = log_loss(y_test, proba, labels=model.classes_), np.nan, proba
+        nll, coverage, outputs = log_loss(y_test, proba, labels=estimator.classes_), np.nan, proba
         if not set(np.unique(labels)) <= set(np.unique(y_train)):
             flags.add("predicts an unknown label")
     else:
@@ -141,14 +160,16 @@ def run_task(task, args):
     print("|---|" + "---|" * (len(methods) + 1))
     results = {}
     for seed in range(args.seeds):
-        for name, X, y, n_train in tables(np.random.RandomState(seed)):
+        for name, X, y, n_train, scaled in tables(np.random.RandomState(seed)):
+            if args.tables and not any(text in name for text in args.tables):
+                continue
             parts = split(X, y, n_train)
             estimators = {reference: LogisticRegression(max_iter=1000) if classification else BayesianRidge(),
                           **{m: make_estimator(m, classification, quick=args.quick, max_epochs=args.max_epochs,
                                                 random_state=seed, device=args.device) for m in methods}}
             for label, estimator in estimators.items():
                 try:
-                    outcome = score(estimator, classification, *parts)
+                    outcome = score(estimator, classification, scaled, *parts)
                 except Exception as error:  # a quirk's failure is what this benchmark looks for
                     outcome = (np.nan, np.nan, np.nan, {f"{type(error).__name__}: {str(error)[:80]}"})
                 results.setdefault((name, label), []).append(outcome)
@@ -168,6 +189,7 @@ def main():
     parser.add_argument("--seeds", type=int, default=1, help="draws of every table (default: 1)")
     parser.add_argument("--tasks", nargs="+", choices=["regression", "classification"],
                         default=["regression", "classification"])
+    parser.add_argument("--tables", nargs="+", metavar="TEXT", help="only the tables whose names contain a TEXT")
     add_defaults_options(parser)
     args = parser.parse_args()
     pin_threads(args.threads)
