@@ -27,7 +27,7 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator
-from sklearn.preprocessing._data import _handle_zeros_in_scale
+from sklearn.preprocessing import StandardScaler
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -52,8 +52,8 @@ _MAX_SEED = np.iinfo(np.int32).max
 VALIDATION = {"dtype": np.float64, "order": "C"}
 
 #: ``normalize_X``: a column whose training mean and std are already 0 and 1 to within this is
-#: left as it is: ``StandardScaler``'s output, whose means, from float32 columns, come out a few
-#: 1e-6 from 0 (a standardisation again would move the values by as little).
+#: left as it is: ``StandardScaler``'s output, whose means carry the rounding of float32 columns
+#: (standardised again, the values would move by as little).
 STANDARDISED_TOLERANCE = 1e-5
 
 #: Rows of X predicted at once: the draws' outputs (draws x rows x outputs) and a
@@ -90,19 +90,22 @@ MEMBERS_CONSTRAINTS: dict = {"n_estimators": [Interval(Integral, 1, None, closed
 
 
 def input_standardisation(X):
-    """Each column's mean and std over the rows of ``X`` (ddof=0; 1 for a constant column), as
-    ``StandardScaler`` computes them, by which ``normalize_X`` standardises the inputs.
+    """Each column's mean and std over the rows of ``X``, ``StandardScaler``'s (ddof=0; 1 for a
+    constant column), by which ``normalize_X`` standardises the inputs; (None, None) where every
+    column is already standardised.
 
     The network's initial weights (scaled by the fan-in), the optimiser's step and the
     hierarchical priors' hyperparameters all presume inputs of unit scale: fitted to raw
     columns in the thousands, a network's fit and its intervals fall apart (docs: comparison,
-    "Tables with the quirks of real data"). A column already
-    standardised (mean 0 and std 1 to within ``STANDARDISED_TOLERANCE``) gets 0 and 1, so that
-    a ``Pipeline`` whose ``StandardScaler`` did it fits as before, to the bit.
+    "Tables with the quirks of real data"). A column already standardised (mean 0 and std 1 to
+    within ``STANDARDISED_TOLERANCE``) gets 0 and 1, so that a ``Pipeline`` whose
+    ``StandardScaler`` did it fits as before, to the bit.
     """
-    mean, scale = X.mean(axis=0), _handle_zeros_in_scale(X.std(axis=0), copy=False)
-    done = (np.abs(mean) <= STANDARDISED_TOLERANCE) & (np.abs(scale - 1) <= STANDARDISED_TOLERANCE)
-    return np.where(done, 0.0, mean), np.where(done, 1.0, scale)
+    scaler = StandardScaler().fit(X)
+    done = (np.abs(scaler.mean_) <= STANDARDISED_TOLERANCE) & (np.abs(scaler.scale_ - 1) <= STANDARDISED_TOLERANCE)
+    if done.all():
+        return None, None
+    return np.where(done, 0.0, scaler.mean_), np.where(done, 1.0, scaler.scale_)
 
 
 class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
@@ -126,6 +129,11 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
+
+    #: The training mean and std of each input column that ``normalize_X`` standardises them by
+    #: (:func:`input_standardisation`); None: the inputs as given (and for an estimator pickled
+    #: before the inputs were standardised).
+    _X_mean = _X_scale = None
 
     #: The variance ``(O,)`` (network units) of the outputs about each weight draw's network, by
     #: which a family spreads them where its draws leave out part of the posterior (the deep
@@ -165,7 +173,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
                 "fixes it; set prior_std=None, or leave prior_std_scale at 1 and scale prior_std itself."
             )
         X, Y = self._validate_training_data(X, y)
-        self._X_mean, self._X_scale = input_standardisation(X) if self.normalize_X else (0.0, 1.0)
+        self._X_mean, self._X_scale = input_standardisation(X) if self.normalize_X else (None, None)
         X = self._standardised(X)
         self._torch_setup()
         rng = check_random_state(self.random_state)
@@ -418,7 +426,11 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
 
     def _standardised(self, X):
         """``X`` in the network's units: each column less its training mean, over its std (``normalize_X``)."""
-        return (X - self._X_mean) / self._X_scale
+        return X if self._X_mean is None else (X - self._X_mean) / self._X_scale
+
+    def _user_inputs(self, X):
+        """Inputs in the network's units back in the units the user gave them in (``_standardised``'s inverse)."""
+        return X if self._X_mean is None else X * self._X_scale + self._X_mean
 
     @staticmethod
     def _by_row_blocks(predict_rows, X):

@@ -140,7 +140,7 @@ def test_posterior_averaging_beats_the_map_network_on_iris(name):
 def _map_nll(X_train, y_train, X_test, y_test, settings):
     map_net = LaplaceClassifier(**settings).fit(X_train, y_train)
     with torch.no_grad():
-        logits = map_net._model.single(map_net.posterior_.mean, torch.as_tensor(X_test))
+        logits = map_net._model.single(map_net.posterior_.mean, map_net._validated_inputs(X_test))
     return categorical_nll(y_test, torch.softmax(logits, -1).numpy(), labels=map_net.classes_)
 
 

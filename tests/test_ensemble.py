@@ -38,10 +38,13 @@ def linear_rms(n_estimators, **params):
         n_estimators=n_estimators,
         noise_std=NOISE,
         prior_std=PRIOR_STD,
-        normalize_X=False, normalize_y=False, lr=0.1,
+        normalize_X=False,
+        normalize_y=False,
+        lr=0.1,
         max_epochs=300,
         batch_size=40,
-        random_state=0, **params,
+        random_state=0,
+        **params,
     )
 
 
@@ -74,8 +77,7 @@ def test_deep_ensemble_members_end_at_the_exact_map_of_a_linear_model(linear_dat
     exact = BayesianLinearRegression(X, y, NOISE, PRIOR_STD)
     members = DeepEnsembleRegressor(
         hidden_layer_sizes=(), n_estimators=3, noise_std=NOISE, prior_std=PRIOR_STD, normalize_X=False,
-                            normalize_y=False, lr=0.01,
-        max_epochs=20, batch_size=16, random_state=0, device=device,
+        normalize_y=False, lr=0.01, max_epochs=20, batch_size=16, random_state=0, device=device,
     ).fit(X, y).posterior_.samples.cpu().numpy()
     relative_error = np.abs(members / exact.mean - 1).max()
     assert relative_error < 1e-6 if polished else relative_error > 1e-2

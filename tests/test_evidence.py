@@ -1005,7 +1005,7 @@ def test_the_classifier_ends_at_the_exact_evidence_where_its_updates_are_kroneck
     model = clf._model
     labels = torch.as_tensor(np.searchsorted(clf.classes_, y)[:, None])
     likelihood = clf.net_.criterion_.likelihood.frozen(1)
-    factored = LaplaceEvidence(model, model.flatten().detach(), torch.as_tensor(X), labels,
+    factored = LaplaceEvidence(model, model.flatten().detach(), clf._validated_inputs(X), labels,
                                likelihood, ParameterGroups.of(model))
     assert factored.structure == "kron"
     assert abs(factored.log_evidence(list(clf.prior_precisions_.values())) - exact) > 0.1

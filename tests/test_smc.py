@@ -530,8 +530,8 @@ def test_regressor_evidence_is_in_the_units_of_y(linear_data, device):
     y = 10 * y + 3
     scale = y.std()
     exact = BayesianLinearRegression(X, (y - y.mean()) / scale, noise_std=4.0 / scale, prior_std=1.0)
-    reg = SMCRegressor(module=nn.Linear(2, 1), prior_std=1.0, noise_std=4.0, n_particles=1000, target_ess=0.8,
-                       step_size=0.5, n_leapfrog=10, random_state=0, device=device).fit(X, y)
+    reg = SMCRegressor(module=nn.Linear(2, 1), prior_std=1.0, noise_std=4.0, normalize_X=False, n_particles=1000,
+                       target_ess=0.8, step_size=0.5, n_leapfrog=10, random_state=0, device=device).fit(X, y)
     assert abs(reg.log_evidence_ - (exact.log_evidence() - len(y) * math.log(scale))) < 0.3
     np.testing.assert_allclose(reg.weights_.sum(), 1.0)
     assert reg.noise_std_ == pytest.approx(4.0)
@@ -546,8 +546,8 @@ def test_regressor_evidence_integrates_the_hyperparameters_out(linear_data, devi
     X, y = linear_data
     y = 10 * y + 3
     scale = y.std()
-    reg = SMCRegressor(hidden_layer_sizes=(), n_particles=1000, target_ess=0.8, step_size=0.5, n_leapfrog=10,
-                       random_state=0, device=device).fit(X, y)
+    reg = SMCRegressor(hidden_layer_sizes=(), normalize_X=False, n_particles=1000, target_ess=0.8, step_size=0.5,
+                       n_leapfrog=10, random_state=0, device=device).fit(X, y)
     exact = HierarchicalLinearRegression(BayesianLinearRegression.design(X), (y - y.mean()) / scale, [0, 1, 2],
                                          reg.hyperprior_shape, reg.hyperprior_rate, n_points=25, columns=[0, 1])
     assert abs(reg.log_evidence_ - (exact.log_evidence - len(y) * math.log(scale))) < 0.3

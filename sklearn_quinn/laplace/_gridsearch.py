@@ -7,7 +7,7 @@ from .._scale_search import search_scale
 
 class GridsearchPriorMixin:
     """Shared by the Laplace regressor and classifier; each says how its internal
-    targets read in the units the user gave (``_user_targets``)."""
+    targets read in the units the user gave (``_user_targets``; the inputs: ``_user_inputs``)."""
 
     def _hold_out(self, X, Y, stratify=None):
         """Split off ``validation_fraction`` of the rows when the grid search scores a
@@ -20,6 +20,8 @@ class GridsearchPriorMixin:
         return X, Y, (X_val, Y_val)
 
     def _search_prior_precision(self, held_out):
-        """Set the prior precision that ``calibration_objective`` picks on the default grid."""
-        X_val, y_val = (None, None) if held_out is None else (held_out[0], self._user_targets(held_out[1]))
+        """Set the prior precision that ``calibration_objective`` picks on the default grid (the
+        held-out rows read back in the units the user gave, as the search reads its rows)."""
+        X_val, y_val = (None, None) if held_out is None else (self._user_inputs(held_out[0]),
+                                                              self._user_targets(held_out[1]))
         search_scale(self, X_val, y_val, param="prior_precision", grid=None, objective=self.calibration_objective)
