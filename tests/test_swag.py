@@ -396,6 +396,58 @@ def test_rate_of_rows_weighted_equals_the_rate_of_the_rows_repeated(batch_size, 
     assert (weighted != pytest.approx(sampling_rate(model, theta, X, Y, *args), rel=1e-3)) == weight_matters
 
 
+def added_misfit(model, posterior, X, Y, likelihood, scale):
+    """The mean misfit that the check's draws of ``posterior`` scaled by ``scale`` add to its mean's."""
+    from sklearn_quinn._core.rng import prediction_generator
+    from sklearn_quinn.swag._scale import N_CHECK_DRAWS
+
+    deviations = posterior.sample(N_CHECK_DRAWS, prediction_generator(0)) - posterior.mean
+    theta = torch.cat([posterior.mean[None], posterior.mean + math.sqrt(scale) * deviations])
+    misfit = -likelihood.log_prob(model(theta, X), Y[None].expand(len(theta), -1, -1)).sum(-1)
+    return float((misfit[1:] - misfit[0]).mean())
+
+
+def test_the_draws_keep_a_scale_they_agree_with_and_find_one_they_refute():
+    """``draws_scale`` on a linear model, whose misfit is quadratic: the scale the quadratic model
+    gives is kept; one a million times too large (the draws' added misfit a million times its
+    target) is replaced by the scale at which the same draws add the target misfit."""
+    from sklearn_quinn._core.likelihoods import GaussianLikelihood
+    from sklearn_quinn._core.posterior import GaussianPosterior
+    from sklearn_quinn.swag._scale import draws_scale
+
+    model, X, Y = linear_table()
+    posterior = GaussianPosterior.from_std(torch.tensor([0.9, -1.9, 0.6, 0.8], dtype=torch.float64),
+                                           torch.full((4,), 0.05, dtype=torch.float64))
+    likelihood = GaussianLikelihood(torch.tensor([1.0], dtype=torch.float64)).frozen(1)
+    target = added_misfit(model, posterior, X, Y, likelihood, 3.0)
+    assert draws_scale(model, posterior, X, Y, likelihood, 1.0, 3.0, target) == 3.0
+    found = draws_scale(model, posterior, X, Y, likelihood, 1.0, 3e6, target)
+    assert found == pytest.approx(3.0, rel=1e-3)
+    assert added_misfit(model, posterior, X, Y, likelihood, found) == pytest.approx(target, rel=1e-3)
+
+
+def test_on_a_dozen_rows_the_draws_stay_where_the_misfit_is_quadratic():
+    """On 12 rows SWAG's snapshots spread along directions that are flat at their mean, and the
+    quadratic misfit widened them up to 1e14 times, into draws whose networks missed the test
+    targets by thousands (test NLL 10.4); the draws' own misfit bounds the widening, and the
+    test NLL is the Laplace posterior's."""
+    from scipy.stats import norm
+
+    from sklearn_quinn import LaplaceRegressor
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(1012, 3)
+    y = X @ rng.randn(3) + np.sin(2 * X[:, 0]) + rng.randn(1012)
+
+    def nll(estimator):
+        mean, std = estimator.fit(X[:12], y[:12]).predict(X[12:], return_std=True)
+        return -norm.logpdf(y[12:], mean, std).mean()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the snapshots' spread, widened
+        assert nll(SWAGRegressor(random_state=0)) == pytest.approx(nll(LaplaceRegressor(random_state=0)), abs=0.1)
+
+
 def test_misfit_scale_of_rows_weighted_equals_that_of_the_rows_repeated():
     """``gamma / tr(G Sigma)`` over a table whose every row stands for 4: that of
     the table with every row repeated 4 times."""

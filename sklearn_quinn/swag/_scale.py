@@ -16,11 +16,24 @@ training data as much worse than its mean as the posterior's would: it is 1
 where SWAG's covariance is the Laplace posterior's, and it leaves the shape,
 which is SWAG's own, unchanged. Only the directions the data determine enter:
 the prior-dominated ones, which SGD does not explore, carry no curvature.
+
+The quadratic misfit holds near the mean only. Where SWAG's covariance lies
+along directions that are flat there (on a dozen rows, the weights of units
+the mean leaves idle), ``tr(G Sigma)`` is tiny, ``c`` huge (up to 1e14), and
+draws that far out revive those units: their misfit is not ``gamma / 2``
+above the mean's but up to 1e10. So the draws' own misfit is checked at
+``c``, and where it exceeds the quadratic model's by more than
+``QUADRATIC_TRUST`` times, ``c`` is the scale at which it is ``gamma / 2``,
+found on the same draws (:func:`draws_scale`).
 """
 
+import math
+
+import torch
 
 from .._core.curvature import curvature, curvature_matmul
 from .._core.evidence import LaplaceEvidence
+from .._core.rng import prediction_generator
 
 
 def misfit_scale(model, posterior, X, Y, likelihood, groups, precision, row_weight=1.0):
@@ -62,4 +75,35 @@ def misfit_scale(model, posterior, X, Y, likelihood, groups, precision, row_weig
     spread *= row_weight
     if spread <= 0.0 or well_determined <= 0.0:
         return 1.0
-    return well_determined / spread
+    return draws_scale(model, posterior, X, Y, likelihood, row_weight, well_determined / spread, well_determined / 2)
+
+
+#: How far the draws' own misfit may exceed the quadratic model's before the scale is found on the draws.
+QUADRATIC_TRUST = 10.0
+#: Draws that check the quadratic model, from a generator of their own (no other draw moves).
+N_CHECK_DRAWS = 32
+
+
+def draws_scale(model, posterior, X, Y, likelihood, row_weight, scale, target):
+    """``scale``, unless the mean misfit that ``N_CHECK_DRAWS`` draws of the posterior scaled by it
+    add to the mean's exceeds ``target`` by more than ``QUADRATIC_TRUST`` times; then the scale
+    at which it is ``target``, on the same draws, by bisection in its logarithm (the misfit
+    grows with the scale)."""
+    deviations = posterior.sample(N_CHECK_DRAWS, prediction_generator(0)) - posterior.mean
+
+    def added_misfit(log_scale):
+        theta = torch.cat([posterior.mean[None], posterior.mean + math.exp(0.5 * log_scale) * deviations])
+        with torch.no_grad():
+            misfit = -likelihood.log_prob(model(theta, X), Y[None].expand(len(theta), -1, -1)).sum(-1) * row_weight
+        return float((misfit[1:] - misfit[0]).mean())
+
+    high = math.log(scale)
+    if not added_misfit(high) > QUADRATIC_TRUST * target:  # NaN too: the check cannot judge it
+        return scale
+    low = high - math.log(10.0)
+    while added_misfit(low) > target:
+        low, high = low - math.log(10.0), low
+    for _ in range(20):  # the scale to 2**-20 of a decade
+        middle = 0.5 * (low + high)
+        low, high = (middle, high) if added_misfit(middle) <= target else (low, middle)
+    return math.exp(low)
