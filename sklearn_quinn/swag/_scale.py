@@ -19,9 +19,9 @@ the prior-dominated ones, which SGD does not explore, carry no curvature.
 
 The quadratic misfit holds near the mean only. Where SWAG's covariance lies
 along directions that are flat there (on a dozen rows, the weights of units
-the mean leaves idle), ``tr(G Sigma)`` is tiny, ``c`` huge (up to 1e14), and
-draws that far out revive those units: their misfit is not ``gamma / 2``
-above the mean's but up to 1e10. So the draws' own misfit is checked at
+the mean leaves idle), ``tr(G Sigma)`` is tiny and ``c`` huge, and draws
+that far out revive those units: their misfit rises by orders of magnitude
+more than ``gamma / 2`` (docs: swag). So the draws' own misfit is checked at
 ``c``, and where it exceeds the quadratic model's by more than
 ``QUADRATIC_TRUST`` times, ``c`` is the scale at which it is ``gamma / 2``,
 found on the same draws (:func:`draws_scale`).
@@ -37,7 +37,8 @@ from .._core.rng import prediction_generator
 
 
 def misfit_scale(model, posterior, X, Y, likelihood, groups, precision, row_weight=1.0):
-    """``gamma / tr(G Sigma)`` at the posterior's mean (see the module docstring).
+    """``gamma / tr(G Sigma)`` at the posterior's mean, as far as the draws bear it out
+    (:func:`draws_scale`; see the module docstring).
 
     ``G`` is a sum over the training rows, so a uniform random subset of them
     estimates both terms, each of its rows standing for ``row_weight`` rows of
