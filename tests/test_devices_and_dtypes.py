@@ -92,7 +92,8 @@ def name(estimator):
     """The class and the options that set it apart from its family's default, for test ids."""
     defaults = type(estimator)().get_params()
     options = [str(value) for key, value in estimator.get_params(deep=False).items()
-               if key in ("hessian_structure", "subset_of_weights", "likelihood", "sampler") and value != defaults[key]]
+               if key in ("hessian_structure", "subset_of_weights", "likelihood", "sampler", "prior_precision")
+               and value != defaults[key]]
     return "-".join([type(estimator).__name__, *options])
 
 

@@ -10,6 +10,7 @@ from sklearn_quinn import LaplaceClassifier, LaplaceRegressor, MCMCRegressor
 from sklearn_quinn.base import input_standardisation
 
 from .test_common import ESTIMATORS, FAST
+from .test_devices_and_dtypes import name
 
 # Every estimator, and the Laplace grid search, which scores rows it held out of the training.
 NETWORKS = [estimator for estimator in ESTIMATORS if hasattr(estimator, "normalize_X")] + [
@@ -35,11 +36,6 @@ def outputs(estimator, X_train, y, X):
     if is_classifier(estimator):
         return estimator.fit(X_train, (y > np.median(y)).astype(int)).predict_proba(X)
     return np.stack(estimator.fit(X_train, y).predict(X, return_std=True))
-
-
-def name(estimator):
-    gridsearch = getattr(estimator, "prior_precision", None) == "gridsearch"
-    return type(estimator).__name__ + ("-gridsearch" if gridsearch else "")
 
 
 @pytest.mark.parametrize("estimator", NETWORKS, ids=name)

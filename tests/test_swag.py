@@ -396,15 +396,11 @@ def test_rate_of_rows_weighted_equals_the_rate_of_the_rows_repeated(batch_size, 
     assert (weighted != pytest.approx(sampling_rate(model, theta, X, Y, *args), rel=1e-3)) == weight_matters
 
 
-def added_misfit(model, posterior, X, Y, likelihood, scale):
+def misfit_added_at(model, posterior, X, Y, likelihood, scale):
     """The mean misfit that the check's draws of ``posterior`` scaled by ``scale`` add to its mean's."""
-    from sklearn_quinn._core.rng import prediction_generator
-    from sklearn_quinn.swag._scale import N_CHECK_DRAWS
+    from sklearn_quinn.swag._scale import added_misfit, check_deviations
 
-    deviations = posterior.sample(N_CHECK_DRAWS, prediction_generator(0)) - posterior.mean
-    theta = torch.cat([posterior.mean[None], posterior.mean + math.sqrt(scale) * deviations])
-    misfit = -likelihood.log_prob(model(theta, X), Y[None].expand(len(theta), -1, -1)).sum(-1)
-    return float((misfit[1:] - misfit[0]).mean())
+    return added_misfit(model, posterior.mean, check_deviations(posterior), X, Y, likelihood, 1.0, math.log(scale))
 
 
 def test_the_draws_keep_a_scale_they_agree_with_and_find_one_they_refute():
@@ -419,11 +415,11 @@ def test_the_draws_keep_a_scale_they_agree_with_and_find_one_they_refute():
     posterior = GaussianPosterior.from_std(torch.tensor([0.9, -1.9, 0.6, 0.8], dtype=torch.float64),
                                            torch.full((4,), 0.05, dtype=torch.float64))
     likelihood = GaussianLikelihood(torch.tensor([1.0], dtype=torch.float64)).frozen(1)
-    target = added_misfit(model, posterior, X, Y, likelihood, 3.0)
+    target = misfit_added_at(model, posterior, X, Y, likelihood, 3.0)
     assert draws_scale(model, posterior, X, Y, likelihood, 1.0, 3.0, target) == 3.0
     found = draws_scale(model, posterior, X, Y, likelihood, 1.0, 3e6, target)
     assert found == pytest.approx(3.0, rel=1e-3)
-    assert added_misfit(model, posterior, X, Y, likelihood, found) == pytest.approx(target, rel=1e-3)
+    assert misfit_added_at(model, posterior, X, Y, likelihood, found) == pytest.approx(target, rel=1e-3)
 
 
 def test_on_a_dozen_rows_the_draws_stay_where_the_misfit_is_quadratic():

@@ -85,26 +85,36 @@ QUADRATIC_TRUST = 10.0
 N_CHECK_DRAWS = 32
 
 
-def draws_scale(model, posterior, X, Y, likelihood, row_weight, scale, target):
-    """``scale``, unless the mean misfit that ``N_CHECK_DRAWS`` draws of the posterior scaled by it
-    add to the mean's exceeds ``target`` by more than ``QUADRATIC_TRUST`` times; then the scale
-    at which it is ``target``, on the same draws, by bisection in its logarithm (the misfit
-    grows with the scale)."""
-    deviations = posterior.sample(N_CHECK_DRAWS, prediction_generator(0)) - posterior.mean
+def check_deviations(posterior):
+    """The check's ``N_CHECK_DRAWS`` draws of ``posterior`` less its mean, ``(S, K)``."""
+    return posterior.sample(N_CHECK_DRAWS, prediction_generator(0)) - posterior.mean
 
-    def added_misfit(log_scale):
-        theta = torch.cat([posterior.mean[None], posterior.mean + math.exp(0.5 * log_scale) * deviations])
-        with torch.no_grad():
-            misfit = -likelihood.log_prob(model(theta, X), Y[None].expand(len(theta), -1, -1)).sum(-1) * row_weight
-        return float((misfit[1:] - misfit[0]).mean())
+
+def added_misfit(model, mean, deviations, X, Y, likelihood, row_weight, log_scale):
+    """The mean misfit that the draws ``mean + exp(log_scale / 2) * deviations`` add to ``mean``'s."""
+    theta = torch.cat([mean[None], mean + math.exp(0.5 * log_scale) * deviations])
+    with torch.no_grad():
+        misfit = -likelihood.log_prob(model(theta, X), Y[None].expand(len(theta), -1, -1)).sum(-1) * row_weight
+    return float((misfit[1:] - misfit[0]).mean())
+
+
+def draws_scale(model, posterior, X, Y, likelihood, row_weight, scale, target):
+    """``scale``, unless the mean misfit that the check's draws of the posterior scaled by it
+    (:func:`check_deviations`) add to the mean's exceeds ``target`` by more than
+    ``QUADRATIC_TRUST`` times; then the scale at which it is ``target``, on the same draws, by
+    bisection in its logarithm (the misfit grows with the scale)."""
+    deviations = check_deviations(posterior)
+
+    def added(log_scale):
+        return added_misfit(model, posterior.mean, deviations, X, Y, likelihood, row_weight, log_scale)
 
     high = math.log(scale)
-    if not added_misfit(high) > QUADRATIC_TRUST * target:  # NaN too: the check cannot judge it
+    if not added(high) > QUADRATIC_TRUST * target:  # NaN too: the check cannot judge it
         return scale
     low = high - math.log(10.0)
-    while added_misfit(low) > target:
+    while added(low) > target:
         low, high = low - math.log(10.0), low
     for _ in range(20):  # the scale to 2**-20 of a decade
         middle = 0.5 * (low + high)
-        low, high = (middle, high) if added_misfit(middle) <= target else (low, middle)
+        low, high = (middle, high) if added(middle) <= target else (low, middle)
     return math.exp(low)
