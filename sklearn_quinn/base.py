@@ -40,6 +40,7 @@ from ._core.pushforward import nonlinear_pushforward
 from ._core.rng import prediction_generator, standard_normal
 from ._map import EvidenceMaximisation, evidence_epochs, fit_map, mean_variances_available
 from ._persistence import DevicePortablePickle, resolve_device
+from ._warnings import warn
 
 #: The torch dtypes of the ``dtype`` parameter's values.
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
@@ -87,6 +88,22 @@ PRIOR_SCALE_CONSTRAINTS: dict = {"prior_std_scale": [Interval(Real, 0, None, clo
 #: Constraint of ``n_estimators``, for the families of several trained networks: an int, or
 #: ``'auto'``, the family's count (:meth:`BaseBayesianNetwork._n_members`).
 MEMBERS_CONSTRAINTS: dict = {"n_estimators": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})]}
+
+
+#: Layers that read their inputs as category codes (indices), which standardising would scramble.
+CODE_READING_LAYERS = (nn.Embedding, nn.EmbeddingBag)
+
+
+def _warn_of_codes_standardised(module):
+    """Warn where a user's ``module`` holds a layer that reads category codes while ``normalize_X``
+    standardises every input column: the codes would reach it as standardised floats, which round
+    to other categories (or to negative indices) without an error."""
+    layers = sorted({type(layer).__name__ for layer in module.modules() if isinstance(layer, CODE_READING_LAYERS)})
+    if layers:
+        warn(f"module holds {' and '.join(f'nn.{name}' for name in layers)}, which reads category codes, but "
+             "normalize_X=True standardises every input column, codes included, before the module sees it. "
+             "Pass normalize_X=False and standardise the numeric columns yourself (for example with a "
+             "ColumnTransformer).")
 
 
 def input_standardisation(X):
@@ -220,6 +237,8 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
                 )
         if not any(True for _ in module.parameters()):
             raise ValueError("module has no parameters to put a posterior on.")
+        if self.module is not None and self.normalize_X:
+            _warn_of_codes_standardised(module)
         return module.to(device=self._device, dtype=self._dtype)
 
     def _initial_weights(self, n_features, n_outputs, seeds):

@@ -1,10 +1,14 @@
 """``normalize_X``: every estimator standardises its input columns, so that their units do not matter."""
 
+import warnings
+
 import numpy as np
 import pytest
+import torch
 from scipy.stats import norm
 from sklearn.base import clone, is_classifier
 from sklearn.preprocessing import StandardScaler
+from torch import nn
 
 from sklearn_quinn import LaplaceClassifier, LaplaceRegressor, MCMCRegressor
 from sklearn_quinn.base import input_standardisation
@@ -94,3 +98,38 @@ def test_normalize_X_must_be_a_boolean():
     X, y = table()
     with pytest.raises(ValueError, match="normalize_X"):
         LaplaceRegressor(normalize_X="yes").fit(X, y)
+
+
+class CodedColumnNet(nn.Module):
+    """A network whose first input column holds category codes, which an ``nn.Embedding`` reads."""
+
+    def __init__(self, n_features, n_outputs, n_codes=4):
+        super().__init__()
+        self.embed = nn.Embedding(n_codes, 3)
+        self.linear = nn.Linear(3 + n_features - 1, n_outputs)
+
+    def forward(self, x):
+        return self.linear(torch.cat([self.embed(x[..., 0].long()), x[..., 1:]], dim=-1))
+
+
+def coded_table(seed=0):
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, 4, 120)
+    X = np.column_stack([codes, rng.normal(size=(120, 2))])
+    return X, np.array([0.0, 2.0, -1.0, 5.0])[codes] + X[:, 1] + 0.1 * rng.normal(size=120)
+
+
+def test_a_module_reading_category_codes_is_warned_of_the_standardisation():
+    """Standardised, codes 0-3 reach the embedding as floats that round to other categories and
+    to negative indices; the warning comes before the error that torch then raises."""
+    X, y = coded_table()
+    with pytest.warns(UserWarning, match="nn.Embedding.*normalize_X=False"), pytest.raises(IndexError):
+        LaplaceRegressor(module=CodedColumnNet, max_epochs=5, random_state=0).fit(X, y)
+
+
+def test_a_module_reading_category_codes_fits_them_with_normalize_X_false():
+    X, y = coded_table()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        regressor = LaplaceRegressor(module=CodedColumnNet, normalize_X=False, max_epochs=200, random_state=0).fit(X, y)
+    assert np.sqrt(np.mean((regressor.predict(X) - y) ** 2)) < 0.2  # the codes' four levels are learned (noise 0.1)

@@ -147,7 +147,8 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         its prior (``prior_std``, ``prior_precisions_``), ``posterior_`` and
         ``net_`` then read the standardised inputs, and ``predict`` takes
         them in the units of ``X``. False for a ``module`` that reads raw
-        values (category codes, say).
+        values (category codes, say); a ``module`` holding an ``nn.Embedding``
+        or ``nn.EmbeddingBag`` warns under True.
     normalize_y : bool, default=True
         Standardise the target internally; outputs come back in the units of y.
     dtype : {'float64', 'float32'}, default='float64'
