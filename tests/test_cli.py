@@ -129,6 +129,8 @@ BAD_INPUT = {
     "unknown column": (lambda tmp: ["compare", _write(tmp, "a,y\n1,2\n"), "--target", "z"], "no column 'z'"),
     "text feature": (lambda tmp: ["compare", _write(tmp, "a,y\nx,2\n"), "--target", "y"],
                      "non-numeric feature column(s) 'a'"),
+    "NaN feature": (lambda tmp: ["compare", _write(tmp, "a,b,y\n1,,2\n2,3,1\nnan,4,0\n"), "--target", "y"],
+                    "missing values (NaN or empty) in feature column(s) 'a' (1 row), 'b' (1 row)"),
     "NaN target": (lambda tmp: ["compare", _write(tmp, "a,y\n1,2\n2,nan\n"), "--target", "y"], "missing values"),
     "empty target": (lambda tmp: ["compare", _write(tmp, "a,y\n1,2\n2,\n"), "--target", "y"], "missing values"),
     "unknown method": (lambda tmp: ["compare", "--methods", "laplace", "gp"], "unknown method 'gp'"),

@@ -65,6 +65,11 @@ def load_table(data, target=None):
     if text:
         raise ValueError(f"non-numeric feature column(s) {', '.join(map(repr, text))} in {path.name}: "
                          "encode them as numbers first (e.g. one column per category)")
+    missing = {name: int(np.isnan(values).sum()) for name, values in numeric.items() if np.isnan(values).any()}
+    if missing:
+        listed = ", ".join(f"{name!r} ({count} row{'s' * (count > 1)})" for name, count in missing.items())
+        raise ValueError(f"missing values (NaN or empty) in feature column(s) {listed} of {path.name}: "
+                         "fill them in (e.g. with sklearn.impute.SimpleImputer) or drop those rows first")
     y_float = _as_float(y)
     y = y_float if y_float is not None else np.asarray(y, dtype=str)
     if (y_float is not None and np.isnan(y_float).any()) or (y_float is None and np.isin(y, ["", "nan", "NaN"]).any()):
