@@ -65,6 +65,11 @@ Three measurements, one thread throughout:
    with it (the default), side by side as ``--only compile`` runs its two:
    seconds, stages, particle gradients, log evidence, test log-likelihood and
    coverage.
+9. ``--only mass``: what the data's curvature in the moves' diagonal mass buys
+   (:func:`sklearn_quinn.smc._tuning.inverse_mass`): ``SMCRegressor()`` on UCI
+   concrete (``--splits``) with the inverse mass the particles' variance
+   alone and with the default, side by side as ``--only compile`` runs its
+   two: the same columns as ``--only retry``.
 
     python benchmarks/bench_smc_speed.py [--seeds 3] [--evidence-seeds 5] [--threads 1] [--only evidence ...]
 """
@@ -97,6 +102,7 @@ from sklearn_quinn._core.network import FunctionalModel, build_mlp
 from sklearn_quinn.datasets import load_uci_split
 from sklearn_quinn.mcmc._gibbs import ConditionalDensity
 from sklearn_quinn.smc import _engine as smc_engine
+from sklearn_quinn.smc._tuning import particle_variance
 
 SPEED_TARGET_SECONDS = 60
 EVIDENCE_TARGET_NATS = 0.2
@@ -318,14 +324,24 @@ def retry_gain(data_dir, splits):
     concrete_side_by_side(data_dir, splits, {"no retry": {"no_retry": True}, "diverged ones retried": {}})
 
 
+def mass_gain(data_dir, splits):
+    """What the data's curvature in the moves' mass buys: the particles' variance alone against the default."""
+    concrete_side_by_side(data_dir, splits, {"the particles' variance": {"variance_mass": True},
+                                             "with the data's curvature": {}})
+
+
 def fit_concrete(data_dir, split, params):
     """One SMCRegressor() fit on a concrete split with ``params`` set, in this (fresh) process: a JSON line.
     ``full_trajectories`` (not a parameter) takes the densities' ``select`` away: no trajectory stops;
-    ``no_retry`` (not a parameter) leaves the diverged trajectories rejected, not retried."""
+    ``no_retry`` (not a parameter) leaves the diverged trajectories rejected, not retried;
+    ``variance_mass`` (not a parameter) takes the moves' inverse mass from the particles' variance alone."""
     if params.pop("full_trajectories", False):
         ConditionalDensity.select = LogPosterior.select = None
     if params.pop("no_retry", False):
         smc_engine.RETRY_FACTOR = None
+    if params.pop("variance_mass", False):
+        smc_engine.inverse_mass = lambda likelihood, particles, log_weights, *_: particle_variance(particles,
+                                                                                                    log_weights)
     X_train, X_test, y_train, y_test = load_uci_split(data_dir, "concrete", split)
     smc = make_pipeline(StandardScaler(), SMCRegressor(random_state=split, **params))
     cpu_start = time.process_time()
@@ -344,12 +360,13 @@ def main():
     parser.add_argument("--evidence-seeds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--only", nargs="+",
-                        choices=["blocking", "evidence", "speed", "protein", "compile", "kicks", "stops", "retry"],
+                        choices=["blocking", "evidence", "speed", "protein", "compile", "kicks", "stops", "retry",
+                                 "mass"],
                         default=["blocking", "evidence", "speed"], help="the measurements to run")
     parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR,
-                        help="the UCI sets (for --only protein, compile, kicks, stops, retry)")
+                        help="the UCI sets (for --only protein, compile, kicks, stops, retry, mass)")
     parser.add_argument("--splits", type=int, nargs="+", default=[0],
-                        help="the concrete splits of --only compile, kicks, stops, retry")
+                        help="the concrete splits of --only compile, kicks, stops, retry, mass")
     parser.add_argument("--fit-concrete", nargs=2, metavar=("SPLIT", "PARAMS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     pin_threads(args.threads)
@@ -372,6 +389,8 @@ def main():
         stops_gain(args.data_dir, args.splits)
     if "retry" in args.only:
         retry_gain(args.data_dir, args.splits)
+    if "mass" in args.only:
+        mass_gain(args.data_dir, args.splits)
 
 
 if __name__ == "__main__":

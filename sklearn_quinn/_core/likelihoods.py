@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from .compiling import compiled_or_eager
+from .rng import standard_normal, standard_uniform
 
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 # The heteroscedastic noise head's log std is clipped to this bound either way (in
@@ -507,6 +508,15 @@ class RowBlockLikelihood:
         self._count_gradient(rows)
         return self._block_gradients(rows)
 
+    def fisher_draws(self, rows, generator=None):
+        """Draws ``(S, P)`` whose squares have the diagonal of each row's Fisher information as
+        their expectation: the log likelihood's gradient at targets drawn from the likelihood
+        itself at the row (its outputs' gradient at those targets, pulled back through the
+        network: for a Gaussian, ``J^T z / sigma`` with ``z`` standard normal, whose square's
+        mean is the Gauss-Newton matrix's diagonal over the noise variance). One batched
+        backward pass; the data's targets do not enter."""
+        return self.model.by_row_blocks(lambda block: self._fisher_draws(block, generator), rows, len(self.X))
+
     def _count_gradient(self, rows):
         self.n_gradient_rows += len(rows)
         self.n_gradient_blocks += -(-len(rows) // self.model.row_block_size(len(self.X)))
@@ -635,6 +645,16 @@ class GaussianStateLikelihood(RowBlockLikelihood):
             d_log_noise = squares.sum((-1, -2)) - self.Y.numel()
             return value, torch.cat([gradient, d_log_noise[:, None]], dim=1)
 
+    def _fisher_draws(self, rows, generator):
+        with torch.no_grad():
+            theta, inverse_noise, log_noise = self._split(rows)
+            outputs, vjp = self.model.forward_and_vjp(theta, self.X)
+            z = standard_normal(generator, outputs)  # the drawn targets' standardised residuals
+            gradient = vjp(z * inverse_noise)
+            if log_noise is None:
+                return gradient
+            return torch.cat([gradient, (z.square().sum((-1, -2)) - self.Y.numel())[:, None]], dim=1)
+
 
 class HeteroscedasticStateLikelihood(RowBlockLikelihood):
     """``log p(Y | X, theta)`` of :class:`HeteroscedasticGaussianLikelihood`, per row of weights.
@@ -663,6 +683,14 @@ class HeteroscedasticStateLikelihood(RowBlockLikelihood):
             value, z, inverse_std = self._terms(outputs)
             slope = HeteroscedasticGaussianLikelihood._clip_slope(outputs)
             return value, vjp(torch.cat([z * inverse_std, (z.square() - 1.0) * slope], dim=-1))
+
+    def _fisher_draws(self, rows, generator):
+        with torch.no_grad():
+            outputs, vjp = self.model.forward_and_vjp(rows, self.X)
+            log_std = HeteroscedasticGaussianLikelihood.heads(outputs)[1]
+            z = standard_normal(generator, log_std)
+            slope = HeteroscedasticGaussianLikelihood._clip_slope(outputs)
+            return vjp(torch.cat([z * torch.exp(-log_std), (z.square() - 1.0) * slope], dim=-1))
 
 
 class CategoricalStateLikelihood(RowBlockLikelihood):
@@ -694,6 +722,15 @@ class CategoricalStateLikelihood(RowBlockLikelihood):
             log_probabilities = log_softmax(logits)
             one_hot = self.one_hot(logits.shape[-1])
             return (log_probabilities * one_hot).sum((-1, -2)), vjp(one_hot - log_probabilities.exp())
+
+    def _fisher_draws(self, rows, generator):
+        with torch.no_grad():
+            logits, vjp = self.model.forward_and_vjp(rows, self.X)
+            log_probabilities = log_softmax(logits)
+            # Labels drawn from the softmax by the Gumbel-max trick.
+            gumbel = -torch.log(-torch.log(standard_uniform(generator, logits)))
+            drawn = nn.functional.one_hot((log_probabilities + gumbel).argmax(-1), logits.shape[-1])
+            return vjp(drawn.to(logits.dtype) - log_probabilities.exp())
 
 
 def log_softmax(logits):

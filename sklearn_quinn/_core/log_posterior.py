@@ -121,6 +121,10 @@ class LeadingColumns:
         """The density's ``set_force_dtype``."""
         self.density.set_force_dtype(dtype)
 
+    def fisher_draws(self, rows, generator=None):
+        """The density's ``fisher_draws`` over whole rows (zero in the further columns)."""
+        return self._padded(self.density.fisher_draws(rows[:, : self.n_columns], generator), rows)
+
     @property
     def force(self):
         """The density's ``force`` over whole rows, or None where it has none."""

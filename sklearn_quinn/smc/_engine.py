@@ -16,7 +16,9 @@ prior) to 1 (the posterior), as in Del Moral, Doucet & Jasra (2006),
    leaves ``pi_t`` invariant, with per-particle parameters tuned from the last
    move's jumps (Buchholz, Chopin & Jacob 2021, "Adaptive tuning of
    Hamiltonian Monte Carlo within sequential Monte Carlo"), all shrunk
-   together when the last moves' mean acceptance fell too low.
+   together when the last moves' mean acceptance fell too low, and a diagonal
+   mass from the particles' spread and the data's curvature at ``lambda_t``
+   (:func:`~sklearn_quinn.smc._tuning.inverse_mass`).
 
 Waste-free SMC (Dau & Chopin 2022, "Waste-free sequential Monte Carlo")
 replaces steps 3 and 4: every stage resamples ``M = ceil(N / (k + 1))``
@@ -24,9 +26,9 @@ ancestors and runs a chain of ``k = n_mcmc_steps`` steps from each, and all
 ``k + 1`` states of every chain are the next particles. A stage then costs
 ``k M`` moves of a particle instead of ``k N``, and no state a move reaches is
 thrown away; the particles are correlated within a chain, so at a given ``N``
-its evidence can vary more. The moves' mass is the variance of all ``N``
-weighted particles before resampling, which the ``M`` ancestors alone would
-estimate poorly.
+its evidence can vary more. The moves' mass is taken from all ``N`` weighted
+particles before resampling (:func:`~sklearn_quinn.smc._tuning.inverse_mass`),
+which the ``M`` ancestors alone would estimate poorly.
 
 SMC is a tempering rule, a resampling function and any MCMC kernel: the
 kernel is built from the tempered log density by a ``mutation`` function and
@@ -54,7 +56,7 @@ from ._tuning import (
     HMC_MIN_ACCEPTANCE,
     MutationParameters,
     initial_parameters,
-    particle_variance,
+    inverse_mass,
     perturb_parameters,
     shrink_step_sizes,
     squared_jumping_distance,
@@ -118,7 +120,7 @@ def gibbs_mutation(gibbs, mutation=hmc_mutation):
     ``mutation``'s kernel on the stage's target given the particle's
     hyperparameters, then draws the hyperparameters from their conditionals
     at the stage's temperature (see :mod:`sklearn_quinn.mcmc._gibbs`). The
-    kernel gets the particles' variance of the weights as its inverse mass,
+    kernel gets the weights' columns of the stage's inverse mass (:func:`run_smc`),
     and its own proposal is what the jumps that tune it are measured on.
 
     Parameters
@@ -216,16 +218,17 @@ def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_th
         log_evidence += log_evidence_increment
         lam = 1.0 if increment == 1.0 - lam else lam + increment
         ess = effective_sample_size(log_weights)
-        # The moves' mass: the weighted particles' variance, waste-free's from all N of them (its M ancestors
-        # would estimate it poorly), the standard moves' from the particles they move, resampled or not.
-        variance = particle_variance(particles, log_weights)[:n_chains]
+        # The moves' mass: waste-free's from all N weighted particles (its M ancestors would estimate it
+        # poorly), the standard moves' from the particles they move, resampled or not.
+        if waste_free:
+            mass = inverse_mass(log_likelihood, particles, log_weights, lam, generator)[:n_chains]
         # Below the threshold by more than rounding: an increment the ESS chose leaves it at its target, which
         # equals the threshold at the defaults, and which of the two the ESS lands on is an ulp's matter.
         if waste_free or ess < resample_threshold * n * (1 - ESS_ROUNDING):
             particles = particles[systematic_resample(log_weights, generator, n_chains)]
             log_weights = uniform_log_weights(n_chains, dtype, device)
-            if not waste_free:
-                variance = particle_variance(particles, log_weights)
+        if not waste_free:
+            mass = inverse_mass(log_likelihood, particles, log_weights, lam, generator)
         if jumps is not None:
             epsilon, length = perturb_parameters(epsilon, length, jumps, generator)
             if min_acceptance is not None:
@@ -235,7 +238,7 @@ def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_th
             order = torch.argsort(length, descending=True)
             particles, log_weights, epsilon, length = (x[order] for x in (particles, log_weights, epsilon, length))
         target = LogPosterior(log_likelihood, log_prior, temperature=lam)
-        parameters = MutationParameters(epsilon, length, variance)
+        parameters = MutationParameters(epsilon, length, mass)
         states, acceptance, jumps = move(mutation, target, particles, parameters, n_mcmc_steps, generator,
                                          keep_states=waste_free)
         if waste_free:  # every state of every chain, chain by chain, the last chain's tail cut to N

@@ -177,7 +177,7 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
     ``0 = lambda_0 < ... < lambda_T = 1``: each step of ``lambda`` keeps an
     effective sample size of ``target_ess * n_particles``, the particles are
     resampled when their ESS falls below ``resample_threshold *
-    n_particles`` and moved by HMC (diagonal mass from the particles' variance,
+    n_particles`` and moved by HMC (diagonal mass from the particles' spread and the data's curvature,
     per-particle step size and trajectory length tuned from the previous
     move's jumps). The product of the weight normalisers is an unbiased
     estimate of the evidence ``p(y | X)``, kept on the log scale in

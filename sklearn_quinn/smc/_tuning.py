@@ -2,7 +2,8 @@
 
 After Buchholz, Chopin & Jacob (2021), "Adaptive tuning of Hamiltonian Monte
 Carlo within sequential Monte Carlo": the diagonal inverse mass is the
-particles' weighted variance, and each particle's step size ``epsilon`` and
+particles' weighted variance, its inverse added to the data's curvature at the
+stage's temperature (:func:`inverse_mass`), and each particle's step size ``epsilon`` and
 trajectory length ``L`` are drawn around those of the particles whose last
 move jumped furthest (per leapfrog step). The step sizes are then scaled
 together when the moves' mean acceptance falls too low (:func:`shrink_step_sizes`).
@@ -29,7 +30,7 @@ class MutationParameters(NamedTuple):
 
     step_size: torch.Tensor  # (N,)
     n_leapfrog: torch.Tensor | None  # (N,) integer trajectory lengths; None for a kernel without
-    inverse_mass: torch.Tensor  # (N, P), the particles' weighted variance per coordinate
+    inverse_mass: torch.Tensor  # (N, P), the diagonal inverse mass (:func:`inverse_mass`), each row the same
 
 
 def particle_variance(particles, log_weights):
@@ -43,6 +44,35 @@ def particle_variance(particles, log_weights):
     mean = weights @ particles
     variance = weights @ (particles - mean).square()
     return variance.clamp(min=torch.finfo(particles.dtype).eps).expand_as(particles)
+
+
+def inverse_mass(log_likelihood, particles, log_weights, temperature, generator=None):
+    """The moves' diagonal inverse mass ``(N, P)`` (each row the same) at the stage of ``temperature``:
+    ``1 / (temperature * F + 1 / var)``, with ``var`` the particles' weighted variance
+    (:func:`particle_variance`) and ``F`` their weighted mean of each coordinate's Fisher
+    information, estimated from one draw of targets per particle (``log_likelihood.fisher_draws``;
+    the variance alone where the likelihood has none).
+
+    The variance is the spread of the population, and a network's population spans many modes:
+    its hidden units are exchangeable, so that unit ``u`` of one particle stands for any unit of
+    another, and along the weights the data pin, the population is far wider than any
+    particle's posterior about it. A mass of the variance alone then whitens the prior's scale,
+    and the leapfrog steps must be as small as the stiffest of the data's directions allows in
+    those units: on a network of 509 weights fitted to UCI concrete, 0.004-0.010 at the last
+    stage's particles, which each particle's exact curvature puts at 0.16-0.24 under this mass.
+    The information is the data's curvature of the tempered likelihood, coordinate by
+    coordinate, where the variance's inverse stands for the prior's (and for the particles'
+    spread along what the data do not pin); at temperature 0 the mass is the variance, as the
+    prior's scale asks. It is a function of the population, as the variance is, never of the
+    particle it moves.
+    """
+    variance = particle_variance(particles, log_weights)
+    draws = getattr(log_likelihood, "fisher_draws", None)
+    if draws is None or temperature == 0:
+        return variance
+    with torch.no_grad():
+        information = log_weights.exp() @ draws(particles, generator).square()
+    return (1.0 / (temperature * information + 1.0 / variance[0])).expand_as(particles)
 
 
 def initial_parameters(n, step_size, n_leapfrog, generator=None, dtype=torch.float64, device="cpu"):
@@ -61,8 +91,8 @@ def squared_jumping_distance(start, proposal, inverse_mass, n_leapfrog, acceptan
     """Rao-Blackwellised ESJD of each particle's move:
     ``||proposal - start||**2 / L * min(1, exp(-dH))``.
 
-    The distance is Mahalanobis in the particles' own scale, ``sum d**2 / var``
-    with ``var`` the inverse mass: dividing by the variance normalises each
+    The distance is Mahalanobis in the moves' own scale, ``sum d**2 / m`` with
+    ``m`` the inverse mass (:func:`inverse_mass`): dividing by it normalises each
     coordinate, where multiplying by it would let the widest coordinates alone
     pick the step. The division by ``L`` (none when ``n_leapfrog`` is None)
     counts the jump per gradient evaluation, the cost Buchholz et al. (2021)
