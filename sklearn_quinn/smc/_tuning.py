@@ -1,10 +1,10 @@
 """Per-particle parameters of SMC's moves, tuned from the particles and the last move's jumps.
 
 After Buchholz, Chopin & Jacob (2021), "Adaptive tuning of Hamiltonian Monte
-Carlo within sequential Monte Carlo": the diagonal inverse mass is the
-particles' weighted variance, its inverse added to the data's curvature at the
-stage's temperature (:func:`inverse_mass`), and each particle's step size ``epsilon`` and
-trajectory length ``L`` are drawn around those of the particles whose last
+Carlo within sequential Monte Carlo": the diagonal mass is the inverse of the
+particles' weighted variance plus the data's curvature at the stage's
+temperature (:func:`inverse_mass`), and each particle's step size ``epsilon``
+and trajectory length ``L`` are drawn around those of the particles whose last
 move jumped furthest (per leapfrog step). The step sizes are then scaled
 together when the moves' mean acceptance falls too low (:func:`shrink_step_sizes`).
 """
@@ -58,13 +58,12 @@ def inverse_mass(log_likelihood, particles, log_weights, temperature, generator=
     another, and along the weights the data pin, the population is far wider than any
     particle's posterior about it. A mass of the variance alone then whitens the prior's scale,
     and the leapfrog steps must be as small as the stiffest of the data's directions allows in
-    those units: on a network of 509 weights fitted to UCI concrete, 0.004-0.010 at the last
-    stage's particles, which each particle's exact curvature puts at 0.16-0.24 under this mass.
-    The information is the data's curvature of the tempered likelihood, coordinate by
-    coordinate, where the variance's inverse stands for the prior's (and for the particles'
-    spread along what the data do not pin); at temperature 0 the mass is the variance, as the
-    prior's scale asks. It is a function of the population, as the variance is, never of the
-    particle it moves.
+    those units (docs/smc.rst, "The moves' mass", measures both masses on UCI concrete). The
+    information is the data's curvature of the tempered likelihood, coordinate by coordinate,
+    where the variance's inverse stands for the prior's (and for the particles' spread along
+    what the data do not pin); at temperature 0 the mass is the variance, as the prior's scale
+    asks. It is a function of the population, as the variance is, never of the particle it
+    moves.
     """
     variance = particle_variance(particles, log_weights)
     draws = getattr(log_likelihood, "fisher_draws", None)
