@@ -155,7 +155,9 @@ def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_th
     ----------
     log_likelihood, log_prior : callable ``(N, P) -> (N,)`` with ``value_and_grad``
         Normalised densities (see :mod:`sklearn_quinn._core.log_posterior`),
-        so that the log evidence is ``log p(y)``.
+        so that the log evidence is ``log p(y)``. A likelihood with
+        ``fisher_draws`` (the package's) gives the moves' mass the data's
+        curvature besides the particles' spread (:func:`~sklearn_quinn.smc._tuning.inverse_mass`).
     particles : tensor of shape (N, P)
         Draws from the prior.
     target_ess : float in (0, 1)
