@@ -12,6 +12,7 @@ from torch import nn
 
 from sklearn_quinn import SMCClassifier, SMCRegressor
 from sklearn_quinn._core import compiling, likelihoods
+from sklearn_quinn._core.curvature import curvature
 from sklearn_quinn._core.evidence import ParameterGroups
 from sklearn_quinn._core.hyperpriors import GammaHyperprior
 from sklearn_quinn._core.likelihoods import GaussianLikelihood, GaussianStateLikelihood
@@ -305,41 +306,32 @@ def test_logistic_prior_density_gradient_and_std():
 
 def fisher_case(case, generator):
     """A small network, its data, two weight rows, its state likelihood and each row's exact
-    Fisher diagonal: the output Fisher ``Lambda_n`` pulled back through the Jacobian,
-    ``sum_n diag(J_n^T Lambda_n J_n)``."""
+    Fisher diagonal: the diagonal of the likelihood's Gauss-Newton matrix (:func:`curvature`),
+    and for a sampled noise's log std ``2 N`` (``N`` rows of one output)."""
     X = torch.randn(15, 3, generator=generator, **DOUBLE)
     n_out = {"categorical": 3, "heteroscedastic": 2}.get(case, 1)
     model = FunctionalModel(build_mlp(3, n_out, (4,)).double())
     rows = torch.randn(2, model.n_params, generator=generator, **DOUBLE)
+    Y = torch.zeros(15, 1, **DOUBLE)
     if case == "categorical":
-        likelihood = likelihoods.CategoricalStateLikelihood(model, X, torch.zeros(15, **DOUBLE))
+        likelihood = likelihoods.CategoricalStateLikelihood(model, X, Y[:, 0])
+        output_likelihoods = [likelihoods.CategoricalLikelihood()] * 2
     elif case == "heteroscedastic":
-        likelihood = likelihoods.HeteroscedasticStateLikelihood(model, X, torch.zeros(15, 1, **DOUBLE))
+        likelihood = likelihoods.HeteroscedasticStateLikelihood(model, X, Y)
+        output_likelihoods = [likelihoods.HeteroscedasticGaussianLikelihood()] * 2
     elif case == "gaussian":
-        likelihood = GaussianStateLikelihood(model, X, torch.zeros(15, 1, **DOUBLE), torch.tensor([0.4], **DOUBLE))
+        likelihood = GaussianStateLikelihood(model, X, Y, torch.tensor([0.4], **DOUBLE))
+        output_likelihoods = [GaussianLikelihood(torch.tensor([0.4], **DOUBLE))] * 2
     else:  # the log noise std a column of the rows
-        likelihood = GaussianStateLikelihood(model, X, torch.zeros(15, 1, **DOUBLE))
-        rows = torch.cat([rows, torch.tensor([[math.log(0.4)], [math.log(1.5)]], **DOUBLE)], dim=1)
-    exact = []
-    for row in rows:
-        theta = row[: model.n_params]
-        outputs = model(theta[None], X)[0]
-        jacobian = torch.func.jacrev(lambda t: model(t[None], X)[0])(theta)  # (N, O, K)
-        if case == "categorical":
-            p = outputs.softmax(-1)
-            pulled = torch.einsum("nc,nck->nk", p, jacobian)
-            exact.append(torch.einsum("nc,nck->k", p, jacobian.square()) - pulled.square().sum(0))
-        elif case == "heteroscedastic":
-            _, log_std = likelihoods.HeteroscedasticGaussianLikelihood.heads(outputs)
-            slope = likelihoods.HeteroscedasticGaussianLikelihood._clip_slope(outputs)
-            exact.append((jacobian[:, :1].square() * torch.exp(-2 * log_std)[..., None]).sum((0, 1))
-                         + (2 * slope[..., None].square() * jacobian[:, 1:].square()).sum((0, 1)))
-        elif case == "gaussian":
-            exact.append(jacobian.square().sum((0, 1)) / 0.4**2)
-        else:
-            noise = row[model.n_params].exp()
-            exact.append(torch.cat([jacobian.square().sum((0, 1)) / noise**2, torch.tensor([2.0 * 15], **DOUBLE)]))
-    return likelihood, rows, torch.stack(exact)
+        likelihood = GaussianStateLikelihood(model, X, Y)
+        noise = torch.tensor([0.4, 1.5], **DOUBLE)
+        rows = torch.cat([rows, noise.log()[:, None]], dim=1)
+        output_likelihoods = [GaussianLikelihood(noise[i : i + 1]) for i in range(2)]
+    exact = torch.stack([curvature(model, row[: model.n_params], X, Y, output, "ggn", "diag")
+                         for row, output in zip(rows, output_likelihoods)])
+    if case == "gaussian, noise sampled":
+        exact = torch.cat([exact, torch.full((2, 1), 2.0 * 15, **DOUBLE)], dim=1)
+    return likelihood, rows, exact
 
 
 @pytest.mark.parametrize("case", ["gaussian", "gaussian, noise sampled", "heteroscedastic", "categorical"])
