@@ -70,6 +70,13 @@ Three measurements, one thread throughout:
    concrete (``--splits``) with the inverse mass the particles' variance
    alone and with the default, side by side as ``--only compile`` runs its
    two: the same columns as ``--only retry``.
+10. ``--only length``: what the moves' trajectory lengths buy. The tuning
+    draws each particle's ``L`` within one step of a parent particle's, so
+    the lengths stay near where the initial ``U{1, ..., n_leapfrog}`` and the
+    first stages' selection among them left them:
+    ``SMCRegressor()`` on UCI concrete (``--splits``) with ``n_leapfrog=25``
+    and with the default 50, side by side as ``--only compile`` runs its two:
+    the same columns as ``--only retry``.
 
     python benchmarks/bench_smc_speed.py [--seeds 3] [--evidence-seeds 5] [--threads 1] [--only evidence ...]
 """
@@ -330,6 +337,11 @@ def mass_gain(data_dir, splits):
                                              "with the data's curvature": {}})
 
 
+def length_gain(data_dir, splits):
+    """What the trajectories' length buys: initial lengths up to 25 steps against the default 50."""
+    concrete_side_by_side(data_dir, splits, {"n_leapfrog=25": {"n_leapfrog": 25}, "n_leapfrog=50": {}})
+
+
 def fit_concrete(data_dir, split, params):
     """One SMCRegressor() fit on a concrete split with ``params`` set, in this (fresh) process: a JSON line.
     ``full_trajectories`` (not a parameter) takes the densities' ``select`` away: no trajectory stops;
@@ -361,12 +373,12 @@ def main():
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--only", nargs="+",
                         choices=["blocking", "evidence", "speed", "protein", "compile", "kicks", "stops", "retry",
-                                 "mass"],
+                                 "mass", "length"],
                         default=["blocking", "evidence", "speed"], help="the measurements to run")
     parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR,
-                        help="the UCI sets (for --only protein, compile, kicks, stops, retry, mass)")
+                        help="the UCI sets (for --only protein, compile, kicks, stops, retry, mass, length)")
     parser.add_argument("--splits", type=int, nargs="+", default=[0],
-                        help="the concrete splits of --only compile, kicks, stops, retry, mass")
+                        help="the concrete splits of --only compile, kicks, stops, retry, mass, length")
     parser.add_argument("--fit-concrete", nargs=2, metavar=("SPLIT", "PARAMS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     pin_threads(args.threads)
@@ -391,6 +403,8 @@ def main():
         retry_gain(args.data_dir, args.splits)
     if "mass" in args.only:
         mass_gain(args.data_dir, args.splits)
+    if "length" in args.only:
+        length_gain(args.data_dir, args.splits)
 
 
 if __name__ == "__main__":
