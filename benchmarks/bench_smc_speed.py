@@ -1,6 +1,6 @@
 """SMC at its defaults: fit time, the evidence error on an exact linear model, and the cache blocking.
 
-Three measurements, one thread throughout:
+Ten measurements, one thread throughout (the first three by default):
 
 1. ``SMCRegressor()`` (every default: 200 particles, hyperpriors on the
    precisions and the noise) in ``Pipeline([StandardScaler(), ...])`` on 300
