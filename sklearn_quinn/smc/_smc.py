@@ -245,6 +245,12 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         stage): the range must reach the large steps a small model takes.
     n_leapfrog : int, default=50
         Initial trajectory lengths are uniform on ``{1, ..., n_leapfrog}``.
+        The tuning draws each particle's length within one step of a parent's,
+        so the lengths stay near where the first stages' selection among these
+        left them (on a network, near the top of the range), and trajectory
+        steps are most of a fit's gradients: a smaller value shortens a fit
+        about in proportion, and on a network's posterior costs evidence and
+        test log-likelihood (docs: smc, "What the trajectories' length buys").
     waste_free : bool, default=False
         Waste-free SMC (Dau & Chopin 2022): each stage resamples
         ``ceil(n_particles / (n_mcmc_steps + 1))`` particles and runs a chain
