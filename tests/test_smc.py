@@ -368,6 +368,27 @@ def test_the_moves_mass_adds_the_datas_curvature_to_the_particles_spread(linear_
     assert torch.equal(inverse_mass(lambda rows: rows.sum(-1), particles, log_weights, 0.3, generator), variance)
 
 
+def test_a_particle_of_zero_weight_leaves_the_moves_mass_finite():
+    """A particle whose likelihood is not finite gets zero weight (run_smc), and its Fisher draws
+    need not be finite (here a log noise std of -1000, whose inverse overflows): the mass is the
+    one any finite particle of zero weight in its place gives, to the bit, not NaN."""
+    generator = torch.Generator().manual_seed(0)
+    X = torch.randn(20, 2, generator=generator, **DOUBLE)
+    y = torch.randn(20, 1, generator=generator, **DOUBLE)
+    likelihood = GaussianStateLikelihood(FunctionalModel(nn.Linear(2, 1).double()), X, y)
+    finite = torch.randn(50, 4, generator=generator, **DOUBLE)
+    overflowing = finite.clone()
+    overflowing[0, -1] = -1000.0
+    assert not bool(torch.isfinite(likelihood(overflowing[:1])).any())
+    log_weights = uniform_log_weights(50, torch.float64, "cpu").clone()
+    log_weights[0] = -math.inf
+    log_weights = log_weights - torch.logsumexp(log_weights, 0)
+    masses = [inverse_mass(likelihood, rows, log_weights, 0.3, torch.Generator().manual_seed(1))
+              for rows in (overflowing, finite)]
+    assert bool(torch.isfinite(masses[0]).all())
+    assert torch.equal(masses[0], masses[1])
+
+
 # ------------------------------------------------------- exact answers
 def _linear_smc(X, y, noise_std, prior_std, seed, n_particles=1000, force_dtype=torch.float64, **settings):
     model = FunctionalModel(build_mlp(2, 1, ()).double())

@@ -69,8 +69,12 @@ def inverse_mass(log_likelihood, particles, log_weights, temperature, generator=
     draws = getattr(log_likelihood, "fisher_draws", None)
     if draws is None or temperature == 0:
         return variance
+    weights = log_weights.exp()
     with torch.no_grad():
-        information = log_weights.exp() @ draws(particles, generator).square()
+        squares = draws(particles, generator).square()
+    # A particle of zero weight has no say, and where its likelihood is not finite (the weight
+    # run_smc gives it) its draws need not be either: 0 * inf would make every coordinate's mass NaN.
+    information = weights @ torch.where(weights[:, None] > 0, squares, 0.0)
     return (1.0 / (temperature * information + 1.0 / variance[0])).expand_as(particles)
 
 
