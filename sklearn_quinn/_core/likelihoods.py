@@ -677,20 +677,25 @@ class HeteroscedasticStateLikelihood(RowBlockLikelihood):
     def _log_likelihood(self, rows):
         return self._terms(self.model(rows, self.X))[0]
 
+    @staticmethod
+    def _output_gradient(outputs, z, inverse_std):
+        """The log likelihood's gradient in the mean and log-std outputs at standardised residuals
+        ``z``: ``z / sigma`` and ``z**2 - 1`` (times the log std's clip slope)."""
+        slope = HeteroscedasticGaussianLikelihood._clip_slope(outputs)
+        return torch.cat([z * inverse_std, (z.square() - 1.0) * slope], dim=-1)
+
     def _value_and_grad(self, rows):
         with torch.no_grad():
             outputs, vjp = self.model.forward_and_vjp(rows, self.X)
             value, z, inverse_std = self._terms(outputs)
-            slope = HeteroscedasticGaussianLikelihood._clip_slope(outputs)
-            return value, vjp(torch.cat([z * inverse_std, (z.square() - 1.0) * slope], dim=-1))
+            return value, vjp(self._output_gradient(outputs, z, inverse_std))
 
     def _fisher_draws(self, rows, generator):
         with torch.no_grad():
             outputs, vjp = self.model.forward_and_vjp(rows, self.X)
             log_std = HeteroscedasticGaussianLikelihood.heads(outputs)[1]
-            z = standard_normal(generator, log_std)
-            slope = HeteroscedasticGaussianLikelihood._clip_slope(outputs)
-            return vjp(torch.cat([z * torch.exp(-log_std), (z.square() - 1.0) * slope], dim=-1))
+            z = standard_normal(generator, log_std)  # the drawn targets' standardised residuals
+            return vjp(self._output_gradient(outputs, z, torch.exp(-log_std)))
 
 
 class CategoricalStateLikelihood(RowBlockLikelihood):
