@@ -23,10 +23,12 @@ environment), for a regression; ``LogisticRegression`` for a classification.
 Prints, per table, each method's mean ± s.e. over the splits of the test NLL,
 95% coverage and RMSE (a regression) or accuracy and ECE over 15 bins (a
 classification), fit seconds, and its NLL paired with the first reference's
-(``BayesianRidge``, ``LogisticRegression``); then every family whose NLL is
-above that reference's by more than ``NLL_MARGIN`` and its standard error, or,
-for a regression, whose mean coverage is outside ``COVERAGE_RANGE`` (issue 17's
-diabetes targets, loosened to the splits' noise).
+(``BayesianRidge``, ``LogisticRegression``) and, in a run with ``--set``, with
+the family's own at the defaults (where ``--out`` holds a run without it);
+then every family whose NLL is above that reference's by more than
+``NLL_MARGIN`` and its standard error, or, for a regression, whose mean
+coverage is outside ``COVERAGE_RANGE`` (issue 17's diabetes targets,
+loosened to the splits' noise).
 
     .venv-bench/bin/python benchmarks/bench_real_tables.py [--tables cpus mpg ...] [--task regression]
         [--splits 5] [--methods laplace de ...] [--n-jobs 2] [--out real-tables.jsonl]
@@ -154,8 +156,10 @@ def fit_one(table, seed, method, args):
              "rows": len(X_train), "columns": X.shape[1], **scores}]
 
 
-def print_tables(records, tables, methods):
-    """Per table, one row per method; then the families above the first reference or outside the coverage range."""
+def print_tables(records, tables, methods, defaults=None):
+    """Per table, one row per method; then the families above the first reference or outside the coverage range.
+    With ``defaults`` (the records of a run at the package's defaults, for a run with ``--set``), each family's
+    NLL is paired with its own at the defaults too."""
     problems = []
     for table in tables:
         classification = table in CLASSIFICATION
@@ -169,19 +173,26 @@ def print_tables(records, tables, methods):
         first = next(iter(next(iter(rows.values())).values()))
         columns = ("accuracy", "ECE") if classification else ("95% coverage", "RMSE")
         print(f"\n{table}: {first['rows']} training rows, {first['columns']} columns\n")
-        print(f"| method | splits | test NLL | {' | '.join(columns)} | fit s | NLL - {baseline_name}'s |")
-        print("|---|---|---|---|---|---|---|")
+        own = "" if defaults is None else " NLL - its defaults' |"
+        print(f"| method | splits | test NLL | {' | '.join(columns)} | fit s | NLL - {baseline_name}'s |{own}")
+        print("|---|---|---|---|---|---|---|" + "---|" * (defaults is not None))
         baseline = {split: record["NLL"] for split, record in rows.get(baseline_name, {}).items()}
         for method in [m for m in methods if m in rows] + [m for m in rows if m not in methods]:
             by_split = rows[method]
             splits = sorted(by_split.keys() & baseline.keys())
             nll = [by_split[split]["NLL"] for split in sorted(by_split)]
             difference = np.array([by_split[split]["NLL"] - baseline[split] for split in splits])
+            versus_defaults = ""
+            if defaults is not None:
+                at_defaults = {r["split"]: r["NLL"] for r in defaults if r["table"] == table and r["method"] == method}
+                paired = [by_split[split]["NLL"] - at_defaults[split] for split in sorted(by_split)
+                          if split in at_defaults]
+                versus_defaults = f" {fmt(paired) if paired and method in METHODS else ''} |"
             print(f"| {method} | {len(by_split)} | {fmt(nll)} | "
                   + " | ".join(fmt([r[column] for r in by_split.values()], 2 if column == "RMSE" else 3)
                                for column in columns)
                   + f" | {np.mean([r['fit s'] for r in by_split.values()]):.1f} | "
-                  f"{fmt(difference) if method != baseline_name else ''} |")
+                  f"{fmt(difference) if method != baseline_name and len(difference) else ''} |{versus_defaults}")
             if method not in METHODS:
                 continue
             coverage = np.mean([r["95% coverage"] for r in by_split.values()]) if not classification else None
@@ -223,13 +234,18 @@ def main(argv=None):
     append_as_they_end(args.out, tasks, args.n_jobs, lambda record: (
         f"{record['table']} split {record['split']} {record['method']}: NLL {record['NLL']:.3f}  "
         f"{record.get('95% coverage', record.get('accuracy')):.3f}  {record['fit s']:.1f} s"))
-    records = [r for r in read_lines(args.out) if matches(r, run_settings) and r["split"] < args.splits
-               and r["table"] in methods and r["method"] in methods[r["table"]]]
+    ours = [r for r in read_lines(args.out) if r["split"] < args.splits and r["table"] in methods]
+    records = [r for r in ours if matches(r, run_settings) and r["method"] in methods[r["table"]]]
+    # A run away from the defaults pairs each family with its own fits at the defaults, and takes the
+    # references from that run where it has none of its own.
+    defaults = [r for r in ours if matches(r, {**run_settings, "params": {}})] if args.set else None
+    if defaults is not None:
+        records = [r for r in defaults if r["method"] not in METHODS] + records
     budget = "compare --quick's budgets" if args.quick else "the package's defaults"
     extra = "".join(f", {text}" for text in set_arguments(args.set))
     print(f"{args.splits} random 80/20 splits a table, {budget}{extra}, {args.threads} thread(s) a fit. "
           "Mean ± s.e. over the splits; a regression's NLL in the target's units.")
-    print_tables(records, args.tables, args.methods)
+    print_tables(records, args.tables, args.methods, defaults)
 
 
 if __name__ == "__main__":
