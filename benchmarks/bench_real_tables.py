@@ -120,6 +120,7 @@ class NGBoostReference(RegressorMixin, BaseEstimator):
 
 
 def has_ngboost():
+    """Whether NGBoost is installed (the benchmark environment)."""
     try:
         import ngboost  # noqa: F401
     except ImportError:
@@ -128,6 +129,7 @@ def has_ngboost():
 
 
 def settings(args):
+    """What makes two fits of a (table, split, method) the same: a resumed run skips only these."""
     return {"quick": args.quick, "max_epochs": args.max_epochs, "device": args.device, "params": dict(args.set)}
 
 
