@@ -47,9 +47,9 @@ from records import append_as_they_end, matches, read_lines
 from sklearn.base import BaseEstimator, RegressorMixin
 from uci_protocol import fmt, mean_se
 
-from sklearn_quinn._cli.compare import candidates, fit_and_score, split_table
-from sklearn_quinn._cli.methods import METHODS
-from sklearn_quinn._cli.references import references_for
+from sklearn_quinn._cli.compare import fit_and_score, split_table
+from sklearn_quinn._cli.methods import METHODS, make_estimator
+from sklearn_quinn._cli.references import make_reference, references_for
 
 # name -> (pydataset id, target, columns dropped beside the target: identifiers, and
 # other measurements of the target itself).
@@ -148,11 +148,11 @@ def fit_one(table, seed, method, args):
     X_train, X_test, y_train, y_test = split_table(X, y, classification, test_size=0.2, random_state=seed)
     if method == NGBOOST:
         estimator = NGBoostReference(random_state=seed)
+    elif method in METHODS:
+        estimator = make_estimator(method, classification, quick=args.quick, max_epochs=args.max_epochs,
+                                   random_state=seed, device=args.device, **dict(args.set))
     else:
-        methods = [method] if method in METHODS else []
-        estimator = next(candidate.estimator for candidate in candidates(
-            methods, classification, X_train, quick=args.quick, max_epochs=args.max_epochs, random_state=seed,
-            device=args.device, params=dict(args.set)) if candidate.name == method)
+        estimator = make_reference(method, X_train.shape[1], random_state=seed)
     scores = fit_and_score(estimator, X_train, y_train, X_test, y_test, classification).scores
     return [{"table": table, "split": seed, "method": method, **settings(args), "threads": args.threads,
              "rows": len(X_train), "columns": X.shape[1], **scores}]
