@@ -73,17 +73,51 @@ def test_evidence_prior_is_the_maps_and_q_its_mean_field_posterior(linear_data):
     np.testing.assert_allclose(reg.posterior_.std.cpu().numpy(), mean_field_std, rtol=0.1)
 
 
-@pytest.mark.parametrize("likelihood, learned_by", [("gaussian", "elbo"), ("heteroscedastic", "evidence")])
-def test_auto_prior_learning_is_the_elbos_under_a_gaussian_likelihood_and_the_evidences_else(
+@pytest.mark.parametrize("likelihood, learned_by", [("gaussian", "elbo"), ("heteroscedastic", "evidence_then_elbo")])
+def test_auto_prior_learning_is_the_elbos_under_a_gaussian_likelihood_from_the_evidences_map_else(
         wave_data, likelihood, learned_by):
     """'auto': the ELBO's prior under the Gaussian likelihood (no MAP, no evidence updates), the
-    Laplace evidence's under the heteroscedastic one (its MAP's updates, and their precisions);
-    the classifier's 'auto' is the evidence's."""
+    ELBO's from the Laplace evidence's MAP under the heteroscedastic one (its MAP's updates, and
+    the same precisions); the classifier's 'auto' is the evidence's."""
     auto = small(likelihood=likelihood, prior_learning="auto").fit(*wave_data)
     explicit = small(likelihood=likelihood, prior_learning=learned_by).fit(*wave_data)
-    assert bool(auto.evidence_history_) == (learned_by == "evidence")
+    assert bool(auto.evidence_history_) == (learned_by != "elbo")
     assert auto.prior_precisions_ == explicit.prior_precisions_
     assert BBBClassifier(prior_learning="auto")._prior_learning() == "evidence"
+
+
+def test_evidence_then_elbo_starts_at_the_evidence_map_under_its_prior_then_learns_the_prior(linear_data):
+    """``prior_learning='evidence_then_elbo'``: q's means start at the MAP of a LaplaceRegressor of
+    the same settings (to 1e-12), the warm-up's quarter of the epochs trains under that MAP's
+    evidence prior (its stds to 1e-12), and the rest under the ELBO's learned prior, which
+    ``prior_precisions_`` then holds: the ELBO-optimal variances for the fitted q."""
+    X, y = linear_data
+    params = dict(hidden_layer_sizes=(), noise_std=NOISE, normalize_X=False, normalize_y=False, max_epochs=12,
+                  random_state=0)
+    start, priors = [], []
+
+    class Record(Callback):
+        def on_train_begin(self, net, **kwargs):
+            if isinstance(net.module_, MeanFieldNetwork):
+                start.append(net.module_.mean.detach().clone())
+
+        def on_epoch_end(self, net, **kwargs):
+            if isinstance(net.module_, MeanFieldNetwork):
+                priors.append(net.criterion_.prior)
+
+    reg = BBBRegressor(**params, prior_learning="evidence_then_elbo", callbacks=[Record()]).fit(X, y)
+    laplace = LaplaceRegressor(**params).fit(X, y)
+    torch.testing.assert_close(start[0], laplace.posterior_.mean, rtol=1e-12, atol=1e-12)
+    assert [type(prior).__name__ for prior in priors] == ["GaussianPrior"] * 3 + ["EmpiricalBayesPrior"] * 9
+    groups = ParameterGroups.of(reg._model)
+    evidence_precisions = torch.tensor([laplace.prior_precisions_[name] for name in groups.names],
+                                       dtype=torch.float64)
+    torch.testing.assert_close(priors[0].std, groups.expand(evidence_precisions).rsqrt(), rtol=1e-12, atol=0)
+    assert reg.evidence_history_ == laplace.evidence_history_
+    mean, std = reg.posterior_.mean, reg.posterior_.std
+    learned = torch.tensor(list(reg.prior_precisions_.values()), dtype=torch.float64)
+    torch.testing.assert_close(learned, 1 / priors[-1].variances(mean, std), rtol=1e-12, atol=0)
+    assert not torch.allclose(learned, evidence_precisions, rtol=0.01)
 
 
 @pytest.mark.slow

@@ -55,7 +55,7 @@ class VariationalMixin:
         "prior_sigma1": [Interval(Real, 0, None, closed="neither")],
         "prior_sigma2": [Interval(Real, 0, None, closed="neither")],
         "n_mc_samples": [Interval(Integral, 1, None, closed="left")],
-        "prior_learning": [StrOptions({"auto", "elbo", "evidence"})],
+        "prior_learning": [StrOptions({"auto", "elbo", "evidence", "evidence_then_elbo"})],
         "kl_weighting": [StrOptions({"uniform", "blundell"})],
         "n_samples": [Interval(Integral, 1, None, closed="left")],
     }
@@ -65,35 +65,46 @@ class VariationalMixin:
         likelihood = self._fit_variational(X, Y, self._likelihood(Y))
         self._keep_noise(likelihood.output_noise_std(Y.shape[1]))
 
-    def _weight_prior(self, groups, X, Y):
-        """The prior of the weights: the scale mixture of ``prior_pi``, else ``N(0, prior_std**2)``
-        (a mixture of one component), else (``prior_std=None``) a Gaussian per group of ``groups``,
-        the evidence's (a parameter tensor, or an input column): learned with ``q``
-        (``prior_learning='elbo'``, the input columns under the evidence's hyperprior), or learned
-        by the Laplace evidence of a MAP network trained on ``X, Y`` and held fixed (``'evidence'``)."""
+    def _prior_plan(self, groups, X, Y):
+        """The prior ``q`` trains under, the prior of its warm-up (None: none), and the weights
+        ``q``'s means start at (None: the backbone's initial ones).
+
+        The prior is the scale mixture of ``prior_pi``, else ``N(0, prior_std**2)`` (a mixture of
+        one component), else (``prior_std=None``) a Gaussian per group of ``groups``, the
+        evidence's (a parameter tensor, or an input column), as ``prior_learning`` says:
+        'elbo' learns it with ``q`` (the input columns under the evidence's hyperprior) after a
+        warm-up under ``N(0, WARMUP_PRIOR_STD**2)``; 'evidence' learns it by the Laplace evidence of
+        a MAP network trained on ``X, Y`` and holds it fixed; 'evidence_then_elbo' starts ``q``'s
+        means at that MAP, warms up under its evidence's prior, then learns the prior with ``q``."""
         if self.prior_pi is not None:
-            return ScaleMixturePrior(self.prior_pi, self.prior_sigma1, self.prior_sigma2)
+            return ScaleMixturePrior(self.prior_pi, self.prior_sigma1, self.prior_sigma2), None, None
         if self.prior_std is not None:
-            return ScaleMixturePrior(1.0, self.prior_std, self.prior_std)
-        if self._prior_learning() == "elbo":
-            return EmpiricalBayesPrior(groups.index, hyperprior=ColumnHyperprior(groups, device=self._device))
-        # The MAP's own seeded RNG is forked from, and given back to, the caller's: q's means
-        # start at the initial weights the MAP started from.
-        _, _, prior, _ = self._fit_map(X, Y)
-        return prior
+            return ScaleMixturePrior(1.0, self.prior_std, self.prior_std), None, None
+        learning = self._prior_learning()
+        learned = EmpiricalBayesPrior(groups.index, hyperprior=ColumnHyperprior(groups, device=self._device))
+        if learning == "elbo":
+            return learned, ScaleMixturePrior(1.0, WARMUP_PRIOR_STD, WARMUP_PRIOR_STD), None
+        # The MAP's own seeded RNG is forked from, and given back to, the caller's: under 'evidence'
+        # q's means start at the initial weights the MAP started from.
+        theta, _, evidence_prior, _ = self._fit_map(X, Y)
+        if learning == "evidence":
+            return evidence_prior, None, None
+        return learned, evidence_prior, theta
 
     def _prior_learning(self):
-        """``prior_learning`` with 'auto' resolved: the ELBO's prior under a Gaussian likelihood,
-        the evidence's under the heteroscedastic one and for a classifier."""
+        """``prior_learning`` with 'auto' resolved: 'elbo' under a Gaussian likelihood,
+        'evidence_then_elbo' under the heteroscedastic one, 'evidence' for a classifier."""
         if self.prior_learning != "auto":
             return self.prior_learning
-        return "elbo" if getattr(self, "likelihood", None) == "gaussian" else "evidence"
+        likelihood = getattr(self, "likelihood", None)
+        if likelihood is None:
+            return "evidence"
+        return "elbo" if likelihood == "gaussian" else "evidence_then_elbo"
 
-    def _prior_schedule(self, prior, n_epochs):
+    def _prior_schedule(self, prior, warmup_prior, n_epochs):
         """The prior that training starts with, and the callbacks that change it."""
-        if not isinstance(prior, EmpiricalBayesPrior):
+        if warmup_prior is None:
             return prior, []
-        warmup_prior = ScaleMixturePrior(1.0, WARMUP_PRIOR_STD, WARMUP_PRIOR_STD)
         n_warmup = int(PRIOR_WARMUP_FRACTION * n_epochs)
         return warmup_prior, [("prior_warmup", PriorWarmup(prior, warmup_prior, n_warmup))]
 
@@ -140,11 +151,12 @@ class VariationalMixin:
             model = FunctionalModel(self._build_module(X.shape[1], self._n_outputs(Y)))
             groups = ParameterGroups.of(model)
             self.evidence_history_ = []
-            prior = self._weight_prior(groups, X, Y)  # the evidence's sets its MAP's _model and history
+            # The evidence's MAP sets its _model and history.
+            prior, warmup_prior, start = self._prior_plan(groups, X, Y)
             self._model = model
             n_epochs = self._n_epochs(len(X), min_steps=self._auto_min_steps)
-            initial_prior, prior_callbacks = self._prior_schedule(prior, n_epochs)
-            mean = self._model.flatten()
+            initial_prior, prior_callbacks = self._prior_schedule(prior, warmup_prior, n_epochs)
+            mean = self._model.flatten() if start is None else start.detach().clone()
             variational = MeanFieldNetwork(self._model, mean, torch.full_like(mean, INITIAL_STD), self.n_mc_samples)
             weighting = []
             if self.kl_weighting != "uniform":  # uniform: the criterion's own weight 1 on every batch
@@ -182,8 +194,9 @@ class BBBRegressor(VariationalMixin, BaseBayesianRegressor):
     The posterior over the weights is approximated by
     ``q(w) = N(mu, diag(softplus(rho)**2))``, trained through skorch on the
     minibatch evidence lower bound (ELBO). By default the prior is learned
-    from the data (empirical Bayes; under the heteroscedastic likelihood by
-    the Laplace evidence of a MAP network, ``prior_learning``): ``N(0, s_g**2)`` on the weights of each
+    from the data (empirical Bayes; under the heteroscedastic likelihood
+    starting from the MAP network of the Laplace evidence and its prior,
+    ``prior_learning``): ``N(0, s_g**2)`` on the weights of each
     group ``g`` of the Laplace evidence (each layer's weight matrix and bias
     apart, and each input column of the matrices that read the inputs apart:
     automatic relevance determination), with ``s_g**2`` at its
@@ -204,7 +217,8 @@ class BBBRegressor(VariationalMixin, BaseBayesianRegressor):
     estimated from the same draws as the likelihood. The learned prior's
     optimum is substituted into the KL, as by Wu et al.; it is held at
     ``N(0, 1)`` for the first quarter of the epochs, since a prior fitted to
-    the initial weights pulls every weight to zero. A group of weights that
+    the initial weights pulls every weight to zero (at the evidence's prior,
+    ``q`` starting at its MAP, with ``prior_learning='evidence_then_elbo'``). A group of weights that
     the data do not need collapses onto its prior (its learned precision
     grows large: automatic relevance determination). On small data sets,
     most of all for classifiers, the ELBO may prefer that for a whole weight
@@ -228,22 +242,25 @@ batch_size, optimizer, callbacks, normalize_X, normalize_y, dtype, device, rando
         ``N(0, prior_std**2)`` on every weight, as in every family (in the
         network's units, where the standardised target has std 1). Ignored
         when ``prior_pi`` is a float.
-    prior_learning : {'auto', 'elbo', 'evidence'}, default='auto'
+    prior_learning : {'auto', 'elbo', 'evidence', 'evidence_then_elbo'}, default='auto'
         How ``prior_std=None`` learns the prior. 'auto': 'elbo' under the
-        Gaussian likelihood, 'evidence' under the heteroscedastic one, whose
-        noise head otherwise takes up what the means leave unfitted as the
-        ELBO's prior prunes them (see the variational page of the
-        documentation). 'elbo': with ``q``, at the
-        variances that maximise the ELBO (above). 'evidence': as every other
+        Gaussian likelihood, 'evidence_then_elbo' under the heteroscedastic
+        one (see the variational page of the documentation). 'elbo': with
+        ``q``, at the variances that maximise the ELBO (above), ``q`` starting
+        at the backbone's initial weights. 'evidence': as every other
         optimisation family learns it, by the Laplace evidence of a MAP
         network trained first (the cost of one more MAP fit), then held fixed
-        while ``q`` trains from the same initial weights. The ELBO's optimum
-        over the prior favours priors under which the factored ``q`` is a
-        tight bound, and prunes (Turner and Sahani 2011, "Two problems with
-        variational expectation maximisation for time-series models"); the
-        Laplace evidence, of a Gaussian with the curvature's correlations,
-        is not tied to ``q``'s factorisation. Ignored with a float
-        ``prior_std`` or ``prior_pi``.
+        while ``q`` trains from the same initial weights. 'evidence_then_elbo':
+        ``q``'s means start at that MAP network, the warm-up trains under its
+        evidence's prior, and the ELBO learns the prior after it, as 'elbo'
+        does. The ELBO's optimum over the prior favours priors under which the
+        factored ``q`` is a tight bound, and prunes (Turner and Sahani 2011,
+        "Two problems with variational expectation maximisation for
+        time-series models"); the Laplace evidence, of a Gaussian with the
+        curvature's correlations, is not tied to ``q``'s factorisation, but
+        a factored ``q`` held under it on a few rows stays near that prior,
+        whose spread of the outputs, the noise head's most of all, is wide.
+        Ignored with a float ``prior_std`` or ``prior_pi``.
     prior_pi : float in [0, 1] or None, default=None
         None uses the Gaussian prior of ``prior_std``. A float selects
         Blundell et al.'s fixed scale mixture ``prior_pi N(0, prior_sigma1**2)
@@ -273,8 +290,9 @@ batch_size, optimizer, callbacks, normalize_X, normalize_y, dtype, device, rando
         the variance of the scale mixture
         ``prior_pi * prior_sigma1**2 + (1 - prior_pi) * prior_sigma2**2``.
     evidence_history_ : list of dict
-        With ``prior_learning='evidence'``: the MAP's evidence updates, as
-        for :class:`~sklearn_quinn.LaplaceRegressor`; else empty.
+        With ``prior_learning`` 'evidence' or 'evidence_then_elbo': the MAP's
+        evidence updates, as for :class:`~sklearn_quinn.LaplaceRegressor`;
+        else empty.
     noise_std_ : float or ndarray of shape (n_targets,)
         Observation noise std in the units of y.
     net_ : skorch.NeuralNet
@@ -386,11 +404,11 @@ random_state, verbose
         As for :class:`BBBRegressor`.
     prior_std : float > 0 or None, default=None
         As for :class:`BBBRegressor`.
-    prior_learning : {'auto', 'elbo', 'evidence'}, default='evidence'
+    prior_learning : {'auto', 'elbo', 'evidence', 'evidence_then_elbo'}, default='evidence'
         As for :class:`BBBRegressor` ('auto' is 'evidence'), the Laplace evidence by default: on
-        a hundred or a few hundred rows the ELBO's own learned prior
-        (``'elbo'``) can prune the hidden layer and under-fit (it does on
-        iris and wine; see the variational page of the documentation).
+        a hundred or a few hundred rows the ELBO's own learned prior (``'elbo'``, and
+        ``'evidence_then_elbo'`` after the MAP) can prune the hidden layer and under-fit (it
+        does on iris and wine; see the variational page of the documentation).
     predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \
 'mean_field_2'}, default=None
         None averages the softmax over the draws; the others need ``moment_match=True``.
@@ -404,8 +422,9 @@ random_state, verbose
     prior_precisions_ : dict of str to float
         As for :class:`BBBRegressor`.
     evidence_history_ : list of dict
-        With ``prior_learning='evidence'``: the MAP's evidence updates, as
-        for :class:`~sklearn_quinn.LaplaceClassifier`; else empty.
+        With ``prior_learning`` 'evidence' or 'evidence_then_elbo': the MAP's
+        evidence updates, as for :class:`~sklearn_quinn.LaplaceClassifier`;
+        else empty.
     net_ : skorch.NeuralNet
 
     Examples
