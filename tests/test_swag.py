@@ -532,6 +532,23 @@ def test_a_trajectory_that_barely_moved_warns(wave_data):
     assert "(3 of 3 members)" in str(warning.message) and warning.filename == __file__
 
 
+def test_the_auto_rate_does_not_warn_of_the_widening_its_cap_needs(wave_data, monkeypatch):
+    """At ``lr_swag='auto'`` the rate is already the largest stable one, and the widening measures
+    its cap: no warning, whatever the widening (the threshold set to 0 here, below every member's);
+    the same rate given as a float warns, since a larger one would then spread the snapshots."""
+    from sklearn_quinn.swag import _swag
+
+    monkeypatch.setattr(_swag, "_MAX_QUIET_WIDENING", 0.0)
+    X, y = wave_data
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        auto = small(n_estimators=2).fit(X, y)
+    assert not [w for w in record if "too little" in str(w.message)]
+    with pytest.warns(UserWarning, match=r"spread .* times too little .*\(2 of 2 members\)"):
+        given = small(n_estimators=2, lr_swag=auto.lr_swag_).fit(X, y)
+    np.testing.assert_allclose(given.cov_scale_, auto.cov_scale_, rtol=1e-12)
+
+
 def test_auto_scale_is_one_where_the_curvature_vanishes_with_confidence(wave_data):
     """A classifier's 'auto' scale is 1: a softmax's misfit is not quadratic across
     the draws. A heteroscedastic regressor's curvature moves with its noise head
