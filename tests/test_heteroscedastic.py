@@ -308,6 +308,24 @@ def test_warm_up_weight_scales_each_point_by_its_noise():
     torch.testing.assert_close(gradient, y - mean.detach())
 
 
+def test_warm_up_weights_keeping_their_total_are_divided_by_their_mean():
+    """With ``beta_keeps_total`` the same weights over their mean: the points' relative weights are
+    the raw ones, their total is the points' count (a constant noise head's are all 1, the likelihood
+    itself, where the raw ones scale it by ``sigma**2``); Bayes by backprop's ELBO sets it."""
+    likelihood = HeteroscedasticGaussianLikelihood()
+    outputs = torch.tensor([[0.5, -3.0], [2.0, -2.0], [1.0, -4.0]], dtype=torch.float64)
+    y = torch.tensor([[1.0], [0.0], [0.5]], dtype=torch.float64)
+    plain = likelihood.log_prob(outputs, y)
+    likelihood.beta, likelihood.beta_keeps_total = 1.0, True
+    weights = torch.exp(2 * outputs[:, 1])
+    torch.testing.assert_close(likelihood.log_prob(outputs, y), plain * weights / weights.mean())
+    constant = torch.tensor([[0.5, -3.0], [2.0, -3.0], [1.0, -3.0]], dtype=torch.float64)
+    torch.testing.assert_close(likelihood.log_prob(constant, y),
+                               HeteroscedasticGaussianLikelihood().log_prob(constant, y))
+    fitted = BBBRegressor(**FAMILIES[BBBRegressor], likelihood="heteroscedastic").fit(*noisy_wave(40, 0)[:2])
+    assert fitted.net_.criterion_.likelihood.beta_keeps_total
+
+
 class RecordBeta(Callback):
     """The likelihood's warm-up weight during each epoch (read as it ends)."""
 

@@ -62,7 +62,10 @@ class VariationalMixin:
 
     def _fit(self, X, Y):
         """Maximise the ELBO: the family's part of ``fit``."""
-        likelihood = self._fit_variational(X, Y, self._likelihood(Y))
+        likelihood = self._likelihood(Y)
+        if hasattr(likelihood, "beta_keeps_total"):  # the heteroscedastic warm-up's weights, against the KL
+            likelihood.beta_keeps_total = True
+        likelihood = self._fit_variational(X, Y, likelihood)
         self._keep_noise(likelihood.output_noise_std(Y.shape[1]))
 
     def _prior_plan(self, groups, X, Y):
