@@ -62,10 +62,7 @@ class VariationalMixin:
 
     def _fit(self, X, Y):
         """Maximise the ELBO: the family's part of ``fit``."""
-        likelihood = self._likelihood(Y)
-        if hasattr(likelihood, "beta_keeps_total"):  # the heteroscedastic warm-up's weights, against the KL
-            likelihood.beta_keeps_total = True
-        likelihood = self._fit_variational(X, Y, likelihood)
+        likelihood = self._fit_variational(X, Y, self._likelihood(Y))
         self._keep_noise(likelihood.output_noise_std(Y.shape[1]))
 
     def _prior_plan(self, groups, X, Y):
@@ -84,15 +81,16 @@ class VariationalMixin:
         if self.prior_std is not None:
             return ScaleMixturePrior(1.0, self.prior_std, self.prior_std), None, None
         learning = self._prior_learning()
-        learned = EmpiricalBayesPrior(groups.index, hyperprior=ColumnHyperprior(groups, device=self._device))
         if learning == "elbo":
-            return learned, ScaleMixturePrior(1.0, WARMUP_PRIOR_STD, WARMUP_PRIOR_STD), None
-        # The MAP's own seeded RNG is forked from, and given back to, the caller's: under 'evidence'
-        # q's means start at the initial weights the MAP started from.
-        theta, _, evidence_prior, _ = self._fit_map(X, Y)
-        if learning == "evidence":
-            return evidence_prior, None, None
-        return learned, evidence_prior, theta
+            warmup_prior, start = ScaleMixturePrior(1.0, WARMUP_PRIOR_STD, WARMUP_PRIOR_STD), None
+        else:
+            # The MAP's own seeded RNG is forked from, and given back to, the caller's: under
+            # 'evidence' q's means start at the initial weights the MAP started from.
+            start, _, warmup_prior, _ = self._fit_map(X, Y)
+            if learning == "evidence":
+                return warmup_prior, None, None
+        learned = EmpiricalBayesPrior(groups.index, hyperprior=ColumnHyperprior(groups, device=self._device))
+        return learned, warmup_prior, start
 
     def _prior_learning(self):
         """``prior_learning`` with 'auto' resolved: 'elbo' under a Gaussian likelihood,
@@ -159,7 +157,7 @@ class VariationalMixin:
             self._model = model
             n_epochs = self._n_epochs(len(X), min_steps=self._auto_min_steps)
             initial_prior, prior_callbacks = self._prior_schedule(prior, warmup_prior, n_epochs)
-            mean = self._model.flatten() if start is None else start.detach().clone()
+            mean = self._model.flatten() if start is None else start  # flatten's: a detached copy
             variational = MeanFieldNetwork(self._model, mean, torch.full_like(mean, INITIAL_STD), self.n_mc_samples)
             weighting = []
             if self.kl_weighting != "uniform":  # uniform: the criterion's own weight 1 on every batch

@@ -18,7 +18,9 @@ class NegativeELBO(nn.Module):
     prior : ScaleMixturePrior, GaussianPrior or EmpiricalBayesPrior
     likelihood : GaussianLikelihood or CategoricalLikelihood
         A submodule, so that skorch trains its parameters (a Gaussian noise
-        is then a point estimate, trained with the ELBO).
+        is then a point estimate, trained with the ELBO). A heteroscedastic
+        likelihood's warm-up weights keep their total
+        (``beta_keeps_total``): here the likelihood is weighed against the KL.
 
     Attributes
     ----------
@@ -31,6 +33,8 @@ class NegativeELBO(nn.Module):
         self.n_train = n_train
         self.prior = prior
         self.likelihood = likelihood
+        if hasattr(likelihood, "beta_keeps_total"):
+            likelihood.beta_keeps_total = True
         self.kl_weight = 1.0
 
     def forward(self, y_pred, y_true, module):
