@@ -39,8 +39,15 @@ class LocalPosteriorMixin:
     (``hessian_structure='auto'``), else its Kronecker factors (Ritter, Botev & Barber 2018, "A
     scalable Laplace approximation for neural networks"): on 100 rows of 200 columns, a network of
     10,151 weights, the draws without it were far over-confident (docs: ensembles). Past the
-    Kronecker factors too, or under the heteroscedastic likelihood (whose posterior the draws'
-    noise heads carry), there is none, and :meth:`_local_variance_at` is the family's.
+    Kronecker factors too there is none, and :meth:`_local_variance_at` is the family's.
+
+    Under the heteroscedastic likelihood the posterior covers both heads, and the noise's spread
+    enters ``E[sigma(x)**2]`` as in a Laplace fit. The noise heads, fitted to the residuals plus
+    the means' posterior variance ``v_n``, do not carry it: ``v_n`` corrects the noise for the fit
+    the residuals lost to the means (MacKay's ``N - gamma``), as the evidence's noise does under the
+    Gaussian likelihood, and the predictive still needs the means' spread beside it. Without it MC
+    dropout's learned rates left its heteroscedastic intervals short (docs: heteroscedastic,
+    "The draws carry the MAP's posterior").
     """
 
     def _fit(self, X, Y):
@@ -67,8 +74,8 @@ class LocalPosteriorMixin:
         return theta, likelihood, prior, targets
 
     def _carries_local_posterior(self):
-        """Whether this fit's draws carry the MAP network's posterior: under a Gaussian likelihood."""
-        return self.likelihood == "gaussian"
+        """Whether this fit's draws carry the MAP network's posterior: the family's choice."""
+        return True
 
     def _local_variance_at(self, X):
         """The variance ``(N, O)`` each draw's Gaussian adds at the rows ``X``: the MAP network's

@@ -260,8 +260,10 @@ def test_a_trained_constant_noise_head_reaches_mackays_noise(estimator):
                       random_state=0).fit(X, y)
     if estimator is LaplaceRegressor:  # the MAP's, not the posterior's E[exp(2 s)]
         noise_std = float(model.net_.module_.log_std.detach().exp())
-    else:  # the members' common noise
-        noise_std = model.predict_uncertainty(X[:1]).aleatoric_std[0]
+    else:  # the members' common noise (their heads', without the MAP's posterior each draw carries)
+        theta, _ = model._prediction_draws()
+        log_std = model._model(theta, model._tensor(X[:1]))[..., 1]
+        noise_std = float(log_std.exp().mean())
     assert noise_std == pytest.approx(mackay_noise_std(X, y, 1 / 9), rel=2e-3)
 
 

@@ -91,13 +91,55 @@ def test_past_the_kronecker_factors_the_draws_spread_alone(wave_data, estimator,
                                rtol=1e-6)
 
 
-@pytest.mark.parametrize("estimator", [DeepEnsembleRegressor, RMSRegressor, SWAGRegressor, MCDropoutRegressor])
-def test_no_local_posterior_under_a_noise_head_or_without_a_map_network(wave_data, estimator):
-    """The heteroscedastic likelihood's noise heads carry their own posterior; an ensemble under a
-    fixed prior and noise trains no MAP network, and a refit so drops the last fit's posterior; MC
-    dropout at a fixed rate, the user's posterior, carries none."""
+def heteroscedastic_map_posterior_variances(reg, X_train, X):
+    """The variances ``(N, 2)`` (network units) of the mean and the log noise std at ``X`` under the
+    Laplace posterior about the heteroscedastic MAP network fitted on ``X_train``: the GGN written
+    out with the Fisher ``diag(1 / sigma**2, 2)`` of each training row's two outputs, at the learned
+    precisions ``prior_precisions_``."""
+    model, theta = reg._model, reg._local_posterior.mean
+
+    def jacobian(rows):
+        inputs = reg._validated_inputs(rows)
+        return torch.func.jacrev(lambda weights: model.single(weights, inputs))(theta)
+
+    inputs = reg._validated_inputs(X_train)
+    log_std = model.single(theta, inputs)[:, 1].detach()
+    train = jacobian(X_train)
+    whitened = torch.cat([train[:, 0] * torch.exp(-log_std)[:, None], train[:, 1] * 2**0.5])
+    groups = ParameterGroups.of(model)
+    prior = groups.expand(torch.as_tensor(list(reg.prior_precisions_.values()), dtype=theta.dtype))
+    covariance = torch.linalg.inv(whitened.T @ whitened + torch.diag(prior.expand_as(theta)))
+    at = jacobian(X)
+    return torch.einsum("nok,kl,nol->no", at, covariance, at).numpy()
+
+
+@pytest.mark.parametrize("estimator", [DeepEnsembleRegressor, MCDropoutRegressor])
+def test_under_a_noise_head_the_draws_carry_the_map_posterior_of_both_heads(wave_data, estimator):
+    """Under the heteroscedastic likelihood too each draw carries the MAP network's Laplace
+    posterior (over both heads) beyond the draws' own spread: the epistemic variance is the larger
+    of the means' spread and the posterior's variance of the mean, and the noise variance is the
+    draws' ``E[exp(2 s)]`` over a Gaussian log std whose variance is what the posterior's exceeds
+    the draws' spread by (an independent reference, the GGN written out)."""
     X, y = wave_data
-    assert small(estimator, likelihood="heteroscedastic", max_epochs=5).fit(X, y)._local_posterior is None
+    reg = small(estimator, likelihood="heteroscedastic").fit(X, y)
+    X_new = np.vstack([X[:20], 3 * np.random.RandomState(1).randn(20, 2)])
+    theta, _ = reg._prediction_draws()
+    outputs = reg._model(theta, reg._validated_inputs(X_new)).numpy()
+    spread = outputs.var(0, ddof=1)
+    laplace = heteroscedastic_map_posterior_variances(reg, X, X_new)
+    assert np.mean(laplace[:, 0] > spread[:, 0]) > 0.1
+    parts = reg.predict_uncertainty(X_new)
+    np.testing.assert_allclose(parts.epistemic_std**2, np.maximum(spread, laplace)[:, 0] * y.std() ** 2, rtol=1e-6)
+    local_log_std = np.maximum(laplace[:, 1] - spread[:, 1], 0)
+    noise_variance = np.exp(2 * outputs[..., 1]).mean(0) * np.exp(2 * local_log_std)
+    np.testing.assert_allclose(parts.aleatoric_std**2, noise_variance * y.std() ** 2, rtol=1e-6)
+
+
+@pytest.mark.parametrize("estimator", [DeepEnsembleRegressor, RMSRegressor, SWAGRegressor, MCDropoutRegressor])
+def test_no_local_posterior_without_a_map_network(wave_data, estimator):
+    """An ensemble under a fixed prior and noise trains no MAP network, and a refit so drops the
+    last fit's posterior; MC dropout at a fixed rate, the user's posterior, carries none."""
+    X, y = wave_data
     reg = small(estimator).fit(X, y)
     assert reg._local_posterior is not None
     if estimator in (DeepEnsembleRegressor, RMSRegressor):  # SWAG and MC dropout train a network under any prior

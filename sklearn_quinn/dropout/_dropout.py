@@ -73,7 +73,7 @@ class MCDropoutMixin:
         evidence's noise, which leaves out the weights' spread that the evidence set the noise
         beside: the intervals fell short (UCI concrete 0.915). A fixed rate is the posterior
         the user chose, kept as it is."""
-        if not self._carries_mean_local_variance or not self._carries_local_posterior():
+        if not self._carries_mean_local_variance or not self._carries_local_posterior() or noise_std is None:
             return None
         # The masks' draws over the training rows a block at a time, as predictions go: all the
         # rows of a big table at once would hold draws x rows x units in memory.
@@ -180,9 +180,10 @@ verbose
         outputs falls short of the Laplace posterior's, on average over the
         training rows (0 where it does not); None at a fixed rate or under
         the heteroscedastic likelihood. At a prediction row each draw's
-        Gaussian about its outputs carries the shortfall there; where the
-        network is past the full and the Kronecker-factored curvature, this
-        mean at every row.
+        Gaussian about its outputs carries the shortfall there (under either
+        likelihood); where the network is past the full and the
+        Kronecker-factored curvature, this mean at every row (none under the
+        heteroscedastic likelihood).
     posterior_ : DropoutPosterior
         The trained weights ``theta``, the weight matrices it masks and their rates.
     noise_std_ : float or ndarray of shape (n_targets,)
@@ -281,7 +282,7 @@ verbose
 
     def _carries_local_posterior(self):
         """At learned rates (a fixed rate is the posterior the user chose, kept as it is)."""
-        return super()._carries_local_posterior() and self.dropout_rate == "auto"
+        return self.dropout_rate == "auto"
 
 
 class MCDropoutClassifier(MCDropoutMixin, BaseBayesianClassifier):
