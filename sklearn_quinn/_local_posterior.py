@@ -74,7 +74,8 @@ class LocalPosteriorMixin:
         return theta, likelihood, prior, targets
 
     def _carries_local_posterior(self):
-        """Whether this fit's draws carry the MAP network's posterior: the family's choice."""
+        """Whether this fit's draws carry the MAP network's posterior: under either likelihood,
+        unless the family's posterior is the user's own (MC dropout at a fixed rate)."""
         return True
 
     def _local_variance_at(self, X):

@@ -73,6 +73,8 @@ class MCDropoutMixin:
         evidence's noise, which leaves out the weights' spread that the evidence set the noise
         beside: the intervals fell short (UCI concrete 0.915). A fixed rate is the posterior
         the user chose, kept as it is."""
+        # The training rows' mean is MacKay's noise_std**2 gamma / N, which a noise head (noise_std
+        # None) does not have: its draws carry the posterior at the row or nothing.
         if not self._carries_mean_local_variance or not self._carries_local_posterior() or noise_std is None:
             return None
         # The masks' draws over the training rows a block at a time, as predictions go: all the
