@@ -17,23 +17,29 @@ def small(estimator, **params):
     return estimator(**{**settings, **params})
 
 
+def map_jacobian(reg, rows):
+    """The Jacobian ``(N, O, K)`` of the MAP network's outputs at ``rows`` in its weights (the
+    inputs reach it standardised, ``normalize_X``)."""
+    inputs = reg._validated_inputs(rows)
+    return torch.func.jacrev(lambda weights: reg._model.single(weights, inputs))(reg._local_posterior.mean)
+
+
+def map_prior_precision(reg):
+    """The learned prior precision of every weight ``(K,)`` (``prior_precisions_``)."""
+    theta = reg._local_posterior.mean
+    groups = ParameterGroups.of(reg._model)
+    return groups.expand(torch.as_tensor(list(reg.prior_precisions_.values()), dtype=theta.dtype)).expand_as(theta)
+
+
 def map_posterior_variance(reg, X_train, X, y_scale):
     """The output variance at ``X`` (units of y) of the Laplace posterior about the MAP network
     fitted on ``X_train``, from its Jacobian and the GGN written out: ``J (J_train^T J_train /
-    noise**2 + A)^-1 J^T`` at the learned precisions ``A`` (``prior_precisions_``) and the
-    evidence's noise (a one-output network; the inputs reach it standardised, ``normalize_X``)."""
-    model, theta = reg._model, reg._local_posterior.mean
-
-    def jacobian(rows):
-        inputs = reg._validated_inputs(rows)
-        return torch.func.jacrev(lambda weights: model.single(weights, inputs).squeeze(-1))(theta)
-
-    train = jacobian(X_train)
+    noise**2 + A)^-1 J^T`` at the learned precisions ``A`` and the evidence's noise (a one-output
+    network)."""
+    train = map_jacobian(reg, X_train)[:, 0]
     noise = float(reg.evidence_history_[-1]["noise_std"][0])
-    groups = ParameterGroups.of(model)
-    prior = groups.expand(torch.as_tensor(list(reg.prior_precisions_.values()), dtype=theta.dtype))
-    precision = train.T @ train / noise**2 + torch.diag(prior.expand_as(theta))
-    at = jacobian(X)
+    precision = train.T @ train / noise**2 + torch.diag(map_prior_precision(reg))
+    at = map_jacobian(reg, X)[:, 0]
     return (at * torch.linalg.solve(precision, at.T).T).sum(1).numpy() * y_scale**2
 
 
@@ -96,20 +102,11 @@ def heteroscedastic_map_posterior_variances(reg, X_train, X):
     Laplace posterior about the heteroscedastic MAP network fitted on ``X_train``: the GGN written
     out with the Fisher ``diag(1 / sigma**2, 2)`` of each training row's two outputs, at the learned
     precisions ``prior_precisions_``."""
-    model, theta = reg._model, reg._local_posterior.mean
-
-    def jacobian(rows):
-        inputs = reg._validated_inputs(rows)
-        return torch.func.jacrev(lambda weights: model.single(weights, inputs))(theta)
-
-    inputs = reg._validated_inputs(X_train)
-    log_std = model.single(theta, inputs)[:, 1].detach()
-    train = jacobian(X_train)
+    log_std = reg._model.single(reg._local_posterior.mean, reg._validated_inputs(X_train))[:, 1].detach()
+    train = map_jacobian(reg, X_train)
     whitened = torch.cat([train[:, 0] * torch.exp(-log_std)[:, None], train[:, 1] * 2**0.5])
-    groups = ParameterGroups.of(model)
-    prior = groups.expand(torch.as_tensor(list(reg.prior_precisions_.values()), dtype=theta.dtype))
-    covariance = torch.linalg.inv(whitened.T @ whitened + torch.diag(prior.expand_as(theta)))
-    at = jacobian(X)
+    covariance = torch.linalg.inv(whitened.T @ whitened + torch.diag(map_prior_precision(reg)))
+    at = map_jacobian(reg, X)
     return torch.einsum("nok,kl,nol->no", at, covariance, at).numpy()
 
 
