@@ -588,8 +588,8 @@ def evidence_epochs(max_epochs, warm_up=False):
     ``warm_up``: the training starts with a heteroscedastic likelihood's warm-up
     (:class:`MeanWarmUp`), and the updates wait for its end. While it weights the
     rows, the loss is not the negative log posterior whose mode the Laplace evidence
-    assumes: precisions learned there fit means trained at about unit noise and
-    hold the means back once the noise head takes the data's own scale.
+    assumes: it weighs the prior as if the noise were unit, and the precisions the
+    evidence learns for the data's own noise held the means back there.
     """
     first = 20 * WARM_UP_FRACTION if warm_up else 0
     return {max(1, k * max_epochs // 20) for k in EVIDENCE_UPDATE_TWENTIETHS if k >= first}
