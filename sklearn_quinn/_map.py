@@ -582,17 +582,9 @@ def mean_variances_available(n_rows, n_outputs, module):
     return bool(layers) and not len(rest)
 
 
-def evidence_epochs(max_epochs, warm_up=False):
-    """The epochs after which :class:`EvidenceMaximisation` updates, for a training of ``max_epochs``.
-
-    ``warm_up``: the training starts with a heteroscedastic likelihood's warm-up
-    (:class:`MeanWarmUp`), and the updates wait for its end. While it weights the
-    rows, the loss is not the negative log posterior whose mode the Laplace evidence
-    assumes: it weighs the prior as if the noise were unit, and the precisions the
-    evidence learns for the data's own noise held the means back there.
-    """
-    first = 20 * WARM_UP_FRACTION if warm_up else 0
-    return {max(1, k * max_epochs // 20) for k in EVIDENCE_UPDATE_TWENTIETHS if k >= first}
+def evidence_epochs(max_epochs):
+    """The epochs after which :class:`EvidenceMaximisation` updates, for a training of ``max_epochs``."""
+    return {max(1, k * max_epochs // 20) for k in EVIDENCE_UPDATE_TWENTIETHS}
 
 
 def _acts_within_epochs(callback):

@@ -280,11 +280,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
             ``module -> module`` that training runs instead of the backbone (MC dropout's
             masks). Its loss is random given the weights: the training ends without a
             full-batch polish, and a noise head fits no means' variances (the masks' spread
-            of the means is already in its fit). Its evidence updates do not wait for a
-            heteroscedastic likelihood's warm-up (:func:`~sklearn_quinn._map.evidence_epochs`):
-            learned dropout rates are weighed against the prior's precisions, and under the
-            initial unit precisions of a warm-up they fell to zero and stayed there
-            (docs/heteroscedastic.rst, "The evidence waits for the warm-up").
+            of the means is already in its fit).
         prior_precision : tensor of shape (G,), default=None
             The prior precision of each group, held fixed in place of ``prior_std``: one
             that an earlier MAP training's evidence learned (the noise, where estimated,
@@ -322,8 +318,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
                 likelihood.requires_grad_(False)
                 evidence = EvidenceMaximisation(
                     model, self._tensor(X), Y_tensor, groups, learn_prior=learn_prior,
-                    learn_noise=likelihood.learn_noise, targets=targets,
-                    epochs=evidence_epochs(n_epochs, warm_up=wrap is None and hasattr(likelihood, "beta")),
+                    learn_noise=likelihood.learn_noise, epochs=evidence_epochs(n_epochs), targets=targets,
                     precision_factor=prior_std_scale**-2, seed=self._map_seed,
                 )
             self.net_ = fit_map(

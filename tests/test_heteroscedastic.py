@@ -356,22 +356,6 @@ def test_training_ends_on_the_likelihood_itself(linear_data):
     assert model.net_.criterion_.likelihood.beta == 0.0
 
 
-@pytest.mark.parametrize(("estimator", "likelihood", "waits"), [
-    (LaplaceRegressor, "gaussian", False),
-    (LaplaceRegressor, "heteroscedastic", True),
-    (MCDropoutRegressor, "heteroscedastic", False),
-])
-def test_the_evidence_updates_wait_for_the_warm_up_to_end(estimator, likelihood, waits, linear_data):
-    """While the warm-up weights the rows the loss is not the negative log posterior, at
-    whose mode the Laplace evidence is taken: a heteroscedastic MAP's updates come after.
-    MC dropout's learned rates are weighed against the prior, and its updates do not wait."""
-    model = estimator(**FAMILIES[estimator], likelihood=likelihood).fit(*linear_data)
-    epochs = [update["epoch"] for update in model.evidence_history_]
-    warm_up_end = map_module.WARM_UP_FRACTION * FAST["max_epochs"]
-    assert len(epochs) > 1
-    assert (min(epochs) >= warm_up_end) == waits
-
-
 # ------------------------------------------------------------------ the estimators
 def test_laplace_with_a_constant_noise_head_is_the_gaussian_laplace(linear_data):
     """The same MAP, posterior and predictive, whether the noise is a fixed
