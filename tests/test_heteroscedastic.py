@@ -300,7 +300,7 @@ def test_warm_up_weight_scales_each_point_by_its_noise():
     held out of the gradient: at beta = 1 the mean's gradient is the squared error's."""
     likelihood = HeteroscedasticGaussianLikelihood()
     mean = torch.tensor([[0.5], [2.0]], dtype=torch.float64, requires_grad=True)
-    log_std = torch.tensor([[0.0], [1.0]], dtype=torch.float64, requires_grad=True)
+    log_std = torch.tensor([[0.0], [-1.0]], dtype=torch.float64, requires_grad=True)
     y = torch.tensor([[1.0], [0.0]], dtype=torch.float64)
     plain = likelihood.log_prob(torch.cat([mean, log_std], dim=-1), y)
     likelihood.beta = 1.0
@@ -308,6 +308,21 @@ def test_warm_up_weight_scales_each_point_by_its_noise():
     torch.testing.assert_close(weighted, plain * torch.exp(2 * log_std.detach()[:, 0]))
     (gradient,) = torch.autograd.grad(weighted.sum(), mean)
     torch.testing.assert_close(gradient, y - mean.detach())
+
+
+def test_warm_up_weight_caps_the_noise_at_the_targets_spread():
+    """Above a noise std of 1 (the standardised target's spread) a point's weight is 1: its
+    gradient in the log std stays the likelihood's, at most 1, where ``sigma**2`` would make it
+    grow exponentially with the log std and let a row far out throw its noise head up."""
+    likelihood = HeteroscedasticGaussianLikelihood()
+    log_std = torch.tensor([[3.0], [8.0]], dtype=torch.float64, requires_grad=True)
+    outputs = torch.cat([torch.tensor([[0.0], [0.0]], dtype=torch.float64), log_std], dim=-1)
+    y = torch.tensor([[1.0], [50.0]], dtype=torch.float64)
+    (plain,) = torch.autograd.grad(likelihood.log_prob(outputs, y).sum(), log_std)
+    likelihood.beta = 1.0
+    (warm,) = torch.autograd.grad(likelihood.log_prob(outputs, y).sum(), log_std)
+    torch.testing.assert_close(warm, plain)
+    assert (warm.abs() <= 1.0).all()
 
 
 def test_warm_up_weights_keeping_their_total_are_divided_by_their_mean():

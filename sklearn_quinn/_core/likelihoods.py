@@ -235,6 +235,13 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
         otherwise makes the noisy points' means learn ever slower once their
         noise has grown, and the network settles with the residuals in the
         noise head; at ``beta = 1`` the means learn as under squared error.
+        ``sigma(x)`` is capped at 1 in the weight, the standardised target's
+        spread, which no table's noise exceeds: above it the weighted term's
+        gradient in the log std, ``sigma**(2 beta) (1 - z**2)``, grows
+        exponentially with the log std, and a row far outside the data could
+        throw its noise head up without bound (docs/heteroscedastic.rst, "Rows
+        far out ran away with the noise head"); capped, such a row's term is
+        the likelihood's own.
         :class:`~sklearn_quinn._map.MeanWarmUp` anneals it to 0, the
         likelihood itself, before training ends.
     beta_keeps_total : bool, default=False
@@ -353,7 +360,7 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
         if mean_variance.shape[-1]:
             terms = terms - 0.5 * mean_variance * torch.exp(-2 * log_std)
         if self.beta:
-            weights = torch.exp(2 * self.beta * log_std.detach())
+            weights = torch.exp(2 * self.beta * log_std.detach().clamp(max=0.0))
             terms = terms * (weights / weights.mean() if self.beta_keeps_total else weights)
         return terms.sum(-1)
 
