@@ -236,7 +236,7 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
         noise has grown, and the network settles with the residuals in the
         noise head; at ``beta = 1`` the means learn as under squared error.
         ``sigma(x)`` is capped at 1 in the weight, the standardised target's
-        spread, which no table's noise exceeds: above it the weighted term's
+        spread, which few rows' noise exceeds: above it the weighted term's
         gradient in the log std, ``sigma**(2 beta) (1 - z**2)``, grows
         exponentially with the log std, and a row far outside the data could
         throw its noise head up without bound (docs/heteroscedastic.rst, "Rows
