@@ -366,6 +366,17 @@ def test_warm_up_anneals_over_the_first_half_unless_training_starts_at_a_mode(wa
     assert likelihood.beta == 0.0
 
 
+def test_warm_up_caps_the_noise_at_the_targets_largest_distance_from_their_mean(linear_data):
+    """In the standardised target's units: one far target raises the cap above 1, the spread."""
+    X, y = linear_data
+    y = y.copy()
+    y[0] = y.mean() + 12 * y.std()
+    model = LaplaceRegressor(**FAST, likelihood="heteroscedastic").fit(X, y)
+    expected = np.log(np.abs(y - y.mean()).max() / y.std())
+    assert expected > 1.0
+    np.testing.assert_allclose(model.net_.criterion_.likelihood.beta_log_std_cap, expected, rtol=1e-12)
+
+
 def test_training_ends_on_the_likelihood_itself(linear_data):
     model = LaplaceRegressor(**FAST, likelihood="heteroscedastic").fit(*linear_data)
     assert model.net_.criterion_.likelihood.beta == 0.0

@@ -235,15 +235,20 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
         otherwise makes the noisy points' means learn ever slower once their
         noise has grown, and the network settles with the residuals in the
         noise head; at ``beta = 1`` the means learn as under squared error.
-        ``sigma(x)`` is capped at 1 in the weight, the standardised target's
-        spread, which few rows' noise exceeds: above it the weighted term's
-        gradient in the log std, ``sigma**(2 beta) (1 - z**2)``, grows
+        ``sigma(x)`` is capped at ``exp(beta_log_std_cap)`` in the weight.
+        :class:`~sklearn_quinn._map.MeanWarmUp` anneals it to 0, the
+        likelihood itself, before training ends.
+    beta_log_std_cap : float, default=0.0
+        The log of the largest noise std the warm-up weight reads (1 by
+        default, the standardised target's spread). Above it the weighted
+        term's gradient in the log std, ``sigma**(2 beta) (1 - z**2)``, grows
         exponentially with the log std, and a row far outside the data could
         throw its noise head up without bound (docs/heteroscedastic.rst, "Rows
         far out ran away with the noise head"); capped, such a row's term is
-        the likelihood's own.
-        :class:`~sklearn_quinn._map.MeanWarmUp` anneals it to 0, the
-        likelihood itself, before training ends.
+        the likelihood's own. :class:`~sklearn_quinn._map.MeanWarmUp` sets
+        the log of the training targets' largest distance from their mean: a
+        noise std beyond it would put every target within one std of the
+        mean.
     beta_keeps_total : bool, default=False
         Divide those weights by their mean over the batch, so that the data
         keep their total weight: set where the loss weighs the likelihood
@@ -292,6 +297,7 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
         super().__init__()
         self.beta = 0.0
         self.beta_keeps_total = False
+        self.beta_log_std_cap = 0.0
 
     @staticmethod
     def heads(outputs):
@@ -360,7 +366,7 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
         if mean_variance.shape[-1]:
             terms = terms - 0.5 * mean_variance * torch.exp(-2 * log_std)
         if self.beta:
-            weights = torch.exp(2 * self.beta * log_std.detach().clamp(max=0.0))
+            weights = torch.exp(2 * self.beta * log_std.detach().clamp(max=self.beta_log_std_cap))
             terms = terms * (weights / weights.mean() if self.beta_keeps_total else weights)
         return terms.sum(-1)
 
