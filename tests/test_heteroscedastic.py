@@ -310,10 +310,11 @@ def test_warm_up_weight_scales_each_point_by_its_noise():
     torch.testing.assert_close(gradient, y - mean.detach())
 
 
-def test_warm_up_weight_caps_the_noise_at_the_targets_spread():
-    """Above a noise std of 1 (the standardised target's spread) a point's weight is 1: its
-    gradient in the log std stays the likelihood's, at most 1, where ``sigma**2`` would make it
-    grow exponentially with the log std and let a row far out throw its noise head up."""
+def test_warm_up_weight_leaves_a_point_above_the_noise_cap_the_likelihoods_own():
+    """Above the cap (a noise std of 1, the standardised target's spread, unless the training
+    sets another) a point's weight is 1: its gradient in the log std stays the likelihood's, at
+    most 1, where ``sigma**2`` would make it grow exponentially with the log std and let a row
+    far out throw its noise head up."""
     likelihood = HeteroscedasticGaussianLikelihood()
     log_std = torch.tensor([[3.0], [8.0]], dtype=torch.float64, requires_grad=True)
     outputs = torch.cat([torch.tensor([[0.0], [0.0]], dtype=torch.float64), log_std], dim=-1)
