@@ -240,12 +240,13 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
         likelihood itself, before training ends.
     beta_log_std_cap : float, default=0.0
         The log of the largest noise std the warm-up weight reads (1 by
-        default, the standardised target's spread). Above it the weighted
+        default, the standardised target's spread). Uncapped, the weighted
         term's gradient in the log std, ``sigma**(2 beta) (1 - z**2)``, grows
         exponentially with the log std, and a row far outside the data could
         throw its noise head up without bound (docs/heteroscedastic.rst, "Rows
-        far out ran away with the noise head"); capped, such a row's term is
-        the likelihood's own. :class:`~sklearn_quinn._map.MeanWarmUp` sets
+        far out ran away with the noise head"); above the cap a row's weight
+        is a constant, ``exp(2 beta cap)``, and its gradient the likelihood's
+        own times it, bounded. :class:`~sklearn_quinn._map.MeanWarmUp` sets
         the log of the training targets' largest distance from their mean: a
         noise std beyond it would put every target within one std of the
         mean.
@@ -354,8 +355,17 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
 
         With targets ``(..., N, 2 O)`` (:meth:`training_targets`), the
         expected log density over the means' posterior: each point's term
-        less ``v_n / (2 sigma_n**2)``.
+        less ``v_n / (2 sigma_n**2)``. While ``beta`` > 0 each term carries
+        its warm-up weight.
         """
+        terms, log_std = self._terms(outputs, y, perturbation)
+        if self.beta:
+            weights = torch.exp(2 * self.beta * log_std.detach().clamp(max=self.beta_log_std_cap))
+            terms = terms * (weights / weights.mean() if self.beta_keeps_total else weights)
+        return terms.sum(-1)
+
+    def _terms(self, outputs, y, perturbation=None):
+        """The log density's terms per point and output ``(..., N, O)``, unweighted, and the log stds."""
         mean, log_std = self.heads(outputs)
         n_targets = mean.shape[-1]
         y, mean_variance = y[..., :n_targets], y[..., n_targets:]
@@ -365,10 +375,7 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
         terms = -0.5 * z.square() - log_std - _HALF_LOG_2PI
         if mean_variance.shape[-1]:
             terms = terms - 0.5 * mean_variance * torch.exp(-2 * log_std)
-        if self.beta:
-            weights = torch.exp(2 * self.beta * log_std.detach().clamp(max=self.beta_log_std_cap))
-            terms = terms * (weights / weights.mean() if self.beta_keeps_total else weights)
-        return terms.sum(-1)
+        return terms, log_std
 
     @staticmethod
     def predictive(outputs, noise_std=None):
@@ -408,8 +415,10 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
         return jacobian * scale.unsqueeze(-1)
 
     def evidence_data_fit(self, outputs, y):
-        """``log p(D | theta*)``, which has no noise scale of its own: a constant."""
-        return ConstantDataFit(float(self.log_prob(outputs, y).sum()))
+        """``log p(D | theta*)``, which has no noise scale of its own: a constant. The
+        likelihood's own, not the warm-up's weighted terms: an update during the warm-up
+        records the evidence."""
+        return ConstantDataFit(float(self._terms(outputs, y)[0].sum()))
 
     def state_log_likelihood(self, model, X, Y):
         """The log likelihood over state rows (see :class:`HeteroscedasticStateLikelihood`)."""
