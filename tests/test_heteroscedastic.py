@@ -439,6 +439,18 @@ def test_heteroscedastic_covariance_and_samples_match_the_std(two_targets):
     np.testing.assert_allclose(draws.std(axis=-1), std, rtol=0.05)
 
 
+def test_samples_take_the_noise_the_predictive_std_takes_beyond_the_clip(linear_data):
+    """A log std beyond the clip (10, in the network's units) that guards the training: ``predict``
+    takes the head's own output, and so do the draws of ``y``."""
+    X, y = linear_data
+    model = LaplaceRegressor(module=lambda n_in, n_out: ConstantNoiseHead(n_in, 12.0), likelihood="heteroscedastic",
+                             prior_std=1.0, normalize_X=False, normalize_y=False, max_epochs=20, random_state=0)
+    _, std = model.fit(X, y).predict(X[:5], return_std=True)
+    np.testing.assert_allclose(std, np.exp(12.0), rtol=1e-6)
+    draws = model.sample_y(X[:5], n_samples=20000, random_state=0)
+    np.testing.assert_allclose(draws.std(axis=-1), std, rtol=0.03)
+
+
 @pytest.mark.parametrize("estimator", REGRESSORS, ids=by_name)
 def test_heteroscedastic_samples_carry_each_inputs_noise(estimator, two_targets):
     """``sample_y`` draws each row's noise from its own scale: the draws spread at least by the

@@ -313,11 +313,13 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
         """The network's outputs for ``n_targets``: a mean and a log noise std each."""
         return 2 * n_targets
 
-    @classmethod
-    def split(cls, outputs, noise_std=None):
+    @staticmethod
+    def split(outputs, noise_std=None):
         """The means and noise stds ``(..., N, O)`` from outputs ``(..., N, 2 O)``
-        (``noise_std``, the homoscedastic one of :class:`GaussianLikelihood`, is unused)."""
-        mean, log_std = cls.heads(outputs)
+        (``noise_std``, the homoscedastic one of :class:`GaussianLikelihood`, is unused):
+        the noise std of the unclipped log std, as :meth:`predictive` takes it, so that
+        draws of ``y`` spread as the predictive std says wherever the head's output lies."""
+        mean, log_std = outputs.chunk(2, dim=-1)
         return mean, log_std.exp()
 
     @staticmethod
