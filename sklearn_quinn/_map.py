@@ -719,16 +719,10 @@ class MeanWarmUp(Callback):
     :class:`~sklearn_quinn._core.likelihoods.HeteroscedasticGaussianLikelihood`).
     A continuation: the objective moves from a mean-first loss to the
     negative log posterior, whose mode the training and its polish then find.
-    The weight's cap (``beta_log_std_cap``) is the log of the training
-    targets' largest distance from their mean."""
+    The weight's cap is the likelihood's own (``beta_log_std_cap``)."""
 
     def __init__(self, likelihood, max_epochs):
         self.likelihood, self.max_epochs = likelihood, max_epochs
-
-    def on_train_begin(self, net, X=None, y=None, **kwargs):
-        targets = torch.as_tensor(y)
-        spread = float((targets - targets.mean(0)).abs().max())
-        self.likelihood.beta_log_std_cap = math.log(spread) if spread > 0 else 0.0
 
     def on_epoch_begin(self, net, **kwargs):
         done = (len(net.history) - 1) / max(1.0, WARM_UP_FRACTION * self.max_epochs)

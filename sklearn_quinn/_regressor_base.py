@@ -74,7 +74,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         ``noise_std`` parameter), or a learned noise of shape
         ``leading_shape + (O,)``, one per output."""
         if self.likelihood == "heteroscedastic":
-            return HeteroscedasticGaussianLikelihood()
+            return HeteroscedasticGaussianLikelihood.for_targets(Y)
         if noise_std is None:
             noise_std = self._fixed_noise()
         elif isinstance(noise_std, torch.Tensor):

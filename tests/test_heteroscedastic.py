@@ -393,6 +393,23 @@ def test_warm_up_caps_the_noise_at_the_targets_largest_distance_from_their_mean(
     np.testing.assert_allclose(model.net_.criterion_.likelihood.beta_log_std_cap, expected, rtol=1e-12)
 
 
+def test_the_warm_up_cap_is_the_targets_spread_not_the_means_variances_after_them(linear_data):
+    """Members train on the MAP's targets, the means' posterior variances in the columns after
+    them: a large variance must not raise the cap (it did while the warm-up read every column)."""
+    X, y = linear_data
+    Y = (y[:, None] - y.mean()) / y.std()
+    targets = HeteroscedasticGaussianLikelihood.training_targets(torch.as_tensor(Y))
+    targets[0, 1] = 100.0
+    model = FunctionalModel(nn.Linear(3, 2).double())
+    theta = model.flatten().expand(2, -1).clone()
+    trained = train_members(model, theta, X, targets.numpy(), subsets=torch.arange(40).expand(2, -1),
+                            anchors=torch.zeros_like(theta), perturbations=None,
+                            likelihood=HeteroscedasticGaussianLikelihood.for_targets(Y), prior_precision=1.0,
+                            seeds=[0, 1], batch_size=40, lr=0.01, lr_schedule="constant", max_epochs=2,
+                            optimizer=torch.optim.Adam, callbacks=None, device="cpu", verbose=0)
+    np.testing.assert_allclose(trained.likelihood.beta_log_std_cap, np.log(np.abs(Y).max()), rtol=1e-12)
+
+
 # ------------------------------------------------------------------ the estimators
 def test_laplace_with_a_constant_noise_head_is_the_gaussian_laplace(linear_data):
     """The same MAP, posterior and predictive, whether the noise is a fixed

@@ -246,10 +246,9 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
         throw its noise head up without bound (docs/heteroscedastic.rst, "Rows
         far out ran away with the noise head"); above the cap a row's weight
         is a constant, ``exp(2 beta cap)``, and its gradient the likelihood's
-        own times it, bounded. :class:`~sklearn_quinn._map.MeanWarmUp` sets
-        the log of the training targets' largest distance from their mean: a
-        noise std beyond it would put every target within one std of the
-        mean.
+        own times it, bounded. :meth:`for_targets` sets the log of the
+        targets' largest distance from their mean: a noise std beyond it would
+        put every target within one std of the mean.
     beta_keeps_total : bool, default=False
         Divide those weights by their mean over the batch, so that the data
         keep their total weight: set where the loss weighs the likelihood
@@ -294,11 +293,21 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
     #: fit (docs/evidence.rst, "The output bias").
     output_bias_sets_frequencies = False
 
-    def __init__(self):
+    def __init__(self, beta_log_std_cap=0.0):
         super().__init__()
         self.beta = 0.0
         self.beta_keeps_total = False
-        self.beta_log_std_cap = 0.0
+        self.beta_log_std_cap = beta_log_std_cap
+
+    @classmethod
+    def for_targets(cls, Y):
+        """The likelihood of a table's targets ``Y`` ``(N, O)``, its warm-up weight capped at
+        the log of their largest distance from their mean. Read here, from the targets alone:
+        a training's own targets may carry the means' posterior variances after them
+        (:meth:`training_targets`), which are no distance of a target."""
+        Y = torch.as_tensor(Y)
+        spread = float((Y - Y.mean(0)).abs().max())
+        return cls(math.log(spread) if spread > 0 else 0.0)
 
     @staticmethod
     def heads(outputs):
