@@ -17,6 +17,7 @@ from ._core.pushforward import GaussianPredictive
 from ._core.rng import prediction_generator, standard_normal
 from ._core.row_subsets import random_subset
 from ._map import gaussian_likelihood
+from ._warnings import warn
 from .base import _MAX_SEED, VALIDATION, BaseBayesianNetwork
 
 #: The likelihood of each value of ``likelihood``: its network outputs, and how
@@ -258,7 +259,9 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         return self._squeeze(self._to_numpy(mean) * self._y_scale + self._y_mean)
 
     def _std(self, variance):
-        """A network-unit variance ``(N, O)`` as a std in the units and shape of y."""
+        """A network-unit variance ``(N, O)`` as a std in the units and shape of y; a variance
+        past float64's range is an infinite std, with a warning."""
+        _warn_if_overflowed(~torch.isfinite(variance).all(-1), "the predictive variance", "std is returned as inf")
         return self._squeeze(self._to_numpy(variance.sqrt()) * self._y_scale)
 
     def sample_y(self, X, n_samples=1, random_state=0):
@@ -282,7 +285,9 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         with torch.no_grad():
             outputs, noise_std = LIKELIHOODS[self.likelihood].split(*self._sample_outputs(X, n_samples, generator))
             noise = standard_normal(generator, outputs)
-            draws = self._to_numpy(outputs + noise * noise_std)
+            draws = outputs + noise * noise_std
+            _warn_if_overflowed(~torch.isfinite(draws).all(-1).all(0), "a draw", "draws are inf")
+            draws = self._to_numpy(draws)
         draws = (draws * self._y_scale + self._y_mean).transpose(1, 2, 0)
         return draws[:, 0, :] if self._single_output else draws
 
@@ -307,3 +312,12 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         if not self._single_output:
             return array
         return array[..., 0] if array.ndim == 3 else array[:, 0]
+
+
+def _warn_if_overflowed(rows, what, consequence):
+    """Warn where ``rows`` (a boolean tensor, one per row of X) flags a value past float64's range."""
+    overflowed = int(rows.sum())
+    if overflowed:
+        warn(f"{what} exceeds float64's range at {overflowed} of {len(rows)} rows, whose {consequence}: they lie "
+             "far outside the training data, where the network's uncertainty (under "
+             "likelihood='heteroscedastic', of its noise too) grows without bound")

@@ -1,6 +1,7 @@
 """likelihood='heteroscedastic': a noise head in every regressor, and the split of the predictive std."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from sklearn_quinn import (
 )
 from sklearn_quinn import _map as map_module
 from sklearn_quinn._core import evidence as evidence_module
+from sklearn_quinn._core import likelihoods as likelihoods_module
 from sklearn_quinn._core.likelihoods import GaussianLikelihood, HeteroscedasticGaussianLikelihood
 from sklearn_quinn._core.network import FunctionalModel
 from sklearn_quinn._map import fit_map
@@ -122,6 +124,43 @@ def test_mean_variances_are_at_most_the_noise_where_a_leverage_overshoots():
     noise_variance = torch.exp(2 * outputs[:, 1])
     torch.testing.assert_close(targets[:, 1], torch.stack([noise_variance[0], 0.4 * noise_variance[1],
                                                            torch.tensor(0.0, dtype=torch.float64)]))
+
+
+@pytest.mark.parametrize("mean, variance", [(0.3, 0.1), (9.5, 4.0), (50.0, 100.0), (-30.0, 25.0), (4.0, 0.0)])
+def test_the_expected_noise_variance_is_that_of_the_clipped_log_std(mean, variance):
+    """``E[exp(2 h(s))]`` for ``s ~ N(m, v)`` and the likelihood's clip ``h``, in closed form, against
+    quadrature over 400,001 points within 12 stds (relative 1e-7); within the data's noise it is the
+    lognormal ``exp(2 m + 2 v)``, and at ``v = 0`` it is ``exp(2 h(m))``."""
+    m, v = torch.tensor([mean], dtype=torch.float64), torch.tensor([variance], dtype=torch.float64)
+    closed = likelihoods_module._log_expected_exp_of_clipped(m, v, 2.0)
+    if variance == 0:
+        expected = 2 * likelihoods_module._clip_log_std(m)
+    else:
+        s = torch.linspace(mean - 12 * variance**0.5, mean + 12 * variance**0.5, 400_001, dtype=torch.float64)
+        log_terms = 2 * likelihoods_module._clip_log_std(s) - 0.5 * (s - mean) ** 2 / variance
+        expected = torch.logsumexp(log_terms, 0) + math.log(float(s[1] - s[0])) - 0.5 * math.log(2 * math.pi * variance)
+    torch.testing.assert_close(closed, expected.reshape(1), rtol=1e-7, atol=1e-7)
+    if mean == 0.3:
+        torch.testing.assert_close(closed, 2 * m + 2 * v, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("estimator", REGRESSORS, ids=by_name)
+def test_predictions_far_from_the_data_are_finite_and_never_nan(estimator, two_targets):
+    """Rows 100 training ranges out: the noise head's variance grows as the square of the distance,
+    and its unclipped lognormal moment, ``exp(2 m + 2 v)``, overflowed to inf (an ensemble's members'
+    average times its local factor, ``0 * inf``, to NaN). The clip's moment is finite there; a row a
+    million out may still overflow it, and then the std is inf, with a warning, never NaN."""
+    X, Y = two_targets
+    model = estimator(**FAMILIES[estimator], likelihood="heteroscedastic").fit(X, Y)
+    far = np.array([[100.0, -100.0], [-300.0, 0.0]])
+    mean, std = model.predict(far, return_std=True)
+    assert np.isfinite(mean).all() and np.isfinite(std).all()
+    assert np.isfinite(model.sample_y(far, n_samples=100, random_state=0)).all()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        parts = model.predict_uncertainty(np.array([[-1e6, 3.0]]))
+    assert not any(np.isnan(value).any() for value in parts.values())
+    assert np.isfinite(parts.std).all() or any("exceeds float64's range" in str(w.message) for w in caught)
 
 
 def test_the_clip_keeps_a_slope_beyond_its_bound():
@@ -457,13 +496,13 @@ def test_heteroscedastic_covariance_and_samples_match_the_std(two_targets):
 
 
 def test_samples_take_the_noise_the_predictive_std_takes_beyond_the_clip(linear_data):
-    """A log std beyond the clip (10, in the network's units) that guards the training: ``predict``
-    takes the head's own output, and so do the draws of ``y``."""
+    """A head's output beyond the clip (10, in the network's units): ``predict`` takes the noise
+    the likelihood reads there, the clip's ``10 + 0.01 (12 - 10)``, and so do the draws of ``y``."""
     X, y = linear_data
     model = LaplaceRegressor(module=lambda n_in, n_out: ConstantNoiseHead(n_in, 12.0), likelihood="heteroscedastic",
                              prior_std=1.0, normalize_X=False, normalize_y=False, max_epochs=20, random_state=0)
     _, std = model.fit(X, y).predict(X[:5], return_std=True)
-    np.testing.assert_allclose(std, np.exp(12.0), rtol=1e-6)
+    np.testing.assert_allclose(std, np.exp(10.02), rtol=1e-6)
     draws = model.sample_y(X[:5], n_samples=20000, random_state=0)
     np.testing.assert_allclose(draws.std(axis=-1), std, rtol=0.03)
 

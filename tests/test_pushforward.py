@@ -125,6 +125,9 @@ def test_sampled_predictive_with_a_local_variance_is_the_gaussian_mixture():
     """Each draw spread by an independent N(0, v_o): the mixture's variance adds v, its
     covariance across points adds v on the diagonal, across outputs diag(v), and
     E[exp(c f)] gains the lognormal factor exp(c**2 v / 2); a column keeps its own v."""
+    def lognormal(mean, variance):  # log E[exp(2 f)] for f ~ N(mean, variance)
+        return 2.0 * mean + 2.0 * variance
+
     draws = torch.randn(50, 4, 2, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     local = torch.tensor([0.3, 2.0], dtype=torch.float64)
     bare, spread = SampledPredictive(draws), SampledPredictive(draws, local_variance=local)
@@ -132,7 +135,8 @@ def test_sampled_predictive_with_a_local_variance_is_the_gaussian_mixture():
     torch.testing.assert_close(spread.variance, bare.variance + local)
     torch.testing.assert_close(spread.covariance(), bare.covariance() + torch.diag_embed(local[:, None].expand(2, 4)))
     torch.testing.assert_close(spread.output_covariance(), bare.output_covariance() + torch.diag(local))
-    torch.testing.assert_close(spread.expected_exp(2.0), bare.expected_exp(2.0) * torch.exp(2.0 * local))
+    torch.testing.assert_close(spread.expectation(lognormal), bare.expectation(lognormal) * torch.exp(2.0 * local))
+    torch.testing.assert_close(bare.expectation(lognormal), torch.exp(2.0 * draws).mean(0))
     torch.testing.assert_close(spread.columns(slice(1, 2)).variance, bare.variance[:, 1:] + local[1:])
 
 

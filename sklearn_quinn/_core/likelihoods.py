@@ -47,6 +47,42 @@ _LOG_STD_BOUND = 10.0
 _LOG_STD_LEAK = 0.01
 
 
+def _clip_log_std(log_std):
+    """The log noise std the heteroscedastic likelihood reads from its head's output:
+    the output within ``±_LOG_STD_BOUND``, and beyond it at slope ``_LOG_STD_LEAK``."""
+    clipped = log_std.clamp(-_LOG_STD_BOUND, _LOG_STD_BOUND)
+    return clipped + _LOG_STD_LEAK * (log_std - clipped)
+
+
+def _log_normal_mass(lower, upper):
+    """``log(Phi(upper) - Phi(lower))`` elementwise, for ``lower <= upper``: in the upper
+    tail as ``log(Phi(-lower) - Phi(-upper))``, so that neither tail rounds to ``log(0)``."""
+    flip = lower > 0
+    low, high = torch.where(flip, -upper, lower), torch.where(flip, -lower, upper)
+    log_high, log_low = torch.special.log_ndtr(high), torch.special.log_ndtr(low)
+    ratio = torch.where(log_high > -math.inf, torch.exp(log_low - log_high), torch.zeros_like(log_high))
+    return log_high + torch.log1p(-ratio)
+
+
+def _log_expected_exp_of_clipped(mean, variance, c):
+    """``log E[exp(c h(s))]`` for ``s ~ N(mean, variance)`` elementwise, ``h`` the clip of
+    :func:`_clip_log_std`. On each of its three linear pieces ``a + b s`` over ``(l, u)`` the
+    expectation is a truncated lognormal moment, ``exp(c a + c b m + (c b)**2 v / 2)`` times
+    the normal mass of ``(l, u)`` about ``m + c b v``. Exact for a Gaussian ``s`` (a linearised
+    network's), and finite where ``E[exp(c s)] = exp(c m + c**2 v / 2)`` of the unclipped
+    output overflows far from the data: there the clip's slope, not the output's, sets the noise."""
+    std = variance.sqrt().clamp_min(torch.finfo(mean.dtype).tiny)
+    bound, leak = _LOG_STD_BOUND, _LOG_STD_LEAK
+    pieces = ((0.0, 1.0, -bound, bound), (bound * (1 - leak), leak, bound, math.inf),
+              (-bound * (1 - leak), leak, -math.inf, -bound))
+    terms = []
+    for offset, slope, lower, upper in pieces:
+        centre = mean + c * slope * variance
+        log_mass = _log_normal_mass((lower - centre) / std, (upper - centre) / std)
+        terms.append(c * (offset + slope * mean) + 0.5 * (c * slope) ** 2 * variance + log_mass)
+    return torch.logsumexp(torch.stack(terms), dim=0)
+
+
 class GaussianLikelihood(nn.Module):
     """``N(y | f, noise_std**2)`` per output, with a fixed or trained noise.
 
@@ -314,21 +350,19 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
         """The means and the (clipped) log noise stds ``(..., N, O)`` from outputs ``(..., N, 2 O)``:
         the log std within ``±_LOG_STD_BOUND``, and beyond it at slope ``_LOG_STD_LEAK``."""
         mean, log_std = outputs.chunk(2, dim=-1)
-        clipped = log_std.clamp(-_LOG_STD_BOUND, _LOG_STD_BOUND)
-        return mean, clipped + _LOG_STD_LEAK * (log_std - clipped)
+        return mean, _clip_log_std(log_std)
 
     @staticmethod
     def n_network_outputs(n_targets):
         """The network's outputs for ``n_targets``: a mean and a log noise std each."""
         return 2 * n_targets
 
-    @staticmethod
-    def split(outputs, noise_std=None):
+    @classmethod
+    def split(cls, outputs, noise_std=None):
         """The means and noise stds ``(..., N, O)`` from outputs ``(..., N, 2 O)``
         (``noise_std``, the homoscedastic one of :class:`GaussianLikelihood`, is unused):
-        the noise std of the unclipped log std, as :meth:`predictive` takes it, so that
-        draws of ``y`` spread as the predictive std says wherever the head's output lies."""
-        mean, log_std = outputs.chunk(2, dim=-1)
+        the noise of the likelihood's own clipped log std, as :meth:`predictive` takes it."""
+        mean, log_std = cls.heads(outputs)
         return mean, log_std.exp()
 
     @staticmethod
@@ -404,13 +438,19 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
         mean : GaussianPredictive or SampledPredictive
             Over the means ``(N, O)``.
         noise_variance : tensor of shape (N, O)
-            ``E[sigma(x)**2] = E[exp(2 s)]``, exact for the Gaussian of a
-            linearised network (``exp(2 m + 2 v)``). It is taken on the
-            unclipped head: the clip guards the training and the curvature
-            against log stds no table's noise reaches.
+            ``E[sigma(x)**2] = E[exp(2 h(s))]`` of the head's output ``s``
+            and the likelihood's clip ``h`` (the same noise the training's
+            density reads), exact for the Gaussian of a linearised network.
+            Within the data's noise ``h(s) = s``, and this is ``exp(2 m +
+            2 v)``; far from the data, where the noise head's variance ``v``
+            grows as the square of the distance, that unclipped moment
+            overflows float64 (an input 30 training ranges out) while the
+            clip's slope keeps the noise finite.
         """
         n_outputs = outputs.mean.shape[-1] // 2
-        return outputs.columns(slice(0, n_outputs)), outputs.columns(slice(n_outputs, None)).expected_exp(2.0)
+        noise = outputs.columns(slice(n_outputs, None)).expectation(
+            lambda mean, variance: _log_expected_exp_of_clipped(mean, variance, 2.0))
+        return outputs.columns(slice(0, n_outputs)), noise
 
     def output_gradient(self, outputs, y):
         """``d(-log p(y | f)) / df`` per point, shape ``(N, 2 O)``: ``-(y - mu) / sigma**2`` and ``1 - z**2``."""

@@ -2,8 +2,9 @@
 
 Two pushforwards, both giving an object with ``mean``, ``variance``,
 ``covariance()``, ``sample(n, generator)``, ``columns(index)`` (the
-distribution of some of the outputs) and ``expected_exp(c)`` (``E[exp(c f)]``)
-over outputs of shape ``(N, O)``:
+distribution of some of the outputs) and ``expectation(log_moment)``
+(``E[g(f)]`` from the log of its value under a Gaussian) over outputs of shape
+``(N, O)``:
 
 - linear (GLM / linearised network): ``N(f(theta*, X), J Sigma J^T)``, kept as
   a factor ``B`` with ``J Sigma J^T = B B^T``;
@@ -61,9 +62,10 @@ class GaussianPredictive:
                 return self._output_covariance()[:, index, index]
         return GaussianPredictive(self.mean[..., index], lambda: self.factor[:, index], output_covariance)
 
-    def expected_exp(self, c):
-        """``E[exp(c f)]`` per point and output, ``exp(c m + c**2 v / 2)``, shape ``(N, O)``."""
-        return torch.exp(c * self.mean + 0.5 * c**2 * self.variance)
+    def expectation(self, log_moment):
+        """``E[g(f)]`` per point and output, shape ``(N, O)``, from ``log_moment(mean, variance)``,
+        ``log E[g(f)]`` for ``f ~ N(mean, variance)`` elementwise."""
+        return torch.exp(log_moment(self.mean, self.variance))
 
     def sample(self, n, generator=None):
         """Joint draws over all points, shape ``(n, N, O)``."""
@@ -107,10 +109,15 @@ class SampledPredictive:
         """The local variance at every point, ``(N, O)``."""
         return self.local_variance.expand(self.samples.shape[1:])
 
-    def expected_exp(self, c):
-        """``E[exp(c f)]`` per point and output, shape ``(N, O)``."""
-        expected = self.average(torch.exp(c * self.samples))
-        return expected if self.local_variance is None else expected * torch.exp(0.5 * c**2 * self.local_variance)
+    def expectation(self, log_moment):
+        """``E[g(f)]`` per point and output, shape ``(N, O)``, from ``log_moment(mean, variance)``,
+        ``log E[g(f)]`` for ``f ~ N(mean, variance)`` elementwise: each draw's Gaussian (of the
+        local variance; none without one) averaged by weight in logs, so that neither a draw whose
+        moment underflows nor one whose local factor overflows makes ``0 * inf``."""
+        local = torch.zeros_like(self.samples) if self.local_variance is None else self.local_variance
+        log_moments = log_moment(self.samples, local.expand(self.samples.shape))
+        log_weights = self.weights.log().reshape(-1, *[1] * (self.samples.dim() - 1))
+        return torch.exp(torch.logsumexp(log_weights + log_moments, dim=0))
 
     def _unbiased(self, scatter):
         effective = 1.0 - self.weights.square().sum()
