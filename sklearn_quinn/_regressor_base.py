@@ -1,6 +1,6 @@
 """Shared machinery of the regressors: standardised targets, the likelihood, predict and sample_y."""
 
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 import torch
@@ -279,6 +279,8 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         -------
         y_samples : ndarray of shape (n_samples_X, n_samples) or (n_samples_X, n_targets, n_samples)
         """
+        if isinstance(n_samples, bool) or not isinstance(n_samples, Integral) or n_samples < 1:
+            raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")
         X = self._validated_inputs(X)
         seed = check_random_state(random_state).randint(_MAX_SEED)
         generator = prediction_generator(seed)

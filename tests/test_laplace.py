@@ -334,6 +334,14 @@ def test_std_and_cov_together_is_an_error(wave_data):
         reg.predict(X, return_std=True, return_cov=True)
 
 
+@pytest.mark.parametrize("n_samples", [0, -1, 2.0, "3", True])
+def test_sample_y_refuses_a_number_of_draws_that_is_not_a_positive_integer(wave_data, n_samples):
+    X, y = wave_data
+    reg = fast(max_epochs=2).fit(X, y)
+    with pytest.raises(ValueError, match="n_samples must be a positive integer"):
+        reg.sample_y(X[:3], n_samples=n_samples)
+
+
 @pytest.mark.slow
 def test_diagonal_evidence_that_inflates_the_noise_warns():
     """Diabetes, a 1x200 network under a fixed N(0, 1): the diagonal evidence
