@@ -71,15 +71,24 @@ class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
         return X, Y
 
     def _check_predictive(self):
-        """Fail at fit when ``predictive`` needs a Gaussian over the logits that the family lacks
-        (the family says whether it has one in ``_gaussian_logits``)."""
-        if self._gaussian_logits or self.predictive is None or getattr(self, "moment_match", False):
+        """Fail where ``predictive`` needs a Gaussian over the logits that the family lacks (the
+        family says whether it has one in ``_gaussian_logits``), or ``moment_match`` fits one for
+        no predictive to use: at fit, and again at predict, after any ``set_params``."""
+        if self._gaussian_logits:
             return
-        raise ValueError(
-            f"predictive={self.predictive!r} needs a Gaussian over the logits, and "
-            f"{type(self).__name__} predicts from weight draws. Set moment_match=True to fit a "
-            "Gaussian to the draws' logits, or predictive=None to average the softmax over the draws."
-        )
+        moment_match = getattr(self, "moment_match", False)
+        if self.predictive is not None and not moment_match:
+            raise ValueError(
+                f"predictive={self.predictive!r} needs a Gaussian over the logits, and "
+                f"{type(self).__name__} predicts from weight draws. Set moment_match=True to fit a "
+                "Gaussian to the draws' logits, or predictive=None to average the softmax over the draws."
+            )
+        if self.predictive is None and moment_match:
+            raise ValueError(
+                "moment_match=True fits a Gaussian to the draws' logits for a predictive to apply to, and "
+                "predictive=None averages the softmax over the draws instead. Choose a predictive (e.g. "
+                "'mc_bridge') or set moment_match=False."
+            )
 
     # -------------------------------------------------------------- predict
     #: Whether the family's :meth:`_outputs` is a Gaussian over the logits
@@ -123,7 +132,9 @@ class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
             with torch.no_grad():
                 return self._summarise(self._outputs(rows))
 
-        return self._by_row_blocks(predict_rows, self._validated_inputs(X))
+        X = self._validated_inputs(X)
+        self._check_predictive()
+        return self._by_row_blocks(predict_rows, X)
 
     def _proba_array(self, probabilities):
         """The float64 array ``predict_proba`` returns: rows renormalised to sum to one."""

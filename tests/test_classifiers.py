@@ -215,6 +215,7 @@ def test_marglik_maximises_the_evidence():
         (LaplaceClassifier(predictive="probit"), np.arange(20) % 2, "predictive"),
         (RMSClassifier(predictive="laplace_bridge"), np.arange(20) % 2, "moment_match=True"),
         (MCMCClassifier(predictive="mean_field_0"), np.arange(20) % 2, "needs a Gaussian over the logits"),
+        (DeepEnsembleClassifier(moment_match=True), np.arange(20) % 2, "Choose a predictive"),
         (LaplaceClassifier(pushforward="nonlinear", predictive="laplace_bridge"), np.arange(20) % 2,
          "pushforward='linear'"),
     ],
@@ -223,3 +224,14 @@ def test_bad_input(estimator, y, message):
     X = np.random.RandomState(0).randn(20, 3)
     with pytest.raises(ValueError, match=message):
         estimator.set_params(max_epochs=5).fit(X, y)
+
+
+def test_a_predictive_set_after_fit_is_checked_at_predict():
+    """``set_params`` after fit does not get round the fit's check of ``predictive``."""
+    X, y = np.random.RandomState(0).randn(20, 3), np.arange(20) % 2
+    clf = DeepEnsembleClassifier(hidden_layer_sizes=(4,), n_estimators=2, max_epochs=5, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="needs a Gaussian over the logits"):
+        clf.set_params(predictive="mean_field_1").predict_proba(X)
+    with pytest.raises(ValueError, match="Choose a predictive"):
+        clf.set_params(predictive=None, moment_match=True).predict_proba(X)
+    assert clf.set_params(predictive="mean_field_1").predict_proba(X).shape == (20, 2)

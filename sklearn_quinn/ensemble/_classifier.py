@@ -17,6 +17,8 @@ lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_X, dtyp
         ``moment_match=True``: they apply to the Gaussian fitted to the
         members' logits at each point.
     moment_match : bool, default=False
+        Fit a Gaussian to the draws' logits at each point, for ``predictive`` to apply
+        to; needs a ``predictive`` other than None.
 
     Attributes
     ----------

@@ -414,6 +414,8 @@ random_state, verbose
 'mean_field_2'}, default=None
         None averages the softmax over the draws; the others need ``moment_match=True``.
     moment_match : bool, default=False
+        Fit a Gaussian to the draws' logits at each point, for ``predictive`` to apply
+        to; needs a ``predictive`` other than None.
 
     Attributes
     ----------
