@@ -183,6 +183,8 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         Returns validated ``X`` and 2-D ``Y`` in the network's units.
         """
         self._validate_params()
+        for name in [name for name in vars(self) if name.endswith("_") and not name.startswith("_")]:
+            delattr(self, name)  # an earlier fit's attributes: this fit need not set all of them again
         scale = self.get_params(deep=False).get("prior_std_scale", 1)  # the families with one
         if self.prior_std is not None and scale != 1:
             raise ValueError(

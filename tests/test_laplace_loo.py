@@ -69,6 +69,15 @@ def test_loo_is_a_classifier_option():
         LaplaceClassifier(cov_scale="leave-one-out").fit(X, y)
 
 
+def test_a_refit_keeps_no_attribute_of_the_fit_before():
+    """``loo_scores_`` belongs to a fit with ``cov_scale='loo'``: a refit with a fixed scale drops it,
+    as a fresh estimator would lack it."""
+    X, y = make_classification(40, 3, n_informative=2, n_redundant=0, random_state=0)
+    clf = LaplaceClassifier(hidden_layer_sizes=(4,), max_epochs=5, cov_scale="loo", random_state=0).fit(X, y)
+    assert hasattr(clf, "loo_scores_")
+    assert not hasattr(clf.set_params(cov_scale=2.0).fit(X, y), "loo_scores_")
+
+
 def test_loo_and_cov_scale_calibration_need_no_eigen_decomposition():
     """The fit's one prior precision and noise need only the posterior's Cholesky factor, and so
     does a search over cov_scale: over a few thousand weights the full curvature's eigen
