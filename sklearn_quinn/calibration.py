@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.base import clone, is_classifier
 from sklearn.model_selection import check_cv
+from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import check_is_fitted
 
 from ._scale_search import (
@@ -186,9 +187,10 @@ def calibrate_cv(estimator, X, y, *, param="prior_precision", grid=None, objecti
         raise ValueError("calibrate_cv needs a held-out objective; the evidence needs no folds: use calibrate.")
     _check_supported(estimator)
     grid = check_request(estimator, param, grid, objective)  # before any fit
-    X, y = np.asarray(X), np.asarray(y)
     folds = check_cv(cv, y, classifier=is_classifier(estimator)).split(X, y)
-    scores = np.mean([grid_scores(clone(estimator).fit(X[train], y[train]), X[test], y[test], param, grid, objective)
+    # _safe_indexing keeps a DataFrame's rows a DataFrame, whose column names the fits record.
+    scores = np.mean([grid_scores(clone(estimator).fit(_safe_indexing(X, train), _safe_indexing(y, train)),
+                                  _safe_indexing(X, test), _safe_indexing(y, test), param, grid, objective)
                       for train, test in folds], axis=0)
     best = best_value(grid, scores, param)
     fitted = clone(estimator).fit(X, y)

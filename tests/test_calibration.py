@@ -323,6 +323,18 @@ def test_calibrate_cv_classifier_folds_are_stratified(class_split):
     assert fitted.n_features_in_ == 4 and list(fitted.classes_) == ["setosa", "versicolor", "virginica"]
 
 
+@pytest.mark.filterwarnings("ignore:The best")
+def test_calibrate_cv_keeps_a_dataframes_feature_names(wave_data):
+    pd = pytest.importorskip("pandas")
+    X, y = wave_data
+    frame = pd.DataFrame(X, columns=[f"x{column}" for column in range(X.shape[1])])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # "X has feature names, but ... was fitted without"
+        fitted, _ = calibrate_cv(laplace(), frame, y, param="cov_scale", grid=GRID, cv=KFold(3))
+        fitted.predict(frame)
+    assert list(fitted.feature_names_in_) == list(frame.columns)
+
+
 def test_calibrate_cv_refuses_the_evidence(wave_data):
     X, y = wave_data
     with pytest.raises(ValueError, match="needs a held-out objective"):
