@@ -216,6 +216,8 @@ def test_marglik_maximises_the_evidence():
         (RMSClassifier(predictive="laplace_bridge"), np.arange(20) % 2, "moment_match=True"),
         (MCMCClassifier(predictive="mean_field_0"), np.arange(20) % 2, "needs a Gaussian over the logits"),
         (DeepEnsembleClassifier(moment_match=True), np.arange(20) % 2, "Choose a predictive"),
+        (LaplaceClassifier(prior_precision="gridsearch", validation_fraction=0.05), np.arange(20) % 4,
+         "validation_fraction=0.05 of 20 rows"),
         (LaplaceClassifier(pushforward="nonlinear", predictive="laplace_bridge"), np.arange(20) % 2,
          "pushforward='linear'"),
     ],

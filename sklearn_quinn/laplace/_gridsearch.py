@@ -14,9 +14,13 @@ class GridsearchPriorMixin:
         held-out objective. Returns the training rows and the held-out ``(X, Y)`` (or None)."""
         if self.prior_precision != "gridsearch" or self.calibration_objective == "marginal_log_likelihood":
             return X, Y, None
-        X, X_val, Y, Y_val = train_test_split(
-            X, Y, test_size=self.validation_fraction, random_state=self._split_seed, stratify=stratify
-        )
+        try:
+            X, X_val, Y, Y_val = train_test_split(
+                X, Y, test_size=self.validation_fraction, random_state=self._split_seed, stratify=stratify
+            )
+        except ValueError as error:  # a stratified split with fewer rows on a side than classes
+            raise ValueError(f"validation_fraction={self.validation_fraction!r} of {len(X)} rows cannot be held out "
+                             f"for prior_precision='gridsearch': {error}") from error
         return X, Y, (X_val, Y_val)
 
     def _search_prior_precision(self, held_out):
