@@ -8,6 +8,7 @@ from scipy.stats import norm
 
 from sklearn_quinn import DeepEnsembleRegressor, LaplaceRegressor, MCDropoutRegressor, RMSRegressor, SWAGRegressor
 from sklearn_quinn._core.evidence import ParameterGroups
+from sklearn_quinn._core.likelihoods import _log_expected_exp_of_clipped
 
 
 def small(estimator, **params):
@@ -115,8 +116,9 @@ def test_under_a_noise_head_the_draws_carry_the_map_posterior_of_both_heads(wave
     """Under the heteroscedastic likelihood too each draw carries the MAP network's Laplace
     posterior (over both heads) beyond the draws' own spread: the epistemic variance is the larger
     of the means' spread and the posterior's variance of the mean, and the noise variance is the
-    draws' ``E[exp(2 s)]`` over a Gaussian log std whose variance is what the posterior's exceeds
-    the draws' spread by (an independent reference, the GGN written out)."""
+    draws' ``E[exp(2 h(s))]`` (``h`` the likelihood's clip, tested on its own against quadrature)
+    over a Gaussian log std whose variance is what the posterior's exceeds the draws' spread by (an
+    independent reference, the GGN written out)."""
     X, y = wave_data
     reg = small(estimator, likelihood="heteroscedastic").fit(X, y)
     X_new = np.vstack([X[:20], 3 * np.random.RandomState(1).randn(20, 2)])
@@ -128,7 +130,9 @@ def test_under_a_noise_head_the_draws_carry_the_map_posterior_of_both_heads(wave
     parts = reg.predict_uncertainty(X_new)
     np.testing.assert_allclose(parts.epistemic_std**2, np.maximum(spread, laplace)[:, 0] * y.std() ** 2, rtol=1e-6)
     local_log_std = np.maximum(laplace[:, 1] - spread[:, 1], 0)
-    noise_variance = np.exp(2 * outputs[..., 1]).mean(0) * np.exp(2 * local_log_std)
+    log_moments = _log_expected_exp_of_clipped(torch.as_tensor(outputs[..., 1]),
+                                               torch.as_tensor(local_log_std).expand(len(outputs), -1), 2.0)
+    noise_variance = np.exp(log_moments.numpy()).mean(0)
     np.testing.assert_allclose(parts.aleatoric_std**2, noise_variance * y.std() ** 2, rtol=1e-6)
 
 
