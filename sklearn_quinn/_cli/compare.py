@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
+import numpy as np
+import torch
 from sklearn.model_selection import train_test_split
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
@@ -23,7 +25,7 @@ from tqdm.auto import tqdm
 
 from .. import metrics
 from . import report
-from .data import is_classification, load_table
+from .data import MAX_CLASSES, is_classification, load_table
 from .methods import METHODS, check_methods, make_estimator
 from .references import REFERENCES, make_reference, references_for, subsample_note
 
@@ -48,8 +50,37 @@ class Scored(NamedTuple):
 def split_table(X, y, classification, *, test_size=0.2, random_state=0):
     """``X_train, X_test, y_train, y_test``: the random split of ``compare``, stratified by class for a
     classification."""
+    if classification:
+        classes, counts = np.unique(y, return_counts=True)
+        single = classes[counts < 2]
+        if len(single):
+            shown = ", ".join(map(repr, single[:3].tolist())) + (" ..." if len(single) > 3 else "")
+            raise ValueError(f"a classification's split is stratified and needs 2 rows of every class; "
+                             f"{len(single)} of the {len(classes)} classes have one ({shown}): drop those rows, "
+                             "or pass --task regression for a numeric target")
     return train_test_split(X, y, test_size=test_size, random_state=random_state,
                             stratify=y if classification else None)
+
+
+def detected_task(y):
+    """Whether ``y`` is a classification, and the line that says why (``compare --task auto``)."""
+    classification = is_classification(y)
+    if y.dtype.kind not in "fiu":
+        why = "its values are text"
+    else:
+        n_values = len(np.unique(y))
+        integers = bool(np.all(np.mod(y, 1) == 0))
+        why = (f"{n_values} distinct {'integer ' if integers else ''}values"
+               + ("" if classification or not integers else f", more than the {MAX_CLASSES} of a classification"))
+    other = "regression" if classification else "classification"
+    return classification, (f"task: {'classification' if classification else 'regression'}, detected from the "
+                            f"target ({why}); --task {other} overrides it")
+
+
+def warm_up():
+    """Pay the process's one-time costs before any fit is timed, so that they do not land on the first
+    row's 'fit s': torch's optimizers import its compiler's modules when the first is made."""
+    torch.optim.Adam([torch.zeros(1, requires_grad=True)])
 
 
 def candidates(methods, classification, X_train, *, references=True, quick=False, max_epochs=None, random_state=0,
@@ -165,7 +196,10 @@ def run_compare(data, target, methods, *, task="auto", test_size=0.2, out="sklea
     if not 0 < test_size < 1:
         raise ValueError(f"--test-size must be in (0, 1), got {test_size}")
     X, y, _ = load_table(data, target)
-    classification = is_classification(y) if task == "auto" else task == "classification"
+    if task == "auto":
+        classification, task_note = detected_task(y)
+    else:
+        classification, task_note = task == "classification", None
     if not classification and y.dtype.kind not in "fiu":
         raise ValueError("a regression needs a numeric target; the target holds text")
     X_train, X_test, y_train, y_test = split_table(X, y, classification, test_size=test_size,
@@ -175,6 +209,7 @@ def run_compare(data, target, methods, *, task="auto", test_size=0.2, out="sklea
     rows = []
     todo = candidates(methods, classification, X_train, references=references, quick=quick, max_epochs=max_epochs,
                       random_state=random_state, device=device)
+    warm_up()
     bar = tqdm(todo, desc="fitting", unit="method", file=log)
     for candidate in bar:
         bar.set_postfix_str(candidate.name)
@@ -189,5 +224,7 @@ def run_compare(data, target, methods, *, task="auto", test_size=0.2, out="sklea
     if references:
         labels = "; ".join(f"{name}: {REFERENCES[name].label}" for name in references_for(classification))
         notes.insert(0, f"sklearn-* rows are scikit-learn references, fitted and scored as the networks are ({labels})")
+    if task_note:
+        notes.insert(0, task_note)
     report.write_tables(rows, out, notes)
     return rows, notes

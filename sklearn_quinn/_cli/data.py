@@ -2,7 +2,9 @@
 
 A CSV is read with the standard library (no pandas needed); Parquet needs
 pandas and pyarrow. Features must be numeric (encode categories first); the
-target may be anything for a classification, and must have no missing values.
+target may be anything for a classification, and must have no missing values
+(an empty cell, or what R, pandas and spreadsheets write for one: NA, NaN,
+null, ...).
 """
 
 import csv
@@ -18,7 +20,10 @@ BUNDLED = {
     "breast_cancer": datasets.load_breast_cancer,
     "digits": datasets.load_digits,
 }
-_MAX_CLASSES = 20  # an integer-valued target with at most this many values is a classification
+MAX_CLASSES = 20  # an integer-valued target with at most this many values is a classification
+# The cells that mean "missing" (compared in lower case): the empty cell and what R, pandas and
+# spreadsheets write for one.
+_MISSING = frozenset({"", "na", "n/a", "nan", "nat", "null", "none", "<na>", "#n/a"})
 
 
 def load_table(data, target=None):
@@ -41,6 +46,8 @@ def load_table(data, target=None):
     feature_names : list of str
     """
     if data in BUNDLED:
+        if target is not None:
+            raise ValueError(f"--target names a column of a file; the bundled data set {data!r} has its own target")
         bunch = BUNDLED[data]()
         return bunch.data.astype(np.float64), bunch.target, [str(name) for name in bunch.feature_names]
     path = Path(data)
@@ -61,19 +68,25 @@ def load_table(data, target=None):
     if not columns:
         raise ValueError(f"{path.name} has no feature columns besides the target {target!r}")
     numeric = {name: _as_float(values) for name, values in columns.items()}
-    text = [name for name, values in numeric.items() if values is None]
+    text = {name: _first_text(columns[name]) for name, values in numeric.items() if values is None}
     if text:
-        raise ValueError(f"non-numeric feature column(s) {', '.join(map(repr, text))} in {path.name}: "
-                         "encode them as numbers first (e.g. one column per category)")
+        listed = ", ".join(f"{name!r} ({value!r} in row {row})" for name, (row, value) in text.items())
+        raise ValueError(f"non-numeric feature column(s) {listed} of {path.name}: write numbers without "
+                         "thousands separators or units, and encode categories and dates as numbers first "
+                         "(e.g. one column per category)")
     missing = {name: int(np.isnan(values).sum()) for name, values in numeric.items() if np.isnan(values).any()}
     if missing:
         listed = ", ".join(f"{name!r} ({count} row{'s' * (count > 1)})" for name, count in missing.items())
-        raise ValueError(f"missing values (NaN or empty) in feature column(s) {listed} of {path.name}: "
+        raise ValueError(f"missing values (NaN, empty or NA) in feature column(s) {listed} of {path.name}: "
                          "fill them in (e.g. with sklearn.impute.SimpleImputer) or drop those rows first")
     y_float = _as_float(y)
-    y = y_float if y_float is not None else np.asarray(y, dtype=str)
-    if (y_float is not None and np.isnan(y_float).any()) or (y_float is None and np.isin(y, ["", "nan", "NaN"]).any()):
-        raise ValueError(f"the target column {target!r} has missing values (NaN or empty): drop those rows first")
+    if y_float is None and _mostly_numbers(y):
+        row, value = _first_text(y)
+        raise ValueError(f"the target column {target!r} holds numbers and text ({value!r} in row {row}): write "
+                         "its numbers without thousands separators or units")
+    y = y_float if y_float is not None else np.array([str(value) for value in y])
+    if (y_float is not None and np.isnan(y_float).any()) or (y_float is None and _is_missing(y).any()):
+        raise ValueError(f"the target column {target!r} has missing values (NaN, empty or NA): drop those rows first")
     return np.column_stack(list(numeric.values())), y, list(numeric)
 
 
@@ -81,19 +94,41 @@ def is_classification(y):
     """A text target, or an integer-valued one with at most 20 distinct values."""
     if y.dtype.kind not in "fiu":
         return True
-    return bool(np.all(np.mod(y, 1) == 0) and len(np.unique(y)) <= _MAX_CLASSES)
+    return bool(np.all(np.mod(y, 1) == 0) and len(np.unique(y)) <= MAX_CLASSES)
 
 
 def _read_csv(path):
-    with open(path, newline="") as file:
-        rows = list(csv.reader(file))
-    if len(rows) < 2:
+    """The columns of a comma-separated UTF-8 file (a spreadsheet's byte order mark read as such,
+    blank lines skipped), by header name."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as file:
+            lines = [(number, row) for number, row in enumerate(csv.reader(file), start=1)
+                     if len(row) > 1 or (row and row[0].strip())]
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path.name} is not UTF-8 text ({error.reason} at byte {error.start}): save it as UTF-8 "
+                         "(a spreadsheet's 'CSV UTF-8')") from None
+    if len(lines) < 2:
         raise ValueError(f"{path.name} needs a header row and at least one data row")
-    header, body = rows[0], rows[1:]
-    ragged = [i + 2 for i, row in enumerate(body) if len(row) != len(header)]
+    (_, header), body = lines[0], lines[1:]
+    header = [name.strip() for name in header]
+    if len(header) == 1 and (";" in header[0] or "\t" in header[0]):
+        raise ValueError(f"{path.name} has one column, {header[0]!r}: it looks separated by semicolons or tabs; "
+                         "save it comma-separated")
+    ragged = [number for number, row in body if len(row) != len(header)]
     if ragged:
         raise ValueError(f"{path.name}: line {ragged[0]} has a different number of fields than the header")
-    return {name.strip(): [row[i].strip() for row in body] for i, name in enumerate(header)}
+    _check_names(header, path)
+    return {name: [row[i].strip() for _, row in body] for i, name in enumerate(header)}
+
+
+def _check_names(names, path):
+    """Refuse a column without a name, or two of one name (a table keyed by name would drop one)."""
+    if "" in names:
+        raise ValueError(f"column {names.index('') + 1} of {path.name} has no name (a saved pandas index? write "
+                         "the file with index=False, or name the column)")
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ValueError(f"{path.name} has several columns named {', '.join(map(repr, repeated))}: rename them")
 
 
 def _read_parquet(path):
@@ -103,12 +138,53 @@ def _read_parquet(path):
         frame = pd.read_parquet(path)
     except ImportError as error:
         raise ValueError(f"reading Parquet needs pandas and pyarrow: pip install pandas pyarrow ({error})") from None
-    return {str(name): frame[name].to_numpy() for name in frame.columns}
+    names = [str(name) for name in frame.columns]
+    _check_names(names, path)
+    dates = [name for name, column in zip(names, frame.columns) if frame[column].dtype.kind in "mM"]
+    if dates:
+        raise ValueError(f"date or time column(s) {', '.join(map(repr, dates))} in {path.name}: encode them as "
+                         "numbers first (e.g. the year, or days since a start)")
+    return {name: frame[column].to_numpy() for name, column in zip(names, frame.columns)}
+
+
+def _is_missing(values):
+    """Which of ``values`` (an object or string array) is a cell that means missing: ``_MISSING``, None,
+    a float NaN or pandas' NA."""
+    return np.array([value is None or str(value).strip().lower() in _MISSING for value in values], dtype=bool)
 
 
 def _as_float(values):
-    """``values`` as float64 (empty strings as NaN), or None when some value is not a number."""
+    """``values`` as float64 (missing cells, ``_MISSING``, as NaN), or None when some value is not a number."""
+    values = np.asarray(values, dtype=object)
     try:
-        return np.array([np.nan if isinstance(v, str) and v == "" else v for v in values], dtype=np.float64)
+        return np.where(_is_missing(values), np.nan, values).astype(np.float64)
     except (TypeError, ValueError):
         return None
+
+
+def _parses(value):
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _first_text(values):
+    """``(row, value)`` of the first value of a column that is neither a number nor missing (row 1: the
+    first data row)."""
+    missing = _is_missing(np.asarray(values, dtype=object))
+    return next((row, value) for row, (value, gap) in enumerate(zip(values, missing), start=1)
+                if not gap and not _parses(value))
+
+
+def _mostly_numbers(values):
+    """Whether a column of more values than a classification's is numbers but for a few, or would be
+    without thousands separators (``'250,000'``): a numeric column written as text, not class labels."""
+    cells = [str(value).strip() for value, gap in zip(values, _is_missing(np.asarray(values, dtype=object)))
+             if not gap]
+    if len(set(cells)) <= MAX_CLASSES:
+        return False
+    plain = sum(map(_parses, cells))
+    separated = sum(_parses(cell.replace(",", "").replace("_", "").replace(" ", "")) for cell in cells)
+    return plain >= 0.5 * len(cells) or separated == len(cells) > plain

@@ -106,10 +106,21 @@ def build_parser():
     return parser
 
 
+def _positive_int(text):
+    """An argument that must be an integer of at least 1 (argparse's error otherwise)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
 def _common(parser):
     parser.add_argument("--max-epochs", type=int, metavar="N",
                         help="override every method's training epochs (for a quick smoke run)")
-    parser.add_argument("--threads", type=int, metavar="N",
+    parser.add_argument("--threads", type=_positive_int, metavar="N",
                         help="torch and BLAS CPU threads (default: theirs; 1 is fastest for these small networks)")
     parser.add_argument("--device", default="cpu",
                         help="torch device of the fits: cpu, cuda, cuda:1, ... (default: cpu)")
