@@ -79,7 +79,12 @@ def load_table(data, target=None):
         listed = ", ".join(f"{name!r} ({count} row{'s' * (count > 1)})" for name, count in missing.items())
         raise ValueError(f"missing values (NaN, empty or NA) in feature column(s) {listed} of {path.name}: "
                          "fill them in (e.g. with sklearn.impute.SimpleImputer) or drop those rows first")
+    infinite = [name for name, values in numeric.items() if np.isinf(values).any()]
+    if infinite:
+        raise ValueError(f"infinite values in feature column(s) {', '.join(map(repr, infinite))} of {path.name}")
     y_float = _as_float(y)
+    if y_float is not None and np.isinf(y_float).any():
+        raise ValueError(f"infinite values in the target column {target!r}")
     if y_float is None and _mostly_numbers(y):
         row, value = _first_text(y)
         raise ValueError(f"the target column {target!r} holds numbers and text ({value!r} in row {row}): write "

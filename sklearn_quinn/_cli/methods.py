@@ -47,6 +47,9 @@ def check_methods(names):
     unknown = [name for name in names if name not in METHODS]
     if unknown:
         raise ValueError(f"unknown method {', '.join(map(repr, unknown))}; expected some of {', '.join(METHODS)}")
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:  # one row and one plot a method: a second fit would overwrite the first's
+        raise ValueError(f"method {', '.join(map(repr, repeated))} listed more than once")
     return list(names)
 
 
