@@ -95,26 +95,33 @@ class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
     #: (a linear pushforward), to which every ``predictive`` applies.
     _gaussian_logits = False
 
-    def _probabilities(self, logits):
+    def _log_probabilities(self, logits):
+        """The log class probabilities ``(N, C)`` from a distribution of the logits, computed in logs:
+        a probability that underflows keeps its finite log."""
         if self.predictive is None and not isinstance(logits, GaussianPredictive):
-            return logits.average(torch.softmax(logits.samples, dim=-1))
-        return self._gaussian_probabilities(logits.mean, logits.output_covariance())
+            log_weights = logits.weights.log().reshape(-1, 1, 1)
+            return torch.logsumexp(log_weights + torch.log_softmax(logits.samples, dim=-1), dim=0)
+        return self._gaussian_log_probabilities(logits.mean, logits.output_covariance())
 
-    def _gaussian_probabilities(self, mean, covariance):
-        """``predictive`` applied to the Gaussian ``N(mean, covariance)`` over the logits
+    def _gaussian_log_probabilities(self, mean, covariance):
+        """``predictive``'s log probabilities of the Gaussian ``N(mean, covariance)`` over the logits
         (``mc_bridge`` with the same draws at every call)."""
         return predictive_probabilities(
             self.predictive, mean, covariance, generator=prediction_generator(self._sample_seed),
-            n_samples=MC_BRIDGE_SAMPLES,
+            n_samples=MC_BRIDGE_SAMPLES, log=True,
         )
+
+    def _gaussian_probabilities(self, mean, covariance):
+        """``predictive`` applied to the Gaussian ``N(mean, covariance)`` over the logits."""
+        return self._gaussian_log_probabilities(mean, covariance).exp()
 
     def _summarise(self, logits, noise_std=None):
         """Class probabilities (float64, rows summing to one) from a distribution of the logits."""
-        return self._proba_array(self._probabilities(logits))
+        return np.exp(self._log_proba_array(self._log_probabilities(logits)))
 
     def _summarise_gaussian(self, mean, covariance, noise_std=None):
         """Class probabilities from the logits' mean ``(N, C)`` and covariance ``(N, C, C)``."""
-        return self._proba_array(self._gaussian_probabilities(mean, covariance))
+        return np.exp(self._log_proba_array(self._gaussian_log_probabilities(mean, covariance)))
 
     def predict_proba(self, X):
         """Predictive class probabilities.
@@ -128,21 +135,17 @@ class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
         proba : ndarray of shape (n_samples, n_classes)
             Columns in the order of ``classes_``; rows sum to one.
         """
-        def predict_rows(rows):
-            with torch.no_grad():
-                return self._summarise(self._outputs(rows))
+        return np.exp(self.predict_log_proba(X))
 
-        X = self._validated_inputs(X)
-        self._check_predictive()
-        return self._by_row_blocks(predict_rows, X)
-
-    def _proba_array(self, probabilities):
-        """The float64 array ``predict_proba`` returns: rows renormalised to sum to one."""
-        probabilities = self._to_numpy(probabilities)
-        return probabilities / probabilities.sum(axis=1, keepdims=True)
+    def _log_proba_array(self, log_probabilities):
+        """The float64 array ``predict_log_proba`` returns: rows renormalised, in logs, to probabilities
+        summing to one."""
+        log_probabilities = log_probabilities.double()
+        return self._to_numpy(log_probabilities - torch.logsumexp(log_probabilities, dim=1, keepdim=True))
 
     def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`.
+        """Logarithm of :meth:`predict_proba`, computed in logs: finite where a probability
+        underflows to zero.
 
         Parameters
         ----------
@@ -152,8 +155,13 @@ class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
         -------
         log_proba : ndarray of shape (n_samples, n_classes)
         """
-        with np.errstate(divide="ignore"):
-            return np.log(self.predict_proba(X))
+        def predict_rows(rows):
+            with torch.no_grad():
+                return self._log_proba_array(self._log_probabilities(self._outputs(rows)))
+
+        X = self._validated_inputs(X)
+        self._check_predictive()
+        return self._by_row_blocks(predict_rows, X)
 
     def predict(self, X):
         """The most probable class under the predictive.

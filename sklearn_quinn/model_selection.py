@@ -183,9 +183,12 @@ class EvidenceSearch(MetaEstimatorMixin, BaseEstimator):
 
     @available_if(lambda self: hasattr(self.estimator, "predict_proba"))
     def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`."""
-        with np.errstate(divide="ignore"):
-            return np.log(self.predict_proba(X))
+        """Logarithm of :meth:`predict_proba`, the candidates' log probabilities summed in logs: finite
+        where a probability underflows to zero."""
+        X = self._checked_inputs(X)
+        with np.errstate(divide="ignore"):  # a candidate of probability zero adds nothing
+            terms = [np.log(p) + estimator.predict_log_proba(X) for p, estimator in self._weighted()]
+        return np.logaddexp.reduce(terms)
 
     def predict(self, X, return_std=False):
         """Model-averaged prediction.

@@ -198,6 +198,23 @@ def test_string_labels_and_log_proba():
     np.testing.assert_allclose(np.exp(clf.predict_log_proba(X_test)), clf.predict_proba(X_test))
 
 
+@pytest.mark.parametrize("estimator", [DeepEnsembleClassifier(n_estimators=2), LaplaceClassifier()],
+                         ids=lambda estimator: type(estimator).__name__)
+def test_log_probabilities_stay_finite_where_the_probabilities_underflow(estimator):
+    """Rows 1000 times out put a class's probability below float64's smallest: ``predict_proba`` says 0,
+    ``predict_log_proba`` its finite log, computed in logs, and the log of every other probability."""
+    X, y = np.random.RandomState(0).randn(60, 2), np.arange(60) % 3
+    X[y == 1] += 3
+    X[y == 2] -= 3
+    clf = estimator.set_params(hidden_layer_sizes=(8,), max_epochs=100, random_state=0).fit(X, y)
+    far = 1000 * np.array([[1.0, 1.0], [-1.0, -1.0]])
+    proba, log_proba = clf.predict_proba(far), clf.predict_log_proba(far)
+    assert (proba == 0).any() and np.isfinite(log_proba).all()
+    np.testing.assert_allclose(np.exp(log_proba), proba, rtol=1e-12, atol=0)
+    kept = proba > 1e-250
+    np.testing.assert_allclose(log_proba[kept], np.log(proba[kept]), rtol=1e-10)
+
+
 def test_marglik_maximises_the_evidence():
     X_train, _, y_train, _ = _split(load_iris)
     clf = LaplaceClassifier(hidden_layer_sizes=(8,), max_epochs=100, prior_precision="marglik", random_state=0)

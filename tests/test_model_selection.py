@@ -64,6 +64,7 @@ def test_classification_average_is_the_weighted_mixture():
     probability = search.results_["probability"]
     expected = sum(p * e.predict_proba(X) for p, e in zip(probability, search.estimators_))
     np.testing.assert_allclose(search.predict_proba(X), expected, rtol=1e-12)
+    np.testing.assert_allclose(search.predict_log_proba(X), np.log(expected), rtol=1e-10)
     np.testing.assert_array_equal(search.predict(X), search.classes_[expected.argmax(1)])
     assert search.score(X, y) > 0.9
     with pytest.raises(ValueError, match="return_std"):

@@ -1,5 +1,6 @@
 """Classification predictives: E[softmax(z)] for z ~ N(mean, cov) over the logits."""
 
+import functools
 import math
 
 import numpy as np
@@ -80,6 +81,22 @@ def test_probabilities_are_distributions(name):
     assert proba.shape == mean.shape and proba.dtype == DTYPE
     assert torch.isfinite(proba).all() and (proba >= 0).all()
     torch.testing.assert_close(proba.sum(-1), torch.ones(len(mean), dtype=DTYPE), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(PREDICTIVES))
+def test_log_probabilities_are_the_logs_and_finite_where_the_probabilities_underflow(name):
+    """``log=True`` gives the log of each predictive (to 1e-12 where the probabilities are well above
+    rounding), computed in logs: logits 900 apart put a probability of exp(-900) = 0 in float64, whose
+    log stays finite and near -900."""
+    mean, cov = random_gaussians(3, n_points=10)
+    generator = functools.partial(torch.Generator().manual_seed, 0)
+    log_proba = predictive_probabilities(name, mean, cov, generator=generator(), log=True)
+    torch.testing.assert_close(log_proba, predict(name, mean, cov).log(), rtol=0, atol=1e-12)
+    far = torch.tensor([[0.0, 900.0, -900.0]], dtype=DTYPE)
+    small = 1e-4 * torch.eye(3, dtype=DTYPE)[None]
+    assert predict(name, far, small)[0, 2] == 0
+    log_far = predictive_probabilities(name, far, small, generator=generator(), log=True)
+    assert torch.isfinite(log_far).all() and log_far[0, 2] < -800
 
 
 @pytest.mark.parametrize("name", sorted(PREDICTIVES))

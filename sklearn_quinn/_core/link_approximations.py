@@ -4,7 +4,9 @@ For each of N points the logits are ``z ~ N(mean, cov)`` with ``mean`` of shape
 ``(N, C)`` and ``cov`` either full covariances ``(N, C, C)`` or the diagonal
 variances ``(N, C)``. Every predictive returns probabilities ``(N, C)`` that
 are non-negative and sum to one, in the dtype of ``mean``, and equals
-``softmax(mean)`` exactly (up to rounding) where the covariance is zero.
+``softmax(mean)`` exactly (up to rounding) where the covariance is zero; with
+``log=True`` their logarithms, computed as such, so that a probability that
+underflows to zero keeps its finite log.
 
 - :func:`mc_bridge`: Monte Carlo average of ``softmax(z_s)``, asymptotically exact.
 - :func:`laplace_bridge`: the mean of the Dirichlet of the Laplace bridge
@@ -56,13 +58,20 @@ def _covariance_root(cov):
     return (eigenvectors * eigenvalues.clamp(min=0).sqrt().unsqueeze(-2)) @ eigenvectors.mT
 
 
-def _average_softmax_of_draws(mean, root, noise):
-    """``(1/S) sum_s softmax(mean + root @ eps_s)`` for one block of points."""
+def _average_softmax_of_draws(mean, root, noise, log):
+    """``(1/S) sum_s softmax(mean + root @ eps_s)`` for one block of points (its log with ``log``)."""
     logits = mean.unsqueeze(-1) + root @ noise
+    if log:
+        return torch.logsumexp(torch.log_softmax(logits, dim=1), dim=-1) - math.log(noise.shape[-1])
     return torch.softmax(logits, dim=1).mean(-1)
 
 
-def mc_bridge(mean, cov, n_samples=1000, generator=None):
+def _softmax(logits, log):
+    """``softmax`` over the last axis, or its log (``log_softmax``, finite where it underflows)."""
+    return torch.log_softmax(logits, dim=-1) if log else torch.softmax(logits, dim=-1)
+
+
+def mc_bridge(mean, cov, n_samples=1000, generator=None, log=False):
     """Monte Carlo predictive: ``(1/S) sum_s softmax(z_s)``, ``z_s ~ N(mean, cov)``.
 
     Draws use the symmetric square root of each covariance, from its
@@ -83,6 +92,8 @@ def mc_bridge(mean, cov, n_samples=1000, generator=None):
         Draws ``S`` per point.
     generator : torch.Generator or None, default=None
         Source of the draws (None: torch's global generator).
+    log : bool, default=False
+        Return the log probabilities.
 
     Returns
     -------
@@ -94,7 +105,7 @@ def mc_bridge(mean, cov, n_samples=1000, generator=None):
     block = max(1, MC_BLOCK_BYTES // (n_samples * n_classes * mean.element_size()))
     return torch.cat(
         [
-            _average_softmax_of_draws(mean[start : start + block], root[start : start + block], noise)
+            _average_softmax_of_draws(mean[start : start + block], root[start : start + block], noise, log)
             for start in range(0, mean.shape[0], block)
         ]
     )
@@ -141,7 +152,7 @@ def _log_dirichlet_concentration(mean, variances):
     return torch.where(deterministic.any(-1, keepdim=True), only_deterministic, log_numerator - variances.log())
 
 
-def laplace_bridge(mean, cov):
+def laplace_bridge(mean, cov, log=False):
     r"""Mean of the Dirichlet that the Laplace bridge maps ``N(mean, cov)`` to.
 
     Hobbhahn, Kristiadi & Hennig (UAI 2022) with their corrections, per point:
@@ -178,6 +189,8 @@ def laplace_bridge(mean, cov):
         Means of the logits.
     cov : torch.Tensor of shape (N, C, C) or (N, C)
         Covariances of the logits, or their variances (independent logits).
+    log : bool, default=False
+        Return the log probabilities.
 
     Returns
     -------
@@ -194,11 +207,11 @@ def laplace_bridge(mean, cov):
     point_mass = total == 0
     scale = torch.where(point_mass, torch.ones_like(total), total / math.sqrt(n_classes / 2))
     log_alpha = _log_dirichlet_concentration(mean / scale.sqrt(), variances / scale)
-    return torch.where(point_mass, torch.softmax(mean, dim=-1), torch.softmax(log_alpha, dim=-1))
+    return torch.where(point_mass, _softmax(mean, log), _softmax(log_alpha, log))
 
 
 # ------------------------------------------------------------------ mean field
-def mean_field_0(mean, cov):
+def mean_field_0(mean, cov, log=False):
     r"""Zeroth-order mean field: :math:`\operatorname{softmax}_i(\mu / \sqrt{1 + \lambda_0 \operatorname{diag}\Sigma})`.
 
     Each mean logit is shrunk by its own variance (the probit approximation
@@ -210,6 +223,8 @@ def mean_field_0(mean, cov):
         Means of the logits.
     cov : torch.Tensor of shape (N, C, C) or (N, C)
         Covariances of the logits (only the diagonal is used), or their variances.
+    log : bool, default=False
+        Return the log probabilities.
 
     Returns
     -------
@@ -220,22 +235,22 @@ def mean_field_0(mean, cov):
     Z. Lu, E. Ie and F. Sha, "Mean-field approximation to Gaussian-softmax
     integral with application to uncertainty estimation", arXiv:2006.07584, 2020.
     """
-    return torch.softmax(mean / (1 + LAMBDA_0 * _variances(cov)).sqrt(), dim=-1)
+    return _softmax(mean / (1 + LAMBDA_0 * _variances(cov)).sqrt(), log)
 
 
-def _pairwise_mean_field(mean, difference_variances):
+def _pairwise_mean_field(mean, difference_variances, log):
     """Renormalised ``1 / sum_k exp(-(mu_i - mu_k) / sqrt(1 + lambda_0 v_ik))`` over ``(N, C, C)`` ``v``.
 
     The ``k = i`` term is ``exp(0) = 1`` whatever ``v_ii``, so each unnormalised
     probability is ``exp(-logsumexp_k(...))`` and the renormalised ones are the
-    softmax of ``-logsumexp_k(...)`` over ``i``.
+    softmax of ``-logsumexp_k(...)`` over ``i`` (its log with ``log``).
     """
     differences = mean.unsqueeze(-1) - mean.unsqueeze(-2)
     scaled = -differences / (1 + LAMBDA_0 * difference_variances).sqrt()
-    return torch.softmax(-torch.logsumexp(scaled, dim=-1), dim=-1)
+    return _softmax(-torch.logsumexp(scaled, dim=-1), log)
 
 
-def mean_field_1(mean, cov):
+def mean_field_1(mean, cov, log=False):
     r"""First-order mean field over pairs of independent logits, renormalised.
 
     :math:`p_i \propto 1 / \big(1 + \sum_{k \ne i}
@@ -251,6 +266,8 @@ def mean_field_1(mean, cov):
         Means of the logits.
     cov : torch.Tensor of shape (N, C, C) or (N, C)
         Covariances of the logits (only the diagonal is used), or their variances.
+    log : bool, default=False
+        Return the log probabilities.
 
     Returns
     -------
@@ -262,10 +279,10 @@ def mean_field_1(mean, cov):
     integral with application to uncertainty estimation", arXiv:2006.07584, 2020.
     """
     variances = _variances(cov)
-    return _pairwise_mean_field(mean, variances.unsqueeze(-1) + variances.unsqueeze(-2))
+    return _pairwise_mean_field(mean, variances.unsqueeze(-1) + variances.unsqueeze(-2), log)
 
 
-def mean_field_2(mean, cov):
+def mean_field_2(mean, cov, log=False):
     r"""Second-order mean field with the full covariance, renormalised.
 
     As :func:`mean_field_1` with :math:`\operatorname{Var}(z_i - z_k) =
@@ -280,6 +297,8 @@ def mean_field_2(mean, cov):
         Means of the logits.
     cov : torch.Tensor of shape (N, C, C) or (N, C)
         Covariances of the logits, or their variances (independent logits).
+    log : bool, default=False
+        Return the log probabilities.
 
     Returns
     -------
@@ -294,7 +313,7 @@ def mean_field_2(mean, cov):
     variances = _variances(cov)
     # Clamped at zero: rounding can leave Var(z_i - z_k) of a degenerate pair slightly negative.
     difference_variances = (variances.unsqueeze(-1) + variances.unsqueeze(-2) - 2 * cov).clamp(min=0)
-    return _pairwise_mean_field(mean, difference_variances)
+    return _pairwise_mean_field(mean, difference_variances, log)
 
 
 PREDICTIVES = {
@@ -306,7 +325,7 @@ PREDICTIVES = {
 }
 
 
-def predictive_probabilities(name, mean, cov, generator=None, n_samples=1000):
+def predictive_probabilities(name, mean, cov, generator=None, n_samples=1000, log=False):
     """Class probabilities ``(N, C)`` from ``N(mean, cov)`` over the logits with predictive ``name``.
 
     Parameters
@@ -321,6 +340,8 @@ def predictive_probabilities(name, mean, cov, generator=None, n_samples=1000):
         Source of the draws of ``'mc_bridge'``; unused by the others.
     n_samples : int, default=1000
         Draws per point of ``'mc_bridge'``; unused by the others.
+    log : bool, default=False
+        Return the log probabilities.
 
     Returns
     -------
@@ -329,5 +350,5 @@ def predictive_probabilities(name, mean, cov, generator=None, n_samples=1000):
     if name not in PREDICTIVES:
         raise ValueError(f"Unknown predictive {name!r}; expected one of {sorted(PREDICTIVES)}.")
     if name == "mc_bridge":
-        return mc_bridge(mean, cov, n_samples=n_samples, generator=generator)
-    return PREDICTIVES[name](mean, cov)
+        return mc_bridge(mean, cov, n_samples=n_samples, generator=generator, log=log)
+    return PREDICTIVES[name](mean, cov, log=log)
