@@ -125,6 +125,11 @@ def input_standardisation(X):
     return np.where(done, 0.0, scaler.mean_), np.where(done, 1.0, scaler.scale_)
 
 
+#: The fitted attributes that ``_validate_training_data`` sets (scikit-learn's ``validate_data``, a
+#: classifier's labels).
+_SET_BY_VALIDATION = frozenset({"n_features_in_", "feature_names_in_", "classes_"})
+
+
 class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
     """What every estimator shares: a torch backbone, its seeds, device and MAP.
 
@@ -183,8 +188,6 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         Returns validated ``X`` and 2-D ``Y`` in the network's units.
         """
         self._validate_params()
-        for name in [name for name in vars(self) if name.endswith("_") and not name.startswith("_")]:
-            delattr(self, name)  # an earlier fit's attributes: this fit need not set all of them again
         scale = self.get_params(deep=False).get("prior_std_scale", 1)  # the families with one
         if self.prior_std is not None and scale != 1:
             raise ValueError(
@@ -192,6 +195,11 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
                 "fixes it; set prior_std=None, or leave prior_std_scale at 1 and scale prior_std itself."
             )
         X, Y = self._validate_training_data(X, y)
+        # An earlier fit's attributes go once the data are valid (a refit on bad data leaves that fit
+        # whole), but for those the validation has just set: this fit need not set all the others again.
+        for name in [name for name in vars(self)
+                     if name.endswith("_") and not name.startswith("_") and name not in _SET_BY_VALIDATION]:
+            delattr(self, name)
         self._X_mean, self._X_scale = input_standardisation(X) if self.normalize_X else (None, None)
         X = self._standardised(X)
         self._torch_setup()

@@ -164,6 +164,8 @@ class EvidenceSearch(MetaEstimatorMixin, BaseEstimator):
         self.n_features_in_ = self.best_estimator_.n_features_in_
         if hasattr(self.best_estimator_, "feature_names_in_"):
             self.feature_names_in_ = self.best_estimator_.feature_names_in_
+        elif hasattr(self, "feature_names_in_"):  # an earlier fit's, on a DataFrame
+            del self.feature_names_in_
         return self
 
     @available_if(lambda self: hasattr(self.estimator, "predict_proba"))

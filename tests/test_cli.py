@@ -112,6 +112,18 @@ def test_csv_reading_takes_a_byte_order_mark_blank_lines_and_the_usual_missing_m
     assert np.isnan(data_module._as_float(columns["a"])).tolist() == [True, False, True]
 
 
+def test_labels_that_spell_a_missing_value_stay_classes_with_a_warning(tmp_path):
+    """'NA' may be North America and 'None' a level of damage: a text target keeps them, and says so;
+    labels of numbers and codes beyond twenty classes stay labels."""
+    path = tmp_path / "labels.csv"
+    path.write_text("a,y\n1,NA\n2,EU\n3,None\n")
+    with pytest.warns(UserWarning, match=r"label\(s\) 'NA', 'None', which R"):
+        _, y, _ = data_module.load_table(str(path), "y")
+    assert sorted(y) == ["EU", "NA", "None"]
+    path.write_text("a,y\n" + "".join(f"{i},{i}\n" for i in range(25)) + "25,X1\n26,Y2\n")
+    assert len(set(data_module.load_table(str(path), "y")[1])) == 27
+
+
 def test_row_subsample_fits_on_at_most_max_rows():
     X, y = np.arange(20.0).reshape(10, 2), np.arange(10.0)
     small = RowSubsample(BayesianRidge(), max_rows=4, random_state=0).fit(X, y)
@@ -169,10 +181,10 @@ BAD_INPUT = {
     "NaN target": (_csv("a,y\n1,2\n2,nan\n"), "missing values"),
     "empty target": (_csv("a,y\n1,2\n2,\n"), "missing values"),
     "NA target": (_csv("a,y\n1,2.5\n2,NA\n"), "missing values"),
-    "NA label": (_csv("a,y\n1,red\n2,NA\n3,blue\n"), "missing values"),
+    "empty label": (_csv("a,y\n1,red\n2,\n3,blue\n"), "missing values"),
     "thousands feature": (_csv('a,y\n"1,000",2\n'), "non-numeric feature column(s) 'a' ('1,000' in row 1)"),
     "thousands target": (_csv("a,y\n" + "".join(f'{i},"{i},500"\n' for i in range(30))),
-                         "holds numbers and text ('0,500' in row 1)"),
+                         "holds numbers written as text ('0,500' in row 1)"),
     "repeated column": (_csv("x,x,y\n1,2,3\n"), "several columns named 'x'"),
     "unnamed column": (_csv(",a,y\n0,1,2\n"), "column 1 of bad.csv has no name"),
     "semicolons": (_csv("a;y\n1;2\n"), "separated by semicolons"),

@@ -76,6 +76,11 @@ def test_a_refit_keeps_no_attribute_of_the_fit_before():
     clf = LaplaceClassifier(hidden_layer_sizes=(4,), max_epochs=5, cov_scale="loo", random_state=0).fit(X, y)
     assert hasattr(clf, "loo_scores_")
     assert not hasattr(clf.set_params(cov_scale=2.0).fit(X, y), "loo_scores_")
+    X_bad = X.copy()
+    X_bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        clf.fit(X_bad, y)
+    assert clf.predict_proba(X).shape == (40, 2)  # a refit on bad data leaves the fit before whole
 
 
 def test_loo_and_cov_scale_calibration_need_no_eigen_decomposition():

@@ -135,3 +135,12 @@ def test_the_rule_refits_gridsearchcv_at_its_choice():
     ruled = GridSearchCV(Ridge(), grid, cv=5, refit=one_standard_error_rule("alpha", 1.0)).fit(X, y)
     assert plain.best_params_ == {"alpha": 3.0} and ruled.best_params_ == {"alpha": 1.0}
     np.testing.assert_allclose(ruled.predict(X), Ridge(alpha=1.0).fit(X, y).predict(X))
+
+
+def test_a_refit_on_an_array_drops_the_feature_names_of_a_fit_on_a_dataframe(one_unit_data):
+    pd = pytest.importorskip("pandas")
+    X, y = one_unit_data
+    search = EvidenceSearch(LaplaceRegressor(max_epochs=5, random_state=0), {"prior_std": [0.5, 1.0]})
+    frame = pd.DataFrame(X, columns=[f"x{column}" for column in range(X.shape[1])])
+    assert list(search.fit(frame, y).feature_names_in_) == list(frame.columns)
+    assert not hasattr(search.fit(X, y), "feature_names_in_")

@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 
 from .. import metrics
 from . import report
-from .data import MAX_CLASSES, is_classification, load_table
+from .data import detected_task, load_table
 from .methods import METHODS, check_methods, make_estimator
 from .references import REFERENCES, make_reference, references_for, subsample_note
 
@@ -62,22 +62,7 @@ def split_table(X, y, classification, *, test_size=0.2, random_state=0):
                             stratify=y if classification else None)
 
 
-def detected_task(y):
-    """Whether ``y`` is a classification, and the line that says why (``compare --task auto``)."""
-    classification = is_classification(y)
-    if y.dtype.kind not in "fiu":
-        why = "its values are text"
-    else:
-        n_values = len(np.unique(y))
-        integers = bool(np.all(np.mod(y, 1) == 0))
-        why = (f"{n_values} distinct {'integer ' if integers else ''}values"
-               + ("" if classification or not integers else f", more than the {MAX_CLASSES} of a classification"))
-    other = "regression" if classification else "classification"
-    return classification, (f"task: {'classification' if classification else 'regression'}, detected from the "
-                            f"target ({why}); --task {other} overrides it")
-
-
-def warm_up():
+def pay_one_time_costs():
     """Pay the process's one-time costs before any fit is timed, so that they do not land on the first
     row's 'fit s': torch's optimizers import its compiler's modules when the first is made."""
     torch.optim.Adam([torch.zeros(1, requires_grad=True)])
@@ -209,7 +194,7 @@ def run_compare(data, target, methods, *, task="auto", test_size=0.2, out="sklea
     rows = []
     todo = candidates(methods, classification, X_train, references=references, quick=quick, max_epochs=max_epochs,
                       random_state=random_state, device=device)
-    warm_up()
+    pay_one_time_costs()
     bar = tqdm(todo, desc="fitting", unit="method", file=log)
     for candidate in bar:
         bar.set_postfix_str(candidate.name)

@@ -8,10 +8,13 @@ null, ...).
 """
 
 import csv
+import math
 from pathlib import Path
 
 import numpy as np
 from sklearn import datasets
+
+from .._warnings import warn
 
 BUNDLED = {
     "diabetes": datasets.load_diabetes,
@@ -85,21 +88,35 @@ def load_table(data, target=None):
     y_float = _as_float(y)
     if y_float is not None and np.isinf(y_float).any():
         raise ValueError(f"infinite values in the target column {target!r}")
-    if y_float is None and _mostly_numbers(y):
+    if y_float is None and _numbers_with_separators(y):
         row, value = _first_text(y)
-        raise ValueError(f"the target column {target!r} holds numbers and text ({value!r} in row {row}): write "
-                         "its numbers without thousands separators or units")
-    y = y_float if y_float is not None else np.array([str(value) for value in y])
-    if (y_float is not None and np.isnan(y_float).any()) or (y_float is None and _is_missing(y).any()):
+        raise ValueError(f"the target column {target!r} holds numbers written as text ({value!r} in row {row}): "
+                         "write them without thousands separators")
+    # Class labels keep the spelled-out markers: 'NA' may be North America, 'None' a level of damage.
+    missing = np.isnan(y_float) if y_float is not None else _is_missing(y, markers=False)
+    if missing.any():
         raise ValueError(f"the target column {target!r} has missing values (NaN, empty or NA): drop those rows first")
-    return np.column_stack(list(numeric.values())), y, list(numeric)
+    if y_float is None:
+        y = np.array([str(value).strip() for value in y])
+        markers = sorted({label for label in y.tolist() if label.lower() in _MISSING})
+        if markers:
+            warn(f"the target column {target!r} has the label(s) {', '.join(map(repr, markers))}, which R, pandas "
+                 "and spreadsheets write for a missing value: kept as a class of its own")
+    return np.column_stack(list(numeric.values())), y_float if y_float is not None else y, list(numeric)
 
 
-def is_classification(y):
-    """A text target, or an integer-valued one with at most 20 distinct values."""
+def detected_task(y):
+    """Whether ``y`` is a classification (a text target, or an integer-valued one of at most
+    ``MAX_CLASSES`` values), and the line that says why (``compare --task auto``)."""
     if y.dtype.kind not in "fiu":
-        return True
-    return bool(np.all(np.mod(y, 1) == 0) and len(np.unique(y)) <= MAX_CLASSES)
+        classification, why = True, "its values are text"
+    else:
+        n_values, integers = len(np.unique(y)), bool(np.all(np.mod(y, 1) == 0))
+        classification = integers and n_values <= MAX_CLASSES
+        why = (f"{n_values} distinct {'integer ' if integers else ''}values"
+               + (f", more than the {MAX_CLASSES} of a classification" if integers and not classification else ""))
+    task, other = ("classification", "regression") if classification else ("regression", "classification")
+    return classification, f"task: {task}, detected from the target ({why}); --task {other} overrides it"
 
 
 def _read_csv(path):
@@ -152,10 +169,16 @@ def _read_parquet(path):
     return {name: frame[column].to_numpy() for name, column in zip(names, frame.columns)}
 
 
-def _is_missing(values):
-    """Which of ``values`` (an object or string array) is a cell that means missing: ``_MISSING``, None,
-    a float NaN or pandas' NA."""
-    return np.array([value is None or str(value).strip().lower() in _MISSING for value in values], dtype=bool)
+def _is_missing(values, markers=True):
+    """Which of ``values`` (an object or string array) is missing: None, a float NaN, pandas' NA, an empty
+    cell and, with ``markers``, a cell of ``_MISSING`` ('NA', 'null', ...)."""
+    def missing(value):
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return True
+        text = str(value).strip()
+        return text == "" or (not isinstance(value, str) and text == "<NA>") or (markers and text.lower() in _MISSING)
+
+    return np.array([missing(value) for value in values], dtype=bool)
 
 
 def _as_float(values):
@@ -183,13 +206,9 @@ def _first_text(values):
                 if not gap and not _parses(value))
 
 
-def _mostly_numbers(values):
-    """Whether a column of more values than a classification's is numbers but for a few, or would be
-    without thousands separators (``'250,000'``): a numeric column written as text, not class labels."""
+def _numbers_with_separators(values):
+    """Whether a column of text would be all numbers without its thousands separators (``'250,000'``):
+    a numeric column written for reading, not class labels."""
     cells = [str(value).strip() for value, gap in zip(values, _is_missing(np.asarray(values, dtype=object)))
              if not gap]
-    if len(set(cells)) <= MAX_CLASSES:
-        return False
-    plain = sum(map(_parses, cells))
-    separated = sum(_parses(cell.replace(",", "").replace("_", "").replace(" ", "")) for cell in cells)
-    return plain >= 0.5 * len(cells) or separated == len(cells) > plain
+    return all(_parses(cell.replace(",", "").replace("_", "").replace(" ", "")) for cell in cells)
