@@ -260,7 +260,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
 
     def _std(self, variance):
         """A network-unit variance ``(N, O)`` as a std in the units and shape of y; a variance
-        past float64's range is an infinite std, with a warning."""
+        past the floating-point range is an infinite std, with a warning."""
         _warn_if_overflowed(~torch.isfinite(variance).all(-1), "the predictive variance", "std is returned as inf")
         return self._squeeze(self._to_numpy(variance.sqrt()) * self._y_scale)
 
@@ -317,9 +317,9 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
 
 
 def _warn_if_overflowed(rows, what, consequence):
-    """Warn where ``rows`` (a boolean tensor, one per row of X) flags a value past float64's range."""
+    """Warn where ``rows`` (a boolean tensor, one per row of X) flags a value past the floating-point range."""
     overflowed = int(rows.sum())
     if overflowed:
-        warn(f"{what} exceeds float64's range at {overflowed} of {len(rows)} rows, whose {consequence}: they lie "
-             "far outside the training data, where the network's uncertainty (under "
+        warn(f"{what} exceeds the floating-point range at {overflowed} of {len(rows)} rows, whose {consequence}: "
+             "they lie far outside the training data, where the network's uncertainty (under "
              "likelihood='heteroscedastic', of its noise too) grows without bound")

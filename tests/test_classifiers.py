@@ -254,3 +254,7 @@ def test_a_predictive_set_after_fit_is_checked_at_predict():
     with pytest.raises(ValueError, match="Choose a predictive"):
         clf.set_params(predictive=None, moment_match=True).predict_proba(X)
     assert clf.set_params(predictive="mean_field_1").predict_proba(X).shape == (20, 2)
+    laplace = LaplaceClassifier(hidden_layer_sizes=(4,), max_epochs=5, pushforward="nonlinear", n_samples=5,
+                                random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="pushforward='linear'"):
+        laplace.set_params(predictive="laplace_bridge").predict_proba(X)

@@ -126,11 +126,14 @@ def test_mean_variances_are_at_most_the_noise_where_a_leverage_overshoots():
                                                            torch.tensor(0.0, dtype=torch.float64)]))
 
 
-@pytest.mark.parametrize("mean, variance", [(0.3, 0.1), (9.5, 4.0), (50.0, 100.0), (-30.0, 25.0), (4.0, 0.0)])
+@pytest.mark.parametrize("mean, variance", [(0.3, 0.1), (9.5, 4.0), (50.0, 100.0), (-30.0, 25.0), (4.0, 0.0),
+                                            (-10.0, 1e-7)])
 def test_the_expected_noise_variance_is_that_of_the_clipped_log_std(mean, variance):
     """``E[exp(2 h(s))]`` for ``s ~ N(m, v)`` and the likelihood's clip ``h``, in closed form, against
-    quadrature over 400,001 points within 12 stds (relative 1e-7); within the data's noise it is the
-    lognormal ``exp(2 m + 2 v)``, and at ``v = 0`` it is ``exp(2 h(m))``."""
+    quadrature over 400,001 points within 12 stds (relative 1e-7), and in float32 to 1e-5 (the bounds'
+    distances from the mean taken before the shift, whose float32 rounding at ``m = -10`` lost 2.5e-4);
+    within the data's noise it is the lognormal ``exp(2 m + 2 v)``, and at ``v = 0`` it is
+    ``exp(2 h(m))``."""
     m, v = torch.tensor([mean], dtype=torch.float64), torch.tensor([variance], dtype=torch.float64)
     closed = likelihoods_module._log_expected_exp_of_clipped(m, v, 2.0)
     if variance == 0:
@@ -140,6 +143,8 @@ def test_the_expected_noise_variance_is_that_of_the_clipped_log_std(mean, varian
         log_terms = 2 * likelihoods_module._clip_log_std(s) - 0.5 * (s - mean) ** 2 / variance
         expected = torch.logsumexp(log_terms, 0) + math.log(float(s[1] - s[0])) - 0.5 * math.log(2 * math.pi * variance)
     torch.testing.assert_close(closed, expected.reshape(1), rtol=1e-7, atol=1e-7)
+    in_float32 = likelihoods_module._log_expected_exp_of_clipped(m.float(), v.float(), 2.0)
+    torch.testing.assert_close(in_float32.double(), closed, rtol=1e-5, atol=1e-5)
     if mean == 0.3:
         torch.testing.assert_close(closed, 2 * m + 2 * v, rtol=1e-12, atol=1e-12)
 
@@ -160,7 +165,17 @@ def test_predictions_far_from_the_data_are_finite_and_never_nan(estimator, two_t
         warnings.simplefilter("always")
         parts = model.predict_uncertainty(np.array([[-1e6, 3.0]]))
     assert not any(np.isnan(value).any() for value in parts.values())
-    assert np.isfinite(parts.std).all() or any("exceeds float64's range" in str(w.message) for w in caught)
+    assert np.isfinite(parts.std).all() or any("exceeds the floating-point range" in str(w.message) for w in caught)
+
+
+def test_a_float32_std_past_its_range_is_inf_with_a_warning_never_nan(linear_data):
+    """In float32 the noise head's variance itself overflows a few thousand training ranges out: the
+    std is inf, with a warning, not NaN (an infinite variance's pieces were inf - inf)."""
+    X, y = linear_data
+    model = LaplaceRegressor(**FAST, likelihood="heteroscedastic", dtype="float32").fit(X, y)
+    with pytest.warns(UserWarning, match="exceeds the floating-point range at 1 of 2 rows"):
+        _, std = model.predict(np.array([[0.0, 0.0, 0.0], [1e20, -1e20, 1e20]]), return_std=True)
+    assert np.isfinite(std[0]) and std[1] == np.inf
 
 
 def test_the_clip_keeps_a_slope_beyond_its_bound():

@@ -54,33 +54,45 @@ def _clip_log_std(log_std):
     return clipped + _LOG_STD_LEAK * (log_std - clipped)
 
 
+def _log1mexp(x):
+    """``log(1 - exp(x))`` for ``x <= 0``, accurate at both ends: through ``expm1`` near 0 and
+    ``log1p`` below ``-log 2`` (Maechler 2012, "Accurately computing log(1 - exp(-|a|))")."""
+    near_zero = x > -math.log(2.0)
+    return torch.where(near_zero, torch.log(-torch.expm1(x.clamp(min=-math.log(2.0)))),
+                       torch.log1p(-torch.exp(x.clamp(max=-math.log(2.0)))))
+
+
 def _log_normal_mass(lower, upper):
     """``log(Phi(upper) - Phi(lower))`` elementwise, for ``lower <= upper``: in the upper
     tail as ``log(Phi(-lower) - Phi(-upper))``, so that neither tail rounds to ``log(0)``."""
     flip = lower > 0
     low, high = torch.where(flip, -upper, lower), torch.where(flip, -lower, upper)
     log_high, log_low = torch.special.log_ndtr(high), torch.special.log_ndtr(low)
-    ratio = torch.where(log_high > -math.inf, torch.exp(log_low - log_high), torch.zeros_like(log_high))
-    return log_high + torch.log1p(-ratio)
+    empty = log_high == -math.inf  # no mass: low and high both at -inf
+    return torch.where(empty, log_high, log_high + _log1mexp(torch.where(empty, -1.0, log_low - log_high)))
 
 
 def _log_expected_exp_of_clipped(mean, variance, c):
     """``log E[exp(c h(s))]`` for ``s ~ N(mean, variance)`` elementwise, ``h`` the clip of
     :func:`_clip_log_std`. On each of its three linear pieces ``a + b s`` over ``(l, u)`` the
-    expectation is a truncated lognormal moment, ``exp(c a + c b m + (c b)**2 v / 2)`` times
-    the normal mass of ``(l, u)`` about ``m + c b v``. Exact for a Gaussian ``s`` (a linearised
-    network's), and finite where ``E[exp(c s)] = exp(c m + c**2 v / 2)`` of the unclipped
-    output overflows far from the data: there the clip's slope, not the output's, sets the noise."""
+    expectation is a truncated normal's moment generating function (Johnson, Kotz &
+    Balakrishnan 1994, "Continuous univariate distributions", vol. 1, ch. 13),
+    ``exp(c a + c b m + (c b)**2 v / 2)`` times the normal mass of ``(l, u)`` about ``m + c b v``.
+    Exact for a Gaussian ``s`` (a linearised network's), and finite where ``E[exp(c s)] = exp(c m
+    + c**2 v / 2)`` of the unclipped output overflows far from the data: there the clip's slope,
+    not the output's, sets the noise. A piece without mass adds nothing, even where its moment
+    overflows (an infinite ``v``): the sum is then infinite, never NaN."""
     std = variance.sqrt().clamp_min(torch.finfo(mean.dtype).tiny)
     bound, leak = _LOG_STD_BOUND, _LOG_STD_LEAK
     pieces = ((0.0, 1.0, -bound, bound), (bound * (1 - leak), leak, bound, math.inf),
               (-bound * (1 - leak), leak, -math.inf, -bound))
     terms = []
     for offset, slope, lower, upper in pieces:
-        centre = mean + c * slope * variance
-        log_mass = _log_normal_mass((lower - centre) / std, (upper - centre) / std)
-        terms.append(c * (offset + slope * mean) + 0.5 * (c * slope) ** 2 * variance + log_mass)
-    return torch.logsumexp(torch.stack(terms), dim=0)
+        shift = c * slope * variance  # the bounds' distances from the mean, less this, keep float32's digits
+        log_mass = _log_normal_mass(((lower - mean) - shift) / std, ((upper - mean) - shift) / std)
+        moment = c * (offset + slope * mean) + 0.5 * (c * slope) ** 2 * variance
+        terms.append(torch.where(log_mass == -math.inf, log_mass, moment + log_mass))
+    return torch.where(variance == math.inf, variance, torch.logsumexp(torch.stack(terms), dim=0))
 
 
 class GaussianLikelihood(nn.Module):

@@ -261,15 +261,16 @@ class LaplaceClassificationMixin:
         self.loo_scores_ = np.array(scores)
         return float(LOO_COV_SCALES[int(np.argmin(scores))])
 
-    def _begin_fit(self, X, y):
-        X, Y = super()._begin_fit(X, y)
+    def _check_predictive(self):
+        """Fail where ``predictive`` needs the Gaussian over the logits that ``pushforward='nonlinear'``
+        does not give: at fit, and again at predict, after any ``set_params``."""
+        super()._check_predictive()
         if self.pushforward == "nonlinear" and self.predictive != "mc_bridge":
             raise ValueError(
                 f"predictive={self.predictive!r} needs the Gaussian over the logits of "
                 "pushforward='linear'; pushforward='nonlinear' averages the softmax over weight "
                 "draws (predictive='mc_bridge')."
             )
-        return X, Y
 
     def _stratification(self, Y):
         codes = Y.ravel().astype(np.intp)  # the class indices (Y is 2-D)
