@@ -99,8 +99,7 @@ class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
         """The log class probabilities ``(N, C)`` from a distribution of the logits, computed in logs:
         a probability that underflows keeps its finite log."""
         if self.predictive is None and not isinstance(logits, GaussianPredictive):
-            log_weights = logits.weights.log().reshape(-1, 1, 1)
-            return torch.logsumexp(log_weights + torch.log_softmax(logits.samples, dim=-1), dim=0)
+            return logits.log_average(torch.log_softmax(logits.samples, dim=-1))
         return self._gaussian_log_probabilities(logits.mean, logits.output_covariance())
 
     def _gaussian_log_probabilities(self, mean, covariance):
@@ -110,10 +109,6 @@ class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
             self.predictive, mean, covariance, generator=prediction_generator(self._sample_seed),
             n_samples=MC_BRIDGE_SAMPLES, log=True,
         )
-
-    def _gaussian_probabilities(self, mean, covariance):
-        """``predictive`` applied to the Gaussian ``N(mean, covariance)`` over the logits."""
-        return self._gaussian_log_probabilities(mean, covariance).exp()
 
     def _summarise(self, logits, noise_std=None):
         """Class probabilities (float64, rows summing to one) from a distribution of the logits."""

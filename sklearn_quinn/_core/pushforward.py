@@ -96,6 +96,12 @@ class SampledPredictive:
         """The weighted average of ``values (S, ...)`` over the draws."""
         return torch.tensordot(self.weights, values, dims=1)
 
+    def log_average(self, log_values):
+        """The log of the weighted average of ``exp(log_values)`` ``(S, ...)`` over the draws, taken in
+        logs: neither a value that underflows nor one that overflows makes ``0 * inf``."""
+        log_weights = self.weights.log().reshape(-1, *[1] * (log_values.dim() - 1))
+        return torch.logsumexp(log_weights + log_values, dim=0)
+
     @property
     def mean(self):
         return self.average(self.samples)
@@ -115,9 +121,7 @@ class SampledPredictive:
         local variance; none without one) averaged by weight in logs, so that neither a draw whose
         moment underflows nor one whose local factor overflows makes ``0 * inf``."""
         local = torch.zeros_like(self.samples) if self.local_variance is None else self.local_variance
-        log_moments = log_moment(self.samples, local.expand(self.samples.shape))
-        log_weights = self.weights.log().reshape(-1, *[1] * (self.samples.dim() - 1))
-        return torch.exp(torch.logsumexp(log_weights + log_moments, dim=0))
+        return torch.exp(self.log_average(log_moment(self.samples, local.expand(self.samples.shape))))
 
     def _unbiased(self, scatter):
         effective = 1.0 - self.weights.square().sum()

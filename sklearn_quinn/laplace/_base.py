@@ -256,8 +256,7 @@ class LaplaceClassificationMixin:
         with torch.no_grad():
             for scale in LOO_COV_SCALES:
                 cavity = site_cavities(mean, covariance / scale, gradient, hessian, scale)
-                loo = self._gaussian_probabilities(*cavity)[rows, labels]
-                scores.append(float(-loo.clamp_min(torch.finfo(loo.dtype).tiny).log().mean()))
+                scores.append(float(-self._gaussian_log_probabilities(*cavity)[rows, labels].mean()))
         self.loo_scores_ = np.array(scores)
         return float(LOO_COV_SCALES[int(np.argmin(scores))])
 
