@@ -8,12 +8,14 @@ import csv
 import json
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 from sklearn.linear_model import BayesianRidge, LinearRegression
 
+from sklearn_quinn._cli import compare as compare_module
 from sklearn_quinn._cli import data as data_module
 from sklearn_quinn._cli.main import main
 from sklearn_quinn._cli.methods import METHODS, make_estimator
@@ -67,6 +69,23 @@ def test_compare_fits_the_package_defaults_unless_quick(flags, settings, tmp_pat
         main(["compare", "--methods", "mcmc", *flags, "--out", str(tmp_path)])
     params = fitted.value.args[0].get_params()
     assert {name: params[name] for name in settings} == settings
+
+
+def test_compare_notes_a_small_split_and_the_fits_warnings(tmp_path, capsys, monkeypatch):
+    """A fit's warnings go to the notes, not through the progress bar, once each; so does a test split
+    of a handful of rows."""
+    original = compare_module.fit_and_score
+
+    def warning_fit(*args, **kwargs):
+        for _ in range(2):
+            warnings.warn("a fit's warning.", stacklevel=2)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(compare_module, "fit_and_score", warning_fit)
+    argv = ["compare", "diabetes", "--methods", "laplace", "--no-references", "--max-epochs", "5", "--threads", "1"]
+    assert main(argv + ["--test-size", "0.015", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("laplace warned: a fit's warning.") == 1 and "only 7 test rows" in out
 
 
 def test_compare_without_references(tmp_path, capsys):

@@ -13,6 +13,7 @@ this command's.
 """
 
 import time
+import warnings
 from pathlib import Path
 from typing import NamedTuple
 
@@ -195,17 +196,23 @@ def run_compare(data, target, methods, *, task="auto", test_size=0.2, out="sklea
     todo = candidates(methods, classification, X_train, references=references, quick=quick, max_epochs=max_epochs,
                       random_state=random_state, device=device)
     pay_one_time_costs()
+    warned = []
     bar = tqdm(todo, desc="fitting", unit="method", file=log)
     for candidate in bar:
         bar.set_postfix_str(candidate.name)
-        scored = fit_and_score(candidate.estimator, X_train, y_train, X_test, y_test, classification)
+        # A fit's warnings go to the report's notes, not through the progress bar.
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            scored = fit_and_score(candidate.estimator, X_train, y_train, X_test, y_test, classification)
+        warned += [f"{candidate.name} warned: {message}"
+                   for message in dict.fromkeys(" ".join(str(w.message).split()).rstrip(".") for w in caught)]
         rows.append({"method": candidate.name, **scored.scores})
         path = out / f"{candidate.name}.png"
         if classification:
             report.plot_classification(path, candidate.title, y_test, *scored.prediction, scored.model.classes_)
         else:
             report.plot_regression(path, candidate.title, y_test, *scored.prediction)
-    notes = [candidate.note for candidate in todo if candidate.note]
+    notes = [candidate.note for candidate in todo if candidate.note] + _size_notes(len(y_train), len(y_test)) + warned
     if references:
         labels = "; ".join(f"{name}: {REFERENCES[name].label}" for name in references_for(classification))
         notes.insert(0, f"sklearn-* rows are scikit-learn references, fitted and scored as the networks are ({labels})")
@@ -213,3 +220,15 @@ def run_compare(data, target, methods, *, task="auto", test_size=0.2, out="sklea
         notes.insert(0, task_note)
     report.write_tables(rows, out, notes)
     return rows, notes
+
+
+def _size_notes(n_train, n_test, few=10):
+    """Lines saying that the split left fewer than ``few`` rows on a side: its scores are noise, or its
+    fits have next to nothing to learn from."""
+    notes = []
+    if n_test < few:
+        notes.append(f"only {n_test} test row{'s' * (n_test > 1)}: the scores are those of a handful of rows "
+                     "(a larger --test-size scores more)")
+    if n_train < few:
+        notes.append(f"only {n_train} training row{'s' * (n_train > 1)} (a smaller --test-size trains on more)")
+    return notes
