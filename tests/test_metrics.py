@@ -134,11 +134,34 @@ def test_reliability_bins_counts():
         (lambda: M.accuracy([0, 1, 2], [[0.5, 0.5]] * 3), "3 labels"),
         (lambda: M.accuracy([0, 3], [[0.5, 0.5]] * 2, labels=[0, 1]), r"labels \[3\] not in labels"),
         (lambda: M.expected_calibration_error([0, 1], [[0.5, 0.5]] * 2, n_bins=0), "n_bins"),
+        (lambda: M.gaussian_nll([0.0, np.nan], [0.0, 0.0], [1.0, 1.0]), "y_true contains NaN"),
+        (lambda: M.interval_coverage([0.0, 1.0], [0.0, np.nan], [1.0, 1.0]), "y_pred contains NaN"),
+        (lambda: M.root_mean_squared_error([0.0, np.nan], [0.0, 0.0]), "y_true contains NaN"),
+        (lambda: M.crps_samples([np.nan], [[0.0, 1.0]]), "y_true contains NaN"),
+        (lambda: M.gaussian_nll([0.0], [0.0], [np.nan]), "y_std contains NaN"),
+        (lambda: M.crps_gaussian([], [], []), "0 sample"),
+        (lambda: M.categorical_nll([], np.empty((0, 2))), "0 samples"),
+        (lambda: M.root_mean_squared_error([[0.0, 1.0]], [[0.0]]), "same shape"),
+        (lambda: M.categorical_nll([0, 1], [[0.5, 0.5]] * 2, labels=[0, 0]), "labels must be distinct"),
     ],
 )
 def test_bad_metric_input(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_one_target_as_a_column_reads_as_one_dimensional():
+    """``y`` as a DataFrame's column ``(n, 1)`` beside 1-D predictions, what a single-target estimator
+    gives: every metric reads it as 1-D, as scikit-learn's do (a broadcast made it ``(n, n)``: the
+    categorical NLL of 3 rows was 7.6 for 0.68)."""
+    y, mean, std = np.array([0.0, 1.0, 3.0]), np.array([0.5, 1.0, 2.0]), np.array([1.0, 2.0, 1.5])
+    for metric in (M.gaussian_nll, M.crps_gaussian, M.interval_coverage, M.chi_squared):
+        assert metric(y[:, None], mean, std) == metric(y, mean, std)
+    assert M.root_mean_squared_error(y, mean[:, None]) == M.root_mean_squared_error(y, mean)
+    assert M.crps_samples(y[:, None], np.stack([mean, mean + 1], 1)) == M.crps_samples(y, np.stack([mean, mean + 1], 1))
+    labels, proba = np.array([0, 1, 1]), np.array([[0.7, 0.3], [0.4, 0.6], [0.2, 0.8]])
+    for metric in (M.categorical_nll, M.brier_score, M.accuracy, M.expected_calibration_error):
+        assert metric(labels[:, None], proba) == metric(labels, proba)
 
 
 def test_scorers_call_the_predictive_never_score():

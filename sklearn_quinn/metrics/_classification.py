@@ -5,12 +5,15 @@ of each column of ``y_proba`` (an estimator's ``classes_``).
 """
 
 import numpy as np
-from sklearn.utils.validation import check_consistent_length
+from sklearn.utils.validation import check_consistent_length, column_or_1d
 
 
 def _check_proba(y_true, y_proba, labels):
-    """Validated probabilities and the one-hot encoding of ``y_true`` in column order."""
-    y_true = np.asarray(y_true)
+    """Validated probabilities and the one-hot encoding of ``y_true`` in column order. A ``y_true`` of
+    one column ``(n, 1)`` (a DataFrame's column) is read as 1-D, as scikit-learn's ``log_loss`` reads it."""
+    y_true = column_or_1d(y_true)
+    if len(y_true) == 0:
+        raise ValueError("y_true has 0 samples; at least 1 is required.")
     y_proba = np.asarray(y_proba, dtype=np.float64)
     check_consistent_length(y_true, y_proba)
     if y_proba.ndim != 2:
@@ -18,6 +21,8 @@ def _check_proba(y_true, y_proba, labels):
     if np.any(y_proba < 0) or not np.allclose(y_proba.sum(axis=1), 1.0, atol=1e-6):
         raise ValueError("y_proba must hold probabilities: non-negative rows that sum to 1.")
     labels = np.unique(y_true) if labels is None else np.asarray(labels)
+    if len(np.unique(labels)) != len(labels):
+        raise ValueError(f"labels must be distinct, one per column of y_proba; got {labels.tolist()}.")
     if len(labels) != y_proba.shape[1]:
         raise ValueError(
             f"y_proba has {y_proba.shape[1]} columns but there are {len(labels)} labels; "

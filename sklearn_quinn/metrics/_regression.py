@@ -8,17 +8,30 @@ targets and averaged over points.
 
 import numpy as np
 from scipy.stats import norm
-from sklearn.utils.validation import check_consistent_length
+from sklearn.utils.validation import check_array, check_consistent_length
+
+
+def _values(values, name, allow_nd=False):
+    """``values`` as a finite float64 array of at least one row (scikit-learn's messages name ``name``)."""
+    return check_array(values, ensure_2d=False, allow_nd=allow_nd, dtype=np.float64, input_name=name)
+
+
+def _check_targets(y_true, y_pred, *others):
+    """Validated ``y_true``, ``y_pred`` and ``others`` (named ``y_std``) of one shape. One target as a
+    column ``(n, 1)`` beside 1-D arrays (a DataFrame's column beside what a single-target regressor
+    predicts) is read as 1-D, as scikit-learn's regression metrics read it."""
+    arrays = [_values(y_true, "y_true"), _values(y_pred, "y_pred"), *(_values(other, "y_std") for other in others)]
+    check_consistent_length(*arrays)
+    if all(array.ndim == 1 or array.shape[1:] == (1,) for array in arrays):
+        arrays = [array.reshape(-1) for array in arrays]
+    if any(array.shape != arrays[0].shape for array in arrays):
+        shapes = ", ".join(str(array.shape) for array in arrays)
+        raise ValueError(f"y_true, y_pred{' and y_std' * bool(others)} must have the same shape; got {shapes}.")
+    return tuple(arrays)
 
 
 def _check_gaussian(y_true, y_pred, y_std):
-    y_true, y_pred, y_std = (np.asarray(a, dtype=np.float64) for a in (y_true, y_pred, y_std))
-    check_consistent_length(y_true, y_pred, y_std)
-    if y_true.shape != y_pred.shape or y_true.shape != y_std.shape:
-        raise ValueError(
-            f"y_true, y_pred and y_std must have the same shape; got {y_true.shape}, "
-            f"{y_pred.shape} and {y_std.shape}."
-        )
+    y_true, y_pred, y_std = _check_targets(y_true, y_pred, y_std)
     if not np.all(y_std > 0):
         raise ValueError("y_std must be positive everywhere.")
     return y_true, y_pred, y_std
@@ -95,8 +108,10 @@ def crps_samples(y_true, y_samples):
     >>> crps_samples([0.0], [[-1.0, 1.0]])
     0.5
     """
-    y_true = np.asarray(y_true, dtype=np.float64)
-    draws = np.sort(np.asarray(y_samples, dtype=np.float64), axis=-1)
+    y_true = _values(y_true, "y_true")
+    draws = np.sort(_values(y_samples, "y_samples", allow_nd=True), axis=-1)
+    if y_true.shape[1:] == (1,) and draws.ndim == 2:  # one target as a column, as _check_targets reads it
+        y_true = y_true[:, 0]
     if draws.shape[:-1] != y_true.shape:
         raise ValueError(
             f"y_samples must have shape y_true.shape + (n_draws,); got {draws.shape} "
@@ -119,8 +134,7 @@ def root_mean_squared_error(y_true, y_pred):
     >>> root_mean_squared_error([0.0, 0.0], [3.0, 4.0])
     3.5355339059327378
     """
-    y_true, y_pred = np.asarray(y_true, dtype=np.float64), np.asarray(y_pred, dtype=np.float64)
-    check_consistent_length(y_true, y_pred)
+    y_true, y_pred = _check_targets(y_true, y_pred)
     return float(np.sqrt(np.mean((y_true - y_pred) ** 2)))
 
 
