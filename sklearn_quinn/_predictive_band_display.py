@@ -9,6 +9,7 @@ matplotlib is imported when the Display draws, not before.
 import numpy as np
 from sklearn.utils.validation import check_consistent_length
 
+from ._pipelines import call_method, has_method
 from ._plot_utils import axes_or_new, pyplot
 
 _BAND_STDS = 2
@@ -146,7 +147,9 @@ class PredictiveBandDisplay:
             Fitted, with ``predict(X, return_std=True)`` and
             ``sample_y(X, n_samples, random_state)``, on one feature and one target.
             One with ``predict_uncertainty`` (every regressor of this package)
-            can show the two sources of its band.
+            can show the two sources of its band. A ``Pipeline`` ending in one
+            reaches its ``sample_y`` and ``predict_uncertainty`` through the steps
+            before it.
         X : array-like of shape (n_samples, 1)
             Inputs: exactly one column. A DataFrame's column name is kept on the grid.
         y : array-like of shape (n_samples,), default=None
@@ -184,14 +187,14 @@ class PredictiveBandDisplay:
         # feature name it was fitted with.
         grid_X = type(X)({X.columns[0]: grid}) if hasattr(X, "columns") else grid[:, None]
         y_epistemic_std = None
-        if split and hasattr(estimator, "predict_uncertainty"):
-            parts = estimator.predict_uncertainty(grid_X)
+        if split and has_method(estimator, "predict_uncertainty"):
+            parts = call_method(estimator, "predict_uncertainty", grid_X)
             y_pred, y_std, y_epistemic_std = parts.mean, parts.std, parts.epistemic_std
         else:
             y_pred, y_std = estimator.predict(grid_X, return_std=True)
         y_samples = None
         if n_draws > 0:
-            y_samples = estimator.sample_y(grid_X, n_draws, random_state=random_state)
+            y_samples = call_method(estimator, "sample_y", grid_X, n_draws, random_state=random_state)
         return cls.from_predictions(
             grid,
             y_pred,

@@ -15,6 +15,7 @@ import numpy as np
 from sklearn.base import is_classifier
 
 from . import metrics as M
+from ._pipelines import call_method
 
 #: Built-in metrics: name -> (summaries needed, function of y_true and the summaries).
 REGRESSION_METRICS = {
@@ -62,7 +63,7 @@ class PredictiveSummaries(Mapping):
 
     def _call(self, method, *args, **kwargs):
         self.calls[method] = self.calls.get(method, 0) + 1
-        return getattr(self.estimator, method)(self.X, *args, **kwargs)
+        return call_method(self.estimator, method, self.X, *args, **kwargs)
 
     def _compute(self, key):
         values = self._values
@@ -108,7 +109,7 @@ def evaluate(estimator, X, y, metrics=None, *, summaries=(), level=0.95, n_draws
     estimator : fitted regressor with ``predict(X, return_std=True)`` or classifier
         with ``predict_proba``.
     X, y : array-like
-    metrics : list of str or dict, default=None
+    metrics : str, list of str or dict, default=None
         Built-in names (regression: 'rmse', 'nll', 'crps', 'crps_samples',
         'chi_squared', 'chi_squared_error', 'coverage', 'interval_width',
         'quantile_calibration_error'; classification: 'accuracy', 'nll',
@@ -147,6 +148,8 @@ def evaluate(estimator, X, y, metrics=None, *, summaries=(), level=0.95, n_draws
     builtin = CLASSIFICATION_METRICS if classifier else REGRESSION_METRICS
     if metrics is None:
         metrics = DEFAULT_CLASSIFICATION if classifier else DEFAULT_REGRESSION
+    if isinstance(metrics, str):  # one name, not its characters
+        metrics = [metrics]
     named = metrics.items() if isinstance(metrics, Mapping) else ((name, name) for name in metrics)
     needed, functions = set(summaries), {}
     for name, metric in named:

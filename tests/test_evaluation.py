@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
 from sklearn_quinn import LaplaceRegressor
 from sklearn_quinn import metrics as M
@@ -53,6 +55,14 @@ def test_variance_and_std_reuse_the_covariance(fitted):
     _, std = reg.predict(X, return_std=True)
     assert results["nll"] == pytest.approx(M.gaussian_nll(y, reg.predict(X), std), rel=1e-10)
     assert np.isfinite(results["joint_nll"])
+
+
+def test_a_pipeline_draws_through_its_last_step_and_one_name_is_one_metric(fitted):
+    reg, X, y = fitted
+    pipeline = make_pipeline(StandardScaler(), reg).fit(X, y)
+    results = evaluate(pipeline, X, y, metrics="crps_samples", n_draws=50)
+    draws = pipeline[-1].sample_y(pipeline[0].transform(X), n_samples=50, random_state=0)
+    assert results == {"crps_samples": pytest.approx(M.crps_samples(y, draws))}
 
 
 def test_sample_based_crps(fitted):

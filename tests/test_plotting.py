@@ -9,8 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 from numpy.testing import assert_array_equal
+from sklearn.base import clone
 from sklearn.datasets import make_classification
 from sklearn.linear_model import BayesianRidge, LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
 from sklearn_quinn import LaplaceRegressor
 from sklearn_quinn.mcmc import split_rhat
@@ -100,6 +103,16 @@ def test_band_from_estimator_draws_the_predictive_on_the_grid(regressor, wave, t
     assert_array_equal(display.scatter_.get_offsets(), np.column_stack([X[:, 0], y]))
     assert display.ax_ is display.line_.axes and display.figure_ is display.ax_.figure
     render(display, tmp_path, "band")
+
+
+def test_band_of_a_pipeline_reaches_its_last_steps_split_and_draws(regressor, wave):
+    """A Pipeline has no predict_uncertainty or sample_y; its last step's, on X through the steps
+    before it, give the band's two parts and its draws (the split band was silently left out)."""
+    pipeline = make_pipeline(StandardScaler(), clone(regressor)).fit(*wave)
+    display = PredictiveBandDisplay.from_estimator(pipeline, wave[0], n_draws=2, random_state=1)
+    grid = pipeline[0].transform(display.x[:, None])
+    assert_array_equal(display.y_epistemic_std, pipeline[-1].predict_uncertainty(grid).epistemic_std)
+    assert_array_equal(display.y_samples, pipeline[-1].sample_y(grid, 2, random_state=1))
 
 
 def test_band_defaults_to_no_draws_and_no_data(regressor, wave):
