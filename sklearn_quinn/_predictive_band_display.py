@@ -243,6 +243,8 @@ class PredictiveBandDisplay:
             for name, values in (("x", x), ("y_pred", y_pred), ("y_std", y_std))
         )
         check_consistent_length(x, y_pred, y_std)
+        if not np.all(y_std >= 0):  # NaN included: an inverted or missing band is no band
+            raise ValueError("y_std must be non-negative everywhere (and not NaN).")
         order = np.argsort(x, kind="stable")
         if y_epistemic_std is not None:
             y_epistemic_std = _one_dimensional("y_epistemic_std", y_epistemic_std)

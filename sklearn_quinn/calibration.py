@@ -141,7 +141,7 @@ def calibrate(estimator, X=None, y=None, *, param="prior_precision", grid=None, 
     return CalibrationResult(param, best, grid, scores, objective)
 
 
-def calibrate_cv(estimator, X, y, *, param="prior_precision", grid=None, objective="nll", cv=5):
+def calibrate_cv(estimator, X, y, *, param="prior_precision", grid=None, objective="nll", cv=5, groups=None):
     """Fit ``estimator`` on all rows with ``param`` chosen by K-fold cross-validation.
 
     Each fold fits a clone on the other folds and scores the whole grid on its
@@ -162,6 +162,8 @@ def calibrate_cv(estimator, X, y, *, param="prior_precision", grid=None, objecti
         A held-out objective of :func:`calibrate`.
     cv : int or cross-validation generator, default=5
         As for scikit-learn's ``cross_validate`` (stratified folds for a classifier).
+    groups : array-like of shape (n_samples,), default=None
+        The rows' groups, for a ``cv`` that splits by them (``GroupKFold``).
 
     Returns
     -------
@@ -187,7 +189,7 @@ def calibrate_cv(estimator, X, y, *, param="prior_precision", grid=None, objecti
         raise ValueError("calibrate_cv needs a held-out objective; the evidence needs no folds: use calibrate.")
     _check_supported(estimator)
     grid = check_request(estimator, param, grid, objective)  # before any fit
-    folds = check_cv(cv, y, classifier=is_classifier(estimator)).split(X, y)
+    folds = check_cv(cv, y, classifier=is_classifier(estimator)).split(X, y, groups)
     # _safe_indexing keeps a DataFrame's rows a DataFrame, whose column names the fits record.
     scores = np.mean([grid_scores(clone(estimator).fit(_safe_indexing(X, train), _safe_indexing(y, train)),
                                   _safe_indexing(X, test), _safe_indexing(y, test), param, grid, objective)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_iris
 from sklearn.linear_model import LinearRegression
-from sklearn.model_selection import KFold, train_test_split
+from sklearn.model_selection import GroupKFold, KFold, PredefinedSplit, train_test_split
 
 from sklearn_quinn import (
     BBBClassifier,
@@ -333,6 +333,16 @@ def test_calibrate_cv_keeps_a_dataframes_feature_names(wave_data):
         fitted, _ = calibrate_cv(laplace(), frame, y, param="cov_scale", grid=GRID, cv=KFold(3))
         fitted.predict(frame)
     assert list(fitted.feature_names_in_) == list(frame.columns)
+
+
+@pytest.mark.filterwarnings("ignore:The best")
+def test_calibrate_cv_splits_by_groups(wave_data):
+    X, y = wave_data
+    groups = np.arange(len(X)) % 4
+    _, by_groups = calibrate_cv(laplace(), X, y, param="cov_scale", grid=GRID, cv=GroupKFold(4), groups=groups)
+    _, by_folds = calibrate_cv(laplace(), X, y, param="cov_scale", grid=GRID,
+                               cv=PredefinedSplit(groups))  # the same folds, given directly
+    np.testing.assert_allclose(by_groups.scores, by_folds.scores, rtol=1e-10)
 
 
 def test_calibrate_cv_refuses_the_evidence(wave_data):

@@ -150,6 +150,11 @@ def test_bad_metric_input(call, message):
         call()
 
 
+def test_coverage_curve_takes_one_level():
+    levels, observed = M.coverage_curve([0.0, 3.0], [0.0, 0.0], [1.0, 1.0], levels=0.5)
+    assert levels.tolist() == [0.5] and observed.tolist() == [0.5]
+
+
 def test_one_target_as_a_column_reads_as_one_dimensional():
     """``y`` as a DataFrame's column ``(n, 1)`` beside 1-D predictions, what a single-target estimator
     gives: every metric reads it as 1-D, as scikit-learn's do (a broadcast made it ``(n, n)``: the

@@ -184,6 +184,8 @@ def test_band_from_estimator_bad_input(regressor, X, kwargs, message):
         ({"y_pred": np.zeros((3, 2))}, "y_pred must be one-dimensional"),
         ({"y_epistemic_std": np.zeros(4)}, "inconsistent numbers of samples"),
         ({"y_epistemic_std": np.full(3, 1.5)}, "must not exceed y_std"),
+        ({"y_std": np.array([1.0, -1.0, 1.0])}, "y_std must be non-negative"),
+        ({"y_std": np.array([1.0, np.nan, 1.0])}, "y_std must be non-negative"),
     ],
 )
 def test_band_from_predictions_bad_input(kwargs, message):

@@ -280,6 +280,7 @@ def test_wrapper_shapes_and_diagonal_input(name):
         mean.numpy().tolist(), np.stack([np.diag(row) for row in variances]), predictive=name, n_samples=200
     )
     np.testing.assert_allclose(diagonal, proba, rtol=0, atol=1e-12)
+    assert predict_proba_from_gaussian(np.empty((0, 4)), np.empty((0, 4)), predictive=name).shape == (0, 4)
 
 
 def test_wrapper_matches_the_torch_function_and_seeds():

@@ -220,7 +220,7 @@ def coverage_curve(y_true, y_pred, y_std, levels=None):
     observed : ndarray
         Fraction of points inside the central interval of each level.
     """
-    levels = np.arange(1, 20) / 20 if levels is None else np.asarray(levels, dtype=np.float64)
+    levels = np.arange(1, 20) / 20 if levels is None else np.atleast_1d(np.asarray(levels, dtype=np.float64))
     for level in levels:
         _check_level(level)
     y_true, y_pred, y_std = _check_gaussian(y_true, y_pred, y_std)
