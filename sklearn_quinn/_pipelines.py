@@ -9,21 +9,20 @@ before it, as the ``Pipeline``'s own ``predict`` does.
 from sklearn.pipeline import Pipeline
 
 
-def _through(estimator, method):
-    """The last step of a ``Pipeline`` that lacks ``method`` where that step has it, else None."""
-    if isinstance(estimator, Pipeline) and not hasattr(estimator, method) and hasattr(estimator[-1], method):
-        return estimator[-1]
-    return None
+def _passes_on(estimator, method):
+    """Whether ``estimator`` is a ``Pipeline`` without ``method`` of its own, whose last step should take it."""
+    return isinstance(estimator, Pipeline) and not hasattr(estimator, method)
 
 
 def has_method(estimator, method):
-    """Whether ``estimator``, or the last step of a ``Pipeline``, has ``method``."""
-    return hasattr(estimator, method) or _through(estimator, method) is not None
+    """Whether ``estimator``, or the last step of a (nested) ``Pipeline``, has ``method``."""
+    if _passes_on(estimator, method):
+        return has_method(estimator[-1], method)
+    return hasattr(estimator, method)
 
 
 def call_method(estimator, method, X, *args, **kwargs):
-    """``estimator.method(X, ...)``, or the last step's on ``X`` transformed by the steps before it."""
-    last = _through(estimator, method)
-    if last is None:
-        return getattr(estimator, method)(X, *args, **kwargs)
-    return getattr(last, method)(estimator[:-1].transform(X), *args, **kwargs)
+    """``estimator.method(X, ...)``, or the (nested) last step's on ``X`` transformed by the steps before it."""
+    if _passes_on(estimator, method):
+        return call_method(estimator[-1], method, estimator[:-1].transform(X), *args, **kwargs)
+    return getattr(estimator, method)(X, *args, **kwargs)

@@ -86,6 +86,10 @@ def test_compare_notes_a_small_split_and_the_fits_warnings(tmp_path, capsys, mon
     assert main(argv + ["--test-size", "0.015", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert out.count("laplace warned: a fit's warning.") == 1 and "only 7 test rows" in out
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the user's filters still decide
+        assert main(argv + ["--out", str(tmp_path)]) == 0
+    assert "warned" not in capsys.readouterr().out
 
 
 def test_compare_without_references(tmp_path, capsys):

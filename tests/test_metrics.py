@@ -157,8 +157,8 @@ def test_coverage_curve_takes_one_level():
 
 def test_one_target_as_a_column_reads_as_one_dimensional():
     """``y`` as a DataFrame's column ``(n, 1)`` beside 1-D predictions, what a single-target estimator
-    gives: every metric reads it as 1-D, as scikit-learn's do (a broadcast made it ``(n, n)``: the
-    categorical NLL of 3 rows was 7.6 for 0.68)."""
+    gives: every metric reads it as 1-D, as scikit-learn's do (the classification metrics broadcast it
+    to ``(n, n)``)."""
     y, mean, std = np.array([0.0, 1.0, 3.0]), np.array([0.5, 1.0, 2.0]), np.array([1.0, 2.0, 1.5])
     for metric in (M.gaussian_nll, M.crps_gaussian, M.interval_coverage, M.chi_squared):
         assert metric(y[:, None], mean, std) == metric(y, mean, std)

@@ -113,6 +113,8 @@ def test_band_of_a_pipeline_reaches_its_last_steps_split_and_draws(regressor, wa
     grid = pipeline[0].transform(display.x[:, None])
     assert_array_equal(display.y_epistemic_std, pipeline[-1].predict_uncertainty(grid).epistemic_std)
     assert_array_equal(display.y_samples, pipeline[-1].sample_y(grid, 2, random_state=1))
+    nested = make_pipeline(StandardScaler(), make_pipeline(StandardScaler(), clone(regressor))).fit(*wave)
+    assert PredictiveBandDisplay.from_estimator(nested, wave[0], n_draws=1).y_epistemic_std is not None
 
 
 def test_band_defaults_to_no_draws_and_no_data(regressor, wave):

@@ -200,12 +200,11 @@ def run_compare(data, target, methods, *, task="auto", test_size=0.2, out="sklea
     bar = tqdm(todo, desc="fitting", unit="method", file=log)
     for candidate in bar:
         bar.set_postfix_str(candidate.name)
-        # A fit's warnings go to the report's notes, not through the progress bar.
+        # A fit's warnings go to the report's notes, not through the progress bar; the filters in
+        # force (the user's, Python's own) still decide which are shown, or raised.
         with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
             scored = fit_and_score(candidate.estimator, X_train, y_train, X_test, y_test, classification)
-        warned += [f"{candidate.name} warned: {message}"
-                   for message in dict.fromkeys(" ".join(str(w.message).split()).rstrip(".") for w in caught)]
+        warned += _warning_notes(candidate.name, caught)
         rows.append({"method": candidate.name, **scored.scores})
         path = out / f"{candidate.name}.png"
         if classification:
@@ -220,6 +219,12 @@ def run_compare(data, target, methods, *, task="auto", test_size=0.2, out="sklea
         notes.insert(0, task_note)
     report.write_tables(rows, out, notes)
     return rows, notes
+
+
+def _warning_notes(name, caught):
+    """One line per distinct warning that candidate ``name``'s fit raised, on one line each."""
+    messages = (" ".join(str(warning.message).split()).rstrip(".") for warning in caught)
+    return [f"{name} warned: {message}" for message in dict.fromkeys(messages)]
 
 
 def _size_notes(n_train, n_test, few=10):

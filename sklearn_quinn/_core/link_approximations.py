@@ -99,11 +99,11 @@ def mc_bridge(mean, cov, n_samples=1000, generator=None, log=False):
     -------
     probabilities : torch.Tensor of shape (N, C)
     """
+    if not len(mean):  # no points: nothing to average (torch.cat takes no empty list)
+        return torch.empty_like(mean)
     root = _covariance_root(cov)
     n_classes = mean.shape[-1]
     noise = standard_normal(generator, mean, (n_classes, n_samples))
-    if not len(mean):  # no points: nothing to average (torch.cat takes no empty list)
-        return torch.empty_like(mean)
     block = max(1, MC_BLOCK_BYTES // (n_samples * n_classes * mean.element_size()))
     return torch.cat(
         [

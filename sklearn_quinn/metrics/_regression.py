@@ -193,7 +193,7 @@ def interval_coverage_error(y_true, y_pred, y_std, level=0.95):
 def interval_width(y_true, y_pred, y_std, level=0.95):
     """Mean width of the central ``level`` intervals, in the units of y.
 
-    ``y_true`` is only checked for shape: the width does not depend on it.
+    ``y_true`` is only checked (its shape, and that it is finite): the width does not depend on it.
 
     Examples
     --------
@@ -211,7 +211,7 @@ def coverage_curve(y_true, y_pred, y_std, levels=None):
 
     Parameters
     ----------
-    levels : array-like of float in (0, 1), default=None
+    levels : float or array-like of float in (0, 1), default=None
         Expected coverage levels; None uses 0.05, 0.10, ..., 0.95.
 
     Returns
