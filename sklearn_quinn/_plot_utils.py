@@ -36,7 +36,19 @@ def axes_or_new(caller, ax):
     return ax
 
 
+_DIAGONAL = "perfectly calibrated"
+
+
 def plot_diagonal(ax):
-    """The line of perfect calibration on the unit square, which the axes are set to."""
-    ax.plot([0, 1], [0, 1], linestyle=":", color="k", label="perfectly calibrated")
+    """The line of perfect calibration on the unit square, which the axes are set to; once, however
+    many curves the axes overlay."""
+    if not any(line.get_label() == _DIAGONAL for line in ax.get_lines()):
+        ax.plot([0, 1], [0, 1], linestyle=":", color="k", label=_DIAGONAL)
     ax.set(xlim=(0, 1), ylim=(0, 1), aspect="equal")
+
+
+def estimator_name(estimator):
+    """A fitted model's name for a legend, as scikit-learn's Displays give it: its class's, or a
+    ``Pipeline``'s last step's."""
+    steps = getattr(estimator, "steps", None)
+    return type(steps[-1][1] if steps else estimator).__name__

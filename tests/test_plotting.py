@@ -230,8 +230,27 @@ def test_reliability_from_estimator_is_the_binned_accuracy(classification, tmp_p
     assert_array_equal(display.line_.get_xdata(), confidence[filled])
     assert_array_equal(display.line_.get_ydata(), accuracy[filled])
     legend = [text.get_text() for text in display.ax_.get_legend().get_texts()]
-    assert f"classifier (ECE = {ece:.3f})" in legend
+    assert f"LogisticRegression (ECE = {ece:.3f})" in legend
     render(display, tmp_path, "reliability")
+
+
+def test_curves_on_one_axes_are_told_apart_by_name(regressor, wave, classification):
+    """As scikit-learn's Displays: the legend names each curve (the estimator's class by default, a
+    Pipeline's last step's, or ``name``), and the diagonal is drawn once (it was repeated, and every
+    curve was 'observed')."""
+    X, y = wave
+    ridge = make_pipeline(StandardScaler(), BayesianRidge()).fit(X, y)
+    first = RegressionCalibrationDisplay.from_estimator(ridge, X, y)
+    RegressionCalibrationDisplay.from_estimator(regressor, X, y, ax=first.ax_)
+    RegressionCalibrationDisplay.from_predictions(y, *regressor.predict(X, return_std=True), name="mine", ax=first.ax_)
+    legend = [text.get_text() for text in first.ax_.get_legend().get_texts()]
+    assert legend == ["perfectly calibrated", "BayesianRidge", "LaplaceRegressor", "mine"]
+    classifier, X, y = classification
+    display = ReliabilityDisplay.from_estimator(classifier, X, y, name="logistic")
+    ReliabilityDisplay.from_predictions(y, classifier.predict_proba(X), labels=classifier.classes_, ax=display.ax_)
+    legend = [text.get_text() for text in display.ax_.get_legend().get_texts()]
+    assert legend[0] == "perfectly calibrated" and legend[1].startswith("logistic (ECE")
+    assert legend[2].startswith("classifier (ECE") and len(legend) == 3
 
 
 def test_reliability_from_predictions_uses_labels():

@@ -3,7 +3,7 @@
 matplotlib is imported when the Display draws, not before.
 """
 
-from .._plot_utils import axes_or_new, plot_diagonal, pyplot
+from .._plot_utils import axes_or_new, estimator_name, plot_diagonal, pyplot
 from ._regression import coverage_curve
 
 
@@ -22,6 +22,8 @@ class RegressionCalibrationDisplay:
     observed : ndarray of shape (n_levels,)
         Observed coverage at each level, from
         :func:`sklearn_quinn.metrics.coverage_curve`.
+    estimator_name : str, default=None
+        The curve's name in the legend; None: 'observed'.
 
     Attributes
     ----------
@@ -48,17 +50,21 @@ class RegressionCalibrationDisplay:
     >>> plt.close(display.figure_)
     """
 
-    def __init__(self, *, levels, observed):
+    def __init__(self, *, levels, observed, estimator_name=None):
         self.levels = levels
         self.observed = observed
+        self.estimator_name = estimator_name
 
-    def plot(self, ax=None):
+    def plot(self, ax=None, *, name=None):
         """Draw the coverage curve and the diagonal.
 
         Parameters
         ----------
         ax : matplotlib Axes, default=None
-            Axes to draw on; None makes a new figure.
+            Axes to draw on; None makes a new figure. Curves drawn on one
+            Axes share its diagonal, and the legend tells them apart by name.
+        name : str, default=None
+            The curve's name in the legend; None: ``estimator_name``.
 
         Returns
         -------
@@ -66,14 +72,15 @@ class RegressionCalibrationDisplay:
         """
         ax = axes_or_new(f"{type(self).__name__}.plot", ax)
         plot_diagonal(ax)
-        (self.line_,) = ax.plot(self.levels, self.observed, marker="s", label="observed")
+        label = name or self.estimator_name or "observed"
+        (self.line_,) = ax.plot(self.levels, self.observed, marker="s", label=label)
         ax.set(xlabel="expected coverage of the central interval", ylabel="observed coverage")
         ax.legend(loc="upper left")
         self.ax_, self.figure_ = ax, ax.figure
         return self
 
     @classmethod
-    def from_estimator(cls, estimator, X, y, *, levels=None, ax=None):
+    def from_estimator(cls, estimator, X, y, *, levels=None, name=None, ax=None):
         """Plot the coverage of a fitted regressor's ``predict(X, return_std=True)``.
 
         Parameters
@@ -84,6 +91,9 @@ class RegressionCalibrationDisplay:
         y : array-like of shape (n_samples,) or (n_samples, n_targets)
         levels : array-like of float in (0, 1), default=None
             Expected levels; None uses 0.05, 0.10, ..., 0.95.
+        name : str, default=None
+            The curve's name in the legend; None: the estimator's class (a
+            ``Pipeline``'s last step's).
         ax : matplotlib Axes, default=None
 
         Returns
@@ -92,10 +102,10 @@ class RegressionCalibrationDisplay:
         """
         pyplot(f"{cls.__name__}.from_estimator")
         y_pred, y_std = estimator.predict(X, return_std=True)
-        return cls.from_predictions(y, y_pred, y_std, levels=levels, ax=ax)
+        return cls.from_predictions(y, y_pred, y_std, levels=levels, name=name or estimator_name(estimator), ax=ax)
 
     @classmethod
-    def from_predictions(cls, y_true, y_pred, y_std, *, levels=None, ax=None):
+    def from_predictions(cls, y_true, y_pred, y_std, *, levels=None, name=None, ax=None):
         """Plot the coverage of Gaussian predictions ``N(y_pred, y_std**2)``.
 
         Parameters
@@ -103,6 +113,8 @@ class RegressionCalibrationDisplay:
         y_true, y_pred, y_std : array-like of shape (n_samples,) or (n_samples, n_targets)
         levels : array-like of float in (0, 1), default=None
             Expected levels; None uses 0.05, 0.10, ..., 0.95.
+        name : str, default=None
+            The curve's name in the legend; None: 'observed'.
         ax : matplotlib Axes, default=None
 
         Returns
@@ -111,4 +123,4 @@ class RegressionCalibrationDisplay:
         """
         pyplot(f"{cls.__name__}.from_predictions")
         levels, observed = coverage_curve(y_true, y_pred, y_std, levels)
-        return cls(levels=levels, observed=observed).plot(ax=ax)
+        return cls(levels=levels, observed=observed, estimator_name=name).plot(ax=ax)

@@ -3,7 +3,7 @@
 matplotlib is imported when the Display draws, not before.
 """
 
-from .._plot_utils import axes_or_new, plot_diagonal, pyplot
+from .._plot_utils import axes_or_new, estimator_name, plot_diagonal, pyplot
 from ._classification import expected_calibration_error, reliability_bins
 
 
@@ -25,6 +25,8 @@ class ReliabilityDisplay:
         Points per bin.
     ece : float
         Expected calibration error over the same bins.
+    estimator_name : str, default=None
+        The curve's name in the legend; None: 'classifier'.
 
     Attributes
     ----------
@@ -54,19 +56,24 @@ class ReliabilityDisplay:
     >>> plt.close(display.figure_)
     """
 
-    def __init__(self, *, confidence, accuracy, counts, ece):
+    def __init__(self, *, confidence, accuracy, counts, ece, estimator_name=None):
         self.confidence = confidence
         self.accuracy = accuracy
         self.counts = counts
         self.ece = ece
+        self.estimator_name = estimator_name
 
-    def plot(self, ax=None):
+    def plot(self, ax=None, *, name=None):
         """Draw accuracy against confidence and the diagonal.
 
         Parameters
         ----------
         ax : matplotlib Axes, default=None
-            Axes to draw on; None makes a new figure.
+            Axes to draw on; None makes a new figure. Curves drawn on one
+            Axes share its diagonal, and the legend tells them apart by name.
+        name : str, default=None
+            The curve's name in the legend, beside its ECE; None:
+            ``estimator_name``, or 'classifier'.
 
         Returns
         -------
@@ -79,7 +86,7 @@ class ReliabilityDisplay:
             self.confidence[filled],
             self.accuracy[filled],
             marker="s",
-            label=f"classifier (ECE = {self.ece:.3f})",
+            label=f"{name or self.estimator_name or 'classifier'} (ECE = {self.ece:.3f})",
         )
         ax.set(xlabel="confidence (top-class probability)", ylabel="accuracy")
         ax.legend(loc="upper left")
@@ -87,7 +94,7 @@ class ReliabilityDisplay:
         return self
 
     @classmethod
-    def from_estimator(cls, estimator, X, y, *, n_bins=15, ax=None):
+    def from_estimator(cls, estimator, X, y, *, n_bins=15, name=None, ax=None):
         """Plot the reliability of a fitted classifier's ``predict_proba(X)``.
 
         Parameters
@@ -97,6 +104,9 @@ class ReliabilityDisplay:
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
         n_bins : int, default=15
+        name : str, default=None
+            The curve's name in the legend; None: the estimator's class (a
+            ``Pipeline``'s last step's).
         ax : matplotlib Axes, default=None
 
         Returns
@@ -105,10 +115,11 @@ class ReliabilityDisplay:
         """
         pyplot(f"{cls.__name__}.from_estimator")
         y_proba = estimator.predict_proba(X)
-        return cls.from_predictions(y, y_proba, n_bins=n_bins, labels=estimator.classes_, ax=ax)
+        return cls.from_predictions(y, y_proba, n_bins=n_bins, labels=estimator.classes_,
+                                    name=name or estimator_name(estimator), ax=ax)
 
     @classmethod
-    def from_predictions(cls, y_true, y_proba, *, n_bins=15, labels=None, ax=None):
+    def from_predictions(cls, y_true, y_proba, *, n_bins=15, labels=None, name=None, ax=None):
         """Plot the reliability of class probabilities.
 
         Parameters
@@ -118,6 +129,8 @@ class ReliabilityDisplay:
         n_bins : int, default=15
         labels : array-like of shape (n_classes,), default=None
             Class of each column of ``y_proba``; None uses the sorted labels of ``y_true``.
+        name : str, default=None
+            The curve's name in the legend; None: 'classifier'.
         ax : matplotlib Axes, default=None
 
         Returns
@@ -127,4 +140,4 @@ class ReliabilityDisplay:
         pyplot(f"{cls.__name__}.from_predictions")
         confidence, accuracy, counts = reliability_bins(y_true, y_proba, n_bins, labels)
         ece = expected_calibration_error(y_true, y_proba, n_bins, labels)
-        return cls(confidence=confidence, accuracy=accuracy, counts=counts, ece=ece).plot(ax=ax)
+        return cls(confidence=confidence, accuracy=accuracy, counts=counts, ece=ece, estimator_name=name).plot(ax=ax)
