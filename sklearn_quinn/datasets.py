@@ -12,6 +12,7 @@ scalable learning of Bayesian neural networks", ICML 2015.
 """
 
 import re
+from numbers import Integral
 from pathlib import Path
 
 import numpy as np
@@ -62,7 +63,7 @@ def load_uci_split(data_dir, name, split):
     """
     folder = _uci_folder(data_dir, name)
     n_splits = uci_n_splits(data_dir, name)
-    if not 0 <= split < n_splits:
+    if isinstance(split, bool) or not isinstance(split, Integral) or not 0 <= split < n_splits:
         raise ValueError(f"split must be in [0, {n_splits - 1}] for {name!r}, got {split}.")
     data = np.loadtxt(folder / "data.txt")
     features = np.loadtxt(folder / "index_features.txt", dtype=int)

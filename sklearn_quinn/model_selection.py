@@ -144,6 +144,8 @@ class EvidenceSearch(MetaEstimatorMixin, BaseEstimator):
         """
         self._validate_params()
         candidates = list(ParameterGrid(self.param_grid))
+        if not candidates:
+            raise ValueError(f"param_grid={self.param_grid!r} has no candidates to fit.")
         self.estimators_ = Parallel(n_jobs=self.n_jobs, verbose=self.verbose)(
             delayed(_fit_candidate)(clone(self.estimator), params, X, y) for params in candidates
         )
@@ -154,7 +156,10 @@ class EvidenceSearch(MetaEstimatorMixin, BaseEstimator):
         rank[order] = np.arange(1, len(order) + 1)
         self.results_ = {"params": candidates}
         for name in sorted({name for params in candidates for name in params}):
-            self.results_[f"param_{name}"] = np.array([params.get(name) for params in candidates], dtype=object)
+            column = np.empty(len(candidates), dtype=object)  # 1-D whatever the values: a tuple is one cell
+            for index, params in enumerate(candidates):
+                column[index] = params.get(name)
+            self.results_[f"param_{name}"] = column
         self.results_.update(log_evidence=evidence, probability=probability, rank=rank)
         self.best_index_ = int(order[0])
         self.best_params_ = candidates[self.best_index_]
@@ -287,17 +292,43 @@ def one_standard_error_rule(param, default):
     {'alpha': 1.0}
     """
 
-    def refit(cv_results):
+    return _OneStandardErrorRefit(param, default)
+
+
+class _OneStandardErrorRefit:
+    """The callable :func:`one_standard_error_rule` returns: a class at module level, so that a search
+    holding it pickles (a function defined inside another does not)."""
+
+    def __init__(self, param, default):
+        self.param, self.default = param, default
+
+    def __repr__(self):
+        return f"one_standard_error_rule({self.param!r}, {self.default!r})"
+
+    def __call__(self, cv_results):
+        key = f"param_{self.param}"
+        if key not in cv_results:
+            searched = sorted(name.removeprefix("param_") for name in cv_results if name.startswith("param_"))
+            raise ValueError(f"one_standard_error_rule: {self.param!r} is not searched; the grid searches {searched}.")
+        if "mean_test_score" not in cv_results:
+            raise ValueError("one_standard_error_rule needs a single scoring metric (cv_results_ has no "
+                             "'mean_test_score'); with several, refit by a callable that reads one.")
         n_folds = sum(1 for key in cv_results if key.startswith("split") and key.endswith("_test_score"))
         scores = np.column_stack([cv_results[f"split{fold}_test_score"] for fold in range(n_folds)])
         mean = np.asarray(cv_results["mean_test_score"], dtype=float)
-        candidates = np.flatnonzero([value == default for value in cv_results[f"param_{param}"]])
+        candidates = np.flatnonzero([_equal(value, self.default) for value in cv_results[key]])
         if not len(candidates):
-            raise ValueError(f"one_standard_error_rule: no candidate has {param}={default!r} to keep.")
+            raise ValueError(f"one_standard_error_rule: no candidate has {self.param}={self.default!r} to keep.")
         reference = int(candidates[np.nanargmax(mean[candidates])])
         best = int(np.nanargmax(mean))
         gain = scores[best] - scores[reference]
         standard_error = gain.std(ddof=1) / math.sqrt(n_folds) if n_folds > 1 else math.inf
         return best if gain.mean() > standard_error else reference
 
-    return refit
+
+def _equal(value, default):
+    """Whether a candidate's value is the default, also for array values (whose ``==`` is an array)."""
+    try:
+        return bool(np.array_equal(value, default))
+    except (TypeError, ValueError):
+        return value == default

@@ -37,8 +37,9 @@ def test_bad_requests(tiny_uci):
     data_dir, _ = tiny_uci
     with pytest.raises(ValueError, match="Unknown UCI data set 'titanic'"):
         load_uci_split(data_dir, "titanic", 0)
-    with pytest.raises(ValueError, match="split must be in"):
-        load_uci_split(data_dir, "yacht", 1)
+    for split in (1, 0.5, True, "0"):
+        with pytest.raises(ValueError, match="split must be in"):
+            load_uci_split(data_dir, "yacht", split)
     with pytest.raises(ValueError, match="data.txt is missing"):
         load_uci_split(data_dir, "concrete", 0)
 

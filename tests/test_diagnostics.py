@@ -85,6 +85,13 @@ def test_constant_draws():
     assert effective_sample_size(samples)[0] == 400
 
 
+def test_chains_each_stuck_at_their_own_value_have_a_huge_rhat_not_nan():
+    """Their folded draws are one constant (R-hat NaN), their bulk R-hat unbounded: a threshold check on
+    NaN passed them (NaN > 1.01 is False); ArviZ gives about 1e16."""
+    samples = np.stack([np.full((100, 1), 0.0), np.full((100, 1), 1.0)])
+    assert split_rhat(samples)[0] > 1e10
+
+
 def reference_cases():
     rng = np.random.default_rng(7)
     odd_length = rng.normal(size=(3, 101, 2))

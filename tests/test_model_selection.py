@@ -1,5 +1,7 @@
 """EvidenceSearch: ranking by the evidence, and Bayesian model averaging; the one-standard-error refit rule."""
 
+import pickle
+
 import numpy as np
 import pytest
 from sklearn.datasets import load_iris
@@ -124,6 +126,32 @@ def test_the_rule_keeps_the_best_of_several_defaults():
 def test_the_rule_refuses_a_grid_without_the_default():
     with pytest.raises(ValueError, match="no candidate has scale=1.0"):
         one_standard_error_rule("scale", 1.0)(cv_results([2.0, 4.0], [[-1.0, -2.0], [-1.5, -2.5]]))
+
+
+def test_the_rule_names_a_parameter_the_grid_does_not_search():
+    with pytest.raises(ValueError, match=r"'alhpa' is not searched; the grid searches \['scale'\]"):
+        one_standard_error_rule("alhpa", 1.0)(cv_results([1.0, 2.0], [[-1.0, -2.0], [-1.5, -2.5]]))
+
+
+def test_the_rule_reads_array_values_and_pickles():
+    """A per-target ``alpha`` is an array, whose ``==`` is one too: every candidate read as the
+    default. And a search holding the rule pickles (a function defined inside it did not)."""
+    results = cv_results([1.0, 2.0], [[-1.0, -2.0, -1.0, -2.0], [-0.99, -1.99, -1.01, -1.99]])
+    results["param_scale"] = np.empty(2, dtype=object)
+    results["param_scale"][0], results["param_scale"][1] = np.array([1.0, 1.0]), np.array([3.0, 3.0])
+    assert one_standard_error_rule("scale", np.array([1.0, 1.0]))(results) == 0
+    rule = pickle.loads(pickle.dumps(one_standard_error_rule("scale", 1.0)))
+    assert rule(cv_results([1.0, 2.0], [[-1.0, -2.0, -1.0, -2.0], [-0.9, -1.8, -0.9, -1.8]])) == 1
+
+
+def test_evidence_search_tabulates_tuple_values_and_refuses_an_empty_grid(one_unit_data):
+    pd = pytest.importorskip("pandas")
+    X, y = one_unit_data
+    search = EvidenceSearch(LaplaceRegressor(max_epochs=5, random_state=0),
+                            {"hidden_layer_sizes": [(1,), (2,)]}).fit(X, y)
+    assert pd.DataFrame(search.results_)["param_hidden_layer_sizes"].tolist() == [(1,), (2,)]
+    with pytest.raises(ValueError, match="no candidates"):
+        EvidenceSearch(LaplaceRegressor(), []).fit(X, y)
 
 
 def test_the_rule_refits_gridsearchcv_at_its_choice():

@@ -156,7 +156,9 @@ def split_rhat(samples):
     samples, one_parameter = _check_samples(samples)
     split = _split_chains(samples)
     folded = np.abs(split - np.median(split, axis=(0, 1)))
-    rhat = np.maximum(_rhat(_rank_normalize(split)), _rhat(_rank_normalize(folded)))
+    # fmax: chains each stuck at its own value fold to one constant, whose R-hat is NaN, while the
+    # bulk R-hat says they disagree (up to inf); NaN stays only where both are (every draw equal).
+    rhat = np.fmax(_rhat(_rank_normalize(split)), _rhat(_rank_normalize(folded)))
     return _per_parameter(rhat, one_parameter)
 
 
