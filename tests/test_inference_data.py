@@ -118,6 +118,9 @@ def test_smc_particles_are_one_weighted_chain(data, waste_free):
     assert idata.sample_stats.attrs["log_evidence"] == smc.log_evidence_
     first = smc._model.names[0]
     assert_array_equal(idata.posterior[first].values.reshape(32, -1), smc.particles_[:, : smc._model.sizes[0]])
+    # The precisions it samples by default, as MCMC's (the particles' were dropped).
+    assert_array_equal(idata.posterior["prior_precision"].values.reshape(32, -1), smc.prior_precision_samples_)
+    np.testing.assert_allclose(smc.weights_ @ smc.prior_precision_samples_, list(smc.prior_precisions_.values()))
 
 
 def test_without_arviz_the_error_says_how_to_install_it(hmc, monkeypatch):

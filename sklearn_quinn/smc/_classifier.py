@@ -36,7 +36,7 @@ dtype, device, random_state, verbose
     posterior_ : SamplePosterior
         The weighted particles.
     particles_, weights_, log_evidence_, lambdas_, ess_history_, acceptance_history_, n_stages_, \\
-step_size_, n_leapfrog_, compiled_, prior_precisions_, net_
+step_size_, n_leapfrog_, compiled_, prior_precisions_, prior_precision_samples_, net_
         As for :class:`SMCRegressor`.
 
     See Also

@@ -81,7 +81,7 @@ class SMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
             weights,
         )
         if self._samples_hyperparameters:
-            self._keep_precisions(gibbs.prior, particles, weights)
+            self.prior_precision_samples_ = self._keep_precisions(gibbs.prior, particles, weights)
 
     def _anneal(self, log_likelihood, log_prior, mutation, state_likelihood):
         """Run the SMC from prior draws; set the history attributes.
@@ -308,6 +308,10 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         (``'empirical'``, the input columns apart as
         :class:`~sklearn_quinn.LaplaceRegressor`'s);
         ``prior_std=None`` only.
+    prior_precision_samples_ : ndarray of shape (n_particles, n_groups)
+        Each particle's prior precisions (weighted by ``weights_``), in
+        the order of ``prior_precisions_`` (``prior_std=None`` and
+        ``hyperprior='gamma'`` only).
     net_ : skorch.NeuralNet or None
         The MAP net of ``hyperprior='empirical'``.
 
