@@ -327,6 +327,17 @@ def test_full_curvature_over_the_memory_budget_is_refused(wave_data, monkeypatch
     assert fast().fit(X, y).hessian_structure_ == "kron"  # 'auto' stays under the budget
 
 
+def test_a_module_with_dropout_fits_and_predicts_its_function(wave_data):
+    """Dropout regularises the MAP's training; the evidence, the curvature and the predictions read the
+    network without it (torch's vmap refused its random masks: every family failed to fit)."""
+    X, y = wave_data
+    module = nn.Sequential(nn.Linear(X.shape[1], 16), nn.Tanh(), nn.Dropout(0.2), nn.Linear(16, 1))
+    reg = LaplaceRegressor(module=module, max_epochs=30, random_state=0).fit(X, y)
+    first, second = reg.predict(X[:5], return_std=True), reg.predict(X[:5], return_std=True)
+    np.testing.assert_array_equal(first, second)
+    assert np.all(np.isfinite(first[1]))
+
+
 def test_std_and_cov_together_is_an_error(wave_data):
     X, y = wave_data
     reg = fast(max_epochs=2).fit(X, y)

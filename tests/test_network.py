@@ -104,6 +104,27 @@ def test_generic_module_with_buffers():
     torch.testing.assert_close(out[1], module(X))
 
 
+def test_a_modules_dropout_is_off_in_its_functional_calls_and_its_mode_kept():
+    """vmap refuses a dropout layer's random masks: the functional calls run the module in eval mode,
+    the network's function, and leave each submodule's own mode as it was (training, for skorch)."""
+    torch.manual_seed(0)
+    module = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Dropout(0.5), nn.Linear(8, 2)).double()
+    module.train()
+    module[3].eval()  # a mode of its own, to be kept
+    model = FunctionalModel(module)
+    theta, X = model.flatten(), torch.randn(5, 3, dtype=torch.float64)
+    outputs = model(theta.expand(2, -1), X)
+    torch.testing.assert_close(outputs[0], outputs[1])
+    torch.testing.assert_close(model.jacobian(theta, X), model.jacobian(theta, X))
+    with torch.no_grad():
+        expected = module.eval()(X)
+    module.train()
+    module[3].eval()
+    torch.testing.assert_close(outputs[0], expected)
+    model(theta[None], X)
+    assert [submodule.training for submodule in module] == [True, True, True, False]
+
+
 def test_single_linear_and_bias_free_layers():
     torch.manual_seed(0)
     for module in (nn.Linear(3, 2), nn.Sequential(nn.Linear(3, 4, bias=False), nn.ReLU(), nn.Linear(4, 1))):

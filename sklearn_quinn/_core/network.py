@@ -7,6 +7,7 @@ ensemble members, particles and posterior samples are rows of ``Theta``.
 """
 
 from collections.abc import Callable
+from contextlib import contextmanager
 from typing import NamedTuple
 
 import torch
@@ -138,6 +139,18 @@ class LinearSkipMLP(nn.Module):
         return self.mlp(X) + self.linear(X)
 
 
+@contextmanager
+def _in_eval_mode(module):
+    """``module`` and its submodules in eval mode for the block, each one's own mode restored after."""
+    modes = [(submodule, submodule.training) for submodule in module.modules()]
+    module.eval()
+    try:
+        yield
+    finally:
+        for submodule, training in modes:
+            submodule.training = training
+
+
 class FunctionalModel:
     """A module as the batched function ``f(Theta, X) -> (S, N, O)``.
 
@@ -148,7 +161,10 @@ class FunctionalModel:
     axis, the points along the last axis) and a hand-written per-example
     Jacobian, as does such a module inside a :class:`LinearSkipMLP`; any
     other module runs through ``torch.func`` (``vmap`` over
-    ``functional_call``, ``jacrev``).
+    ``functional_call``, ``jacrev``), in eval mode: a weight row's outputs are
+    its function's, without a dropout layer's random masks (which ``vmap``
+    refuses) or a batch norm's batch statistics. Such layers act where skorch
+    trains the module itself (the MAP), not in the posterior built on it.
 
     Parameters
     ----------
@@ -306,7 +322,8 @@ class FunctionalModel:
             def single(row, inputs):
                 return functional_call(self.module, {**self.unflatten(row), **buffers}, (inputs,))
 
-            out = vmap(single, in_dims=(0, 0 if X.dim() == 3 else None))(theta, X)
+            with _in_eval_mode(self.module):
+                out = vmap(single, in_dims=(0, 0 if X.dim() == 3 else None))(theta, X)
         return out.unsqueeze(-1) if out.dim() == 2 else out
 
     def single(self, theta, X):
@@ -320,7 +337,8 @@ class FunctionalModel:
         row of the whole batch).
         """
         if self._plan is None:
-            jac = vmap(jacrev(self.single), in_dims=(None, 0))(theta, X.unsqueeze(1))
+            with _in_eval_mode(self.module):
+                jac = vmap(jacrev(self.single), in_dims=(None, 0))(theta, X.unsqueeze(1))
             return jac.squeeze(1)
         return self._mlp_jacobian(theta, X)
 
