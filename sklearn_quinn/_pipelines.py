@@ -1,4 +1,4 @@
-"""Methods of this package's estimators reached through a scikit-learn ``Pipeline``.
+"""This package's estimators reached through a scikit-learn ``Pipeline``.
 
 A ``Pipeline`` passes ``predict``'s keywords (``return_std``) on to its last
 step, but has no ``sample_y`` or ``predict_uncertainty``; the plots and the
@@ -7,6 +7,12 @@ before it, as the ``Pipeline``'s own ``predict`` does.
 """
 
 from sklearn.pipeline import Pipeline
+
+
+def final_step(estimator):
+    """A ``Pipeline``'s last step, or ``estimator`` itself: the fitted model a legend names and whose
+    evidence a search reads."""
+    return estimator[-1] if isinstance(estimator, Pipeline) else estimator
 
 
 def _passes_on(estimator, method):

@@ -4,6 +4,8 @@ matplotlib is imported here only when a Display draws, so the package imports
 without it.
 """
 
+from ._pipelines import final_step
+
 
 def pyplot(caller):
     """``matplotlib.pyplot``, or an ImportError saying how to install it.
@@ -50,5 +52,4 @@ def plot_diagonal(ax):
 def estimator_name(estimator):
     """A fitted model's name for a legend, as scikit-learn's Displays give it: its class's, or a
     ``Pipeline``'s last step's."""
-    steps = getattr(estimator, "steps", None)
-    return type(steps[-1][1] if steps else estimator).__name__
+    return type(final_step(estimator)).__name__

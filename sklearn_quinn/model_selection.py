@@ -9,18 +9,19 @@ from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.model_selection import ParameterGrid
-from sklearn.pipeline import Pipeline
 from sklearn.utils import get_tags
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import HasMethods
 from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._pipelines import final_step
 
 
 def log_evidence(estimator):
     """The log evidence ``log p(y | X)`` of a fitted estimator (or of a
     pipeline's final step): ``log_evidence_`` (SMC) or
     ``log_marginal_likelihood()`` (Laplace)."""
-    final = estimator[-1] if isinstance(estimator, Pipeline) else estimator
+    final = final_step(estimator)
     if hasattr(final, "log_evidence_"):
         return float(final.log_evidence_)
     if hasattr(final, "log_marginal_likelihood"):
