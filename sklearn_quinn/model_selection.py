@@ -15,6 +15,7 @@ from sklearn.utils._param_validation import HasMethods
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._pipelines import final_step
+from .smc._smc import SMCMixin
 
 
 def log_evidence(estimator):
@@ -26,7 +27,18 @@ def log_evidence(estimator):
         return float(final.log_evidence_)
     if hasattr(final, "log_marginal_likelihood"):
         return float(final.log_marginal_likelihood())
-    raise ValueError(
+    raise _no_evidence_error(final)
+
+
+def _check_gives_evidence(estimator):
+    """Refuse, before any fit, an estimator that will have no evidence to rank by."""
+    final = final_step(estimator)
+    if not isinstance(final, SMCMixin) and not hasattr(final, "log_marginal_likelihood"):
+        raise _no_evidence_error(final)
+
+
+def _no_evidence_error(final):
+    return ValueError(
         "EvidenceSearch needs an estimator with a model evidence: log_evidence_ (SMCRegressor, "
         "SMCClassifier) or log_marginal_likelihood() (LaplaceRegressor, LaplaceClassifier); "
         f"got {type(final).__name__}."
@@ -144,6 +156,7 @@ class EvidenceSearch(MetaEstimatorMixin, BaseEstimator):
         self : EvidenceSearch
         """
         self._validate_params()
+        _check_gives_evidence(self.estimator)
         candidates = list(ParameterGrid(self.param_grid))
         if not candidates:
             raise ValueError(f"param_grid={self.param_grid!r} has no candidates to fit.")

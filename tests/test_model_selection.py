@@ -86,9 +86,18 @@ def test_laplace_pipeline_and_parallel_fits_agree(one_unit_data):
     np.testing.assert_allclose(parallel.results_["log_evidence"], expected)
 
 
-def test_estimator_without_evidence_is_refused(one_unit_data):
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_estimator_without_evidence_is_refused_before_fitting(one_unit_data, pipeline, monkeypatch):
     X, y = one_unit_data
-    search = EvidenceSearch(DeepEnsembleRegressor(n_estimators=2, max_epochs=5), {"hidden_layer_sizes": [(3,)]})
+    estimator, grid = DeepEnsembleRegressor(n_estimators=2, max_epochs=5), {"hidden_layer_sizes": [(3,)]}
+    if pipeline:
+        estimator, grid = make_pipeline(StandardScaler(), estimator), {"deepensembleregressor__max_epochs": [5]}
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("a candidate was fitted before the estimator was refused")
+
+    monkeypatch.setattr(DeepEnsembleRegressor, "fit", no_fit)
+    search = EvidenceSearch(estimator, grid)
     with pytest.raises(ValueError, match="log_evidence_.*DeepEnsembleRegressor"):
         search.fit(X, y)
 
