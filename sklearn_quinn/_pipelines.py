@@ -10,9 +10,9 @@ from sklearn.pipeline import Pipeline
 
 
 def final_step(estimator):
-    """A ``Pipeline``'s last step, or ``estimator`` itself: the fitted model a legend names and whose
-    evidence a search reads."""
-    return estimator[-1] if isinstance(estimator, Pipeline) else estimator
+    """A (nested) ``Pipeline``'s last step, or ``estimator`` itself: the fitted model a legend names,
+    whose evidence a search reads and whose chains a trace plot draws."""
+    return final_step(estimator[-1]) if isinstance(estimator, Pipeline) else estimator
 
 
 def _passes_on(estimator, method):

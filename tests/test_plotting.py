@@ -11,11 +11,12 @@ import pytest
 from numpy.testing import assert_array_equal
 from sklearn.base import clone
 from sklearn.datasets import make_classification
+from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import BayesianRidge, LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from sklearn_quinn import LaplaceRegressor
+from sklearn_quinn import LaplaceRegressor, MCMCRegressor
 from sklearn_quinn.mcmc import split_rhat
 from sklearn_quinn.metrics import (
     coverage_curve,
@@ -315,9 +316,25 @@ def test_trace_bad_input(samples, params, message):
         TraceDisplay.from_samples(samples, params)
 
 
-def test_trace_from_estimator_without_chains():
+@pytest.mark.parametrize("estimator", [object(), LaplaceRegressor(hidden_layer_sizes=(), max_epochs=5)])
+def test_trace_from_estimator_without_chains(estimator):
+    if hasattr(estimator, "fit"):
+        estimator.fit(np.arange(8.0).reshape(-1, 1), np.arange(8.0))
     with pytest.raises(ValueError, match="chains_"):
-        TraceDisplay.from_estimator(object())
+        TraceDisplay.from_estimator(estimator)
+
+
+def test_trace_from_unfitted_estimator():
+    with pytest.raises(NotFittedError):
+        TraceDisplay.from_estimator(MCMCRegressor())
+
+
+def test_trace_from_pipeline_reads_its_last_step():
+    chains = np.random.default_rng(0).normal(size=(2, 10, 3))
+    inner = make_pipeline(StandardScaler(), ChainsHolder(chains))
+    display = TraceDisplay.from_estimator(make_pipeline(StandardScaler(), inner), params=[1])
+    assert_array_equal(display.chains, chains[:, :, [1]])
+    plt.close(display.figure_)
 
 
 @pytest.mark.parametrize(

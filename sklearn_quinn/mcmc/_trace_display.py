@@ -4,7 +4,9 @@ matplotlib is imported when the Display draws, not before.
 """
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
+from .._pipelines import final_step
 from .._plot_utils import pyplot
 from ._diagnostics import split_rhat
 
@@ -147,8 +149,8 @@ class TraceDisplay:
 
         Parameters
         ----------
-        estimator : MCMC estimator
-            Fitted, with the attribute ``chains_``: an ndarray of shape
+        estimator : MCMC estimator or Pipeline
+            Fitted (or a pipeline ending in one), with the attribute ``chains_``: an ndarray of shape
             ``(n_chains, n_draws, n_params)`` holding the draws kept after
             burn-in and thinning, each draw the flat vector of the sampled
             parameters.
@@ -162,7 +164,10 @@ class TraceDisplay:
         display : TraceDisplay
         """
         pyplot(f"{cls.__name__}.from_estimator")
+        estimator = final_step(estimator)
         if not hasattr(estimator, "chains_"):
+            if hasattr(estimator, "fit"):
+                check_is_fitted(estimator)  # an MCMC estimator before its fit: NotFittedError
             raise ValueError(
                 f"{type(estimator).__name__} has no chains_ attribute: "
                 f"{cls.__name__}.from_estimator needs a fitted MCMC estimator, whose chains_ "
