@@ -150,6 +150,73 @@ def test_bad_metric_input(call, message):
         call()
 
 
+REGRESSION_METRICS = [
+    M.gaussian_nll, M.crps_gaussian, M.chi_squared, M.chi_squared_error, M.interval_coverage,
+    M.interval_coverage_error, M.interval_width, M.quantile_calibration_error,
+    lambda y, mean, std, **kwargs: M.root_mean_squared_error(y, mean, **kwargs),
+    lambda y, mean, std, **kwargs: M.crps_samples(y, mean[..., None] + std[..., None] * [-1.0, 0.5, 2.0], **kwargs),
+    lambda y, mean, std, **kwargs: M.coverage_curve(y, mean, std, [0.3, 0.8], **kwargs)[1],
+]
+CLASSIFICATION_METRICS = [
+    M.categorical_nll, M.brier_score, M.accuracy, M.expected_calibration_error, M.maximum_calibration_error,
+    lambda y, proba, **kwargs: M.reliability_bins(y, proba, n_bins=4, **kwargs)[:2],
+]
+
+
+@pytest.mark.parametrize("metric", REGRESSION_METRICS)
+@pytest.mark.parametrize("n_targets", [None, 2])
+def test_integer_weights_repeat_points(metric, n_targets):
+    """Weights 0, 1, 2, 3 give the metric of the rows repeated that often, as scikit-learn's weights do."""
+    rng = np.random.RandomState(3)
+    shape = (8,) if n_targets is None else (8, n_targets)
+    y, mean, std = rng.randn(*shape), rng.randn(*shape), rng.uniform(0.5, 2, shape)
+    weights = np.array([0, 1, 2, 3, 1, 0, 2, 1])
+    repeated = np.repeat(np.arange(8), weights)
+    weighted = metric(y, mean, std, sample_weight=weights)
+    np.testing.assert_allclose(weighted, metric(y[repeated], mean[repeated], std[repeated]), rtol=1e-12)
+    np.testing.assert_allclose(metric(y, mean, std, sample_weight=np.full(8, 0.3)), metric(y, mean, std), rtol=1e-12)
+
+
+@pytest.mark.parametrize("metric", CLASSIFICATION_METRICS)
+def test_integer_weights_repeat_points_of_class_probabilities(metric):
+    rng = np.random.RandomState(4)
+    y, proba = rng.randint(0, 3, 12), rng.dirichlet(np.ones(3), 12)
+    weights = rng.randint(0, 4, 12)
+    repeated = np.repeat(np.arange(12), weights)
+    kwargs = {"labels": [0, 1, 2]}
+    weighted = metric(y, proba, sample_weight=weights, **kwargs)
+    np.testing.assert_allclose(weighted, metric(y[repeated], proba[repeated], **kwargs), rtol=1e-12)
+
+
+def test_reliability_counts_are_the_bins_weights():
+    proba = [[0.95, 0.05], [0.45, 0.55], [0.4, 0.6]]
+    counts = M.reliability_bins([0, 1, 1], proba, n_bins=10)[2]
+    weighed = M.reliability_bins([0, 1, 1], proba, n_bins=10, sample_weight=[0.5, 2.0, 1.0])[2]
+    assert counts.dtype.kind == "i" and weighed[9] == 0.5 and weighed[5] == 3.0
+
+
+@pytest.mark.parametrize(
+    "weights, message",
+    [
+        ([1.0, -1.0, 1.0], "non-negative"),
+        ([0.0, 0.0, 0.0], "non-zero|positive sum"),  # scikit-learn's check, or ours where it has none
+        ([1.0, 1.0], "sample_weight.shape"),
+        ([1.0, np.nan, 1.0], "NaN"),
+    ],
+)
+@pytest.mark.parametrize(
+    "metric",
+    [
+        lambda w: M.gaussian_nll([0.0, 1.0, 2.0], [0.0, 0.0, 0.0], [1.0, 1.0, 1.0], sample_weight=w),
+        lambda w: M.crps_samples([0.0, 1.0, 2.0], [[0.0, 1.0]] * 3, sample_weight=w),
+        lambda w: M.brier_score([0, 1, 1], [[0.5, 0.5]] * 3, sample_weight=w),
+    ],
+)
+def test_bad_sample_weight(metric, weights, message):
+    with pytest.raises(ValueError, match=message):
+        metric(weights)
+
+
 def test_coverage_curve_takes_one_level():
     levels, observed = M.coverage_curve([0.0, 3.0], [0.0, 0.0], [1.0, 1.0], levels=0.5)
     assert levels.tolist() == [0.5] and observed.tolist() == [0.5]
@@ -194,6 +261,33 @@ def test_classification_scorers_use_predict_proba_and_classes():
     assert M.neg_brier_scorer(model, X, y) == pytest.approx(-M.brier_score(y, proba, model.classes_))
     ece = M.expected_calibration_error(y, proba, labels=model.classes_)
     assert M.neg_ece_scorer(model, X, y) == pytest.approx(-ece)
+
+
+def test_scorers_weigh_the_points_they_are_routed(wave_data):
+    """Under metadata routing a scorer that asks for ``sample_weight`` (a copy: the module's scorer
+    is unchanged) receives each test fold's weights; without the request it is an error."""
+    import sklearn
+    from sklearn.exceptions import UnsetMetadataPassedError
+    from sklearn.model_selection import cross_validate
+
+    X, y = wave_data
+    weights = np.random.RandomState(5).uniform(0, 3, len(y))
+    model = _pipeline()[-1]
+    with pytest.raises(RuntimeError, match="metadata routing is enabled"):
+        M.neg_nll_scorer.set_score_request(sample_weight=True)
+    with sklearn.config_context(enable_metadata_routing=True):
+        scorer = M.neg_nll_scorer.set_score_request(sample_weight=True)
+        assert M.neg_nll_scorer.get_metadata_routing().score.requests["sample_weight"] is None
+        result = cross_validate(
+            model, X, y, cv=2, scoring=scorer, params={"sample_weight": weights}, return_estimator=True,
+            return_indices=True,
+        )
+        with pytest.raises(UnsetMetadataPassedError):
+            cross_validate(model, X, y, cv=2, scoring=M.neg_nll_scorer, params={"sample_weight": weights})
+    for fitted, test, score in zip(result["estimator"], result["indices"]["test"], result["test_score"]):
+        mean, std = fitted.predict(X[test], return_std=True)
+        assert score == pytest.approx(-M.gaussian_nll(y[test], mean, std, sample_weight=weights[test]))
+        assert score != pytest.approx(-M.gaussian_nll(y[test], mean, std))
 
 
 def _pipeline():

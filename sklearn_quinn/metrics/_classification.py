@@ -1,16 +1,20 @@
 """Metrics of class probabilities, as ``predict_proba`` returns them.
 
 Functions take ``(y_true, y_proba, labels=None)``; ``labels`` gives the class
-of each column of ``y_proba`` (an estimator's ``classes_``).
+of each column of ``y_proba`` (an estimator's ``classes_``), and
+``sample_weight`` weighs the points.
 """
 
 import numpy as np
 from sklearn.utils.validation import check_consistent_length, column_or_1d
 
+from ._regression import check_sample_weight
 
-def _check_proba(y_true, y_proba, labels):
-    """Validated probabilities and the one-hot encoding of ``y_true`` in column order. A ``y_true`` of
-    one column ``(n, 1)`` (a DataFrame's column) is read as 1-D, as scikit-learn's ``log_loss`` reads it."""
+
+def _check_proba(y_true, y_proba, labels, sample_weight):
+    """Validated probabilities, the one-hot encoding of ``y_true`` in column order and the points'
+    weights (None: equal). A ``y_true`` of one column ``(n, 1)`` (a DataFrame's column) is read as
+    1-D, as scikit-learn's ``log_loss`` reads it."""
     y_true = column_or_1d(y_true)
     if len(y_true) == 0:
         raise ValueError("y_true has 0 samples; at least 1 is required.")
@@ -32,10 +36,10 @@ def _check_proba(y_true, y_proba, labels):
     if unseen.size:
         raise ValueError(f"y_true holds labels {unseen.tolist()} not in labels.")
     onehot = (y_true[:, None] == labels[None, :]).astype(np.float64)
-    return onehot, y_proba
+    return onehot, y_proba, check_sample_weight(sample_weight, y_true)
 
 
-def categorical_nll(y_true, y_proba, labels=None):
+def categorical_nll(y_true, y_proba, labels=None, *, sample_weight=None):
     """Mean negative log-probability of the true class, in nats.
 
     Parameters
@@ -44,6 +48,8 @@ def categorical_nll(y_true, y_proba, labels=None):
     y_proba : array-like of shape (n_samples, n_classes)
     labels : array-like of shape (n_classes,), default=None
         Class of each column of ``y_proba``; None uses the sorted labels of ``y_true``.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Weights of the points' average.
 
     Examples
     --------
@@ -51,12 +57,12 @@ def categorical_nll(y_true, y_proba, labels=None):
     >>> round(categorical_nll([0, 1], [[0.5, 0.5], [0.2, 0.8]]), 4)
     0.4581
     """
-    onehot, y_proba = _check_proba(y_true, y_proba, labels)
+    onehot, y_proba, weights = _check_proba(y_true, y_proba, labels, sample_weight)
     true_class = np.sum(onehot * y_proba, axis=1)
-    return float(-np.mean(np.log(np.clip(true_class, np.finfo(np.float64).tiny, None))))
+    return float(-np.average(np.log(np.clip(true_class, np.finfo(np.float64).tiny, None)), weights=weights))
 
 
-def brier_score(y_true, y_proba, labels=None):
+def brier_score(y_true, y_proba, labels=None, *, sample_weight=None):
     """Multi-class Brier score ``mean_i sum_c (p_ic - 1[y_i = c])**2``.
 
     Examples
@@ -65,11 +71,11 @@ def brier_score(y_true, y_proba, labels=None):
     >>> brier_score([0, 1], [[1.0, 0.0], [0.5, 0.5]])
     0.25
     """
-    onehot, y_proba = _check_proba(y_true, y_proba, labels)
-    return float(np.mean(np.sum((y_proba - onehot) ** 2, axis=1)))
+    onehot, y_proba, weights = _check_proba(y_true, y_proba, labels, sample_weight)
+    return float(np.average(np.sum((y_proba - onehot) ** 2, axis=1), weights=weights))
 
 
-def accuracy(y_true, y_proba, labels=None):
+def accuracy(y_true, y_proba, labels=None, *, sample_weight=None):
     """Fraction of points whose most probable class is the true one.
 
     Examples
@@ -78,12 +84,17 @@ def accuracy(y_true, y_proba, labels=None):
     >>> accuracy([0, 1], [[0.9, 0.1], [0.6, 0.4]])
     0.5
     """
-    onehot, y_proba = _check_proba(y_true, y_proba, labels)
-    return float(np.mean(onehot[np.arange(len(onehot)), y_proba.argmax(axis=1)]))
+    onehot, y_proba, weights = _check_proba(y_true, y_proba, labels, sample_weight)
+    return float(np.average(onehot[np.arange(len(onehot)), y_proba.argmax(axis=1)], weights=weights))
 
 
-def reliability_bins(y_true, y_proba, n_bins=15, labels=None):
+def reliability_bins(y_true, y_proba, n_bins=15, labels=None, *, sample_weight=None):
     """Confidence and accuracy of the top-class predictions in equal-width bins.
+
+    Parameters
+    ----------
+    sample_weight : array-like of shape (n_samples,), default=None
+        Weights of the points: the bins' means and counts are weighted.
 
     Returns
     -------
@@ -92,23 +103,24 @@ def reliability_bins(y_true, y_proba, n_bins=15, labels=None):
     accuracy : ndarray of shape (n_bins,)
         Fraction correct in each bin (NaN for an empty bin).
     counts : ndarray of shape (n_bins,)
-        Number of points in each bin.
+        Number of points in each bin (integers), or their total weight with ``sample_weight``.
     """
     if not (isinstance(n_bins, (int, np.integer)) and n_bins >= 1):
         raise ValueError(f"n_bins must be a positive integer, got {n_bins!r}.")
-    onehot, y_proba = _check_proba(y_true, y_proba, labels)
+    onehot, y_proba, weights = _check_proba(y_true, y_proba, labels, sample_weight)
     top = y_proba.max(axis=1)
     correct = onehot[np.arange(len(onehot)), y_proba.argmax(axis=1)]
     # Bin i holds confidences in (i / n_bins, (i + 1) / n_bins]; confidence 0 goes to bin 0.
     index = np.clip(np.ceil(top * n_bins).astype(int) - 1, 0, n_bins - 1)
-    counts = np.bincount(index, minlength=n_bins)
+    counts = np.bincount(index, weights=weights, minlength=n_bins)  # integers without weights
+    weight = 1.0 if weights is None else weights
     with np.errstate(invalid="ignore", divide="ignore"):
-        confidence = np.bincount(index, weights=top, minlength=n_bins) / counts
-        bin_accuracy = np.bincount(index, weights=correct, minlength=n_bins) / counts
+        confidence = np.bincount(index, weights=weight * top, minlength=n_bins) / counts
+        bin_accuracy = np.bincount(index, weights=weight * correct, minlength=n_bins) / counts
     return confidence, bin_accuracy, counts
 
 
-def expected_calibration_error(y_true, y_proba, n_bins=15, labels=None):
+def expected_calibration_error(y_true, y_proba, n_bins=15, labels=None, *, sample_weight=None):
     """Expected calibration error: bin-size-weighted mean of ``|accuracy - confidence|``.
 
     Equal-width bins of the top-class probability.
@@ -124,14 +136,15 @@ def expected_calibration_error(y_true, y_proba, n_bins=15, labels=None):
     >>> round(expected_calibration_error([0, 1], [[0.9, 0.1], [0.1, 0.9]]), 4)
     0.1
     """
-    confidence, bin_accuracy, counts = reliability_bins(y_true, y_proba, n_bins, labels)
+    confidence, bin_accuracy, counts = reliability_bins(y_true, y_proba, n_bins, labels, sample_weight=sample_weight)
     filled = counts > 0
     gaps = np.abs(bin_accuracy[filled] - confidence[filled])
     return float(np.sum(gaps * counts[filled]) / counts.sum())
 
 
-def maximum_calibration_error(y_true, y_proba, n_bins=15, labels=None):
-    """Maximum calibration error: the largest ``|accuracy - confidence|`` over non-empty bins.
+def maximum_calibration_error(y_true, y_proba, n_bins=15, labels=None, *, sample_weight=None):
+    """Maximum calibration error: the largest ``|accuracy - confidence|`` over non-empty bins
+    (a bin whose points all weigh 0 is empty).
 
     Examples
     --------
@@ -139,6 +152,6 @@ def maximum_calibration_error(y_true, y_proba, n_bins=15, labels=None):
     >>> round(maximum_calibration_error([0, 1], [[0.9, 0.1], [0.6, 0.4]]), 4)
     0.6
     """
-    confidence, bin_accuracy, counts = reliability_bins(y_true, y_proba, n_bins, labels)
+    confidence, bin_accuracy, counts = reliability_bins(y_true, y_proba, n_bins, labels, sample_weight=sample_weight)
     filled = counts > 0
     return float(np.max(np.abs(bin_accuracy[filled] - confidence[filled])))

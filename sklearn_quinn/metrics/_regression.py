@@ -2,13 +2,13 @@
 
 Functions take ``(y_true, y_pred, y_std)`` (or ``(y_true, y_samples)``, the
 draws shaped as ``sample_y`` returns them), as scikit-learn's metrics take
-``(y_true, y_pred)``. With 2-D targets the proper scores are summed over
-targets and averaged over points.
+``(y_true, y_pred)``, and a ``sample_weight`` per point. With 2-D targets the
+proper scores are summed over targets and averaged over points.
 """
 
 import numpy as np
 from scipy.stats import norm
-from sklearn.utils.validation import check_array, check_consistent_length
+from sklearn.utils.validation import _check_sample_weight, check_array, check_consistent_length
 
 
 def _values(values, name, allow_nd=False):
@@ -16,10 +16,20 @@ def _values(values, name, allow_nd=False):
     return check_array(values, ensure_2d=False, allow_nd=allow_nd, dtype=np.float64, input_name=name)
 
 
-def _check_targets(y_true, y_pred, *others):
-    """Validated ``y_true``, ``y_pred`` and ``others`` (named ``y_std``) of one shape. One target as a
-    column ``(n, 1)`` beside 1-D arrays (a DataFrame's column beside what a single-target regressor
-    predicts) is read as 1-D, as scikit-learn's regression metrics read it."""
+def check_sample_weight(sample_weight, y_true):
+    """``sample_weight`` as float64 weights of the points of ``y_true``, or None for equal weights."""
+    if sample_weight is None:
+        return None
+    weights = _check_sample_weight(sample_weight, y_true, dtype=np.float64)
+    if np.any(weights < 0) or not weights.sum() > 0:
+        raise ValueError("sample_weight must be non-negative, with a positive sum.")
+    return weights
+
+
+def _check_targets(y_true, y_pred, *others, sample_weight=None):
+    """Validated ``y_true``, ``y_pred`` and ``others`` (named ``y_std``) of one shape, and the points'
+    weights. One target as a column ``(n, 1)`` beside 1-D arrays (a DataFrame's column beside what a
+    single-target regressor predicts) is read as 1-D, as scikit-learn's regression metrics read it."""
     arrays = [_values(y_true, "y_true"), _values(y_pred, "y_pred"), *(_values(other, "y_std") for other in others)]
     check_consistent_length(*arrays)
     if all(array.ndim == 1 or array.shape[1:] == (1,) for array in arrays):
@@ -27,14 +37,14 @@ def _check_targets(y_true, y_pred, *others):
     if any(array.shape != arrays[0].shape for array in arrays):
         shapes = ", ".join(str(array.shape) for array in arrays)
         raise ValueError(f"y_true, y_pred{' and y_std' * bool(others)} must have the same shape; got {shapes}.")
-    return tuple(arrays)
+    return (*arrays, check_sample_weight(sample_weight, arrays[0]))
 
 
-def _check_gaussian(y_true, y_pred, y_std):
-    y_true, y_pred, y_std = _check_targets(y_true, y_pred, y_std)
+def _check_gaussian(y_true, y_pred, y_std, sample_weight):
+    y_true, y_pred, y_std, weights = _check_targets(y_true, y_pred, y_std, sample_weight=sample_weight)
     if not np.all(y_std > 0):
         raise ValueError("y_std must be positive everywhere.")
-    return y_true, y_pred, y_std
+    return y_true, y_pred, y_std, weights
 
 
 def _check_level(level):
@@ -42,15 +52,21 @@ def _check_level(level):
         raise ValueError(f"level must be in (0, 1), got {level}.")
 
 
-def _per_point(values):
-    """Sum over targets (2-D input), then average over points."""
-    return float(values.reshape(len(values), -1).sum(axis=1).mean())
+def _per_point(values, weights):
+    """Sum over targets (2-D input), then average over points, weighted by ``weights`` (None: equally)."""
+    return float(np.average(values.reshape(len(values), -1).sum(axis=1), weights=weights))
 
 
-def gaussian_nll(y_true, y_pred, y_std):
+def _per_value(values, weights):
+    """Average over targets (2-D input) and over points, the points weighted by ``weights`` (None: equally)."""
+    return float(np.average(values.reshape(len(values), -1).mean(axis=1), weights=weights))
+
+
+def gaussian_nll(y_true, y_pred, y_std, *, sample_weight=None):
     """Mean negative log-likelihood of ``y_true`` under ``N(y_pred, y_std**2)``.
 
-    Averaged over points (and summed over targets for 2-D input), in nats.
+    Averaged over points (and summed over targets for 2-D input), in nats;
+    ``sample_weight`` weighs the points' average.
 
     Examples
     --------
@@ -58,12 +74,12 @@ def gaussian_nll(y_true, y_pred, y_std):
     >>> round(gaussian_nll([0.0], [0.0], [1.0]), 4)
     0.9189
     """
-    y_true, y_pred, y_std = _check_gaussian(y_true, y_pred, y_std)
+    y_true, y_pred, y_std, weights = _check_gaussian(y_true, y_pred, y_std, sample_weight)
     z = (y_true - y_pred) / y_std
-    return _per_point(0.5 * z**2 + np.log(y_std) + 0.5 * np.log(2 * np.pi))
+    return _per_point(0.5 * z**2 + np.log(y_std) + 0.5 * np.log(2 * np.pi), weights)
 
 
-def crps_gaussian(y_true, y_pred, y_std):
+def crps_gaussian(y_true, y_pred, y_std, *, sample_weight=None):
     """Continuous ranked probability score of ``N(y_pred, y_std**2)``, closed form.
 
     ``CRPS = std * (z (2 Phi(z) - 1) + 2 phi(z) - 1 / sqrt(pi))`` with
@@ -81,13 +97,13 @@ def crps_gaussian(y_true, y_pred, y_std):
     >>> round(crps_gaussian([0.0], [0.0], [1.0]), 4)
     0.2337
     """
-    y_true, y_pred, y_std = _check_gaussian(y_true, y_pred, y_std)
+    y_true, y_pred, y_std, weights = _check_gaussian(y_true, y_pred, y_std, sample_weight)
     z = (y_true - y_pred) / y_std
     crps = y_std * (z * (2 * norm.cdf(z) - 1) + 2 * norm.pdf(z) - 1 / np.sqrt(np.pi))
-    return _per_point(crps)
+    return _per_point(crps, weights)
 
 
-def crps_samples(y_true, y_samples):
+def crps_samples(y_true, y_samples, *, sample_weight=None):
     """CRPS of the empirical distribution of draws, ``E|Y - y| - E|Y - Y'| / 2``.
 
     Parameters
@@ -95,6 +111,8 @@ def crps_samples(y_true, y_samples):
     y_true : array-like of shape (n_samples,) or (n_samples, n_targets)
     y_samples : array-like of shape (n_samples, n_draws) or (n_samples, n_targets, n_draws)
         Draws of y per point, as ``sample_y`` returns them.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Weights of the points' average.
 
     References
     ----------
@@ -117,16 +135,17 @@ def crps_samples(y_true, y_samples):
             f"y_samples must have shape y_true.shape + (n_draws,); got {draws.shape} "
             f"for y_true of shape {y_true.shape}."
         )
+    weights = check_sample_weight(sample_weight, y_true)
     n_draws = draws.shape[-1]
     spread_to_truth = np.abs(draws - y_true[..., None]).mean(-1)
     # E|Y - Y'| from sorted draws in O(n log n): sum_i (2i - n - 1) x_(i) * 2 / n^2.
-    weights = 2 * np.arange(1, n_draws + 1) - n_draws - 1
-    mean_pair_distance = 2 * (draws * weights).sum(-1) / n_draws**2
-    return _per_point(spread_to_truth - 0.5 * mean_pair_distance)
+    ranks = 2 * np.arange(1, n_draws + 1) - n_draws - 1
+    mean_pair_distance = 2 * (draws * ranks).sum(-1) / n_draws**2
+    return _per_point(spread_to_truth - 0.5 * mean_pair_distance, weights)
 
 
-def root_mean_squared_error(y_true, y_pred):
-    """Root mean squared error of the predictive mean, over all values.
+def root_mean_squared_error(y_true, y_pred, *, sample_weight=None):
+    """Root mean squared error of the predictive mean, over all values (the points weighted by ``sample_weight``).
 
     Examples
     --------
@@ -134,11 +153,11 @@ def root_mean_squared_error(y_true, y_pred):
     >>> root_mean_squared_error([0.0, 0.0], [3.0, 4.0])
     3.5355339059327378
     """
-    y_true, y_pred = _check_targets(y_true, y_pred)
-    return float(np.sqrt(np.mean((y_true - y_pred) ** 2)))
+    y_true, y_pred, weights = _check_targets(y_true, y_pred, sample_weight=sample_weight)
+    return float(np.sqrt(_per_value((y_true - y_pred) ** 2, weights)))
 
 
-def chi_squared(y_true, y_pred, y_std):
+def chi_squared(y_true, y_pred, y_std, *, sample_weight=None):
     """Mean squared standardised residual ``mean(((y - mean) / std)**2)``; 1 when calibrated.
 
     Examples
@@ -147,11 +166,11 @@ def chi_squared(y_true, y_pred, y_std):
     >>> chi_squared([2.0, 0.0], [0.0, 0.0], [1.0, 1.0])
     2.0
     """
-    y_true, y_pred, y_std = _check_gaussian(y_true, y_pred, y_std)
-    return float(np.mean(((y_true - y_pred) / y_std) ** 2))
+    y_true, y_pred, y_std, weights = _check_gaussian(y_true, y_pred, y_std, sample_weight)
+    return _per_value(((y_true - y_pred) / y_std) ** 2, weights)
 
 
-def chi_squared_error(y_true, y_pred, y_std):
+def chi_squared_error(y_true, y_pred, y_std, *, sample_weight=None):
     """``|chi_squared - 1|``: 0 for a calibrated predictive spread.
 
     Examples
@@ -160,10 +179,10 @@ def chi_squared_error(y_true, y_pred, y_std):
     >>> chi_squared_error([2.0, 0.0], [0.0, 0.0], [1.0, 1.0])
     1.0
     """
-    return abs(chi_squared(y_true, y_pred, y_std) - 1.0)
+    return abs(chi_squared(y_true, y_pred, y_std, sample_weight=sample_weight) - 1.0)
 
 
-def interval_coverage(y_true, y_pred, y_std, level=0.95):
+def interval_coverage(y_true, y_pred, y_std, level=0.95, *, sample_weight=None):
     """Fraction of ``y_true`` inside the central ``level`` interval of ``N(y_pred, y_std**2)``.
 
     Examples
@@ -173,12 +192,12 @@ def interval_coverage(y_true, y_pred, y_std, level=0.95):
     0.5
     """
     _check_level(level)
-    y_true, y_pred, y_std = _check_gaussian(y_true, y_pred, y_std)
+    y_true, y_pred, y_std, weights = _check_gaussian(y_true, y_pred, y_std, sample_weight)
     half_width = norm.ppf(0.5 + level / 2) * y_std
-    return float(np.mean(np.abs(y_true - y_pred) <= half_width))
+    return _per_value(np.abs(y_true - y_pred) <= half_width, weights)
 
 
-def interval_coverage_error(y_true, y_pred, y_std, level=0.95):
+def interval_coverage_error(y_true, y_pred, y_std, level=0.95, *, sample_weight=None):
     """``|coverage - level|`` of the central ``level`` intervals: 0 when they cover as stated.
 
     Examples
@@ -187,10 +206,10 @@ def interval_coverage_error(y_true, y_pred, y_std, level=0.95):
     >>> round(interval_coverage_error([0.0, 3.0], [0.0, 0.0], [1.0, 1.0], level=0.95), 2)
     0.45
     """
-    return abs(interval_coverage(y_true, y_pred, y_std, level) - level)
+    return abs(interval_coverage(y_true, y_pred, y_std, level, sample_weight=sample_weight) - level)
 
 
-def interval_width(y_true, y_pred, y_std, level=0.95):
+def interval_width(y_true, y_pred, y_std, level=0.95, *, sample_weight=None):
     """Mean width of the central ``level`` intervals, in the units of y.
 
     ``y_true`` is only checked (its shape, and that it is finite): the width does not depend on it.
@@ -202,34 +221,36 @@ def interval_width(y_true, y_pred, y_std, level=0.95):
     3.9199
     """
     _check_level(level)
-    y_true, y_pred, y_std = _check_gaussian(y_true, y_pred, y_std)
-    return float(np.mean(2 * norm.ppf(0.5 + level / 2) * y_std))
+    y_true, y_pred, y_std, weights = _check_gaussian(y_true, y_pred, y_std, sample_weight)
+    return _per_value(2 * norm.ppf(0.5 + level / 2) * y_std, weights)
 
 
-def coverage_curve(y_true, y_pred, y_std, levels=None):
+def coverage_curve(y_true, y_pred, y_std, levels=None, *, sample_weight=None):
     """Observed coverage of central intervals at each expected level.
 
     Parameters
     ----------
     levels : float or array-like of float in (0, 1), default=None
         Expected coverage levels; None uses 0.05, 0.10, ..., 0.95.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Weights of the points.
 
     Returns
     -------
     levels : ndarray
     observed : ndarray
-        Fraction of points inside the central interval of each level.
+        Fraction of points (of their weight) inside the central interval of each level.
     """
     levels = np.arange(1, 20) / 20 if levels is None else np.atleast_1d(np.asarray(levels, dtype=np.float64))
     for level in levels:
         _check_level(level)
-    y_true, y_pred, y_std = _check_gaussian(y_true, y_pred, y_std)
+    y_true, y_pred, y_std, weights = _check_gaussian(y_true, y_pred, y_std, sample_weight)
     standardised = np.abs(y_true - y_pred) / y_std
-    observed = np.array([np.mean(standardised <= norm.ppf(0.5 + level / 2)) for level in levels])
+    observed = np.array([_per_value(standardised <= norm.ppf(0.5 + level / 2), weights) for level in levels])
     return levels, observed
 
 
-def quantile_calibration_error(y_true, y_pred, y_std, levels=None):
+def quantile_calibration_error(y_true, y_pred, y_std, levels=None, *, sample_weight=None):
     """Mean absolute gap between expected and observed central-interval coverage.
 
     The regression analogue of the expected calibration error, over the
@@ -241,5 +262,5 @@ def quantile_calibration_error(y_true, y_pred, y_std, levels=None):
     >>> quantile_calibration_error([0.0, 10.0], [0.0, 0.0], [1.0, 1.0], levels=[0.5])
     0.0
     """
-    levels, observed = coverage_curve(y_true, y_pred, y_std, levels)
+    levels, observed = coverage_curve(y_true, y_pred, y_std, levels, sample_weight=sample_weight)
     return float(np.mean(np.abs(observed - levels)))
