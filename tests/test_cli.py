@@ -92,6 +92,19 @@ def test_compare_notes_a_small_split_and_the_fits_warnings(tmp_path, capsys, mon
     assert "warned" not in capsys.readouterr().out
 
 
+def test_compare_notes_what_reading_the_table_said(tmp_path, capsys):
+    """A label kept though it reads as missing is said in the notes, beside the table, not as a Python
+    warning on stderr before the progress bar."""
+    rows = [f"{index % 7},{(index * 3) % 5},{['EU', 'NA'][index % 2]}" for index in range(40)]
+    path = tmp_path / "regions.csv"
+    path.write_text("a,b,region\n" + "\n".join(rows) + "\n")
+    argv = ["compare", str(path), "--target", "region", "--methods", "laplace", "--max-epochs", "5", "--threads", "1"]
+    assert main(argv + ["--out", str(tmp_path / "report")]) == 0
+    captured = capsys.readouterr()
+    assert "the table: the target column 'region' has the label(s) 'NA'" in captured.out
+    assert "NA" not in captured.err
+
+
 def test_compare_without_references(tmp_path, capsys):
     assert main(["compare", "iris", *TINY, "--no-references", "--out", str(tmp_path)]) == 0
     assert [row["method"] for row in read_csv(tmp_path / "results.csv")] == ["laplace", "de"]

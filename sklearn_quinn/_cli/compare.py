@@ -181,7 +181,9 @@ def run_compare(data, target, methods, *, task="auto", test_size=0.2, out="sklea
     check_methods(methods)
     if not 0 < test_size < 1:
         raise ValueError(f"--test-size must be in (0, 1), got {test_size}")
-    X, y, _ = load_table(data, target)
+    with warnings.catch_warnings(record=True) as caught:  # what reading the table says goes to the notes
+        X, y, _ = load_table(data, target)
+    read = _warning_notes("the table", caught)
     if task == "auto":
         classification, task_note = detected_task(y)
     else:
@@ -204,14 +206,15 @@ def run_compare(data, target, methods, *, task="auto", test_size=0.2, out="sklea
         # force (the user's, Python's own) still decide which are shown, or raised.
         with warnings.catch_warnings(record=True) as caught:
             scored = fit_and_score(candidate.estimator, X_train, y_train, X_test, y_test, classification)
-        warned += _warning_notes(candidate.name, caught)
+        warned += _warning_notes(f"{candidate.name} warned", caught)
         rows.append({"method": candidate.name, **scored.scores})
         path = out / f"{candidate.name}.png"
         if classification:
             report.plot_classification(path, candidate.title, y_test, *scored.prediction, scored.model.classes_)
         else:
             report.plot_regression(path, candidate.title, y_test, *scored.prediction)
-    notes = [candidate.note for candidate in todo if candidate.note] + _size_notes(len(y_train), len(y_test)) + warned
+    notes = read + [candidate.note for candidate in todo if candidate.note]
+    notes += _size_notes(len(y_train), len(y_test)) + warned
     if references:
         labels = "; ".join(f"{name}: {REFERENCES[name].label}" for name in references_for(classification))
         notes.insert(0, f"sklearn-* rows are scikit-learn references, fitted and scored as the networks are ({labels})")
@@ -221,10 +224,11 @@ def run_compare(data, target, methods, *, task="auto", test_size=0.2, out="sklea
     return rows, notes
 
 
-def _warning_notes(name, caught):
-    """One line per distinct warning that candidate ``name``'s fit raised, on one line each."""
+def _warning_notes(source, caught):
+    """One line per distinct warning ``caught`` while ``source`` ran (reading the table, a fit), each
+    message on one line."""
     messages = (" ".join(str(warning.message).split()).rstrip(".") for warning in caught)
-    return [f"{name} warned: {message}" for message in dict.fromkeys(messages)]
+    return [f"{source}: {message}" for message in dict.fromkeys(messages)]
 
 
 def _size_notes(n_train, n_test, few=10):
