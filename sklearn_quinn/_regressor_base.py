@@ -1,6 +1,6 @@
 """Shared machinery of the regressors: standardised targets, the likelihood, predict and sample_y."""
 
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 import torch
@@ -17,6 +17,7 @@ from ._core.pushforward import GaussianPredictive
 from ._core.rng import prediction_generator, standard_normal
 from ._core.row_subsets import random_subset
 from ._map import gaussian_likelihood
+from ._validation import check_count
 from ._warnings import warn
 from .base import _MAX_SEED, VALIDATION, BaseBayesianNetwork
 
@@ -279,8 +280,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         -------
         y_samples : ndarray of shape (n_samples_X, n_samples) or (n_samples_X, n_targets, n_samples)
         """
-        if isinstance(n_samples, bool) or not isinstance(n_samples, Integral) or n_samples < 1:
-            raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")
+        check_count(n_samples, "n_samples")
         X = self._validated_inputs(X)
         seed = check_random_state(random_state).randint(_MAX_SEED)
         generator = prediction_generator(seed)

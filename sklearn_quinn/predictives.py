@@ -7,8 +7,6 @@ torch functions behind it (:func:`mc_bridge`, :func:`laplace_bridge`,
 re-exported for tensors.
 """
 
-from numbers import Integral
-
 import numpy as np
 import torch
 from sklearn.utils import check_random_state
@@ -23,6 +21,7 @@ from ._core.link_approximations import (
     predictive_probabilities,
 )
 from ._core.rng import prediction_generator
+from ._validation import check_count
 from .base import _MAX_SEED
 
 __all__ = [
@@ -140,8 +139,7 @@ def predict_proba_from_gaussian(mean, cov, predictive="mc_bridge", n_samples=100
     """
     if predictive not in PREDICTIVES:
         raise ValueError(f"Unknown predictive {predictive!r}; expected one of {sorted(PREDICTIVES)}.")
-    if not isinstance(n_samples, Integral) or n_samples < 1:
-        raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")
+    check_count(n_samples, "n_samples")
     mean = _check_mean(mean)
     cov = _check_cov(cov, *mean.shape)
     generator = prediction_generator(check_random_state(random_state).randint(_MAX_SEED))

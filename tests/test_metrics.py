@@ -134,6 +134,7 @@ def test_reliability_bins_counts():
         (lambda: M.accuracy([0, 1, 2], [[0.5, 0.5]] * 3), "3 labels"),
         (lambda: M.accuracy([0, 3], [[0.5, 0.5]] * 2, labels=[0, 1]), r"labels \[3\] not in labels"),
         (lambda: M.expected_calibration_error([0, 1], [[0.5, 0.5]] * 2, n_bins=0), "n_bins"),
+        (lambda: M.expected_calibration_error([0, 1], [[0.5, 0.5]] * 2, n_bins=True), "n_bins"),
         (lambda: M.gaussian_nll([0.0, np.nan], [0.0, 0.0], [1.0, 1.0]), "y_true contains NaN"),
         (lambda: M.interval_coverage([0.0, 1.0], [0.0, np.nan], [1.0, 1.0]), "y_pred contains NaN"),
         (lambda: M.root_mean_squared_error([0.0, np.nan], [0.0, 0.0]), "y_true contains NaN"),

@@ -321,6 +321,7 @@ def with_entry(array, index, value):
         (MEAN, np.stack([[[1.0, 2.0, 0.0], [2.0, 1.0, 0.0], [0.0, 0.0, 1.0]]] * 2), {}, "positive semi-definite"),
         (MEAN, VARIANCES, {"predictive": "probit"}, "Unknown predictive 'probit'.*'mean_field_0'"),
         (MEAN, VARIANCES, {"n_samples": 0}, "n_samples must be a positive integer"),
+        (MEAN, VARIANCES, {"n_samples": True}, "n_samples must be a positive integer"),
     ],
     ids=[
         "mean-1d",
@@ -335,6 +336,7 @@ def with_entry(array, index, value):
         "not-psd",
         "unknown-predictive",
         "no-samples",
+        "a-flag-for-a-count",
     ],
 )
 def test_wrapper_rejects_bad_input(mean, cov, kwargs, message):

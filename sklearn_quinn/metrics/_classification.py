@@ -8,6 +8,7 @@ of each column of ``y_proba`` (an estimator's ``classes_``), and
 import numpy as np
 from sklearn.utils.validation import check_consistent_length, column_or_1d
 
+from .._validation import check_count
 from ._regression import check_sample_weight
 
 
@@ -105,8 +106,7 @@ def reliability_bins(y_true, y_proba, n_bins=15, labels=None, *, sample_weight=N
     counts : ndarray of shape (n_bins,)
         Number of points in each bin (integers), or their total weight with ``sample_weight``.
     """
-    if not (isinstance(n_bins, (int, np.integer)) and n_bins >= 1):
-        raise ValueError(f"n_bins must be a positive integer, got {n_bins!r}.")
+    check_count(n_bins, "n_bins")
     onehot, y_proba, weights = _check_proba(y_true, y_proba, labels, sample_weight)
     top = y_proba.max(axis=1)
     correct = onehot[np.arange(len(onehot)), y_proba.argmax(axis=1)]
