@@ -130,6 +130,15 @@ def input_standardisation(X):
 _SET_BY_VALIDATION = frozenset({"n_features_in_", "feature_names_in_", "classes_"})
 
 
+def reset_parameters(module):
+    """``module``, its weights drawn afresh from torch's default initialisation, layer by layer (those
+    with a ``reset_parameters``), from torch's global generator."""
+    for layer in module.modules():
+        if hasattr(layer, "reset_parameters"):
+            layer.reset_parameters()
+    return module
+
+
 class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
     """What every estimator shares: a torch backbone, its seeds, device and MAP.
 
@@ -253,11 +262,16 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
 
     def _initial_weights(self, n_features, n_outputs, seeds):
         """Members' initial weights ``(J, K)``, row ``j`` the backbone built under
-        ``seeds[j]``, and the backbone of the last (for its ``FunctionalModel``)."""
+        ``seeds[j]``, and the backbone of the last (for its ``FunctionalModel``).
+        A ``module`` given as an instance is deep-copied, the same weights
+        under every seed: its layers are reset under each member's seed, so
+        that the members start apart."""
         theta = []
         for seed in seeds:
             with self._seeded(int(seed)):
                 module = self._build_module(n_features, n_outputs)
+                if isinstance(self.module, nn.Module):
+                    reset_parameters(module)
             theta.append(FunctionalModel(module).flatten())
         return torch.stack(theta), module
 

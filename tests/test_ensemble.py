@@ -467,3 +467,16 @@ def test_criterion_averages_each_member_s_misfit_over_the_batches():
         criterion(members(X), targets, members)  # the target, then no perturbation
     expected = [((1 - 0) ** 2 / 2 + (1 - 2) ** 2 / 2) / 2, ((2 - 0) ** 2 / 2 + 0) / 2]
     torch.testing.assert_close(criterion.mean_misfit, torch.tensor(expected, dtype=torch.float64) + half_log_2pi)
+
+
+@pytest.mark.parametrize("module", [nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1)), None])
+def test_members_of_a_module_instance_start_apart(module):
+    """A ``module`` instance is deep-copied, the same weights under every member's seed: its layers are
+    drawn afresh under each seed, so the members start apart, as from a callable or the default
+    network; the user's instance is left as it was."""
+    reg = DeepEnsembleRegressor(module=module, hidden_layer_sizes=(8,), n_estimators=3, max_epochs=5, random_state=0)
+    weights = [] if module is None else [parameter.detach().clone() for parameter in module.parameters()]
+    reg.fit(np.random.RandomState(0).randn(20, 3), np.arange(20.0))
+    initial, _ = reg._initial_weights(3, 1, [11, 12, 13])
+    assert len(torch.unique(initial, dim=0)) == 3
+    assert all(torch.equal(old, new) for old, new in zip(weights, [] if module is None else module.parameters()))

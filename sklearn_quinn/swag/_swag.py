@@ -15,7 +15,13 @@ from .._local_posterior import LocalPosteriorMixin
 from .._members import MemberTrainingMixin
 from .._regressor_base import BaseBayesianRegressor
 from .._warnings import warn
-from ..base import AUTO_MAX_STEPS, MAP_TRAINING_CONSTRAINTS, MEMBERS_CONSTRAINTS, PRIOR_SCALE_CONSTRAINTS
+from ..base import (
+    AUTO_MAX_STEPS,
+    MAP_TRAINING_CONSTRAINTS,
+    MEMBERS_CONSTRAINTS,
+    PRIOR_SCALE_CONSTRAINTS,
+    reset_parameters,
+)
 from ..ensemble._engine import train_members
 from ._callbacks import CollectSnapshots
 from ._engine import mixture_posterior
@@ -189,10 +195,7 @@ class SWAGMixin(MemberTrainingMixin):
         point, of the backbone freshly initialised (a ``module`` given as a
         trained instance is reset too); ``X``, ``Y``: tensors."""
         with self._seeded(self._split_seed):
-            module = self._build_module(X.shape[1], n_outputs)
-            for layer in module.modules():
-                if hasattr(layer, "reset_parameters"):
-                    layer.reset_parameters()
+            module = reset_parameters(self._build_module(X.shape[1], n_outputs))
         theta = FunctionalModel(module).flatten()[None]
         return float(self._member_losses(X, Y, likelihood, theta)[0])
 
