@@ -36,7 +36,7 @@ from ._core.evidence import (
 from ._core.kernel_grams import KernelGrams
 from ._core.kronecker import KroneckerUnsupportedError, kronecker_layers
 from ._core.likelihoods import GaussianLikelihood
-from ._core.network import FunctionalModel
+from ._core.network import FunctionalModel, in_eval_mode
 from ._core.row_subsets import random_subset
 
 #: The evidence is maximised after every twentieth of the epochs from the
@@ -818,7 +818,9 @@ def polish(module, criterion, X, Y, max_iterations=_POLISH_ITERATIONS):
     mode"). It trains
     what the optimizer trained: the module's and the criterion's parameters
     that require gradients, through :class:`FlatPosteriorLoss` where that
-    applies, else the module's autograd pass.
+    applies, else the module's autograd pass, with the module in eval mode:
+    a user's dropout or batch norm then gives the deterministic loss that the
+    curvature, the evidence and the predictions read.
 
     Parameters
     ----------
@@ -847,7 +849,8 @@ def polish(module, criterion, X, Y, max_iterations=_POLISH_ITERATIONS):
         loss.backward()
         return loss
 
-    optimizer.step(closure)
+    with in_eval_mode(module):  # the loss the posterior reads: no dropout masks, batch norm's running statistics
+        optimizer.step(closure)
     if flat:
         flat.write_back()
 

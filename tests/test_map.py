@@ -210,6 +210,30 @@ def test_the_polish_trains_no_frozen_weight():
     assert torch.equal(module.bias, bias) and not torch.equal(module.weight, weight)
 
 
+def test_the_polish_runs_the_module_in_eval_mode():
+    """A user's dropout (or batch norm) would make the polished loss random (or rewrite the running
+    statistics at every line-search point): the polish minimises the eval-mode loss that the
+    curvature, the evidence and the predictions read, and leaves the module's modes as they were."""
+
+    class Recorded(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Linear(2, 8), nn.Tanh(), nn.Dropout(0.5), nn.Linear(8, 1))
+            self.modes = []
+
+        def forward(self, X):
+            self.modes.append(self.body[2].training)
+            return self.body(X)
+
+    rng = np.random.RandomState(0)
+    X, Y = torch.as_tensor(rng.randn(30, 2)), torch.as_tensor(rng.randn(30, 1))
+    module = Recorded().double().train()
+    criterion = NegativeLogPosterior(30, 1.0, gaussian_likelihood(Y, 1.0, torch.float64, "cpu"))
+    polish(module, criterion, X, Y)
+    assert module.modes and not any(module.modes)
+    assert module.training and module.body[2].training
+
+
 @pytest.mark.parametrize("max_batches, sizes", [
     (None, [16, 16, 16, 2]),
     (2, [16, 16]),

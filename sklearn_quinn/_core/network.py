@@ -140,7 +140,7 @@ class LinearSkipMLP(nn.Module):
 
 
 @contextmanager
-def _in_eval_mode(module):
+def in_eval_mode(module):
     """``module`` and its submodules in eval mode for the block, each one's own mode restored after."""
     modes = [(submodule, submodule.training) for submodule in module.modules()]
     module.eval()
@@ -322,7 +322,7 @@ class FunctionalModel:
             def single(row, inputs):
                 return functional_call(self.module, {**self.unflatten(row), **buffers}, (inputs,))
 
-            with _in_eval_mode(self.module):
+            with in_eval_mode(self.module):
                 out = vmap(single, in_dims=(0, 0 if X.dim() == 3 else None))(theta, X)
         return out.unsqueeze(-1) if out.dim() == 2 else out
 
@@ -337,7 +337,7 @@ class FunctionalModel:
         row of the whole batch).
         """
         if self._plan is None:
-            with _in_eval_mode(self.module):
+            with in_eval_mode(self.module):
                 jac = vmap(jacrev(self.single), in_dims=(None, 0))(theta, X.unsqueeze(1))
             return jac.squeeze(1)
         return self._mlp_jacobian(theta, X)
