@@ -125,6 +125,30 @@ def test_a_modules_dropout_is_off_in_its_functional_calls_and_its_mode_kept():
     assert [submodule.training for submodule in module] == [True, True, True, False]
 
 
+def test_a_sequential_running_one_activation_twice_is_its_own_function():
+    """One activation object at two places of an nn.Sequential: named_children lists it once, the fast
+    path's plan has both places."""
+    torch.manual_seed(0)
+    tanh = nn.Tanh()
+    module = nn.Sequential(nn.Linear(3, 8), tanh, nn.Linear(8, 8), tanh, nn.Linear(8, 2)).double()
+    model, X = FunctionalModel(module), _inputs()
+    assert model.fast_path
+    cotangent = torch.randn(7, 2, dtype=torch.float64)
+    outputs, vjp = model.forward_and_vjp(model.flatten()[None], X)
+    expected = torch.autograd.grad((module(X) * cotangent).sum(), list(module.parameters()))
+    torch.testing.assert_close(outputs[0], module(X))
+    torch.testing.assert_close(vjp(cotangent[None])[0], torch.cat([g.flatten() for g in expected]))
+
+
+def test_a_layer_registered_twice_is_refused():
+    """One nn.Linear at two places of an nn.Sequential: torch.func's functional_call leaves such a module
+    holding batched tensors, so it is refused with the way out, before any training."""
+    linear = nn.Linear(8, 8)
+    module = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), linear, nn.Tanh(), linear, nn.Linear(8, 1))
+    with pytest.raises(ValueError, match="'2.weight' and '4.weight'.*call it twice in forward"):
+        FunctionalModel(module)
+
+
 def test_single_linear_and_bias_free_layers():
     torch.manual_seed(0)
     for module in (nn.Linear(3, 2), nn.Sequential(nn.Linear(3, 4, bias=False), nn.ReLU(), nn.Linear(4, 1))):

@@ -151,6 +151,28 @@ def in_eval_mode(module):
             submodule.training = training
 
 
+def _check_registered_once(module):
+    """Refuse a module that registers one parameter under two names (one ``nn.Linear`` twice in an
+    ``nn.Sequential``): ``torch.func.functional_call``, which evaluates the module at other weights,
+    leaves such a module holding its batched stand-ins (torch 2.13)."""
+    first = {}
+    for name, parameter in module.named_parameters(remove_duplicate=False):
+        other = first.setdefault(id(parameter), name)
+        if other != name:
+            raise ValueError(
+                f"module registers one parameter as both {other!r} and {name!r} (a layer added twice, as in "
+                "nn.Sequential(..., layer, ..., layer)); torch.func, which evaluates the network at other "
+                "weights, cannot run such a module. Register the layer once and call it twice in forward."
+            )
+
+
+def _layers(module):
+    """``(name, layer)`` of what an ``nn.Linear`` or an ``nn.Sequential`` runs, in order: a layer the
+    Sequential runs twice (one activation object reused) appears twice, where ``named_children``
+    lists it once."""
+    return [("", module)] if type(module) is nn.Linear else list(module._modules.items())
+
+
 class FunctionalModel:
     """A module as the batched function ``f(Theta, X) -> (S, N, O)``.
 
@@ -174,6 +196,7 @@ class FunctionalModel:
     """
 
     def __init__(self, module):
+        _check_registered_once(module)
         self.module = module
         named = [(name, p) for name, p in module.named_parameters()]
         self.names = [name for name, _ in named]
@@ -207,12 +230,13 @@ class FunctionalModel:
     def _fast_plan(self, module, prefix=""):
         """The layer plan of the batched fast path, or None for a generic module
         (a subclass of ``nn.Linear`` or ``nn.Sequential`` among them: its
-        ``forward`` may be its own)."""
-        if type(module) is nn.Linear:
-            layers = [("", module)]
-        elif type(module) is nn.Sequential:
-            layers = list(module.named_children())
-        else:
+        ``forward`` may be its own; a Sequential that runs one ``nn.Linear``
+        twice, whose tied weights the hand-written backward pass would not sum)."""
+        if type(module) not in (nn.Linear, nn.Sequential):
+            return None
+        layers = _layers(module)
+        linears = [id(layer) for _, layer in layers if type(layer) is nn.Linear]
+        if len(set(linears)) < len(linears):
             return None
         plan = []
         for name, layer in layers:
@@ -233,7 +257,7 @@ class FunctionalModel:
         if self._plan is None:
             return []
         mlp, prefix = (module.mlp, "mlp.") if self._skip else (module, "")
-        layers = [("", mlp)] if type(mlp) is nn.Linear else list(mlp.named_children())
+        layers = _layers(mlp)
         # A first nn.Linear after an activation reads the activation's outputs, not the inputs.
         first = layers[0][0] if layers and type(layers[0][1]) is nn.Linear else None
         names = [] if first is None else [prefix + (f"{first}." if first else "") + "weight"]
