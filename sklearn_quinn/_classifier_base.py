@@ -44,6 +44,10 @@ class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
     def _n_outputs(self, Y):
         return len(self.classes_)
 
+    def _outputs_meaning(self, n_outputs):
+        """What a user's module's output columns must be (for its error message)."""
+        return f"one logit per class in classes_ ({n_outputs}; a binary problem takes two, not one)"
+
     def _likelihood(self, Y, leading_shape=(), noise_std=None):
         return CategoricalLikelihood()
 

@@ -70,6 +70,12 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         """A mean per target, and under the heteroscedastic likelihood a log noise std per target."""
         return LIKELIHOODS[self.likelihood].n_network_outputs(Y.shape[1])
 
+    def _outputs_meaning(self, n_outputs):
+        """What a user's module's output columns must be (for its error message)."""
+        if self.likelihood == "heteroscedastic":
+            return f"a mean and a log noise std per target, the {n_outputs // 2} mean(s) first"
+        return f"one mean per target ({n_outputs})"
+
     def _likelihood(self, Y, leading_shape=(), noise_std=None):
         """The likelihood of a fit. Heteroscedastic: the network's noise head.
         Gaussian: fixed at ``noise_std`` (network units, ``(O,)``; default: the

@@ -34,7 +34,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from torch import nn
 
 from ._core.evidence import ParameterGroups
-from ._core.network import ACTIVATIONS, FunctionalModel, build_mlp
+from ._core.network import ACTIVATIONS, FunctionalModel, build_mlp, in_eval_mode
 from ._core.priors import GaussianPrior
 from ._core.pushforward import nonlinear_pushforward
 from ._core.rng import prediction_generator, standard_normal
@@ -258,7 +258,27 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
             raise ValueError("module has no parameters to put a posterior on.")
         if self.module is not None and self.normalize_X:
             _warn_of_codes_standardised(module)
-        return module.to(device=self._device, dtype=self._dtype)
+        module = module.to(device=self._device, dtype=self._dtype)
+        if self.module is not None:
+            self._check_module_outputs(module, n_features, n_outputs)
+        return module
+
+    def _check_module_outputs(self, module, n_features, n_outputs):
+        """Refuse a user's module whose outputs are not the ``(n_samples, n_outputs)`` tensor that the
+        likelihood reads (``(n_samples,)`` for one output), naming what the columns must be: a wider
+        output would be trained and read in part, a narrower one fail deep inside the likelihood."""
+        try:
+            with torch.no_grad(), in_eval_mode(module):
+                outputs = module(torch.zeros(2, n_features, dtype=self._dtype, device=self._device))
+        except Exception as error:  # a user's forward: its own error, named as the module's
+            raise ValueError(f"module failed on 2 rows of the data's {n_features} features: {error}") from error
+        allowed = [(2, n_outputs)] + [(2,)] * (n_outputs == 1)
+        if not isinstance(outputs, torch.Tensor) or tuple(outputs.shape) not in allowed:
+            got = f"shape {tuple(outputs.shape)}" if isinstance(outputs, torch.Tensor) else type(outputs).__name__
+            raise ValueError(
+                f"module must return a tensor of shape (n_samples, {n_outputs}), {self._outputs_meaning(n_outputs)}; "
+                f"on 2 rows it returned {got}."
+            )
 
     def _initial_weights(self, n_features, n_outputs, seeds):
         """Members' initial weights ``(J, K)``, row ``j`` the backbone built under

@@ -38,9 +38,9 @@ class ScaledTanhNet(nn.Module):
 
 
 class NoLinear(nn.Module):
-    def __init__(self):
+    def __init__(self, n_features=3):
         super().__init__()
-        self.weight = nn.Parameter(torch.ones(2, 1))
+        self.weight = nn.Parameter(torch.ones(n_features, 1))
 
     def forward(self, X):
         return X @ self.weight

@@ -303,8 +303,10 @@ _SHARED_PARAMETERS = """
         Add a linear map of the inputs, with its own prior, to the MLP's
         outputs (see :class:`~sklearn_quinn.LaplaceRegressor`).
     module : torch.nn.Module or callable, default=None
-        A custom backbone (deep-copied) or a callable ``(n_features,
-        n_outputs) -> nn.Module``; replaces the MLP.
+        A custom backbone (deep-copied, its layers' weights redrawn for each
+        member) or a callable ``(n_features, n_outputs) -> nn.Module``;
+        replaces the MLP. Its outputs are as for
+        :class:`~sklearn_quinn.LaplaceRegressor`'s ``module``.
     n_estimators : int or 'auto', default='auto'
         Number of members ``J``. 'auto' is the family's: five for the deep
         ensemble; for RMS, whose members are posterior draws, twenty, or five

@@ -41,7 +41,12 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         ``hidden_layer_sizes=()`` or a ``module``.
     module : torch.nn.Module or callable, default=None
         A backbone to use instead of the MLP: an instance (deep-copied at
-        fit) or a callable ``(n_features, n_outputs) -> nn.Module``.
+        fit; an ensemble's members redraw its layers' weights) or a callable
+        ``(n_features, n_outputs) -> nn.Module``. It maps ``(n_samples,
+        n_features)`` to a tensor ``(n_samples, n_outputs)``: one mean per
+        target, or under ``likelihood='heteroscedastic'`` a mean and a log
+        noise std per target, the means first; a classifier's, one logit per
+        class (two for a binary problem). Other outputs are refused at fit.
     prior_std : float or None, default=None
         None learns the prior: one Gaussian precision per parameter tensor
         (each layer's weights and biases apart) and per input column of the
