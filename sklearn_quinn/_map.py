@@ -18,6 +18,7 @@ and its output bias's (:meth:`EvidenceMaximisation.finish`).
 import copy
 import math
 
+import cloudpickle
 import numpy as np
 import torch
 from skorch import NeuralNet
@@ -617,6 +618,16 @@ class PosteriorNet(NeuralNet):
 
     def get_default_callbacks(self):
         return [("epoch_timer", EpochTimer())]
+
+    def __getstate__(self):
+        """skorch's state, its module, criterion and optimizer written by cloudpickle where skorch
+        writes them by pickle (what its ``__setstate__`` reads either way): a user's module class
+        defined in a script or a notebook then reaches joblib's workers, and loads elsewhere."""
+        state = self.__dict__.copy()
+        prefixes = tuple(self.cuda_dependent_attributes_)
+        devices = {key: state.pop(key) for key in list(state) if isinstance(key, str) and key.startswith(prefixes)}
+        state["__cuda_dependent_attributes__"] = cloudpickle.dumps(devices)
+        return state
 
     def on_train_begin(self, net, X=None, y=None, **kwargs):
         super().on_train_begin(net, X=X, y=y, **kwargs)

@@ -2,8 +2,8 @@
 
 Python's pickle rebuilds a CUDA tensor on CUDA, and fails where there is none,
 before the estimator could say where its tensors should go. So a fitted
-estimator pickles its state as one ``torch.save`` blob beside the device it
-was fitted on; unpickling loads the blob onto that device when this machine
+estimator pickles its state as one ``torch.save`` blob (written by
+cloudpickle) beside the device it was fitted on; unpickling loads the blob onto that device when this machine
 has it, and onto the CPU otherwise (with a warning, since a refit with the same
 ``device`` would fail here).
 
@@ -15,6 +15,7 @@ version's, and another may read it otherwise.
 
 import io
 
+import cloudpickle
 import torch
 
 from ._warnings import warn
@@ -73,8 +74,12 @@ class DevicePortablePickle:
         if "_device" in state:
             blob = io.BytesIO()
             # Protocol 4, not torch.save's default 2, which writes a NumPy array's bytes as a latin-1
-            # string, half again as long (the MCMC chains_, the draws' diagnostics).
-            torch.save(self._state_to_save(state), blob, pickle_protocol=4)
+            # string, half again as long (the MCMC chains_, the draws' diagnostics). cloudpickle, not
+            # torch.save's pickle, whatever pickler holds the estimator: a user's module class or
+            # callback defined in a script or a notebook (or a lambda) is written by value, so that a
+            # fitted estimator reaches joblib's worker processes (n_jobs) and loads where that script
+            # is not importable; what is importable is still written by reference.
+            torch.save(self._state_to_save(state), blob, pickle_module=cloudpickle, pickle_protocol=4)
             state = {_STATE: blob.getvalue(), _DEVICE: str(state["_device"])}
         return {**state, _VERSION: _package_version()}
 

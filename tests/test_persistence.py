@@ -9,6 +9,7 @@ such a pickle fails (the first test shows it); the estimators load it on the CPU
 
 import importlib.metadata
 import io
+import json
 import pickle
 import re
 
@@ -213,3 +214,32 @@ def test_mcmc_pickles_its_draws_once(data):
     assert loaded.posterior_.samples.stride() == fitted.posterior_.samples.stride()
     assert_array_equal(np.stack(loaded.predict(X, return_std=True)), np.stack(fitted.predict(X, return_std=True)))
     assert_array_equal(loaded.sample_y(X[:3], 4, random_state=0), fitted.sample_y(X[:3], 4, random_state=0))
+
+
+def test_a_module_defined_in_a_script_reaches_the_workers_and_loads_elsewhere(data):
+    """A backbone class defined where it cannot be imported (a script's ``__main__``, a notebook, here a
+    function's local class) or given as a lambda: the fitted estimator's state is written by value, so
+    the members' joblib workers (n_jobs=2) get it, and a fresh process without the class loads it."""
+    import subprocess
+    import sys
+
+    from torch import nn
+
+    class TanhNet(nn.Module):
+        def __init__(self, n_features, n_outputs):
+            super().__init__()
+            self.body = nn.Sequential(nn.Linear(n_features, 4), nn.Tanh(), nn.Linear(4, n_outputs))
+
+        def forward(self, X):
+            return self.body(X)
+
+    X, y = data
+    ensemble = DeepEnsembleRegressor(module=TanhNet, n_estimators=2, n_jobs=2, max_epochs=5, random_state=0)
+    serial = DeepEnsembleRegressor(module=TanhNet, n_estimators=2, max_epochs=5, random_state=0)
+    assert_array_equal(ensemble.fit(X, y).predict(X), serial.fit(X, y).predict(X))
+    laplace = LaplaceRegressor(module=lambda n_features, n_outputs: TanhNet(n_features, n_outputs), max_epochs=5)
+    blob = pickle.dumps(laplace.fit(X, y))
+    expected = laplace.predict(X[:3])
+    script = f"import pickle, sys; print(pickle.loads(sys.stdin.buffer.read()).predict({X[:3].tolist()}).tolist())"
+    loaded = subprocess.run([sys.executable, "-c", script], input=blob, capture_output=True, check=True)
+    np.testing.assert_allclose(json.loads(loaded.stdout), expected, rtol=1e-12)
