@@ -425,6 +425,26 @@ def test_hyperparameters_in_joblib_groups(wave_data):
     assert np.isfinite(reg.chains_).all() and reg.prior_precision_samples_.shape == (40, 7)
 
 
+def test_n_jobs_as_joblib_reads_it(wave_data, monkeypatch):
+    """-1 is every core (it split the chains into no group and failed after the MAP trained); 0 is
+    refused, as joblib refuses it, before the MAP trains."""
+    import joblib
+
+    from sklearn_quinn.mcmc import _mcmc
+
+    X, y = wave_data
+    two_cores = lambda n_jobs: 2 if n_jobs == -1 else joblib.effective_n_jobs(n_jobs)  # noqa: E731
+    monkeypatch.setattr(_mcmc, "effective_n_jobs", two_cores)
+    with joblib.parallel_config(backend="threading"):
+        reg = small(n_jobs=-1, n_samples=5, n_burnin=5).fit(X, y)
+    assert reg.chains_.shape[:2] == (small().n_chains, 5)
+    trained = []
+    monkeypatch.setattr(_mcmc.MCMCRegressor, "_fit_map", lambda *args, **kwargs: trained.append(1))
+    with pytest.raises(ValueError, match="n_jobs == 0"):
+        small(n_jobs=0).fit(X, y)
+    assert not trained
+
+
 def test_classifier_samples_the_prior_precisions():
     """A classifier has no noise: its rows are the weights, one log precision per parameter tensor
     and per input column of the layers that read the inputs, and those layers' log means."""

@@ -5,7 +5,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.compiling import compile_pays
@@ -69,6 +69,7 @@ class MCMCMixin(HyperpriorMixin, MemberTrainingMixin, InferenceDataMixin, DrawsM
 
     def _fit(self, X, Y):
         """Run the chains: the family's part of ``fit``."""
+        self._chain_groups()  # n_jobs=0 refused before the MAP trains
         if self.sampler in SG_SAMPLERS and self._samples_hyperparameters:
             raise ValueError(
                 f"sampler={self.sampler!r} moves the weights by minibatch gradients, but hyperprior='gamma' "
@@ -175,7 +176,7 @@ class MCMCMixin(HyperpriorMixin, MemberTrainingMixin, InferenceDataMixin, DrawsM
         preconditioner ``inverse_mass (C, P)``; over ``n_rows`` training rows,
         for ``compile='auto'``); set ``chains_`` and the diagnostics, and return
         every kept row ``(n_chains * n_samples, P)``."""
-        groups = np.array_split(np.arange(self.n_chains), min(self.n_jobs or 1, self.n_chains))
+        groups = self._chain_groups()
         seeds = self._seed_table(self._split_seed, len(groups))
         results = Parallel(n_jobs=len(groups) if len(groups) > 1 else None)(
             delayed(self._run_group)(log_density, start[group], seed, gibbs, show=index == 0,
@@ -184,6 +185,11 @@ class MCMCMixin(HyperpriorMixin, MemberTrainingMixin, InferenceDataMixin, DrawsM
             for index, (group, seed) in enumerate(zip(groups, seeds))
         )
         return self._record(results)
+
+    def _chain_groups(self):
+        """The chains' indices in one batch per joblib worker (``n_jobs`` as joblib reads it: -1 is
+        every core)."""
+        return np.array_split(np.arange(self.n_chains), min(effective_n_jobs(self.n_jobs), self.n_chains))
 
     def _run_group(self, log_density, start, seed, gibbs, show, *, inverse_mass, n_rows):
         bar = None
@@ -473,7 +479,10 @@ callbacks, normalize_X, normalize_y, dtype, device, random_state, verbose
         weigh the energy of every point they visit.
     n_jobs : int, default=None
         Split the chains into this many groups run by joblib workers (each
-        group batched); None or 1 runs all chains in one batch.
+        group batched; -1: as many as there are cores, as joblib reads it);
+        None or 1 runs all chains in one batch. A group's chains draw from
+        one seeded generator, so a seeded fit repeats at the same ``n_jobs``
+        but not across values of it.
 
     Attributes
     ----------
