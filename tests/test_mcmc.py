@@ -425,6 +425,17 @@ def test_hyperparameters_in_joblib_groups(wave_data):
     assert np.isfinite(reg.chains_).all() and reg.prior_precision_samples_.shape == (40, 7)
 
 
+def test_chains_start_near_the_map_under_a_flat_prior():
+    """The chains' jitter about the MAP was a thousandth of the prior's std: a flat prior_std=1e5 started
+    them 100 away from it, where the training fit stayed hundreds of noise stds off."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(30, 3)
+    y = X @ [1.0, -2.0, 0.5] + 0.3 * rng.randn(30)
+    reg = MCMCRegressor(hidden_layer_sizes=(8,), prior_std=1e5, max_epochs=100, n_samples=50, n_burnin=100,
+                        n_chains=2, compile=False, random_state=0).fit(X, y)
+    assert np.sqrt(np.mean((reg.predict(X) - y) ** 2)) < 0.5
+
+
 def test_n_jobs_as_joblib_reads_it(wave_data, monkeypatch):
     """-1 is every core (it split the chains into no group and failed after the MAP trained); 0 is
     refused, as joblib refuses it, before the MAP trains."""

@@ -158,7 +158,10 @@ class MCMCMixin(HyperpriorMixin, MemberTrainingMixin, InferenceDataMixin, DrawsM
         n_params = theta.shape[0]
         if centres is not None:
             jitter = standard_normal(generator, theta, (self.n_chains, n_params))
-            return centres + 1e-3 * prior.std * jitter
+            # A thousandth of the prior's std, at most a hundredth: a network's weights on standardised
+            # data are of order one, and a flat prior's (prior_std=1e4) would start the chains 10 away.
+            std = torch.as_tensor(prior.std, dtype=theta.dtype, device=theta.device)
+            return centres + torch.clamp(1e-3 * std, max=1e-2) * jitter
         return prior.sample(self.n_chains, n_params, generator, theta.dtype, theta.device)
 
     def _hierarchical_start(self, theta, centres, likelihood, prior, hierarchical_prior):
