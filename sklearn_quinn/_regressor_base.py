@@ -56,7 +56,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
                 "predicts from the inputs; set noise_std=None or likelihood='gaussian'."
             )
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, **VALIDATION)
-        Y = np.ascontiguousarray(y.reshape(len(y), -1))
+        Y = np.ascontiguousarray(y.reshape(len(y), -1), dtype=np.float64)  # float16 or float32 targets too
         self._single_output = y.ndim == 1 or Y.shape[1] == 1
         if self.normalize_y:
             self._y_mean = Y.mean(axis=0)
