@@ -226,6 +226,17 @@ def test_hidden_layer_sizes_as_int_or_empty(wave_data):
     assert fast(hidden_layer_sizes=()).fit(X, y).posterior_.n_params == 3
 
 
+def test_a_tiny_fixed_noise_fits_where_round_off_breaks_the_precisions_factor():
+    """noise_std=1e-8 on nearly noise-free data: the data's curvature dwarfs the prior's by more than
+    float64 resolves, and the posterior precision's Cholesky factor failed with torch's LinAlgError;
+    it is jittered at the round-off's level, as the evidence's is."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(100, 3)
+    y = X @ [1.0, -2.0, 0.5] + 1e-8 * rng.randn(100)
+    _, std = LaplaceRegressor(noise_std=1e-8, max_epochs=300, random_state=0).fit(X, y).predict(X[:5], return_std=True)
+    assert np.all(np.isfinite(std)) and np.all(std >= 1e-8)
+
+
 @pytest.mark.parametrize("dtype", [np.float16, np.float32])
 def test_targets_of_a_narrow_float_are_standardised_in_float64(dtype):
     """float16 targets near 1000 were standardised in float16: their mean off by 0.03, their std by 2%."""

@@ -227,7 +227,7 @@ def exact_structure(n_observations, n_params, dtype, max_full_params=None, n_gra
     return None
 
 
-def _cholesky(matrix, eps):
+def jittered_cholesky(matrix, eps):
     """Cholesky factor of a symmetric positive-definite matrix, with the smallest
     diagonal jitter (from ``eps`` times its largest entry, the round-off of the
     precision it was computed in) that lets it pass."""
@@ -514,13 +514,13 @@ class LaplaceEvidence:
         """Cholesky factor of the kernel ``I + W diag(delta)^-1 W^T / c**2``."""
         kernel = self._grams.kernel(data_weight / precision)
         kernel.diagonal().add_(1.0)
-        return _cholesky(kernel, self._eps)
+        return jittered_cholesky(kernel, self._eps)
 
     def _full_cholesky(self, per_weight, data_weight):
         """Cholesky factor of the posterior precision ``G / c**2 + diag(delta)``."""
         posterior = self._gauss_newton.mul(data_weight)
         posterior.diagonal().add_(per_weight)  # not ``+ torch.diag(...)``: a second K x K matrix to fill and add
-        return _cholesky(posterior, self._eps)
+        return jittered_cholesky(posterior, self._eps)
 
     def _kronecker_log_det_and_dof(self, per_weight, data_weight):
         """The Kronecker-factored ``log det`` and ``gamma_g`` (see ``_kronecker_curvature``).

@@ -43,6 +43,7 @@ from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 
 from .._core.curvature import curvature, curvature_matmul, kronecker_curvature
+from .._core.evidence import jittered_cholesky
 from .._core.kronecker import KroneckerEigenbasis
 from .._core.last_layer import outputs_and_jacobian
 from .._core.low_rank import LowRankEigenbasis, top_eigenpairs
@@ -318,5 +319,8 @@ class LaplaceApproximation:
         if self._cholesky_key != key:
             matrix = self._matrix / noise_scale**self.noise_power
             matrix.diagonal().add_(prior_precision)
-            self._cholesky_key, self._cholesky = key, torch.linalg.cholesky(matrix)
+            # Jittered where round-off breaks it: a fixed noise_std far below the residuals' scale makes
+            # the data's curvature dwarf the prior's by more than the dtype resolves.
+            self._cholesky_key = key
+            self._cholesky = jittered_cholesky(matrix, torch.finfo(matrix.dtype).eps)
         return self._cholesky
