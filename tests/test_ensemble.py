@@ -480,3 +480,14 @@ def test_members_of_a_module_instance_start_apart(module):
     initial, _ = reg._initial_weights(3, 1, [11, 12, 13])
     assert len(torch.unique(initial, dim=0)) == 3
     assert all(torch.equal(old, new) for old, new in zip(weights, [] if module is None else module.parameters()))
+
+
+def test_a_constant_target_leaves_no_degree_of_freedom_to_inflate_the_noise():
+    """Members fitting a constant target leave ``N - dof`` of about 1e-5 degrees of freedom, and the
+    residuals' sum over them made a noise std of 140 where the residuals are 4e-4; under one degree
+    of freedom the evidence's noise is kept."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(30, 3)
+    reg = small(max_epochs=30).fit(X, np.full(30, 5.0))
+    assert reg.noise_std_ < 1e-2
+    assert np.all(reg.predict(rng.randn(3, 3), return_std=True)[1] < 0.1)

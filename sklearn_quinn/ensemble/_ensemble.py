@@ -262,8 +262,9 @@ class BaseEnsembleRegressor(LocalPosteriorMixin, EnsembleMixin, BaseBayesianRegr
             dof = covariance_sums / ((len(theta) - 1) * noise_std[0].double())
         free = n_rows - dof
         self.degrees_of_freedom_ = self._per_output(self._to_numpy(dof) * len(X) / n_rows)
-        # A fit that leaves no degree of freedom (a custom module's exact function) keeps the evidence's noise.
-        variance = torch.where(free > 0, sums / free, noise_std[0].double().square())
+        # A fit that leaves less than one degree of freedom to measure the noise with (a custom module's
+        # exact function, a constant target's) keeps the evidence's noise.
+        variance = torch.where(free >= 1, sums / free, noise_std[0].double().square())
         return variance.sqrt().to(noise_std).expand_as(noise_std)
 
     def _row_sums(self, theta, X, Y, term):
