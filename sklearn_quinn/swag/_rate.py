@@ -74,7 +74,8 @@ def sampling_rate(model, theta, X, Y, likelihood, groups, precision, batch_size,
     -------
     float
         1.0 where no weight moves the outputs (a zero GGN): the rate then only
-        scales the prior's shrinkage.
+        scales the prior's shrinkage. The stable rate where the gradients have no
+        noise or no weight is well determined.
     """
     theta = theta.detach()
     n_rows = X.shape[0]
@@ -87,6 +88,8 @@ def sampling_rate(model, theta, X, Y, likelihood, groups, precision, batch_size,
     mean_gradient = grad(lambda weights: -likelihood.log_prob(model.single(weights, X), Y).mean())(theta)
     second_moment = float(curvature(model, theta, X, Y, likelihood, "ef", "diag").sum()) / n_rows
     noise_trace = second_moment - float(mean_gradient.square().sum())
-    if noise_trace <= 0.0:  # an interpolating fit has no gradient noise
+    # An interpolating fit has no gradient noise; a prior that leaves no weight well determined (its
+    # count rounds to zero or just below it) no data-driven rate to match.
+    if noise_trace <= 0.0 or well_determined <= 0.0:
         return stable
     return min(2 * batch_size * well_determined / (row_weight * n_rows * noise_trace), stable)
