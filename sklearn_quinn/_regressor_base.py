@@ -1,13 +1,12 @@
 """Shared machinery of the regressors: standardised targets, the likelihood, predict and sample_y."""
 
-from numbers import Real
 
 import numpy as np
 import torch
 from sklearn.base import RegressorMixin
 from sklearn.preprocessing._data import _handle_zeros_in_scale
 from sklearn.utils import Bunch, check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_array, validate_data
 
 from ._core.curvature import AUTO_MAX_FULL_PARAMS
@@ -19,7 +18,7 @@ from ._core.row_subsets import random_subset
 from ._map import gaussian_likelihood
 from ._validation import check_count
 from ._warnings import warn
-from .base import _MAX_SEED, VALIDATION, BaseBayesianNetwork
+from .base import _MAX_SEED, STD_RANGE, VALIDATION, BaseBayesianNetwork
 
 #: The likelihood of each value of ``likelihood``: its network outputs, and how
 #: they become the means and the noise.
@@ -38,7 +37,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
 
     _parameter_constraints: dict = {
         **BaseBayesianNetwork._parameter_constraints,
-        "noise_std": [None, Interval(Real, 0, None, closed="neither")],
+        "noise_std": [None, STD_RANGE],
         "normalize_y": ["boolean"],
         "likelihood": [StrOptions(set(LIKELIHOODS))],
     }
@@ -327,5 +326,5 @@ def _warn_if_overflowed(rows, what, consequence):
     overflowed = int(rows.sum())
     if overflowed:
         warn(f"{what} exceeds the floating-point range at {overflowed} of {len(rows)} rows, whose {consequence}: "
-             "they lie far outside the training data, where the network's uncertainty (under "
+             "such rows usually lie far outside the training data, where the network's uncertainty (under "
              "likelihood='heteroscedastic', of its noise too) grows without bound")

@@ -52,6 +52,10 @@ _MAX_SEED = np.iinfo(np.int32).max
 #: one table would fit two ways.
 VALIDATION = {"dtype": np.float64, "order": "C"}
 
+#: A fixed ``prior_std`` or ``noise_std``: positive, and within a range whose squares and inverse
+#: squares (variances, precisions) are finite in float64 with room for the products they enter.
+STD_RANGE = Interval(Real, 1e-100, 1e100, closed="both")
+
 #: ``normalize_X``: a column whose training mean and std are already 0 and 1 to within this is
 #: left as it is: ``StandardScaler``'s output, whose means carry the rounding of float32 columns
 #: (standardised again, the values would move by as little).
@@ -153,7 +157,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         "activation": [StrOptions(set(ACTIVATIONS))],
         "linear_skip": ["boolean"],
         "module": [None, nn.Module, callable],
-        "prior_std": [None, Interval(Real, 0, None, closed="neither")],
+        "prior_std": [None, STD_RANGE],
         "normalize_X": ["boolean"],
         "dtype": [StrOptions(set(DTYPES))],
         "device": [str, torch.device],

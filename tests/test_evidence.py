@@ -755,12 +755,23 @@ def small_task(estimator):
     return X, (y > np.median(y)).astype(int) if is_classifier(estimator()) else y
 
 
-@pytest.mark.parametrize("prior_std", [0, -1.0, "1.0"])
+@pytest.mark.parametrize("prior_std", [0, -1.0, "1.0", 1e-200, 1e300])
 @pytest.mark.parametrize("estimator", ALL_ESTIMATORS, ids=lambda cls: cls.__name__)
 def test_prior_std_neither_none_nor_positive_is_refused(estimator, prior_std):
+    """And one whose square or inverse square overflows (an OverflowError, or a Bayes by backprop
+    predicting NaN, before): refused with the range."""
     X, y = small_task(estimator)
     with pytest.raises(ValueError, match="prior_std"):
         estimator(prior_std=prior_std).fit(X, y)
+
+
+@pytest.mark.parametrize("noise_std", [0, -1.0, 1e-300, 1e300])
+@pytest.mark.parametrize("estimator", [cls for cls in ALL_ESTIMATORS if "noise_std" in cls().get_params()],
+                         ids=lambda cls: cls.__name__)
+def test_noise_std_neither_none_nor_in_range_is_refused(estimator, noise_std):
+    X, y = small_task(estimator)
+    with pytest.raises(ValueError, match=r"noise_std.*1e-100, 1e\+100"):
+        estimator(noise_std=noise_std).fit(X, y)
 
 
 SCALED_PRIOR_ESTIMATORS = [cls for cls in ALL_ESTIMATORS if "prior_std_scale" in cls().get_params()]
