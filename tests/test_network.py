@@ -145,7 +145,7 @@ def test_a_layer_registered_twice_is_refused():
     holding batched tensors, so it is refused with the way out, before any training."""
     linear = nn.Linear(8, 8)
     module = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), linear, nn.Tanh(), linear, nn.Linear(8, 1))
-    with pytest.raises(ValueError, match="'2.weight' and '4.weight'.*call it twice in forward"):
+    with pytest.raises(ValueError, match="layer as both '2' and '4'.*call it twice in forward"):
         FunctionalModel(module)
 
 

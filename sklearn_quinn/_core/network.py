@@ -152,17 +152,20 @@ def in_eval_mode(module):
 
 
 def _check_registered_once(module):
-    """Refuse a module that registers one parameter under two names (one ``nn.Linear`` twice in an
-    ``nn.Sequential``): ``torch.func.functional_call``, which evaluates the module at other weights,
-    leaves such a module holding its batched stand-ins (torch 2.13)."""
+    """Refuse a module that registers one submodule holding parameters under two names (one
+    ``nn.Linear`` twice in an ``nn.Sequential``): ``torch.func.functional_call``, which evaluates the
+    module at other weights, leaves such a module holding its batched stand-ins (torch 2.13). A
+    parameter tied between two submodules is another matter, which functional_call ties."""
     first = {}
-    for name, parameter in module.named_parameters(remove_duplicate=False):
-        other = first.setdefault(id(parameter), name)
+    for name, submodule in module.named_modules(remove_duplicate=False):
+        if next(submodule.parameters(recurse=False), None) is None:
+            continue
+        other = first.setdefault(id(submodule), name)
         if other != name:
             raise ValueError(
-                f"module registers one parameter as both {other!r} and {name!r} (a layer added twice, as in "
-                "nn.Sequential(..., layer, ..., layer)); torch.func, which evaluates the network at other "
-                "weights, cannot run such a module. Register the layer once and call it twice in forward."
+                f"module registers one layer as both {other!r} and {name!r} (as in nn.Sequential(..., layer, "
+                "..., layer)); torch.func, which evaluates the network at other weights, cannot run such a "
+                "module. Register the layer once and call it twice in forward."
             )
 
 
