@@ -260,6 +260,14 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
                 )
         if not any(True for _ in module.parameters()):
             raise ValueError("module has no parameters to put a posterior on.")
+        frozen = [name for name, parameter in module.named_parameters() if not parameter.requires_grad]
+        if frozen:
+            raise ValueError(
+                f"module's parameter(s) {', '.join(map(repr, frozen[:3]))}{', ...' * (len(frozen) > 3)} do not "
+                "require gradients, but every family puts its posterior on all of a module's parameters (a "
+                "frozen layer's weights would be drawn, or moved). Hold a fixed tensor as a buffer "
+                "(module.register_buffer), which is used as it is."
+            )
         if self.module is not None and self.normalize_X:
             _warn_of_codes_standardised(module)
         module = module.to(device=self._device, dtype=self._dtype)

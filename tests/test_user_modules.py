@@ -57,6 +57,14 @@ def test_a_module_returning_a_tuple_is_refused():
     refused(LaplaceClassifier(module=lambda n_features, n_outputs: Pair()), X, X[:, 0] > 0, "returned tuple")
 
 
+def test_a_module_with_frozen_parameters_is_refused():
+    """A frozen layer's weights were put in the posterior and moved by every family but Laplace."""
+    module = network(1)
+    module[0].requires_grad_(False)
+    X = np.random.RandomState(0).randn(20, 3)
+    refused(LaplaceRegressor(module=module), X, X[:, 0], r"'0.weight', '0.bias' do not require gradients.*buffer")
+
+
 def test_a_module_built_for_other_features_is_named():
     X = np.random.RandomState(0).randn(20, 3)
     refused(LaplaceRegressor(module=nn.Linear(5, 1)), X, X[:, 0], "module failed on 2 rows of the data's 3 features")

@@ -47,6 +47,8 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         target, or under ``likelihood='heteroscedastic'`` a mean and a log
         noise std per target, the means first; a classifier's, one logit per
         class (two for a binary problem). Other outputs are refused at fit.
+        Every parameter is inferred: a frozen one (``requires_grad=False``)
+        is refused; hold a fixed tensor as a buffer.
     prior_std : float or None, default=None
         None learns the prior: one Gaussian precision per parameter tensor
         (each layer's weights and biases apart) and per input column of the
