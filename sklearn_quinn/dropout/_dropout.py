@@ -132,8 +132,8 @@ class MCDropoutRegressor(LocalPosteriorMixin, MCDropoutMixin, BaseBayesianRegres
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, linear_skip, module, prior_std, prior_std_scale, noise_std, likelihood, lr, \\
-lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_X, normalize_y, dtype, device, random_state, \\
+    hidden_layer_sizes, activation, linear_skip, module, prior_std, prior_std_scale, noise_std, likelihood, lr, \
+lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_X, normalize_y, dtype, device, random_state, \
 verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor` (they set the training).
         A custom ``module`` has the inputs of each of its ``nn.Linear``
@@ -188,12 +188,17 @@ verbose
         heteroscedastic likelihood).
     posterior_ : DropoutPosterior
         The trained weights ``theta``, the weight matrices it masks and their rates.
-    noise_std_ : float or ndarray of shape (n_targets,)
+    noise_std_ : float, ndarray of shape (n_targets,) or None
         Observation noise std (learned by the Laplace evidence during the
         dropout training, or the fixed value), units of y.
+        None under ``likelihood='heteroscedastic'``, whose noise is per input (``predict_uncertainty``).
     net_ : skorch.NeuralNet
         The skorch net trained with dropout (its module applies dropout only
         in training mode); at ``dropout_rate=0``, the MAP network's.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of features seen during fit, when X has string column names.
 
     See Also
     --------
@@ -335,6 +340,10 @@ lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_X, dtype, d
     net_ : skorch.NeuralNet
         The skorch net trained with dropout; at ``dropout_rate=0``, the MAP
         network's.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of features seen during fit, when X has string column names.
 
     References
     ----------

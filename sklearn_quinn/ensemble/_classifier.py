@@ -8,7 +8,7 @@ from ._ensemble import RMS_AUTO_MEMBERS, EnsembleMixin
 _PARAMETERS_DOC = """
     Parameters
     ----------
-    hidden_layer_sizes, activation, linear_skip, module, n_estimators, data_fraction, prior_std, prior_std_scale, \\
+    hidden_layer_sizes, activation, linear_skip, module, n_estimators, data_fraction, prior_std, prior_std_scale, \
 lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_X, dtype, device, n_jobs, random_state, verbose
         As for :class:`~sklearn_quinn.DeepEnsembleRegressor`.
     predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \

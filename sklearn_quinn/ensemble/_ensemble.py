@@ -372,7 +372,7 @@ _SHARED_ATTRIBUTES = """
         The members (``n_estimators``, or the number ``'auto'`` chose).
     posterior_ : SamplePosterior
         The members' weights, ``(n_estimators_, K)``.
-    noise_std_ : float or ndarray of shape (n_targets,)
+    noise_std_ : float, ndarray of shape (n_targets,) or None
         The observation noise std the predictive variance adds, in the units
         of y (``sample_y`` draws it too). Learned (``noise_std=None``, the
         Gaussian likelihood): the noise of the function the ensemble predicts
@@ -381,6 +381,7 @@ _SHARED_ATTRIBUTES = """
         the members trained under the evidence's noise of the MAP network
         (``evidence_history_``). Otherwise the root mean square of the
         members' noise std.
+        None under ``likelihood='heteroscedastic'``, whose noise is per input (``predict_uncertainty``).
     degrees_of_freedom_ : float, ndarray of shape (n_targets,) or None
         The degrees of freedom of the fit that ``noise_std_`` leaves out of the
         training rows: the evidence's (those its noise leaves the MAP

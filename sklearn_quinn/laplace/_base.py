@@ -126,7 +126,10 @@ class LaplaceMixin(GridsearchPriorMixin):
         Parameters
         ----------
         prior_precision : float, default=None
-            Prior precision at which to evaluate it; None uses ``prior_precision_``.
+            The prior precision at which to evaluate it, as ``prior_precision_``
+            reads: the precision of every weight for a fixed prior, the factor
+            on the learned precisions (``prior_precisions_``) for a learned
+            one. None uses ``prior_precision_``.
 
         Returns
         -------

@@ -25,7 +25,7 @@ class LaplaceClassifier(LaplaceClassificationMixin, LaplaceMixin, BaseBayesianCl
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, linear_skip, module, prior_std, prior_std_scale, lr, lr_schedule, max_epochs, \\
+    hidden_layer_sizes, activation, linear_skip, module, prior_std, prior_std_scale, lr, lr_schedule, max_epochs, \
 batch_size, optimizer, callbacks, normalize_X, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor`.
     hessian_structure : {'auto', 'full', 'kron', 'lowrank', 'diag'}, default='auto'
@@ -49,7 +49,8 @@ batch_size, optimizer, callbacks, normalize_X, dtype, device, random_state, verb
         over 1000 logit draws. With ``pushforward='nonlinear'`` only
         'mc_bridge' applies (the draws are of the weights).
     prior_precision : float, 'marglik', 'gridsearch' or None, default=None
-        None for ``1 / prior_std**2``, a float, 'marglik' to maximise the
+        None for the prior of the MAP (learned, or ``1 / prior_std**2``), a
+        float, 'marglik' to maximise the
         Laplace evidence (one eigen decomposition, no new curvature), or
         'gridsearch' to choose it on a grid by ``calibration_objective`` (see
         :func:`sklearn_quinn.calibration.calibrate`).

@@ -193,8 +193,9 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
     net_ : skorch.NeuralNet
         The skorch net of MAP training; ``net_.module_`` is the backbone at the MAP
         (of the standardised inputs and target, under ``normalize_X`` and ``normalize_y``).
-    noise_std_ : float or ndarray of shape (n_targets,)
+    noise_std_ : float, ndarray of shape (n_targets,) or None
         Observation noise std in the units of y.
+        None under ``likelihood='heteroscedastic'``, whose noise is per input (``predict_uncertainty``).
     prior_precision_ : float
         The prior precision in the posterior when it is one for every weight
         (a float ``prior_std`` or ``prior_precision``); with a learned prior,

@@ -17,13 +17,13 @@ class MCMCClassifier(MCMCMixin, BaseBayesianClassifier):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, linear_skip, module, prior_std, hyperprior, hyperprior_shape, hyperprior_rate, \\
-sampler, n_samples, n_burnin, thin, n_chains, step_size, n_leapfrog, max_tree_depth, n_cycles, \\
-target_acceptance, adapt_step_size, gamma, adapt_start, adapt_every, init, lr, lr_schedule, max_epochs, batch_size, \\
+    hidden_layer_sizes, activation, linear_skip, module, prior_std, hyperprior, hyperprior_shape, hyperprior_rate, \
+sampler, n_samples, n_burnin, thin, n_chains, step_size, n_leapfrog, max_tree_depth, n_cycles, \
+target_acceptance, adapt_step_size, gamma, adapt_start, adapt_every, init, lr, lr_schedule, max_epochs, batch_size, \
 optimizer, callbacks, normalize_X, dtype, device, compile, leapfrog_dtype, n_jobs, random_state, verbose
         As for :class:`MCMCRegressor` (a classifier has no noise: with
         ``prior_std=None`` only the prior precisions are sampled or learned).
-    predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \\
+    predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \
 'mean_field_2'}, default=None
         None averages the softmax over the draws; the others need ``moment_match=True``.
     moment_match : bool, default=False
@@ -38,11 +38,15 @@ optimizer, callbacks, normalize_X, dtype, device, compile, leapfrog_dtype, n_job
     chains_ : ndarray of shape (n_chains, n_samples, n_columns)
         The kept draws per chain: the weights, then the log prior precisions and the log means
         of the layers that read the inputs when sampled.
-    acceptance_rate_, rhat_, ess_, n_divergent_, step_size_, trajectory_length_, prior_precisions_, \\
+    acceptance_rate_, rhat_, ess_, n_divergent_, step_size_, trajectory_length_, prior_precisions_, \
 prior_precision_samples_, evidence_history_, compiled_
         As for :class:`MCMCRegressor`.
     net_ : skorch.NeuralNet or None
         The MAP net, when a MAP is trained.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of features seen during fit, when X has string column names.
 
     Examples
     --------

@@ -357,7 +357,7 @@ class MCMCRegressor(MCMCMixin, BaseBayesianRegressor):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, linear_skip, module, lr, lr_schedule, max_epochs, batch_size, optimizer, \\
+    hidden_layer_sizes, activation, linear_skip, module, lr, lr_schedule, max_epochs, batch_size, optimizer, \
 callbacks, normalize_X, normalize_y, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor` (the MAP settings
         apply to ``init='ensemble'``, ``'map'`` and ``hyperprior='empirical'``).
@@ -531,12 +531,17 @@ callbacks, normalize_X, normalize_y, dtype, device, random_state, verbose
         NUTS: each chain's mean number of leapfrog steps a step while
         sampling (the cost of a draw, in gradients); None for the other
         samplers.
-    noise_std_ : float or ndarray of shape (n_targets,)
+    noise_std_ : float, ndarray of shape (n_targets,) or None
         Root mean square of the noise std over the draws, in the units of y
         (the predictive variance adds its square; ``sample_y`` uses each
         draw's own noise).
+        None under ``likelihood='heteroscedastic'``, whose noise is per input (``predict_uncertainty``).
     net_ : skorch.NeuralNet or None
         The MAP net, when a MAP is trained.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of features seen during fit, when X has string column names.
 
     See Also
     --------

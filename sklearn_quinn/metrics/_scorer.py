@@ -113,7 +113,8 @@ neg_ece_scorer = _PredictiveScorer(expected_calibration_error, "proba", -1, "neg
 
 
 def coverage_scorer(level=0.95):
-    """Scorer: minus the gap ``|coverage - level|`` of the central ``level`` intervals.
+    """A scorer of minus the gap ``|coverage - level|`` of the central ``level`` intervals (a factory:
+    ``coverage_scorer(0.9)`` is the scorer).
 
     Greater is better, 0 at best; a plain coverage is not a score (wider is
     not better), its distance to the level is.
@@ -123,6 +124,12 @@ def coverage_scorer(level=0.95):
 
 
 def neg_interval_width_scorer(level=0.95):
-    """Scorer: minus the mean width of the central ``level`` intervals."""
+    """A scorer of minus the mean width of the central ``level`` intervals (a factory, as
+    :func:`coverage_scorer`: ``neg_interval_width_scorer(0.9)`` is the scorer).
+
+    Parameters
+    ----------
+    level : float in (0, 1), default=0.95
+    """
     _check_level(level)
     return _PredictiveScorer(interval_width, "std", -1, f"neg_interval_width_scorer({level})", level=level)

@@ -17,13 +17,13 @@ class SMCClassifier(SMCMixin, BaseBayesianClassifier):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, linear_skip, module, prior_std, prior, hyperprior, hyperprior_shape, \\
-hyperprior_rate, n_particles, target_ess, resample_threshold, n_mcmc_steps, step_size, n_leapfrog, \\
-waste_free, compile, leapfrog_dtype, lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_X, \\
+    hidden_layer_sizes, activation, linear_skip, module, prior_std, prior, hyperprior, hyperprior_shape, \
+hyperprior_rate, n_particles, target_ess, resample_threshold, n_mcmc_steps, step_size, n_leapfrog, \
+waste_free, compile, leapfrog_dtype, lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_X, \
 dtype, device, random_state, verbose
         As for :class:`SMCRegressor` (a classifier has no noise: with
         ``prior_std=None`` only the prior precisions are sampled or learned).
-    predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \\
+    predictive : {None, 'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \
 'mean_field_2'}, default=None
         None averages the softmax over the particles; the others need ``moment_match=True``.
     moment_match : bool, default=False
@@ -35,9 +35,13 @@ dtype, device, random_state, verbose
     classes_ : ndarray of shape (n_classes,)
     posterior_ : SamplePosterior
         The weighted particles.
-    particles_, weights_, log_evidence_, lambdas_, ess_history_, acceptance_history_, n_stages_, \\
-step_size_, n_leapfrog_, compiled_, prior_precisions_, prior_precision_samples_, net_
+    particles_, weights_, log_evidence_, lambdas_, ess_history_, acceptance_history_, n_stages_, \
+step_size_, n_leapfrog_, compiled_, prior_precisions_, prior_precision_samples_, net_, evidence_history_
         As for :class:`SMCRegressor`.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of features seen during fit, when X has string column names.
 
     See Also
     --------

@@ -260,6 +260,13 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         are correlated within a chain, so ``log_evidence_`` varies more at a
         given ``n_particles`` (use more of them, at the same cost). Unused:
         ``resample_threshold``.
+    leapfrog_dtype : {'float32', 'float64'}, default='float32'
+        The dtype in which the moves' leapfrog steps evaluate the likelihood's
+        gradient, from a copy of the data and the network in it; the accept
+        steps and the tempering weights take the log density in ``dtype``, so
+        the particles target the exact tempered posteriors either way (see
+        :class:`~sklearn_quinn.MCMCRegressor`). 'float64' (with the default
+        ``dtype``) takes the exact gradient.
     compile : bool or 'auto', default='auto'
         Run the likelihood's gradient (the network's forward and backward
         pass over a block of particles) through ``torch.compile``, which fuses
@@ -299,8 +306,9 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
     compiled_ : bool
         Whether the likelihood's gradient was handed to ``torch.compile``
         (for ``compile='auto'``, from the stage where it paid on).
-    noise_std_ : float or ndarray of shape (n_targets,)
+    noise_std_ : float, ndarray of shape (n_targets,) or None
         Root mean square noise std over the weighted particles, in the units of y.
+        None under ``likelihood='heteroscedastic'``, whose noise is per input (``predict_uncertainty``).
     prior_precisions_ : dict of str to float
         The prior precision of each group of weights, by name, in the
         network's units: the weighted mean over the particles
@@ -314,6 +322,13 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         ``hyperprior='gamma'`` only).
     net_ : skorch.NeuralNet or None
         The MAP net of ``hyperprior='empirical'``.
+    evidence_history_ : list of dict
+        The MAP's evidence updates (``hyperprior='empirical'`` only), as
+        :class:`~sklearn_quinn.LaplaceRegressor`'s.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of features seen during fit, when X has string column names.
 
     See Also
     --------

@@ -268,8 +268,8 @@ class SWAGRegressor(LocalPosteriorMixin, SWAGMixin, BaseBayesianRegressor):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, linear_skip, module, prior_std, prior_std_scale, noise_std, likelihood, lr, \\
-lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_X, normalize_y, dtype, device, random_state, \\
+    hidden_layer_sizes, activation, linear_skip, module, prior_std, prior_std_scale, noise_std, likelihood, lr, \
+lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_X, normalize_y, dtype, device, random_state, \
 verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor` (they set the MAP
         training, and the members').
@@ -352,10 +352,15 @@ verbose
         The rate the snapshots were collected at: ``lr_swag`` (or the rate
         ``'auto'`` chose), or a tenth of it (up to three times) when SGD
         diverged at the higher rate, with a ConvergenceWarning.
-    noise_std_ : float or ndarray of shape (n_targets,)
+    noise_std_ : float, ndarray of shape (n_targets,) or None
         Observation noise std (the MAP's estimate or the fixed value), units of y.
+        None under ``likelihood='heteroscedastic'``, whose noise is per input (``predict_uncertainty``).
     net_ : skorch.NeuralNet
         The MAP net (the SGD phase trains a copy).
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of features seen during fit, when X has string column names.
 
     References
     ----------
@@ -495,6 +500,10 @@ optimizer, callbacks, normalize_X, dtype, device, random_state, verbose
     lr_swag_ : float
     net_ : skorch.NeuralNet
         The MAP net.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of features seen during fit, when X has string column names.
 
     Examples
     --------

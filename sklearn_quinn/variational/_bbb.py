@@ -228,7 +228,7 @@ class BBBRegressor(VariationalMixin, BaseBayesianRegressor):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, linear_skip, module, noise_std, likelihood, lr, lr_schedule, max_epochs, \\
+    hidden_layer_sizes, activation, linear_skip, module, likelihood, lr, lr_schedule, max_epochs, \
 batch_size, optimizer, callbacks, normalize_X, normalize_y, dtype, device, random_state, verbose
         As for :class:`~sklearn_quinn.LaplaceRegressor`; here they set the
         ELBO's optimisation, and ``max_epochs='auto'`` trains it for at
@@ -236,6 +236,9 @@ batch_size, optimizer, callbacks, normalize_X, normalize_y, dtype, device, rando
         at the default batch size): the ELBO's learned prior needs the means
         fitted to the data before it starts, and ``q`` has no full-batch
         polish to end on.
+    noise_std : float or None, default=None
+        The observation noise std in the units of y, fixed; None trains a
+        point estimate of it with the ELBO, beside ``q``.
     prior_std : float > 0 or None, default=None
         None learns one prior variance per group (a parameter tensor, or an
         input column; ``prior_precisions_``) as ``prior_learning`` says. A
@@ -294,10 +297,15 @@ batch_size, optimizer, callbacks, normalize_X, normalize_y, dtype, device, rando
         With ``prior_learning`` 'evidence' or 'evidence_then_elbo': the MAP's
         evidence updates, as for :class:`~sklearn_quinn.LaplaceRegressor`;
         else empty.
-    noise_std_ : float or ndarray of shape (n_targets,)
+    noise_std_ : float, ndarray of shape (n_targets,) or None
         Observation noise std in the units of y.
+        None under ``likelihood='heteroscedastic'``, whose noise is per input (``predict_uncertainty``).
     net_ : skorch.NeuralNet
         The skorch net that trained ``q`` (its history holds the loss).
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of features seen during fit, when X has string column names.
 
     References
     ----------
@@ -400,9 +408,13 @@ class BBBClassifier(VariationalMixin, BaseBayesianClassifier):
     Parameters
     ----------
     hidden_layer_sizes, activation, linear_skip, module, prior_pi, prior_sigma1, prior_sigma2, n_mc_samples, \
-kl_weighting, n_samples, lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_X, dtype, device, \
+kl_weighting, n_samples, lr, lr_schedule, batch_size, optimizer, callbacks, normalize_X, dtype, device, \
 random_state, verbose
         As for :class:`BBBRegressor`.
+    max_epochs : int or 'auto', default='auto'
+        As for :class:`~sklearn_quinn.LaplaceRegressor` ('auto': 1000 epochs,
+        at most 200,000 minibatch steps), without the regressor's floor of
+        4000 steps: the classifier's 1000 epochs scored as well.
     prior_std : float > 0 or None, default=None
         As for :class:`BBBRegressor`.
     prior_learning : {'auto', 'elbo', 'evidence', 'evidence_then_elbo'}, default='evidence'
@@ -429,6 +441,10 @@ random_state, verbose
         evidence updates, as for :class:`~sklearn_quinn.LaplaceClassifier`;
         else empty.
     net_ : skorch.NeuralNet
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of features seen during fit, when X has string column names.
 
     Examples
     --------
