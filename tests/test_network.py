@@ -8,6 +8,8 @@ from torch.func import jacrev
 from sklearn_quinn._core import network
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 
+from .test_user_modules import Flat
+
 
 class TwoHeads(nn.Module):
     """Not a Sequential: must take the generic vmap path."""
@@ -161,15 +163,7 @@ def test_single_linear_and_bias_free_layers():
 
 
 def test_one_dimensional_module_output_gets_an_output_axis():
-    class Squeezed(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.linear = nn.Linear(3, 1)
-
-        def forward(self, x):
-            return self.linear(x)[:, 0]
-
-    model = FunctionalModel(Squeezed().double())
+    model = FunctionalModel(Flat().double())
     assert model(model.flatten()[None], _inputs()).shape == (1, 7, 1)
 
 

@@ -26,6 +26,17 @@ class Pair(nn.Module):
         return self.linear(X), X
 
 
+class Flat(nn.Module):
+    """One output as a vector ``(n,)``, not a column."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(3, 1)
+
+    def forward(self, X):
+        return self.linear(X)[:, 0]
+
+
 def refused(estimator, X, y, message):
     with pytest.raises(ValueError, match=message):
         estimator.fit(X, y)
@@ -71,14 +82,6 @@ def test_a_module_built_for_other_features_is_named():
 
 
 def test_a_module_with_one_flat_output_fits_one_target():
-    class Flat(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.linear = nn.Linear(3, 1)
-
-        def forward(self, X):
-            return self.linear(X)[:, 0]
-
     X = np.random.RandomState(0).randn(20, 3)
     mean, std = LaplaceRegressor(module=Flat(), max_epochs=5).fit(X, X[:, 0]).predict(X, return_std=True)
     assert mean.shape == std.shape == (20,) and np.all(np.isfinite(std))
