@@ -230,14 +230,14 @@ def exact_structure(n_observations, n_params, dtype, max_full_params=None, n_gra
 def jittered_cholesky(matrix, eps):
     """Cholesky factor of a symmetric positive-definite matrix, with the smallest
     diagonal jitter (from ``eps`` times its largest entry, the round-off of the
-    precision it was computed in) that lets it pass."""
+    precision it was computed in) that lets it pass, and that jitter (0.0 for none)."""
     jitter, scale = 0.0, float(matrix.diagonal().abs().max())
     for _ in range(8):
         shifted = matrix if jitter == 0.0 else matrix + jitter * torch.eye(len(matrix), dtype=matrix.dtype,
                                                                           device=matrix.device)
         cholesky, info = torch.linalg.cholesky_ex(shifted)
         if not info:
-            return cholesky
+            return cholesky, jitter
         jitter = max(10 * jitter, eps * scale)
     raise torch.linalg.LinAlgError("the evidence's curvature is not positive definite, even with jitter")
 
@@ -514,13 +514,13 @@ class LaplaceEvidence:
         """Cholesky factor of the kernel ``I + W diag(delta)^-1 W^T / c**2``."""
         kernel = self._grams.kernel(data_weight / precision)
         kernel.diagonal().add_(1.0)
-        return jittered_cholesky(kernel, self._eps)
+        return jittered_cholesky(kernel, self._eps)[0]
 
     def _full_cholesky(self, per_weight, data_weight):
         """Cholesky factor of the posterior precision ``G / c**2 + diag(delta)``."""
         posterior = self._gauss_newton.mul(data_weight)
         posterior.diagonal().add_(per_weight)  # not ``+ torch.diag(...)``: a second K x K matrix to fill and add
-        return jittered_cholesky(posterior, self._eps)
+        return jittered_cholesky(posterior, self._eps)[0]
 
     def _kronecker_log_det_and_dof(self, per_weight, data_weight):
         """The Kronecker-factored ``log det`` and ``gamma_g`` (see ``_kronecker_curvature``).
