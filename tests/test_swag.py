@@ -323,18 +323,20 @@ def test_rate_without_curvature_is_the_unit_rate():
     assert rate == 1.0
 
 
-def test_a_prior_that_determines_every_weight_gives_the_stable_rate(monkeypatch):
-    """prior_std=1e-8 leaves no weight well determined, and the count's rounding below zero made the
-    rate negative, which torch's SGD refused; the stable rate is the rate where nothing is determined."""
+@pytest.mark.parametrize("count", [-8e-15, 1.2e-14])
+def test_a_prior_that_determines_every_weight_gives_the_stable_rate(monkeypatch, count):
+    """prior_std=1e-8 leaves no weight well determined: the count's rounding below zero made the rate
+    negative, which torch's SGD refused, and just above it a rate of 5e-15; below one well-determined
+    weight the stable rate is taken."""
     from sklearn_quinn import SWAGClassifier
     from sklearn_quinn._core.evidence import LaplaceEvidence
 
-    monkeypatch.setattr(LaplaceEvidence, "well_determined", lambda self, precision: torch.tensor([-1e-15]))
+    monkeypatch.setattr(LaplaceEvidence, "well_determined", lambda self, precision: torch.tensor([count]))
     rng = np.random.RandomState(0)
     X = rng.randn(30, 3)
     clf = SWAGClassifier(hidden_layer_sizes=(8,), prior_std=1e-8, max_epochs=30, random_state=0).fit(X, X[:, 0] > 0)
     proba = clf.predict_proba(X)
-    assert clf.lr_swag_ > 0 and np.allclose(proba.sum(1), 1) and np.all(np.isfinite(proba))
+    assert clf.lr_swag_ > 1e-3 and np.allclose(proba.sum(1), 1) and np.all(np.isfinite(proba))
 
 
 @pytest.mark.parametrize("factor", [1.0, 0.25])

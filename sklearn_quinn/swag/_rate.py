@@ -75,7 +75,7 @@ def sampling_rate(model, theta, X, Y, likelihood, groups, precision, batch_size,
     float
         1.0 where no weight moves the outputs (a zero GGN): the rate then only
         scales the prior's shrinkage. The stable rate where the gradients have no
-        noise or no weight is well determined.
+        noise or less than one weight is well determined.
     """
     theta = theta.detach()
     n_rows = X.shape[0]
@@ -88,8 +88,9 @@ def sampling_rate(model, theta, X, Y, likelihood, groups, precision, batch_size,
     mean_gradient = grad(lambda weights: -likelihood.log_prob(model.single(weights, X), Y).mean())(theta)
     second_moment = float(curvature(model, theta, X, Y, likelihood, "ef", "diag").sum()) / n_rows
     noise_trace = second_moment - float(mean_gradient.square().sum())
-    # An interpolating fit has no gradient noise; a prior that leaves no weight well determined (its
-    # count rounds to zero or just below it) no data-driven rate to match.
-    if noise_trace <= 0.0 or well_determined <= 0.0:
+    # An interpolating fit has no gradient noise; a prior that leaves less than one weight well
+    # determined (its count then at the round-off's level, or just below zero) no direction whose
+    # posterior spread the rate could match.
+    if noise_trace <= 0.0 or well_determined < 1.0:
         return stable
     return min(2 * batch_size * well_determined / (row_weight * n_rows * noise_trace), stable)
