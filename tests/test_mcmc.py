@@ -449,6 +449,8 @@ def test_n_jobs_as_joblib_reads_it(wave_data, monkeypatch):
     with joblib.parallel_config(backend="threading"):
         reg = small(n_jobs=-1, n_samples=5, n_burnin=5).fit(X, y)
     assert reg.chains_.shape[:2] == (small().n_chains, 5)
+    with joblib.parallel_config(n_jobs=2):  # None is one batch whatever the joblib context says
+        assert len(small()._chain_groups()) == 1
     trained = []
     monkeypatch.setattr(_mcmc.MCMCRegressor, "_fit_map", lambda *args, **kwargs: trained.append(1))
     with pytest.raises(ValueError, match="n_jobs == 0"):

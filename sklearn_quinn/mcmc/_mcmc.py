@@ -192,7 +192,8 @@ class MCMCMixin(HyperpriorMixin, MemberTrainingMixin, InferenceDataMixin, DrawsM
     def _chain_groups(self):
         """The chains' indices in one batch per joblib worker (``n_jobs`` as joblib reads it: -1 is
         every core)."""
-        return np.array_split(np.arange(self.n_chains), min(effective_n_jobs(self.n_jobs), self.n_chains))
+        n_groups = 1 if self.n_jobs is None else effective_n_jobs(self.n_jobs)  # None: one batch, in any joblib context
+        return np.array_split(np.arange(self.n_chains), min(n_groups, self.n_chains))
 
     def _run_group(self, log_density, start, seed, gibbs, show, *, inverse_mass, n_rows):
         bar = None
