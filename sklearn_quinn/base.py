@@ -143,6 +143,20 @@ def reset_parameters(module):
     return module
 
 
+def _warn_of_parameters_not_reset(module):
+    """Warn of ``module``'s parameters that :func:`reset_parameters` leaves at the instance's values."""
+    reset = {id(parameter) for layer in module.modules() if hasattr(layer, "reset_parameters")
+             for parameter in layer.parameters()}
+    kept = [name for name, parameter in module.named_parameters() if id(parameter) not in reset]
+    if kept:
+        named = ", ".join(map(repr, kept[:3])) + (", ..." if len(kept) > 3 else "")
+        warn(
+            f"module's parameter(s) {named} belong to no layer with reset_parameters(), so every member "
+            "starts them at the module instance's values; a callable (n_features, n_outputs) -> nn.Module "
+            "builds each member afresh."
+        )
+
+
 class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
     """What every estimator shares: a torch backbone, its seeds, device and MAP.
 
@@ -262,8 +276,9 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
             raise ValueError("module has no parameters to put a posterior on.")
         frozen = [name for name, parameter in module.named_parameters() if not parameter.requires_grad]
         if frozen:
+            named = ", ".join(map(repr, frozen[:3])) + (", ..." if len(frozen) > 3 else "")
             raise ValueError(
-                f"module's parameter(s) {', '.join(map(repr, frozen[:3]))}{', ...' * (len(frozen) > 3)} do not "
+                f"module's parameter(s) {named} do not "
                 "require gradients, but every family puts its posterior on all of a module's parameters (a "
                 "frozen layer's weights would be drawn, or moved). Hold a fixed tensor as a buffer "
                 "(module.register_buffer), which is used as it is."
@@ -279,12 +294,13 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         """Refuse a user's module whose outputs are not the ``(n_samples, n_outputs)`` tensor that the
         likelihood reads (``(n_samples,)`` for one output), naming what the columns must be: a wider
         output would be trained and read in part, a narrower one fail deep inside the likelihood."""
+        probe = copy.deepcopy(module)  # a layer that initialises itself on its first call does so on the data
         try:
-            with torch.no_grad(), in_eval_mode(module):
-                outputs = module(torch.zeros(2, n_features, dtype=self._dtype, device=self._device))
+            with torch.no_grad(), in_eval_mode(probe):
+                outputs = probe(torch.zeros(2, n_features, dtype=self._dtype, device=self._device))
         except Exception as error:  # a user's forward: its own error, named as the module's
             raise ValueError(f"module failed on 2 rows of the data's {n_features} features: {error}") from error
-        allowed = [(2, n_outputs)] + [(2,)] * (n_outputs == 1)
+        allowed = [(2, n_outputs), (2,)] if n_outputs == 1 else [(2, n_outputs)]
         if not isinstance(outputs, torch.Tensor) or tuple(outputs.shape) not in allowed:
             got = f"shape {tuple(outputs.shape)}" if isinstance(outputs, torch.Tensor) else type(outputs).__name__
             raise ValueError(
@@ -305,6 +321,8 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
                 if isinstance(self.module, nn.Module):
                     reset_parameters(module)
             theta.append(FunctionalModel(module).flatten())
+        if isinstance(self.module, nn.Module):
+            _warn_of_parameters_not_reset(module)
         return torch.stack(theta), module
 
     def _build_model(self, X, Y):

@@ -491,3 +491,20 @@ def test_a_constant_target_leaves_no_degree_of_freedom_to_inflate_the_noise():
     reg = small(max_epochs=30).fit(X, np.full(30, 5.0))
     assert reg.noise_std_ < 1e-2
     assert np.all(reg.predict(rng.randn(3, 3), return_std=True)[1] < 0.1)
+
+
+def test_members_of_an_instance_warn_of_the_parameters_no_reset_reaches():
+    """A parameter of the module's own (no layer's reset_parameters draws it) starts every member at
+    the instance's value: said, with the callable that avoids it."""
+
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear, self.scale = nn.Linear(3, 1), nn.Parameter(torch.ones(1))
+
+        def forward(self, X):
+            return self.linear(X) * self.scale
+
+    X = np.random.RandomState(0).randn(20, 3)
+    with pytest.warns(UserWarning, match="'scale' belong to no layer with reset_parameters.*callable"):
+        DeepEnsembleRegressor(module=Scaled(), n_estimators=2, max_epochs=2).fit(X, X[:, 0])

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import torch
 from torch import nn
 
 import sklearn_quinn
@@ -66,6 +67,26 @@ def test_a_module_returning_a_tuple_is_refused():
     X = np.random.RandomState(0).randn(20, 3)
     refused(LaplaceRegressor(module=Pair()), X, X[:, 0], "on 2 rows it returned tuple")
     refused(LaplaceClassifier(module=lambda n_features, n_outputs: Pair()), X, X[:, 0] > 0, "returned tuple")
+
+
+def test_the_outputs_check_leaves_the_module_it_trains_untouched():
+    """A layer that sets itself up on its first call (as ActNorm does) must see the training data, not
+    the check's two rows of zeros."""
+
+    class FirstCallRecorded(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(3, 1)
+            self.register_buffer("first_rows", torch.tensor(0))
+
+        def forward(self, X):
+            if not self.first_rows:
+                self.first_rows.fill_(len(X))
+            return self.linear(X)
+
+    X = np.random.RandomState(0).randn(20, 3)
+    reg = LaplaceRegressor(module=FirstCallRecorded(), max_epochs=2).fit(X, X[:, 0])
+    assert int(reg.net_.module_.first_rows) == 20
 
 
 def test_a_module_with_frozen_parameters_is_refused():
