@@ -1,6 +1,5 @@
 """Shared machinery of the regressors: standardised targets, the likelihood, predict and sample_y."""
 
-
 import numpy as np
 import torch
 from sklearn.base import RegressorMixin

@@ -15,6 +15,7 @@ from sklearn.utils._param_validation import HasMethods
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._pipelines import final_step
+from .base import BaseBayesianNetwork
 from .smc._smc import SMCMixin
 
 
@@ -31,9 +32,12 @@ def log_evidence(estimator):
 
 
 def _check_gives_evidence(estimator):
-    """Refuse, before any fit, an estimator that will have no evidence to rank by."""
+    """Refuse, before any fit, one of this package's estimators that will have no evidence to rank by
+    (another estimator's ``log_evidence_`` is looked for once it is fitted)."""
     final = final_step(estimator)
-    if not isinstance(final, SMCMixin) and not hasattr(final, "log_marginal_likelihood"):
+    if isinstance(final, BaseBayesianNetwork) and not (
+        isinstance(final, SMCMixin) or hasattr(final, "log_marginal_likelihood")
+    ):
         raise _no_evidence_error(final)
 
 

@@ -5,7 +5,7 @@ import pickle
 import numpy as np
 import pytest
 from sklearn.datasets import load_iris
-from sklearn.linear_model import Ridge
+from sklearn.linear_model import BayesianRidge, Ridge
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -100,6 +100,21 @@ def test_estimator_without_evidence_is_refused_before_fitting(one_unit_data, pip
     search = EvidenceSearch(estimator, grid)
     with pytest.raises(ValueError, match="log_evidence_.*DeepEnsembleRegressor"):
         search.fit(X, y)
+
+
+class EvidenceRidge(BayesianRidge):
+    """Another library's estimator that keeps its log evidence in ``log_evidence_``."""
+
+    def fit(self, X, y):
+        super().fit(X, y)
+        self.log_evidence_ = float(self.scores_[-1])
+        return self
+
+
+def test_another_estimator_with_a_log_evidence_is_ranked(one_unit_data):
+    X, y = one_unit_data
+    search = EvidenceSearch(EvidenceRidge(compute_score=True), {"alpha_1": [1e-6, 1.0]}).fit(X, y)
+    assert search.results_["log_evidence"].tolist() == [e.log_evidence_ for e in search.estimators_]
 
 
 def cv_results(values, fold_scores, name="scale"):

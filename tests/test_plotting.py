@@ -316,12 +316,15 @@ def test_trace_bad_input(samples, params, message):
         TraceDisplay.from_samples(samples, params)
 
 
-@pytest.mark.parametrize("estimator", [object(), LaplaceRegressor(hidden_layer_sizes=(), max_epochs=5)])
-def test_trace_from_estimator_without_chains(estimator):
-    if hasattr(estimator, "fit"):
+@pytest.mark.parametrize("fitted", [False, True])
+def test_trace_from_estimator_without_chains(fitted):
+    """Not an MCMC estimator, fitted or not: it has no chains to draw."""
+    estimator = LaplaceRegressor(hidden_layer_sizes=(), max_epochs=5)
+    if fitted:
         estimator.fit(np.arange(8.0).reshape(-1, 1), np.arange(8.0))
-    with pytest.raises(ValueError, match="chains_"):
-        TraceDisplay.from_estimator(estimator)
+    for holder in (object(), estimator):
+        with pytest.raises(ValueError, match="chains_"):
+            TraceDisplay.from_estimator(holder)
 
 
 def test_trace_from_unfitted_estimator():

@@ -233,16 +233,12 @@ class FunctionalModel:
     def _fast_plan(self, module, prefix=""):
         """The layer plan of the batched fast path, or None for a generic module
         (a subclass of ``nn.Linear`` or ``nn.Sequential`` among them: its
-        ``forward`` may be its own; a Sequential that runs one ``nn.Linear``
-        twice, whose tied weights the hand-written backward pass would not sum)."""
+        ``forward`` may be its own). One ``nn.Linear`` run twice never reaches
+        it (:func:`_check_registered_once`)."""
         if type(module) not in (nn.Linear, nn.Sequential):
             return None
-        layers = _layers(module)
-        linears = [id(layer) for _, layer in layers if type(layer) is nn.Linear]
-        if len(set(linears)) < len(linears):
-            return None
         plan = []
-        for name, layer in layers:
+        for name, layer in _layers(module):
             if type(layer) is nn.Linear:
                 name = prefix + (f"{name}." if name else "")
                 weight = self._slices[name + "weight"]

@@ -9,6 +9,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._pipelines import final_step
 from .._plot_utils import pyplot
 from ._diagnostics import split_rhat
+from ._mcmc import MCMCMixin
 
 _DEFAULT_TRACED_PARAMS = 4
 
@@ -166,7 +167,7 @@ class TraceDisplay:
         pyplot(f"{cls.__name__}.from_estimator")
         estimator = final_step(estimator)
         if not hasattr(estimator, "chains_"):
-            if hasattr(estimator, "fit"):
+            if isinstance(estimator, MCMCMixin):
                 check_is_fitted(estimator)  # an MCMC estimator before its fit: NotFittedError
             raise ValueError(
                 f"{type(estimator).__name__} has no chains_ attribute: "

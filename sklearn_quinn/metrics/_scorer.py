@@ -34,7 +34,7 @@ class _PredictiveScorer:
 
     def __init__(self, metric, needs, sign, name, **kwargs):
         self.metric, self.needs, self.sign, self.name, self.kwargs = metric, needs, sign, name, kwargs
-        self._metadata_request = _score_request(None)
+        self._metadata_request = _score_request(None, name)
 
     def __call__(self, estimator, X, y, sample_weight=None):
         if self.needs == "proba":
@@ -69,7 +69,7 @@ class _PredictiveScorer:
                 "sklearn.set_config(enable_metadata_routing=True)."
             )
         scorer = copy.copy(self)
-        scorer._metadata_request = _score_request(sample_weight)
+        scorer._metadata_request = _score_request(sample_weight, self.name)
         return scorer
 
     def get_metadata_routing(self):
@@ -80,9 +80,9 @@ class _PredictiveScorer:
         return self.name
 
 
-def _score_request(sample_weight):
-    """A scorer's metadata request: ``sample_weight`` at ``score``, as ``sample_weight`` says."""
-    request = MetadataRequest(owner="_PredictiveScorer")
+def _score_request(sample_weight, name):
+    """Scorer ``name``'s metadata request: ``sample_weight`` at ``score``, as ``sample_weight`` says."""
+    request = MetadataRequest(owner=name)
     request.score.add_request(param="sample_weight", alias=sample_weight)
     return request
 
