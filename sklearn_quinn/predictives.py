@@ -40,7 +40,7 @@ def _check_finite(name, array):
 
 
 def _check_mean(mean):
-    mean = np.asarray(mean, dtype=np.float64)
+    mean = np.ascontiguousarray(mean, dtype=np.float64)  # a reversed view too, which torch cannot wrap
     if mean.ndim != 2 or mean.shape[1] < 2:
         raise ValueError(f"mean must have shape (n_points, n_classes) with n_classes >= 2, got shape {mean.shape}.")
     _check_finite("mean", mean)
@@ -49,7 +49,7 @@ def _check_mean(mean):
 
 def _check_cov(cov, n_points, n_classes):
     """``cov`` as float64 ``(n, C, C)`` symmetric PSD covariances or ``(n, C)`` non-negative variances."""
-    cov = np.asarray(cov, dtype=np.float64)
+    cov = np.ascontiguousarray(cov, dtype=np.float64)
     if cov.shape not in [(n_points, n_classes, n_classes), (n_points, n_classes)]:
         raise ValueError(
             f"cov must have shape {(n_points, n_classes, n_classes)} (covariances) or "
@@ -143,7 +143,8 @@ def predict_proba_from_gaussian(mean, cov, predictive="mc_bridge", n_samples=100
     mean = _check_mean(mean)
     cov = _check_cov(cov, *mean.shape)
     generator = prediction_generator(check_random_state(random_state).randint(_MAX_SEED))
+    # Copies: torch.from_numpy warns of a read-only array (a covariance's np.diagonal).
     proba = predictive_probabilities(
-        predictive, torch.from_numpy(mean), torch.from_numpy(cov), generator=generator, n_samples=n_samples
+        predictive, torch.tensor(mean), torch.tensor(cov), generator=generator, n_samples=n_samples
     )
     return proba.numpy()

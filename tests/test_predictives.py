@@ -2,6 +2,7 @@
 
 import functools
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -223,6 +224,27 @@ def test_two_classes_match_the_logistic_normal_integral(logit_difference, varian
     for proba in [mean_field_0(mean, independent), mean_field_2(mean, correlated)]:
         assert proba[0, 0].item() == pytest.approx(probit, abs=1e-12)
         assert abs(proba[0, 0].item() - exact) <= 0.01
+
+
+@pytest.mark.parametrize("dtype, variance", [(torch.float64, 1e160), (torch.float32, 1e25)])
+def test_laplace_bridge_of_a_vast_variance_is_uniform(dtype, variance):
+    """The zero-sum conditioning squared the variances' row sums, which overflowed (near 1e154 in
+    float64, 1e19 in float32): the point then read as certain and got softmax(mean)."""
+    mean = torch.tensor([[2.0, 0.0, -1.0]], dtype=dtype)
+    proba = laplace_bridge(mean, torch.full((1, 3), variance, dtype=dtype))
+    torch.testing.assert_close(proba, torch.full((1, 3), 1 / 3, dtype=dtype), rtol=1e-3, atol=0)
+
+
+def test_wrapper_reads_reversed_and_read_only_arrays():
+    """torch.from_numpy refused a reversed view and warned of a read-only array (np.diagonal's)."""
+    mean, cov = np.array([[1.0, 0.0, -1.0], [0.5, 0.2, 0.1]]), np.array([[1.0, 2.0, 0.5], [0.3, 0.3, 0.3]])
+    expected = predict_proba_from_gaussian(mean, cov, predictive="mean_field_1")
+    reversed_rows = predict_proba_from_gaussian(mean[::-1], cov[::-1], predictive="mean_field_1")
+    np.testing.assert_array_equal(reversed_rows, expected[::-1])
+    diagonal = np.diagonal(np.stack([np.diag(row) for row in cov]), axis1=1, axis2=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(predict_proba_from_gaussian(mean, diagonal, predictive="mean_field_1"), expected)
 
 
 def test_unknown_predictive_names_the_options():

@@ -130,7 +130,9 @@ def _condition_on_zero_sum(mean, cov):
     conditioned = total > rounding * variances.sum(-1, keepdim=True)
     safe_total = torch.where(conditioned, total, torch.ones_like(total))
     mean = torch.where(conditioned, mean - row_sums * mean.sum(-1, keepdim=True) / safe_total, mean)
-    reduced = torch.where(conditioned, variances - row_sums.square() / safe_total, variances)
+    # row_sums * (row_sums / total), not row_sums**2 / total: the square overflows at variances near
+    # 1e154 (1e19 in float32), and the point then read as certain.
+    reduced = torch.where(conditioned, variances - row_sums * (row_sums / safe_total), variances)
     reduced = torch.where(reduced <= rounding * variances, torch.zeros_like(reduced), reduced)
     return mean, reduced
 
