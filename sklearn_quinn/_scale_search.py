@@ -104,7 +104,7 @@ def check_request(estimator, param, grid, objective):
             f"objective='marginal_log_likelihood' calibrates the prior_precision only, not {param}; "
             "for the noise use prior_precision='marglik', which tunes both."
         )
-    grid = DEFAULT_GRIDS[param] if grid is None else np.asarray(grid, dtype=np.float64)
+    grid = DEFAULT_GRIDS[param].copy() if grid is None else np.asarray(grid, dtype=np.float64)  # not shared
     if grid.ndim != 1 or grid.size == 0 or not np.all(np.isfinite(grid) & (grid > 0)):
         raise ValueError(f"grid must be a non-empty 1-D array of positive floats, got {grid!r}.")
     return grid

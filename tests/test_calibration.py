@@ -124,6 +124,17 @@ def test_marginal_likelihood_objective_maximises_the_evidence(split):
     np.testing.assert_allclose(result.scores, -np.array(evidence))
 
 
+def test_a_results_default_grid_is_its_own(split):
+    """The default grid came back as the module's own array: editing a result's grid changed every
+    later default search."""
+    X, y, X_val, y_val = split
+    reg = laplace().fit(X, y)
+    first = calibrate(reg, X_val, y_val, param="cov_scale")
+    default = first.grid.copy()
+    first.grid *= 1000
+    np.testing.assert_array_equal(calibrate(reg, X_val, y_val, param="cov_scale").grid, default)
+
+
 def test_a_plateau_reaching_the_edge_does_not_warn():
     """A step objective (coverage) ties over a plateau: its first value is
     chosen, and an edge of the plateau at the grid's edge is no sign of an
