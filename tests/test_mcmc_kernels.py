@@ -372,10 +372,25 @@ def test_mass_matrix_learns_the_scales():
 
 
 def test_window_schedule():
-    assert slow_window_ends(10) == []
+    assert slow_window_ends(10) == slow_window_ends(55) == []  # too short for a window and the fast end
     ends = slow_window_ends(1000)
     assert ends[0] > 150 and ends[-1] == 900
     assert all(b > a for a, b in zip(ends, ends[1:]))
+    assert slow_window_ends(100)[-1] == 50 and slow_window_ends(500)[-1] == 450  # the fast end: >= 50 steps
+
+
+@pytest.mark.parametrize("sampler", ["hmc", "nuts"])
+def test_a_short_burn_in_leaves_no_chain_stuck(sampler):
+    """A burn-in of 20 had a mass window end 2 steps before it: the step size's search, restarted ten
+    times above the last step, ended on its exploratory steps, and chains accepted nothing after."""
+    from sklearn_quinn import MCMCRegressor
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(60, 2)
+    y = X @ [1.0, -0.5] + 0.3 * rng.randn(60)
+    reg = MCMCRegressor(hidden_layer_sizes=(4,), max_epochs=20, sampler=sampler, n_burnin=20, n_samples=40,
+                        n_chains=4, n_leapfrog=3, max_tree_depth=5, compile=False, random_state=0).fit(X, y)
+    assert np.all(reg.acceptance_rate_ > 0.5) and reg.n_divergent_ <= 4
 
 
 def test_dual_averaging_moves_toward_the_target():
@@ -403,7 +418,7 @@ def test_a_new_sampler_is_one_entry(monkeypatch):
     metropolis = run_chains(gaussian_log_density, start, sampler="amcmc", n_samples=5, n_burnin=30,
                             generator=torch.Generator().manual_seed(0))
     assert metropolis.step_size is None and metropolis.inverse_mass is None
-    hamiltonian = run_chains(gaussian_log_density, start, sampler="hmc", n_samples=5, n_burnin=30, n_leapfrog=3,
+    hamiltonian = run_chains(gaussian_log_density, start, sampler="hmc", n_samples=5, n_burnin=100, n_leapfrog=3,
                              generator=torch.Generator().manual_seed(0))
     assert hamiltonian.inverse_mass.shape == (2, 2) and not torch.equal(hamiltonian.inverse_mass, torch.ones(2, 2))
 

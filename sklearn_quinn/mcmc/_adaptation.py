@@ -46,16 +46,24 @@ class DualAveraging:
         return self.log_step_average.exp()
 
 
+#: The fewest burn-in steps that follow the last mass-matrix window, for the step size's search.
+TERMINAL_STEPS = 50
+
+
 def slow_window_ends(n_burnin):
     """Steps (0-based, exclusive) at which the slow mass-matrix windows end.
 
     Stan's proportions: 15% fast start, windows starting at 5% of the burn-in
-    and doubling, 10% fast end; the last window absorbs the remainder. Burn-ins
-    under 20 steps adapt the step size only.
+    and doubling, and a fast end of 10%, but at least ``TERMINAL_STEPS``: the
+    step size's search restarts at each new mass, ten times above the last
+    step (Stan's and NumPyro's restart), and a fast end of two steps (at a
+    burn-in of 20) kept what those first, exploratory steps found, which
+    left chains stuck at an acceptance near 0. A burn-in too short for both
+    adapts the step size only.
     """
-    if n_burnin < 20:
+    start, end = int(0.15 * n_burnin), n_burnin - max(int(0.1 * n_burnin), TERMINAL_STEPS)
+    if end <= start:
         return []
-    start, end = int(0.15 * n_burnin), n_burnin - int(0.1 * n_burnin)
     window = max(int(0.05 * n_burnin), 1)
     ends = []
     position = start
