@@ -15,7 +15,7 @@ import numpy as np
 from sklearn.base import is_classifier
 
 from . import metrics as M
-from ._pipelines import call_method
+from ._pipelines import call_method, final_step, has_method
 
 #: Built-in metrics: name -> (summaries needed, function of y_true and the summaries).
 REGRESSION_METRICS = {
@@ -61,18 +61,28 @@ class PredictiveSummaries(Mapping):
         self.calls = {}
         self._values = {}
 
-    def _call(self, method, *args, **kwargs):
+    def _call(self, summary, method, **kwargs):
+        """``method(X, **kwargs)`` of the estimator for ``summary``; a ValueError naming both where the
+        estimator has no such method, or its method no such keyword (another library's regressor)."""
+        needs = f"the {summary!r} summary needs {method}({', '.join(['X', *(f'{k}=...' for k in kwargs)])})"
+        if not has_method(self.estimator, method):
+            raise ValueError(f"{needs}, which {type(final_step(self.estimator)).__name__} does not have.")
         self.calls[method] = self.calls.get(method, 0) + 1
-        return call_method(self.estimator, method, self.X, *args, **kwargs)
+        try:
+            return call_method(self.estimator, method, self.X, **kwargs)
+        except TypeError as error:
+            if "unexpected keyword argument" not in str(error):
+                raise
+            raise ValueError(f"{needs}: {error}") from error
 
     def _compute(self, key):
         values = self._values
         if key == "proba":
-            values["proba"] = self._call("predict_proba")
+            values["proba"] = self._call(key, "predict_proba")
         elif key == "samples":
-            values["samples"] = self._call("sample_y", n_samples=self.n_draws, random_state=self.random_state)
+            values["samples"] = self._call(key, "sample_y", n_samples=self.n_draws, random_state=self.random_state)
         elif key == "covariance":
-            values["mean"], values["covariance"] = self._call("predict", return_cov=True)
+            values["mean"], values["covariance"] = self._call(key, "predict", return_cov=True)
         elif key == "variance":
             if "covariance" in values:
                 cov = values["covariance"]
@@ -83,9 +93,9 @@ class PredictiveSummaries(Mapping):
             if "covariance" in values or "variance" in values:
                 values["std"] = np.sqrt(self["variance"])
             else:
-                values["mean"], values["std"] = self._call("predict", return_std=True)
+                values["mean"], values["std"] = self._call(key, "predict", return_std=True)
         elif key == "mean":
-            values["mean"] = self._call("predict")
+            values["mean"] = self._call(key, "predict")
         else:
             raise KeyError(key)
 
@@ -116,7 +126,7 @@ def evaluate(estimator, X, y, metrics=None, *, summaries=(), level=0.95, n_draws
         'brier', 'ece', 'mce'), or a dict ``{name: metric}`` whose values are
         built-in names or callables ``(y_true, summaries) -> float``. None
         gives the default set for the estimator's kind.
-    summaries : iterable of str, default=()
+    summaries : str or iterable of str, default=()
         Summaries for round one beyond those the built-in metrics need, for
         callables (e.g. ``('covariance',)``); anything else a callable reads is
         computed on first access.
@@ -150,6 +160,8 @@ def evaluate(estimator, X, y, metrics=None, *, summaries=(), level=0.95, n_draws
         metrics = DEFAULT_CLASSIFICATION if classifier else DEFAULT_REGRESSION
     if isinstance(metrics, str):  # one name, not its characters
         metrics = [metrics]
+    if isinstance(summaries, str):
+        summaries = [summaries]
     named = metrics.items() if isinstance(metrics, Mapping) else ((name, name) for name in metrics)
     needed, functions = set(summaries), {}
     for name, metric in named:

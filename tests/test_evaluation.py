@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from sklearn.linear_model import LogisticRegression
+from sklearn.linear_model import BayesianRidge, LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
@@ -89,3 +89,25 @@ def test_unknown_metric_or_summary(fitted):
         evaluate(reg, X, y, metrics=["ece"])
     with pytest.raises(ValueError, match="Unknown summaries"):
         evaluate(reg, X, y, metrics=["rmse"], summaries=["median"])
+
+
+def test_one_summary_name_is_one_summary(fitted):
+    """A string was read as its characters: 'std' asked for 'd', 's' and 't'."""
+    reg, X, y = fitted
+    assert evaluate(reg, X, y, metrics=["rmse"], summaries="std") == evaluate(reg, X, y, metrics=["rmse"])
+
+
+@pytest.mark.parametrize(
+    "metrics, summaries, message",
+    [
+        (["crps_samples"], (), r"'samples' summary needs sample_y\(X, n_samples=..., random_state=...\), which "
+                               "BayesianRidge does not have"),
+        (["rmse"], ("covariance",), r"'covariance' summary needs predict\(X, return_cov=...\): .*return_cov"),
+    ],
+)
+def test_a_summary_the_estimator_cannot_give_is_named(metrics, summaries, message):
+    """Another library's regressor without sample_y or return_cov: a ValueError naming the summary
+    and the method it needs, not an AttributeError or a TypeError."""
+    X, y = np.arange(20.0)[:, None], np.arange(20.0)
+    with pytest.raises(ValueError, match=message):
+        evaluate(BayesianRidge().fit(X, y), X, y, metrics=metrics, summaries=summaries)
