@@ -104,9 +104,11 @@ def test_a_classifier_samples_with_sghmc():
     (dict(sampler="sghmc", prior_std=1.0, n_samples=3, n_cycles=4), "n_cycles=4"),
     (dict(sampler="sgld", prior_std=1.0, n_cycles=0), "n_cycles"),
 ])
-def test_bad_sg_parameters_are_refused(params, message):
+def test_bad_sg_parameters_are_refused(params, message, monkeypatch):
+    """Before the MAP trains (n_cycles above n_samples was refused only after it)."""
     rng = np.random.RandomState(0)
     X = rng.randn(30, 2)
+    monkeypatch.setattr(MCMCRegressor, "_fit_map", lambda *args, **kwargs: pytest.fail("the MAP trained first"))
     with pytest.raises(ValueError, match=message):
         MCMCRegressor(hidden_layer_sizes=(4,), max_epochs=5, n_burnin=5, **{"n_samples": 10, **params}).fit(
             X, X[:, 0])

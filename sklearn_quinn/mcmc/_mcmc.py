@@ -29,7 +29,7 @@ from ._hierarchical import (
     HyperpriorMixin,
 )
 from ._sampling import SAMPLERS, ChainResult, run_chains
-from ._sgmcmc import SG_SAMPLERS, MinibatchLogPosterior, auto_step_size, run_sg_chains
+from ._sgmcmc import SG_SAMPLERS, MinibatchLogPosterior, auto_step_size, check_cycles, run_sg_chains
 
 #: ``step_size='auto'`` for the full-data samplers: the start of the step size's
 #: adaptation (HMC, NUTS, MALA) or the random walk's std (adaptive Metropolis).
@@ -69,7 +69,9 @@ class MCMCMixin(HyperpriorMixin, MemberTrainingMixin, InferenceDataMixin, DrawsM
 
     def _fit(self, X, Y):
         """Run the chains: the family's part of ``fit``."""
-        self._chain_groups()  # n_jobs=0 refused before the MAP trains
+        self._chain_groups()  # n_jobs=0 refused before the MAP trains, as are too many cycles
+        if self.sampler in SG_SAMPLERS:
+            check_cycles(self.n_cycles, self.n_samples)
         if self.sampler in SG_SAMPLERS and self._samples_hyperparameters:
             raise ValueError(
                 f"sampler={self.sampler!r} moves the weights by minibatch gradients, but hyperprior='gamma' "

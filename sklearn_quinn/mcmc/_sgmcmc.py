@@ -128,6 +128,12 @@ def sg_step(sampler, density, state, step_size, noise, inverse_mass, generator):
     return SGState(*(torch.where(finite, moved, old) for moved, old in zip(new, state))), finite[:, 0]
 
 
+def check_cycles(n_cycles, n_samples):
+    """Refuse more cycles than draws: each cycle's sampling half keeps at least one."""
+    if n_cycles > n_samples:
+        raise ValueError(f"n_cycles={n_cycles} is more than the n_samples={n_samples} draws it spreads them over.")
+
+
 def run_sg_chains(density, position, inverse_mass, *, sampler="sghmc", n_samples=500, n_burnin=500, thin=1,
                   step_size=0.1, n_cycles=4, generator=None, progress=None):
     """Run ``C`` chains from ``position (C, P)`` and keep ``n_samples`` draws each.
@@ -148,8 +154,7 @@ def run_sg_chains(density, position, inverse_mass, *, sampler="sghmc", n_samples
     divergent : tensor of bool, shape (C, n_samples thin)
         The steps of the sampling halves whose gradient was not finite.
     """
-    if n_cycles > n_samples:
-        raise ValueError(f"n_cycles={n_cycles} is more than the n_samples={n_samples} draws it spreads them over.")
+    check_cycles(n_cycles, n_samples)
     schedule, sampling, keep = cyclical_schedule(n_samples, thin, n_cycles, step_size)
     state = SGState(position, torch.zeros_like(position))
     draws, divergent = [], []
