@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_array, validate_data
 
 from ._core.curvature import AUTO_MAX_FULL_PARAMS
 from ._core.evidence import LaplaceEvidence, ParameterGroups
-from ._core.likelihoods import GaussianLikelihood, HeteroscedasticGaussianLikelihood
+from ._core.likelihoods import LOG_STD_BOUND, GaussianLikelihood, HeteroscedasticGaussianLikelihood
 from ._core.pushforward import GaussianPredictive
 from ._core.rng import prediction_generator, standard_normal
 from ._core.row_subsets import random_subset
@@ -62,7 +62,21 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         else:
             self._y_mean = np.zeros(Y.shape[1])
             self._y_scale = np.ones(Y.shape[1])
+            self._warn_of_unscaled_noise_head(Y)
         return X, (Y - self._y_mean) / self._y_scale
+
+    def _warn_of_unscaled_noise_head(self, Y):
+        """The heteroscedastic noise head clips its log std at ``±log_std_bound`` of the network's
+        units: y's own with ``normalize_y=False``, where targets of a std far from 1 put their noise
+        against the clip, whose flat slope then leaves the noise's posterior unbounded."""
+        spread = Y.std(axis=0)
+        if self.likelihood == "heteroscedastic" and np.any(np.abs(np.log(spread[spread > 0])) > UNSCALED_LOG_SPREAD):
+            stds = ", ".join(f"{value:.3g}" for value in spread)
+            warn(
+                f"normalize_y=False with likelihood='heteroscedastic': the noise head's log std is clipped to "
+                f"+-{LOG_STD_BOUND:g} in the units of y, and the targets' std ({stds}) puts their noise near "
+                "that bound, where the noise is poorly learned; keep normalize_y=True."
+            )
 
     def _n_outputs(self, Y):
         """A mean per target, and under the heteroscedastic likelihood a log noise std per target."""
@@ -318,6 +332,11 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         if not self._single_output:
             return array
         return array[..., 0] if array.ndim == 3 else array[:, 0]
+
+
+#: With ``normalize_y=False``, targets whose std is beyond ``exp(±UNSCALED_LOG_SPREAD)`` (0.0067 to 148)
+#: warn under the heteroscedastic likelihood: their noise may reach the noise head's clip.
+UNSCALED_LOG_SPREAD = 5.0
 
 
 def _warn_if_overflowed(rows, what, consequence):

@@ -36,7 +36,7 @@ _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 # network on unscaled inputs (values near 100) outputs log stds in the hundreds, and
 # the curvature (which scales as 1 / sigma**2) within float64's reach where the mean
 # interpolates a few rows and their noise collapses.
-_LOG_STD_BOUND = 10.0
+LOG_STD_BOUND = 10.0
 # Beyond the bound the clip keeps this slope, as a leaky rectifier keeps one below zero
 # (Maas, Hannun & Ng 2013, "Rectifier nonlinearities improve neural network acoustic
 # models"). A flat clip is a trap: a row whose log std a training step throws past the
@@ -49,8 +49,8 @@ _LOG_STD_LEAK = 0.01
 
 def _clip_log_std(log_std):
     """The log noise std the heteroscedastic likelihood reads from its head's output:
-    the output within ``±_LOG_STD_BOUND``, and beyond it at slope ``_LOG_STD_LEAK``."""
-    clipped = log_std.clamp(-_LOG_STD_BOUND, _LOG_STD_BOUND)
+    the output within ``±LOG_STD_BOUND``, and beyond it at slope ``_LOG_STD_LEAK``."""
+    clipped = log_std.clamp(-LOG_STD_BOUND, LOG_STD_BOUND)
     return clipped + _LOG_STD_LEAK * (log_std - clipped)
 
 
@@ -83,7 +83,7 @@ def _log_expected_exp_of_clipped(mean, variance, c):
     not the output's, sets the noise. A piece without mass adds nothing, even where its moment
     overflows (an infinite ``v``): the sum is then infinite, never NaN."""
     std = variance.sqrt().clamp_min(torch.finfo(mean.dtype).tiny)
-    bound, leak = _LOG_STD_BOUND, _LOG_STD_LEAK
+    bound, leak = LOG_STD_BOUND, _LOG_STD_LEAK
     pieces = ((0.0, 1.0, -bound, bound), (bound * (1 - leak), leak, bound, math.inf),
               (-bound * (1 - leak), leak, -math.inf, -bound))
     terms = []
@@ -360,7 +360,7 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
     @staticmethod
     def heads(outputs):
         """The means and the (clipped) log noise stds ``(..., N, O)`` from outputs ``(..., N, 2 O)``:
-        the log std within ``±_LOG_STD_BOUND``, and beyond it at slope ``_LOG_STD_LEAK``."""
+        the log std within ``±LOG_STD_BOUND``, and beyond it at slope ``_LOG_STD_LEAK``."""
         mean, log_std = outputs.chunk(2, dim=-1)
         return mean, _clip_log_std(log_std)
 
@@ -381,7 +381,7 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
     def _clip_slope(outputs):
         """``d(clipped log std) / d(output)``: 1 within the bound, ``_LOG_STD_LEAK`` beyond it."""
         log_std = outputs.chunk(2, dim=-1)[1]
-        inside = (log_std.abs() <= _LOG_STD_BOUND).to(outputs.dtype)
+        inside = (log_std.abs() <= LOG_STD_BOUND).to(outputs.dtype)
         return _LOG_STD_LEAK + (1.0 - _LOG_STD_LEAK) * inside
 
     @staticmethod
