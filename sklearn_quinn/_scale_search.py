@@ -99,6 +99,9 @@ def check_request(estimator, param, grid, objective):
     if not callable(objective) and objective not in objectives:
         raise ValueError(f"objective must be one of {objectives} for a "
                          f"{'classifier' if classifier else 'regressor'}, got {objective!r}.")
+    if param == "noise_scale" and (classifier or estimator.get_params().get("likelihood") == "heteroscedastic"):
+        has = "a classifier has no noise" if classifier else "likelihood='heteroscedastic' predicts its noise per input"
+        raise ValueError(f"{has} to scale: calibrate 'prior_precision' or 'cov_scale', not 'noise_scale'.")
     if objective == "marginal_log_likelihood" and param != "prior_precision":
         raise ValueError(
             f"objective='marginal_log_likelihood' calibrates the prior_precision only, not {param}; "

@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.datasets import load_iris
 from sklearn.linear_model import LinearRegression
 from sklearn.model_selection import GroupKFold, KFold, PredefinedSplit, train_test_split
@@ -301,7 +302,7 @@ def test_classifier_option_gridsearch(class_split):
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        (dict(param="noise_scale"), "a classifier calibrates 'prior_precision' or 'cov_scale', not 'noise_scale'"),
+        (dict(param="noise_scale"), "a classifier has no noise to scale: calibrate 'prior_precision' or 'cov_scale'"),
         (dict(objective="crps"), "objective must be one of .* for a classifier"),
     ],
 )
@@ -309,6 +310,17 @@ def test_bad_classifier_calibration_requests(class_split, kwargs, message):
     X, X_val, y, y_val = class_split
     with pytest.raises(ValueError, match=message):
         calibrate(laplace_classifier(max_epochs=5).fit(X, y), X_val, y_val, **kwargs)
+
+
+def test_a_heteroscedastic_noise_is_not_scaled_and_no_fold_is_fitted_to_say_so(wave_data, monkeypatch):
+    """The refusal named a classifier, and calibrate_cv fitted a fold before it."""
+    X, y = wave_data
+    regressor = laplace(likelihood="heteroscedastic")
+    with pytest.raises(ValueError, match="likelihood='heteroscedastic' predicts its noise per input to scale"):
+        calibrate(clone(regressor).fit(X, y), X, y, param="noise_scale")
+    monkeypatch.setattr(type(regressor), "fit", lambda *args, **kwargs: pytest.fail("a fold was fitted"))
+    with pytest.raises(ValueError, match="predicts its noise per input"):
+        calibrate_cv(regressor, X, y, param="noise_scale")
 
 
 @pytest.mark.filterwarnings("ignore:The best")

@@ -176,8 +176,6 @@ class LaplaceMixin(GridsearchPriorMixin):
         (once over ``cov_scale``) and samples. A noise scale ``c`` multiplies
         the MAP's noise std and divides the curvature by ``c**p``.
         """
-        if param == "noise_scale" and self._map_noise_std is None:
-            raise ValueError(f"a classifier calibrates 'prior_precision' or 'cov_scale', not {param!r}.")
         X = self._validated_inputs(X)
         if self.pushforward == "linear" and param == "cov_scale":
             mean, fitted = self._linearised_at_fit(X)
