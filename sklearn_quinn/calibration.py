@@ -88,8 +88,11 @@ def calibrate(estimator, X=None, y=None, *, param="prior_precision", grid=None, 
         ``objective='marginal_log_likelihood'``, which uses the training evidence.
     param : {'prior_precision', 'cov_scale', 'noise_scale'}, default='prior_precision'
         What to choose: the prior precision, the ``cov_scale`` of the weight
-        covariance, or a factor on the observation noise std found at fit
-        (which also re-scales the likelihood's curvature; regressors only).
+        covariance, or a factor on the observation noise std the MAP network
+        learned (which also re-scales the likelihood's curvature; Gaussian
+        regressors only). That is ``noise_std_`` at fit, except after
+        ``prior_precision='marglik'``, which re-tunes the noise: there a factor
+        of 1 returns to the MAP's noise.
     grid : array-like of positive floats, default=None
         Values to try; None uses log-spaced values: 41 from 1e-4 to 1e4 for
         the prior precision, 201 from 1e-2 to 1e2 for ``cov_scale`` and 201
