@@ -15,6 +15,14 @@ def final_step(estimator):
     return final_step(estimator[-1]) if isinstance(estimator, Pipeline) else estimator
 
 
+def final_inputs(estimator, X):
+    """``X`` as a (nested) ``Pipeline``'s last step reads it, transformed by the steps before it;
+    ``X`` itself for an estimator (or None)."""
+    if X is None or not isinstance(estimator, Pipeline):
+        return X
+    return final_inputs(estimator[-1], estimator[:-1].transform(X))
+
+
 def _passes_on(estimator, method):
     """Whether ``estimator`` is a ``Pipeline`` without ``method`` of its own, whose last step should take it."""
     return isinstance(estimator, Pipeline) and not hasattr(estimator, method)

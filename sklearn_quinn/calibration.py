@@ -19,6 +19,7 @@ from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import check_is_fitted
 
+from ._pipelines import final_inputs, final_step
 from ._scale_search import (
     CLASSIFICATION_HELD_OUT_OBJECTIVES,
     CLASSIFICATION_OBJECTIVES,
@@ -79,10 +80,11 @@ def calibrate(estimator, X=None, y=None, *, param="prior_precision", grid=None, 
 
     Parameters
     ----------
-    estimator : fitted LaplaceRegressor or LaplaceClassifier
+    estimator : fitted LaplaceRegressor or LaplaceClassifier, or a Pipeline ending in one
         The estimators whose posterior is re-scaled from the curvature they
         hold; any other (SWAG, Bayes by backprop, MCMC, SMC, ensembles) raises
-        a ValueError.
+        a ValueError. A Pipeline's last step is calibrated, on ``X``
+        transformed by the steps before it.
     X, y : array-like
         Held-out data to score the predictive on; not needed for
         ``objective='marginal_log_likelihood'``, which uses the training evidence.
@@ -138,9 +140,11 @@ def calibrate(estimator, X=None, y=None, *, param="prior_precision", grid=None, 
     >>> result.best_value == reg.cov_scale_
     True
     """
-    _check_supported(estimator)
-    check_is_fitted(estimator)
-    best, grid, scores = search_scale(estimator, X, y, param=param, grid=grid, objective=objective)
+    final = final_step(estimator)
+    _check_supported(final)
+    check_is_fitted(final)
+    best, grid, scores = search_scale(final, final_inputs(estimator, X), y, param=param, grid=grid,
+                                      objective=objective)
     return CalibrationResult(param, best, grid, scores, objective)
 
 
@@ -156,8 +160,8 @@ def calibrate_cv(estimator, X, y, *, param="prior_precision", grid=None, objecti
 
     Parameters
     ----------
-    estimator : unfitted LaplaceRegressor or LaplaceClassifier
-        As for :func:`calibrate`.
+    estimator : unfitted LaplaceRegressor or LaplaceClassifier, or a Pipeline ending in one
+        As for :func:`calibrate`; each fold fits the whole Pipeline.
     X, y : array-like
         The training rows.
     param, grid : as for :func:`calibrate`
@@ -190,16 +194,20 @@ def calibrate_cv(estimator, X, y, *, param="prior_precision", grid=None, objecti
     """
     if objective == "marginal_log_likelihood":
         raise ValueError("calibrate_cv needs a held-out objective; the evidence needs no folds: use calibrate.")
-    _check_supported(estimator)
-    grid = check_request(estimator, param, grid, objective)  # before any fit
+    _check_supported(final_step(estimator))
+    grid = check_request(final_step(estimator), param, grid, objective)  # before any fit
     folds = check_cv(cv, y, classifier=is_classifier(estimator)).split(X, y, groups)
-    # _safe_indexing keeps a DataFrame's rows a DataFrame, whose column names the fits record.
-    scores = np.mean([grid_scores(clone(estimator).fit(_safe_indexing(X, train), _safe_indexing(y, train)),
-                                  _safe_indexing(X, test), _safe_indexing(y, test), param, grid, objective)
-                      for train, test in folds], axis=0)
+
+    def fold_scores(train, test):
+        # _safe_indexing keeps a DataFrame's rows a DataFrame, whose column names the fits record.
+        fold = clone(estimator).fit(_safe_indexing(X, train), _safe_indexing(y, train))
+        return grid_scores(final_step(fold), final_inputs(fold, _safe_indexing(X, test)), _safe_indexing(y, test),
+                           param, grid, objective)
+
+    scores = np.mean([fold_scores(train, test) for train, test in folds], axis=0)
     best = best_value(grid, scores, param)
     fitted = clone(estimator).fit(X, y)
-    fitted._set_posterior_scale(param, best)
+    final_step(fitted)._set_posterior_scale(param, best)
     return fitted, CalibrationResult(param, best, grid, scores, objective)
 
 

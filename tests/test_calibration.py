@@ -9,6 +9,8 @@ from sklearn.base import clone
 from sklearn.datasets import load_iris
 from sklearn.linear_model import LinearRegression
 from sklearn.model_selection import GroupKFold, KFold, PredefinedSplit, train_test_split
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
 from sklearn_quinn import (
     BBBClassifier,
@@ -310,6 +312,23 @@ def test_bad_classifier_calibration_requests(class_split, kwargs, message):
     X, X_val, y, y_val = class_split
     with pytest.raises(ValueError, match=message):
         calibrate(laplace_classifier(max_epochs=5).fit(X, y), X_val, y_val, **kwargs)
+
+
+def test_a_pipeline_calibrates_its_last_step_on_the_transformed_rows(wave_data):
+    """calibrate and calibrate_cv refused a Pipeline (the README's own set-up); its last step is
+    calibrated on the rows its earlier steps transform, as that step alone is."""
+    X, y = wave_data
+    X = 100 * X + 5  # a scale the scaler undoes
+    grid = np.logspace(-1, 1, 5)
+    pipeline = make_pipeline(StandardScaler(), laplace()).fit(X[:40], y[:40])
+    alone = laplace().fit(pipeline[0].transform(X[:40]), y[:40])
+    result = calibrate(pipeline, X[40:], y[40:], param="cov_scale", grid=grid)
+    expected = calibrate(alone, pipeline[0].transform(X[40:]), y[40:], param="cov_scale", grid=grid)
+    np.testing.assert_allclose(result.scores, expected.scores, rtol=1e-12)
+    assert pipeline[-1].cov_scale_ == result.best_value
+    fitted, cv_result = calibrate_cv(make_pipeline(StandardScaler(), laplace()), X, y, param="cov_scale", grid=grid,
+                                     cv=3)
+    assert fitted[-1].cov_scale_ == cv_result.best_value and np.all(np.isfinite(cv_result.scores))
 
 
 def test_a_heteroscedastic_noise_is_not_scaled_and_no_fold_is_fitted_to_say_so(wave_data, monkeypatch):
