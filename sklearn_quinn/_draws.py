@@ -11,8 +11,9 @@ class DrawsMixin:
     The outputs are the network over every kept row, with its weight, each
     optionally spread by a Gaussian of a local variance about it; a
     regressor's predictive variance adds the mean square noise, and
-    ``sample_y`` picks rows by weight, each with its own noise std (the exact
-    predictive mixture).
+    ``sample_y`` picks rows by weight, each with its own noise std (the draws'
+    mixture itself, whose spread ``predict`` estimates without bias: see
+    ``BaseBayesianRegressor.predict``).
     """
 
     def _keep_draws(self, theta, noise_std=None, weights=None, local_variance=None):
