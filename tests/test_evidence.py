@@ -1049,3 +1049,20 @@ def test_the_learned_noise_of_a_few_dozen_rows_does_not_collapse():
     y = np.sin(X[:, 0]) + X[:, 1] - 0.5 * X[:, 2] ** 2 + 0.5 * X[:, 3] * X[:, 4] + 0.3 * rng.randn(1020)
     X = (X[:20] - X[:20].mean(0)) / X[:20].std(0)
     assert 0.1 < LaplaceRegressor(random_state=5).fit(X, y[:20]).noise_std_ < 0.9
+
+
+def test_a_jittered_factor_warns_with_its_jitter_and_a_clean_one_is_silent():
+    """STYLE's rule for a curvature made positive definite: a ConvergenceWarning with the number."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    singular = torch.tensor([[1.0, 1.0], [1.0, 1.0]], dtype=torch.float64)
+    eps = torch.finfo(torch.float64).eps
+    with pytest.warns(ConvergenceWarning, match=r"The test matrix \(largest diagonal entry 1\) needed a diagonal "
+                                                r"jitter of \d.*e-1\d to factorise: why"):
+        factor = evidence_module.jittered_cholesky(singular, eps, "The test matrix", ": why")
+    assert torch.allclose(factor @ factor.mT, singular, atol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        evidence_module.jittered_cholesky(torch.eye(2, dtype=torch.float64), eps, "The identity")

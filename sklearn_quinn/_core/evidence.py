@@ -51,7 +51,9 @@ from typing import NamedTuple
 import numpy as np
 import torch
 from scipy.optimize import brentq
+from sklearn.exceptions import ConvergenceWarning
 
+from .._warnings import warn
 from .curvature import MAX_FULL_MATRIX_BYTES, curvature, full_fits, kronecker_curvature
 from .kernel_grams import KernelGrams
 from .kronecker import KroneckerEigenbasis, KroneckerUnsupportedError, kronecker_layers, kronecker_leverage
@@ -227,17 +229,21 @@ def exact_structure(n_observations, n_params, dtype, max_full_params=None, n_gra
     return None
 
 
-def jittered_cholesky(matrix, eps):
+def jittered_cholesky(matrix, eps, what, why=""):
     """Cholesky factor of a symmetric positive-definite matrix, with the smallest
     diagonal jitter (from ``eps`` times its largest entry, the round-off of the
-    precision it was computed in) that lets it pass, and that jitter (0.0 for none)."""
+    precision it was computed in) that lets it pass; a jitter taken warns, naming
+    the matrix (``what``) and the likely cause (``why``)."""
     jitter, scale = 0.0, float(matrix.diagonal().abs().max())
     for _ in range(8):
         shifted = matrix if jitter == 0.0 else matrix + jitter * torch.eye(len(matrix), dtype=matrix.dtype,
                                                                           device=matrix.device)
         cholesky, info = torch.linalg.cholesky_ex(shifted)
         if not info:
-            return cholesky, jitter
+            if jitter:
+                warn(ConvergenceWarning(f"{what} (largest diagonal entry {scale:.3g}) needed a diagonal jitter of "
+                                        f"{jitter:.3g} to factorise{why}."))
+            return cholesky
         jitter = max(10 * jitter, eps * scale)
     raise torch.linalg.LinAlgError("the evidence's curvature is not positive definite, even with jitter")
 
@@ -514,13 +520,13 @@ class LaplaceEvidence:
         """Cholesky factor of the kernel ``I + W diag(delta)^-1 W^T / c**2``."""
         kernel = self._grams.kernel(data_weight / precision)
         kernel.diagonal().add_(1.0)
-        return jittered_cholesky(kernel, self._eps)[0]
+        return jittered_cholesky(kernel, self._eps, "The evidence's kernel")
 
     def _full_cholesky(self, per_weight, data_weight):
         """Cholesky factor of the posterior precision ``G / c**2 + diag(delta)``."""
         posterior = self._gauss_newton.mul(data_weight)
         posterior.diagonal().add_(per_weight)  # not ``+ torch.diag(...)``: a second K x K matrix to fill and add
-        return jittered_cholesky(posterior, self._eps)[0]
+        return jittered_cholesky(posterior, self._eps, "The evidence's posterior precision")
 
     def _kronecker_log_det_and_dof(self, per_weight, data_weight):
         """The Kronecker-factored ``log det`` and ``gamma_g`` (see ``_kronecker_curvature``).

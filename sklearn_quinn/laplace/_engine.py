@@ -321,12 +321,10 @@ class LaplaceApproximation:
             matrix.diagonal().add_(prior_precision)
             # Jittered where round-off breaks it: a fixed noise_std far below the residuals' scale makes
             # the data's curvature dwarf the prior's by more than the dtype resolves.
-            self._cholesky, jitter = jittered_cholesky(matrix, torch.finfo(matrix.dtype).eps)
+            self._cholesky = jittered_cholesky(
+                matrix, torch.finfo(matrix.dtype).eps, "The posterior precision",
+                ": a fixed noise_std far below the residuals, or a prior_std far from the weights' scale, asks "
+                "for more than the dtype resolves",
+            )
             self._cholesky_key = key
-            if jitter:
-                warn(ConvergenceWarning(
-                    f"The posterior precision (largest diagonal entry {float(matrix.diagonal().max()):.3g}) "
-                    f"needed a diagonal jitter of {jitter:.3g} to factorise: a fixed noise_std far below the "
-                    "residuals, or a prior_std far from the weights' scale, asks for more than float64 resolves."
-                ))
         return self._cholesky
