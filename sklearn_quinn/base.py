@@ -143,15 +143,19 @@ def reset_parameters(module):
     return module
 
 
+def _first_names(names, shown=3):
+    """The first ``shown`` of ``names``, quoted, for a message."""
+    return ", ".join(map(repr, names[:shown])) + (", ..." if len(names) > shown else "")
+
+
 def _warn_of_parameters_not_reset(module):
     """Warn of ``module``'s parameters that :func:`reset_parameters` leaves at the instance's values."""
     reset = {id(parameter) for layer in module.modules() if hasattr(layer, "reset_parameters")
              for parameter in layer.parameters()}
     kept = [name for name, parameter in module.named_parameters() if id(parameter) not in reset]
     if kept:
-        named = ", ".join(map(repr, kept[:3])) + (", ..." if len(kept) > 3 else "")
         warn(
-            f"module's parameter(s) {named} belong to no layer with reset_parameters(), so every member "
+            f"module's parameter(s) {_first_names(kept)} belong to no layer with reset_parameters(), so every member "
             "starts them at the module instance's values; a callable (n_features, n_outputs) -> nn.Module "
             "builds each member afresh."
         )
@@ -276,12 +280,10 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
             raise ValueError("module has no parameters to put a posterior on.")
         frozen = [name for name, parameter in module.named_parameters() if not parameter.requires_grad]
         if frozen:
-            named = ", ".join(map(repr, frozen[:3])) + (", ..." if len(frozen) > 3 else "")
             raise ValueError(
-                f"module's parameter(s) {named} do not "
-                "require gradients, but every family puts its posterior on all of a module's parameters (a "
-                "frozen layer's weights would be drawn, or moved). Hold a fixed tensor as a buffer "
-                "(module.register_buffer), which is used as it is."
+                f"module's parameter(s) {_first_names(frozen)} do not require gradients, but every family "
+                "puts its posterior on all of a module's parameters (a frozen layer's weights would be drawn, "
+                "or moved). Hold a fixed tensor as a buffer (module.register_buffer), which is used as it is."
             )
         if self.module is not None and self.normalize_X:
             _warn_of_codes_standardised(module)
