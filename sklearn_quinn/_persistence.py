@@ -3,9 +3,9 @@
 Python's pickle rebuilds a CUDA tensor on CUDA, and fails where there is none,
 before the estimator could say where its tensors should go. So a fitted
 estimator pickles its state as one ``torch.save`` blob (written by
-cloudpickle) beside the device it was fitted on; unpickling loads the blob onto that device when this machine
-has it, and onto the CPU otherwise (with a warning, since a refit with the same
-``device`` would fail here).
+cloudpickle) beside the device it was fitted on; unpickling loads the blob
+onto that device when this machine has it, and onto the CPU otherwise (with a
+warning, since a refit with the same ``device`` would fail here).
 
 A pickle also names the version of sklearn_quinn that wrote it, and another
 version warns as it loads it (:class:`~sklearn_quinn.exceptions.InconsistentVersionWarning`),

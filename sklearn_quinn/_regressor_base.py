@@ -66,7 +66,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         return X, (Y - self._y_mean) / self._y_scale
 
     def _warn_of_unscaled_noise_head(self, Y):
-        """The heteroscedastic noise head clips its log std at ``±log_std_bound`` of the network's
+        """The heteroscedastic noise head clips its log std at ``±LOG_STD_BOUND`` in the network's
         units: y's own with ``normalize_y=False``, where targets of a std far from 1 put their noise
         against the clip, whose flat slope then leaves the noise's posterior unbounded."""
         spread = Y.std(axis=0)
