@@ -42,7 +42,7 @@ def device_available(device):
 def resolve_device(device):
     """The torch.device of a ``device`` parameter: ``'auto'`` is CUDA where there is one, else the CPU.
 
-    Raises ValueError for a name torch does not know or a device this machine lacks.
+    Raises ValueError for a name torch does not know, 'meta', or a device this machine lacks.
     """
     if isinstance(device, str) and device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -50,6 +50,9 @@ def resolve_device(device):
         resolved = torch.device(device)
     except (RuntimeError, TypeError) as error:
         raise ValueError(f"device={device!r} is not a torch device: {error}") from None
+    if resolved.type == "meta":
+        raise ValueError(f"device={device!r} holds tensors without values, which no fit can train: use 'cpu' or "
+                         "an accelerator.")
     if not device_available(resolved):
         raise ValueError(f"device={device!r} was requested but this machine has no such device.")
     return resolved

@@ -219,6 +219,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         Returns validated ``X`` and 2-D ``Y`` in the network's units.
         """
         self._validate_params()
+        self._torch_setup()  # a device this machine lacks is refused before anything of an earlier fit goes
         scale = self.get_params(deep=False).get("prior_std_scale", 1)  # the families with one
         if self.prior_std is not None and scale != 1:
             raise ValueError(
@@ -233,7 +234,6 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
             delattr(self, name)
         self._X_mean, self._X_scale = input_standardisation(X) if self.normalize_X else (None, None)
         X = self._standardised(X)
-        self._torch_setup()
         rng = check_random_state(self.random_state)
         # MAP training; weight draws at predict time; the family's own draws (a data split, a random sketch).
         self._map_seed, self._sample_seed, self._split_seed = (

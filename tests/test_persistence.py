@@ -169,11 +169,18 @@ def test_auto_device_is_cuda_where_there_is_one():
 @needs_no_cuda
 @pytest.mark.parametrize(
     "device, message",
-    [("tpu:9", "is not a torch device"), ("cuda", "has no such device"), ("cuda:3", "has no such device")],
+    [("tpu:9", "is not a torch device"), ("cuda", "has no such device"), ("cuda:3", "has no such device"),
+     ("meta", "without values")],
 )
 def test_a_device_this_machine_lacks_is_refused(device, message):
+    """Before anything of an earlier fit goes: a refit on such a device kept nothing of the fit before
+    ('meta' failed deep inside the training)."""
+    X, y = [[0.0], [1.0]], [0.0, 1.0]
+    regressor = LaplaceRegressor(max_epochs=2).fit(X, y)
+    expected = regressor.predict(X, return_std=True)
     with pytest.raises(ValueError, match=message):
-        LaplaceRegressor(device=device, max_epochs=2).fit([[0.0], [1.0]], [0.0, 1.0])
+        regressor.set_params(device=device).fit(X, y)
+    np.testing.assert_array_equal(regressor.predict(X, return_std=True), expected)
 
 
 @needs_no_cuda
