@@ -283,3 +283,14 @@ def test_python_m_help():
     result = subprocess.run([sys.executable, "-m", "sklearn_quinn", "--help"], capture_output=True, text=True,
                             check=False)
     assert result.returncode == 0 and "compare" in result.stdout and "benchmark" in result.stdout
+
+
+def test_threads_are_restored_after_main(tmp_path):
+    """main() is callable: --threads limited torch and BLAS for the rest of the process."""
+    import torch
+    from threadpoolctl import threadpool_info
+
+    before = torch.get_num_threads(), [pool["num_threads"] for pool in threadpool_info()]
+    argv = ["compare", "diabetes", "--methods", "laplace", "--no-references", "--max-epochs", "2", "--threads", "1"]
+    assert main(argv + ["--out", str(tmp_path)]) == 0
+    assert (torch.get_num_threads(), [pool["num_threads"] for pool in threadpool_info()]) == before

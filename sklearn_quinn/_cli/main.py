@@ -1,6 +1,7 @@
 """Argument parsing and the top-level error handling of ``sklearn-quinn``."""
 
 import argparse
+import contextlib
 import sys
 
 import torch
@@ -133,22 +134,14 @@ def main(argv=None):
     status 1 (2 for malformed arguments, as argparse does), never a traceback.
     """
     args = build_parser().parse_args(argv)
+    threads = torch.get_num_threads()
+    # BLAS too (the references, the GPR, fit in numpy); both as they were after: main() is callable.
+    blas = threadpool_limits(args.threads) if args.threads is not None else contextlib.nullcontext()
     try:
         if args.threads is not None:
             torch.set_num_threads(args.threads)
-            threadpool_limits(args.threads)  # BLAS too: the references (the GPR) fit in numpy
-        if args.command == "compare":
-            rows, notes = run_compare(args.data, args.target, args.methods, task=args.task,
-                                      test_size=args.test_size, out=args.out, references=args.references,
-                                      random_state=args.random_state, quick=args.quick, max_epochs=args.max_epochs,
-                                      device=args.device)
-            print(markdown(rows) + "".join(f"\n{note}." for note in notes)
-                  + f"\n\nreport written to {args.out}/ (results.csv, results.md, one PNG per row)")
-        else:
-            table, fitted, skipped = run_benchmark(args.data_dir, args.datasets, args.methods, args.splits,
-                                                   args.out, max_epochs=args.max_epochs, device=args.device,
-                                                   n_jobs=args.n_jobs)
-            print(table + f"\n{fitted} split(s) fitted, {skipped} skipped (already in {args.out}/)")
+        with blas:
+            return _run(args)
     except KeyboardInterrupt:
         print("sklearn-quinn: interrupted", file=sys.stderr)
         return 130
@@ -156,4 +149,22 @@ def main(argv=None):
         message = " ".join(str(error).splitlines())  # one line, whatever raised it
         print(f"sklearn-quinn: error: {message}", file=sys.stderr)
         return 1
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(args):
+    """The command ``args`` names, its output printed; status 0."""
+    if args.command == "compare":
+        rows, notes = run_compare(args.data, args.target, args.methods, task=args.task,
+                                  test_size=args.test_size, out=args.out, references=args.references,
+                                  random_state=args.random_state, quick=args.quick, max_epochs=args.max_epochs,
+                                  device=args.device)
+        print(markdown(rows) + "".join(f"\n{note}." for note in notes)
+              + f"\n\nreport written to {args.out}/ (results.csv, results.md, one PNG per row)")
+    else:
+        table, fitted, skipped = run_benchmark(args.data_dir, args.datasets, args.methods, args.splits,
+                                               args.out, max_epochs=args.max_epochs, device=args.device,
+                                               n_jobs=args.n_jobs)
+        print(table + f"\n{fitted} split(s) fitted, {skipped} skipped (already in {args.out}/)")
     return 0
