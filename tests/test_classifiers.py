@@ -261,3 +261,18 @@ def test_a_predictive_set_after_fit_is_checked_at_predict():
                                 random_state=0).fit(X, y)
     with pytest.raises(ValueError, match="pushforward='linear'"):
         laplace.set_params(predictive="laplace_bridge").predict_proba(X)
+
+
+@pytest.mark.parametrize("context", [torch.inference_mode, lambda: torch.autograd.set_detect_anomaly(True)],
+                         ids=["inference_mode", "anomaly_mode"])
+def test_laplace_probabilities_in_a_callers_torch_context(context):
+    """The layered output covariance (chosen here, three classes on 60 rows) took a batched backward
+    pass that torch.inference_mode (no graph) and anomaly mode (no batching rule) refused; both are
+    PyTorch's own contexts for prediction and for debugging a user's module."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(60, 3)
+    y = (X[:, 0] + 0.5 * rng.randn(60) > 0).astype(int) + (X[:, 2] > 1)
+    clf = LaplaceClassifier(hidden_layer_sizes=(8,), max_epochs=10, random_state=0).fit(X, y)
+    expected = clf.predict_proba(X)
+    with context():
+        np.testing.assert_array_equal(clf.predict_proba(X), expected)

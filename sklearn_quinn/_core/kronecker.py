@@ -135,8 +135,12 @@ def _inputs_and_output_gradients(module, theta, X, directions_at, layers):
 
     handles = [linears[layer.name].register_forward_hook(hook(layer.name)) for layer in layers]
     try:
-        with torch.enable_grad():
-            weights = {**module.unflatten(theta.detach()), **dict(module.module.named_buffers())}
+        # A caller's torch.inference_mode makes tensors no graph can record (enable_grad cannot undo it,
+        # so the weights and rows are copied outside it), and its anomaly mode has no batching rule for
+        # the batched backward pass below: neither may reach it.
+        with torch.inference_mode(False), torch.enable_grad(), torch.autograd.set_detect_anomaly(False):
+            theta, X = theta.detach().clone(), X.clone()
+            weights = {**module.unflatten(theta), **dict(module.module.named_buffers())}
             outputs = functional_call(module.module, weights, (X,)).reshape(len(X), -1)
             directions = directions_at(outputs.detach())
             called = [layer for layer in layers if layer.name in inputs]
