@@ -616,8 +616,20 @@ class PosteriorNet(NeuralNet):
     batch or gradient hook, or the fit passes parameters to the module.
     """
 
+    #: Whether an interrupt (Ctrl-C) ended the training: skorch's ``partial_fit`` catches it and
+    #: returns, for a notebook's user to keep the network trained so far, and an estimator would go on
+    #: to its posterior from it; :func:`train_net` raises it again.
+    interrupted = False
+
     def get_default_callbacks(self):
         return [("epoch_timer", EpochTimer())]
+
+    def fit_loop(self, X, y=None, epochs=None, **fit_params):
+        try:
+            return super().fit_loop(X, y, epochs=epochs, **fit_params)
+        except KeyboardInterrupt:
+            self.interrupted = True
+            raise
 
     def __getstate__(self):
         """skorch's state, its module, criterion and optimizer written by cloudpickle where skorch
@@ -811,7 +823,10 @@ def train_net(module, criterion, X, Y, *, lr, lr_schedule, max_epochs, optimizer
         device=device,
         verbose=0,
     )
-    return net.fit(X, Y)
+    net.fit(X, Y)
+    if net.interrupted:  # skorch ends the training there and returns; the estimator must not go on
+        raise KeyboardInterrupt
+    return net
 
 
 def polish(module, criterion, X, Y, max_iterations=_POLISH_ITERATIONS):

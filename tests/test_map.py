@@ -251,3 +251,23 @@ def test_tensor_batches_take_at_most_max_batches_an_epoch(max_batches, sizes):
     rows = torch.cat(first)
     assert len(set(rows.tolist())) == len(rows)
     assert not torch.equal(rows, torch.cat(second))
+
+
+@pytest.mark.parametrize("estimator", ["LaplaceRegressor", "DeepEnsembleRegressor"])
+def test_an_interrupt_during_training_ends_the_fit(estimator):
+    """skorch's partial_fit catches Ctrl-C and returns the network trained so far; the estimator went on
+    to its posterior from two epochs of thirty, without a word."""
+    from skorch.callbacks import Callback
+
+    import sklearn_quinn
+
+    class InterruptAtEpochTwo(Callback):
+        def on_epoch_end(self, net, **kwargs):
+            if len(net.history) == 2:
+                raise KeyboardInterrupt  # what Ctrl-C raises in the main thread
+
+    X = np.random.RandomState(0).randn(30, 2)
+    model = getattr(sklearn_quinn, estimator)(hidden_layer_sizes=(4,), max_epochs=30,
+                                              callbacks=[InterruptAtEpochTwo()])
+    with pytest.raises(KeyboardInterrupt):
+        model.fit(X, X[:, 0])
