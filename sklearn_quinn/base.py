@@ -219,7 +219,9 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         Returns validated ``X`` and 2-D ``Y`` in the network's units.
         """
         self._validate_params()
-        self._torch_setup()  # a device this machine lacks is refused before anything of an earlier fit goes
+        # A device this machine lacks ('auto': CUDA where there is one) is refused first; it and the dtype
+        # are kept once the data are valid, as the earlier fit's attributes go (its tensors are in them).
+        device = resolve_device(self.device)
         scale = self.get_params(deep=False).get("prior_std_scale", 1)  # the families with one
         if self.prior_std is not None and scale != 1:
             raise ValueError(
@@ -232,6 +234,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         for name in [name for name in vars(self)
                      if name.endswith("_") and not name.startswith("_") and name not in _SET_BY_VALIDATION]:
             delattr(self, name)
+        self._device, self._dtype = device, DTYPES[self.dtype]
         self._X_mean, self._X_scale = input_standardisation(X) if self.normalize_X else (None, None)
         X = self._standardised(X)
         rng = check_random_state(self.random_state)
@@ -246,11 +249,6 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         """Seeds of ``shape`` drawn up front from ``seed``: one row per member, chain or worker group,
         so that results do not depend on how they are grouped over joblib workers."""
         return np.random.RandomState(seed).randint(_MAX_SEED, size=shape)
-
-    def _torch_setup(self):
-        """Check ``device`` (``'auto'``: CUDA where there is one) and ``dtype``; keep them as torch objects."""
-        self._device = resolve_device(self.device)
-        self._dtype = DTYPES[self.dtype]
 
     def _tensor(self, array):
         # A copy: validated input may be a read-only memmap, which torch cannot wrap.

@@ -183,6 +183,17 @@ def test_a_device_this_machine_lacks_is_refused(device, message):
     np.testing.assert_array_equal(regressor.predict(X, return_std=True), expected)
 
 
+def test_a_refit_refused_for_its_data_keeps_the_fits_dtype():
+    """The dtype of a refit was set before its data were refused, and the fit before, in float32, then
+    ran its float32 tensors in float64 (the review's catch)."""
+    X, y = np.random.RandomState(0).randn(30, 2), np.arange(30.0)
+    regressor = LaplaceRegressor(hidden_layer_sizes=(4,), max_epochs=5, dtype="float32").fit(X, y)
+    expected = regressor.predict(X[:3], return_std=True)
+    with pytest.raises(ValueError, match="NaN"):
+        regressor.set_params(dtype="float64").fit(X, np.full(30, np.nan))
+    np.testing.assert_array_equal(regressor.predict(X[:3], return_std=True), expected)
+
+
 @needs_no_cuda
 def test_device_availability():
     assert device_available(torch.device("cpu"))
