@@ -69,8 +69,13 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         """The heteroscedastic noise head clips its log std at ``±LOG_STD_BOUND`` in the network's
         units: y's own with ``normalize_y=False``, where targets of a std far from 1 put their noise
         against the clip, whose flat slope then leaves the noise's posterior unbounded."""
+        if self.likelihood != "heteroscedastic":
+            return
         spread = Y.std(axis=0)
-        if self.likelihood == "heteroscedastic" and np.any(np.abs(np.log(spread[spread > 0])) > UNSCALED_LOG_SPREAD):
+        log_spread = np.log(spread[spread > 0])
+        # Below: the noise lies under the spread, nearer the lower bound; above: only the spread itself
+        # can near the upper one.
+        if np.any(log_spread < -UNSCALED_LOG_SPREAD) or np.any(log_spread > LOG_STD_BOUND - UNSCALED_MARGIN):
             stds = ", ".join(f"{value:.3g}" for value in spread)
             warn(
                 f"normalize_y=False with likelihood='heteroscedastic': the noise head's log std is clipped to "
@@ -339,9 +344,11 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         return array[..., 0] if array.ndim == 3 else array[:, 0]
 
 
-#: With ``normalize_y=False``, targets whose std is beyond ``exp(±UNSCALED_LOG_SPREAD)`` (0.0067 to 148)
-#: warn under the heteroscedastic likelihood: their noise may reach the noise head's clip.
+#: With ``normalize_y=False``, targets whose std is below ``exp(-UNSCALED_LOG_SPREAD)`` (0.0067), or
+#: within ``UNSCALED_MARGIN`` of the clip's upper bound (above exp(8), 2981), warn under the
+#: heteroscedastic likelihood: their noise may reach the noise head's clip.
 UNSCALED_LOG_SPREAD = 5.0
+UNSCALED_MARGIN = 2.0
 
 
 def _warn_if_overflowed(rows, what, consequence):
