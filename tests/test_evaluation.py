@@ -111,3 +111,15 @@ def test_a_summary_the_estimator_cannot_give_is_named(metrics, summaries, messag
     X, y = np.arange(20.0)[:, None], np.arange(20.0)
     with pytest.raises(ValueError, match=message):
         evaluate(BayesianRidge().fit(X, y), X, y, metrics=metrics, summaries=summaries)
+
+
+def test_an_error_inside_the_estimators_method_is_its_own():
+    """A TypeError raised inside predict (a bug of the estimator's) is not read as a missing keyword."""
+
+    class Buggy(BayesianRidge):
+        def predict(self, X, return_std=False):
+            return np.ones(len(X), copy_=True)
+
+    X, y = np.arange(20.0)[:, None], np.arange(20.0)
+    with pytest.raises(TypeError, match="copy_"):
+        evaluate(Buggy().fit(X, y), X, y, metrics=["nll"])
