@@ -616,19 +616,20 @@ class PosteriorNet(NeuralNet):
     batch or gradient hook, or the fit passes parameters to the module.
     """
 
-    #: Whether an interrupt (Ctrl-C) ended the training: skorch's ``partial_fit`` catches it and
-    #: returns, for a notebook's user to keep the network trained so far, and an estimator would go on
-    #: to its posterior from it; :func:`train_net` raises it again.
-    interrupted = False
+    #: The interrupt (Ctrl-C) that ended the training, if one did: skorch's ``partial_fit`` catches it
+    #: and returns, for a notebook's user to keep the network trained so far, and an estimator would go
+    #: on to its posterior from it; :func:`train_net` raises it again.
+    interruption = None
 
     def get_default_callbacks(self):
         return [("epoch_timer", EpochTimer())]
 
     def fit_loop(self, X, y=None, epochs=None, **fit_params):
+        self.interruption = None
         try:
             return super().fit_loop(X, y, epochs=epochs, **fit_params)
-        except KeyboardInterrupt:
-            self.interrupted = True
+        except KeyboardInterrupt as interruption:
+            self.interruption = interruption
             raise
 
     def __getstate__(self):
@@ -824,8 +825,8 @@ def train_net(module, criterion, X, Y, *, lr, lr_schedule, max_epochs, optimizer
         verbose=0,
     )
     net.fit(X, Y)
-    if net.interrupted:  # skorch ends the training there and returns; the estimator must not go on
-        raise KeyboardInterrupt
+    if net.interruption is not None:  # skorch ends the training there and returns; the estimator must not go on
+        raise net.interruption
     return net
 
 
