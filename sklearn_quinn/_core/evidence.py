@@ -245,7 +245,7 @@ def jittered_cholesky(matrix, eps, what, why=""):
                                         f"{jitter:.3g} to factorise{why}."))
             return cholesky
         jitter = max(10 * jitter, eps * scale)
-    raise torch.linalg.LinAlgError("the evidence's curvature is not positive definite, even with jitter")
+    raise torch.linalg.LinAlgError(f"{what} is not positive definite, even with jitter{why}.")
 
 
 class _KroneckerCurvature(NamedTuple):
