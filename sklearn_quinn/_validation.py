@@ -2,8 +2,21 @@
 
 from numbers import Integral
 
+import numpy as np
+from sklearn.utils.validation import _check_sample_weight
+
 
 def check_count(value, name):
     """Refuse ``value`` unless it is a positive integer; ``True`` is refused too, a flag passed for a count."""
     if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+
+
+def check_sample_weight(sample_weight, y_true):
+    """``sample_weight`` as float64 weights of the points of ``y_true``, or None for equal weights."""
+    if sample_weight is None:
+        return None
+    weights = _check_sample_weight(sample_weight, y_true, dtype=np.float64)
+    if np.any(weights < 0) or not weights.sum() > 0:
+        raise ValueError("sample_weight must be non-negative, with a positive sum.")
+    return weights

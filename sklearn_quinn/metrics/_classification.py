@@ -8,8 +8,7 @@ of each column of ``y_proba`` (an estimator's ``classes_``), and
 import numpy as np
 from sklearn.utils.validation import check_consistent_length, column_or_1d
 
-from .._validation import check_count
-from ._regression import check_sample_weight
+from .._validation import check_count, check_sample_weight
 
 
 def _check_proba(y_true, y_proba, labels, sample_weight):

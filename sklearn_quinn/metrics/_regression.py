@@ -8,22 +8,14 @@ proper scores are summed over targets and averaged over points.
 
 import numpy as np
 from scipy.stats import norm
-from sklearn.utils.validation import _check_sample_weight, check_array, check_consistent_length
+from sklearn.utils.validation import check_array, check_consistent_length
+
+from .._validation import check_sample_weight
 
 
 def _values(values, name, allow_nd=False):
     """``values`` as a finite float64 array of at least one row (scikit-learn's messages name ``name``)."""
     return check_array(values, ensure_2d=False, allow_nd=allow_nd, dtype=np.float64, input_name=name)
-
-
-def check_sample_weight(sample_weight, y_true):
-    """``sample_weight`` as float64 weights of the points of ``y_true``, or None for equal weights."""
-    if sample_weight is None:
-        return None
-    weights = _check_sample_weight(sample_weight, y_true, dtype=np.float64)
-    if np.any(weights < 0) or not weights.sum() > 0:
-        raise ValueError("sample_weight must be non-negative, with a positive sum.")
-    return weights
 
 
 def _check_targets(y_true, y_pred, *others, sample_weight=None):
@@ -36,7 +28,8 @@ def _check_targets(y_true, y_pred, *others, sample_weight=None):
         arrays = [array.reshape(-1) for array in arrays]
     if any(array.shape != arrays[0].shape for array in arrays):
         shapes = ", ".join(str(array.shape) for array in arrays)
-        raise ValueError(f"y_true, y_pred{' and y_std' * bool(others)} must have the same shape; got {shapes}.")
+        named = "y_true, y_pred and y_std" if others else "y_true and y_pred"
+        raise ValueError(f"{named} must have the same shape; got {shapes}.")
     return (*arrays, check_sample_weight(sample_weight, arrays[0]))
 
 
