@@ -194,8 +194,9 @@ def calibrate_cv(estimator, X, y, *, param="prior_precision", grid=None, objecti
     """
     if objective == "marginal_log_likelihood":
         raise ValueError("calibrate_cv needs a held-out objective; the evidence needs no folds: use calibrate.")
-    _check_supported(final_step(estimator))
-    grid = check_request(final_step(estimator), param, grid, objective)  # before any fit
+    final = final_step(estimator)
+    _check_supported(final)
+    grid = check_request(final, param, grid, objective)  # before any fit
     folds = check_cv(cv, y, classifier=is_classifier(estimator)).split(X, y, groups)
 
     def fold_scores(train, test):
