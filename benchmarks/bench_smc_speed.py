@@ -1,6 +1,6 @@
 """SMC at its defaults: fit time, the evidence error on an exact linear model, and the cache blocking.
 
-Ten measurements, one thread throughout (the first three by default):
+Eleven measurements, one thread throughout (the first three by default):
 
 1. ``SMCRegressor()`` (every default: 200 particles, hyperpriors on the
    precisions and the noise) in ``Pipeline([StandardScaler(), ...])`` on 300
@@ -77,6 +77,11 @@ Ten measurements, one thread throughout (the first three by default):
     ``SMCRegressor()`` on UCI concrete (``--splits``) with ``n_leapfrog=25``
     and with the default 50, side by side as ``--only compile`` runs its two:
     the same columns as ``--only retry``.
+11. ``--only malloc``: what pinning glibc's malloc thresholds buys
+    (:mod:`sklearn_quinn._core.allocator`): ``SMCRegressor()`` on UCI concrete
+    (``--splits``) under glibc's own dynamic thresholds and pinned (the
+    default), side by side as ``--only compile`` runs its two. The allocator
+    does not touch the numbers: both fits are the same to the last bit.
 
     python benchmarks/bench_smc_speed.py [--seeds 3] [--evidence-seeds 5] [--threads 1] [--only evidence ...]
 """
@@ -101,7 +106,7 @@ from uci_protocol import DEFAULT_DATA_DIR
 
 from sklearn_quinn import SMCRegressor
 from sklearn_quinn._cli.benchmark import n_hidden
-from sklearn_quinn._core import network
+from sklearn_quinn._core import allocator, network
 from sklearn_quinn._core.compiling import saved_seconds
 from sklearn_quinn._core.likelihoods import GaussianStateLikelihood, RowBlockLikelihood
 from sklearn_quinn._core.log_posterior import LogPosterior
@@ -342,11 +347,21 @@ def length_gain(data_dir, splits):
     concrete_side_by_side(data_dir, splits, {"n_leapfrog=25": {"n_leapfrog": 25}, "n_leapfrog=50": {}})
 
 
+def malloc_gain(data_dir, splits):
+    """What pinning glibc's malloc thresholds buys (:mod:`sklearn_quinn._core.allocator`): glibc's own
+    dynamic thresholds against the default, side by side. The fits are the same to the last bit."""
+    concrete_side_by_side(data_dir, splits, {"glibc's own thresholds": {"glibc_thresholds": True},
+                                             "thresholds pinned": {}})
+
+
 def fit_concrete(data_dir, split, params):
     """One SMCRegressor() fit on a concrete split with ``params`` set, in this (fresh) process: a JSON line.
     ``full_trajectories`` (not a parameter) takes the densities' ``select`` away: no trajectory stops;
     ``no_retry`` (not a parameter) leaves the diverged trajectories rejected, not retried;
-    ``variance_mass`` (not a parameter) takes the moves' inverse mass from the particles' variance alone."""
+    ``variance_mass`` (not a parameter) takes the moves' inverse mass from the particles' variance alone;
+    ``glibc_thresholds`` (not a parameter) leaves glibc's malloc thresholds to glibc."""
+    if params.pop("glibc_thresholds", False):
+        allocator._pinned = True  # as if done: the pin is then skipped
     if params.pop("full_trajectories", False):
         ConditionalDensity.select = LogPosterior.select = None
     if params.pop("no_retry", False):
@@ -373,12 +388,13 @@ def main():
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--only", nargs="+",
                         choices=["blocking", "evidence", "speed", "protein", "compile", "kicks", "stops", "retry",
-                                 "mass", "length"],
+                                 "mass", "length", "malloc"],
                         default=["blocking", "evidence", "speed"], help="the measurements to run")
     parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR,
-                        help="the UCI sets (for --only protein, compile, kicks, stops, retry, mass, length)")
+                        help="the UCI sets (for --only protein and the side-by-side fits)")
     parser.add_argument("--splits", type=int, nargs="+", default=[0],
-                        help="the concrete splits of --only compile, kicks, stops, retry, mass, length")
+                        help="the concrete splits of the side-by-side fits (compile, kicks, stops, retry, mass, "
+                             "length, malloc)")
     parser.add_argument("--fit-concrete", nargs=2, metavar=("SPLIT", "PARAMS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     pin_threads(args.threads)
@@ -405,6 +421,8 @@ def main():
         mass_gain(args.data_dir, args.splits)
     if "length" in args.only:
         length_gain(args.data_dir, args.splits)
+    if "malloc" in args.only:
+        malloc_gain(args.data_dir, args.splits)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from torch import nn
 
+from ._core.allocator import pin_malloc_thresholds
 from ._core.evidence import ParameterGroups
 from ._core.network import ACTIVATIONS, FunctionalModel, build_mlp, in_eval_mode
 from ._core.priors import GaussianPrior
@@ -235,6 +236,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
                      if name.endswith("_") and not name.startswith("_") and name not in _SET_BY_VALIDATION]:
             delattr(self, name)
         self._device, self._dtype = device, DTYPES[self.dtype]
+        pin_malloc_thresholds()
         self._X_mean, self._X_scale = input_standardisation(X) if self.normalize_X else (None, None)
         X = self._standardised(X)
         rng = check_random_state(self.random_state)
