@@ -1,6 +1,6 @@
 """SMC at its defaults: fit time, the evidence error on an exact linear model, and the cache blocking.
 
-Eleven measurements, one thread throughout (the first three by default):
+Twelve measurements, one thread throughout (the first three by default):
 
 1. ``SMCRegressor()`` (every default: 200 particles, hyperpriors on the
    precisions and the noise) in ``Pipeline([StandardScaler(), ...])`` on 300
@@ -16,7 +16,7 @@ Eleven measurements, one thread throughout (the first three by default):
    the errors, their mean, standard deviation and root mean square. Target:
    every error within 0.2 nats.
 3. One batched log-likelihood gradient of 200 particles of the default
-   network, rows in cache-sized blocks (:data:`CPU_BLOCK_ELEMENTS`) against
+   network, rows in cache-sized blocks (:data:`CPU_BLOCK_BYTES`) against
    all rows at once, side by side (median of 7 alternating pairs), on 300
    and on 927 points (a UCI concrete training split).
 4. ``--only protein``: what an SMC fit on UCI protein would take at least.
@@ -82,6 +82,12 @@ Eleven measurements, one thread throughout (the first three by default):
     (``--splits``) under glibc's own dynamic thresholds and pinned (the
     default), side by side as ``--only compile`` runs its two. The allocator
     does not touch the numbers: both fits are the same to the last bit.
+12. ``--only blocks``: what sizing the blocks of weight rows in bytes buys
+    (:data:`~sklearn_quinn._core.network.CPU_BLOCK_BYTES`): the float32 kicks'
+    blocks with as many rows as a float64 block's and with twice as many (the
+    default), side by side as ``--only compile`` runs its two. A block's rows
+    round their gradients as another batch size does, so the two fits part as
+    ``--only stops`` describes.
 
     python benchmarks/bench_smc_speed.py [--seeds 3] [--evidence-seeds 5] [--threads 1] [--only evidence ...]
 """
@@ -211,12 +217,12 @@ def blocking(n_particles=200):
         likelihood = GaussianStateLikelihood(model, X, torch.randn(n_points, 1, generator=generator,
                                                                    dtype=torch.float64))
         rows = 0.3 * torch.randn(n_particles, model.n_params + 1, generator=generator, dtype=torch.float64)
-        blocked = network.CPU_BLOCK_ELEMENTS
+        blocked = network.CPU_BLOCK_BYTES
         pairs = []
         for _ in range(7):
-            network.CPU_BLOCK_ELEMENTS = 2**62
+            network.CPU_BLOCK_BYTES = 2**62
             whole = median_seconds(lambda: likelihood.value_and_grad(rows), repeats=3)
-            network.CPU_BLOCK_ELEMENTS = blocked
+            network.CPU_BLOCK_BYTES = blocked
             pairs.append((whole, median_seconds(lambda: likelihood.value_and_grad(rows), repeats=3)))
         whole, by_blocks = np.median(pairs, axis=0)
         print(f"| {n_points} | {1e3 * whole:.1f} | {1e3 * by_blocks:.1f} | {by_blocks / whole:.2f} |")
@@ -229,9 +235,9 @@ def fit_counting_gradients(estimator, X, y):
     used = []
     count_gradient = RowBlockLikelihood._count_gradient
 
-    def keeping(self, rows):
+    def keeping(self, rows, dtype):
         used[:] = [self]
-        return count_gradient(self, rows)
+        return count_gradient(self, rows, dtype)
 
     RowBlockLikelihood._count_gradient = keeping
     start = time.perf_counter()
@@ -289,7 +295,7 @@ def compile_gain(data_dir, splits, n_particles=200, n_points=927):
     first = time.perf_counter() - start
     pairs = np.median([(median_seconds(lambda: eager.value_and_grad(rows), repeats=3),
                         median_seconds(lambda: compiled.value_and_grad(rows), repeats=3)) for _ in range(7)], axis=0)
-    blocks = -(-n_particles // model.row_block_size(n_points))
+    blocks = -(-n_particles // model.row_block_size(n_points, torch.float64))
     modelled = saved_seconds(blocks, n_particles * n_points * model.total_width)
     print(f"One gradient of {n_particles} particles on {n_points} x 8 points: first compiled call {first:.1f} s; "
           f"eager {1e3 * pairs[0]:.1f} ms, compiled {1e3 * pairs[1]:.1f} ms (ratio {pairs[1] / pairs[0]:.2f}); "
@@ -354,14 +360,25 @@ def malloc_gain(data_dir, splits):
                                              "thresholds pinned": {}})
 
 
+def blocks_gain(data_dir, splits):
+    """What blocks of bytes rather than elements buy (:data:`~sklearn_quinn._core.network.CPU_BLOCK_BYTES`):
+    the float32 kicks in blocks of as many rows as float64 against the default, twice the rows."""
+    concrete_side_by_side(data_dir, splits, {"float32 blocks of float64's rows": {"float64_rows": True},
+                                             "blocks of 2 MiB": {}})
+
+
 def fit_concrete(data_dir, split, params):
     """One SMCRegressor() fit on a concrete split with ``params`` set, in this (fresh) process: a JSON line.
     ``full_trajectories`` (not a parameter) takes the densities' ``select`` away: no trajectory stops;
     ``no_retry`` (not a parameter) leaves the diverged trajectories rejected, not retried;
     ``variance_mass`` (not a parameter) takes the moves' inverse mass from the particles' variance alone;
-    ``glibc_thresholds`` (not a parameter) leaves glibc's malloc thresholds to glibc."""
+    ``glibc_thresholds`` (not a parameter) leaves glibc's malloc thresholds to glibc;
+    ``float64_rows`` (not a parameter) sizes every block of rows as a float64 one."""
     if params.pop("glibc_thresholds", False):
         allocator._pinned = True  # as if done: the pin is then skipped
+    if params.pop("float64_rows", False):
+        row_block_size = FunctionalModel.row_block_size
+        FunctionalModel.row_block_size = lambda self, n_points, dtype: row_block_size(self, n_points, torch.float64)
     if params.pop("full_trajectories", False):
         ConditionalDensity.select = LogPosterior.select = None
     if params.pop("no_retry", False):
@@ -388,13 +405,13 @@ def main():
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--only", nargs="+",
                         choices=["blocking", "evidence", "speed", "protein", "compile", "kicks", "stops", "retry",
-                                 "mass", "length", "malloc"],
+                                 "mass", "length", "malloc", "blocks"],
                         default=["blocking", "evidence", "speed"], help="the measurements to run")
     parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR,
                         help="the UCI sets (for --only protein and the side-by-side fits)")
     parser.add_argument("--splits", type=int, nargs="+", default=[0],
                         help="the concrete splits of the side-by-side fits (compile, kicks, stops, retry, mass, "
-                             "length, malloc)")
+                             "length, malloc, blocks)")
     parser.add_argument("--fit-concrete", nargs=2, metavar=("SPLIT", "PARAMS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     pin_threads(args.threads)
@@ -423,6 +440,8 @@ def main():
         length_gain(args.data_dir, args.splits)
     if "malloc" in args.only:
         malloc_gain(args.data_dir, args.splits)
+    if "blocks" in args.only:
+        blocks_gain(args.data_dir, args.splits)
 
 
 if __name__ == "__main__":

@@ -258,7 +258,7 @@ def test_linear_skip_fast_path_matches_autograd(hidden, per_row_inputs):
 
 @pytest.mark.parametrize("likelihood", ["gaussian", "categorical"])
 def test_row_blocks_give_the_unblocked_values_and_gradients(monkeypatch, likelihood):
-    """Blocks of 2 weight rows (a block budget of 2 rows x 7 points x 8 units)
+    """Blocks of 2 weight rows (a block budget of 2 rows x 7 points x 8 units of float64)
     against one pass over all 5 rows, for the state likelihoods' values,
     gradients and the residual sums of squares."""
     from sklearn_quinn._core.likelihoods import CategoricalStateLikelihood, GaussianStateLikelihood
@@ -276,7 +276,7 @@ def test_row_blocks_give_the_unblocked_values_and_gradients(monkeypatch, likelih
     rows = 0.5 * torch.randn(5, n_columns, generator=generator, dtype=torch.float64)
     whole = (density(rows), *density.value_and_grad(rows))
     calls = []
-    monkeypatch.setattr(network, "CPU_BLOCK_ELEMENTS", 2 * 7 * 8)
+    monkeypatch.setattr(network, "CPU_BLOCK_BYTES", 2 * 7 * 8 * 8)
     monkeypatch.setattr(model, "_batched_mlp", lambda theta, *args, **kwargs: calls.append(len(theta))
                         or FunctionalModel._batched_mlp(model, theta, *args, **kwargs))
     for got, expected in zip((density(rows), *density.value_and_grad(rows)), whole):
@@ -286,6 +286,25 @@ def test_row_blocks_give_the_unblocked_values_and_gradients(monkeypatch, likelih
         theta = rows[:, : model.n_params]
         expected = (density.Y - model(theta, X)).square().sum((-1, -2))
         torch.testing.assert_close(density.sum_of_squares(theta), expected)
+
+
+def test_row_blocks_hold_a_budget_of_bytes(monkeypatch):
+    """A block of float32 rows holds twice the rows of a float64 block: the cache holds bytes;
+    the likelihood counts the blocks of the dtype its gradient is taken in (the kicks')."""
+    from sklearn_quinn._core.likelihoods import GaussianStateLikelihood
+
+    monkeypatch.setattr(network, "CPU_BLOCK_BYTES", 2 * 7 * 8 * 8)
+    model = FunctionalModel(build_mlp(3, 1, (8,)).double())
+    assert model.row_block_size(7, torch.float64) == 2
+    assert model.row_block_size(7, torch.float32) == 4
+    generator = torch.Generator().manual_seed(0)
+    density = GaussianStateLikelihood(model, _inputs(), torch.randn(7, 1, generator=generator, dtype=torch.float64))
+    rows = 0.5 * torch.randn(5, model.n_params + 1, generator=generator, dtype=torch.float64)
+    density.value_and_grad(rows)
+    assert density.n_gradient_blocks == 3
+    density.set_force_dtype(torch.float32)
+    density.force(rows)
+    assert (density.n_gradient_rows, density.n_gradient_blocks) == (10, 5)
 
 
 @pytest.mark.parametrize("module", [build_mlp(3, 2, (8,)).double(), TwoHeads()], ids=["mlp", "generic"])

@@ -14,12 +14,14 @@ import torch
 from torch import nn
 from torch.func import functional_call, jacrev, vmap
 
-#: The most elements one activation tensor (weight rows x points x units) of a
-#: block of weight rows may hold on a CPU: 2 MiB of float64, so that a block's
-#: forward and backward passes stay in a core's cache instead of streaming
-#: every activation through memory (see :meth:`FunctionalModel.by_row_blocks`
-#: and benchmarks/bench_smc_speed.py).
-CPU_BLOCK_ELEMENTS = 2**18
+#: The most bytes one activation tensor (weight rows x points x units) of a
+#: block of weight rows may hold on a CPU, so that a block's forward and
+#: backward passes stay in a core's cache instead of streaming every
+#: activation through memory (see :meth:`FunctionalModel.by_row_blocks` and
+#: benchmarks/bench_smc_speed.py). Bytes, not elements: a float32 block (the
+#: samplers' kicks) then holds twice the rows of a float64 one, half the calls
+#: for the same cache.
+CPU_BLOCK_BYTES = 2**21
 
 #: The most elements one activation tensor may hold when the outputs are
 #: computed without gradients (predictions of many weight rows on many points)
@@ -276,12 +278,12 @@ class FunctionalModel:
         ``function`` maps weight rows ``(S, ...)`` to a tensor, or a tuple of
         tensors, with one leading entry per row, through activations of ``S x
         n_points x max_width`` elements. On a CPU the blocks keep those
-        activations within :data:`CPU_BLOCK_ELEMENTS`: many particles or
+        activations within :data:`CPU_BLOCK_BYTES`: many particles or
         chains on a few hundred points otherwise make every element-wise pass
         read and write tens of megabytes, several times slower per element
         than the same work in cache. Elsewhere (a GPU) the rows go at once.
         """
-        size = self.row_block_size(n_points)
+        size = self.row_block_size(n_points, rows.dtype)
         if rows.device.type != "cpu" or size >= len(rows):
             return function(rows)
         results = [function(rows[start : start + size]) for start in range(0, len(rows), size)]
@@ -289,9 +291,9 @@ class FunctionalModel:
             return tuple(torch.cat(parts) for parts in zip(*results))
         return torch.cat(results)
 
-    def row_block_size(self, n_points):
-        """The weight rows of one of :meth:`by_row_blocks`' blocks on a CPU, over ``n_points`` points."""
-        return max(1, CPU_BLOCK_ELEMENTS // (n_points * self.max_width))
+    def row_block_size(self, n_points, dtype):
+        """The weight rows of one of :meth:`by_row_blocks`' blocks of ``dtype`` on a CPU, over ``n_points`` points."""
+        return max(1, CPU_BLOCK_BYTES // (n_points * self.max_width * dtype.itemsize))
 
     def flatten(self):
         """The module's current weights as one detached vector of shape ``(K,)``."""
