@@ -214,6 +214,14 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         self._fit(X, Y)
         return self
 
+    def _pin_malloc(self):
+        """On the CPU, pin glibc's malloc thresholds for this process (once; the fit's and, with
+        ``n_jobs``, each worker's): the samplers' steps free and take again blocks of activations of
+        a few MiB, which glibc's own thresholds hand back to the system and fault in again at every
+        step (:mod:`~sklearn_quinn._core.allocator`, which says how a process keeps its own)."""
+        if self._device.type == "cpu":
+            pin_malloc_thresholds()
+
     def _begin_fit(self, X, y):
         """Check the parameters and the data, set up torch and draw the seeds.
 
@@ -236,7 +244,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
                      if name.endswith("_") and not name.startswith("_") and name not in _SET_BY_VALIDATION]:
             delattr(self, name)
         self._device, self._dtype = device, DTYPES[self.dtype]
-        pin_malloc_thresholds()
+        self._pin_malloc()
         self._X_mean, self._X_scale = input_standardisation(X) if self.normalize_X else (None, None)
         X = self._standardised(X)
         rng = check_random_state(self.random_state)

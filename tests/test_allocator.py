@@ -1,33 +1,39 @@
 """glibc's malloc thresholds pinned once per process, before a fit (sklearn_quinn._core.allocator)."""
 
-import platform
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
+import torch
+from joblib import parallel_config
 
-from sklearn_quinn import LaplaceRegressor
+from sklearn_quinn import DeepEnsembleRegressor, LaplaceRegressor, MCMCRegressor, base
 from sklearn_quinn._core import allocator
 
+_ENVIRONMENT = (*allocator._MALLOC_ENVIRONMENT, "GLIBC_TUNABLES", allocator.SWITCH)
 
-class RecordingLibc:
-    """A C library that records its ``mallopt`` calls."""
 
-    def __init__(self):
-        self.calls = []
+class RecordingMallopt:
+    """glibc's ``mallopt`` that records its calls, answering ``result``."""
 
-    def mallopt(self, parameter, value):
+    def __init__(self, result=1):
+        self.calls, self.result = [], result
+
+    def __call__(self, parameter, value):
         self.calls.append((parameter, value))
-        return 1
+        return self.result
 
 
 @pytest.fixture
-def libc(monkeypatch):
-    """A recording C library in glibc's place, in a process whose thresholds are not yet pinned
-    and whose environment does not set glibc's malloc."""
-    recording = RecordingLibc()
+def mallopt(monkeypatch):
+    """A recording ``mallopt`` in glibc's place, in a process whose thresholds are not yet pinned
+    and whose environment leaves glibc's malloc to the pin."""
+    recording = RecordingMallopt()
     monkeypatch.setattr(allocator, "_glibc", lambda: recording)
     monkeypatch.setattr(allocator, "_pinned", False)
-    for name in (*allocator._USER_SETTINGS, "GLIBC_TUNABLES"):
+    for name in _ENVIRONMENT:
         monkeypatch.delenv(name, raising=False)
     return recording
 
@@ -35,16 +41,45 @@ def libc(monkeypatch):
 PINNED = [(allocator.M_MMAP_THRESHOLD, 32 * 2**20), (allocator.M_TRIM_THRESHOLD, 64 * 2**20)]
 
 
-def test_thresholds_are_pinned_at_glibcs_ceiling_once(libc):
+def test_thresholds_are_pinned_at_glibcs_ceiling_once(mallopt):
     allocator.pin_malloc_thresholds()
     allocator.pin_malloc_thresholds()
-    assert libc.calls == PINNED
+    assert mallopt.calls == PINNED
 
 
-def test_a_fit_pins_them(libc):
+def test_a_refused_mmap_threshold_leaves_the_trim_threshold(mallopt):
+    """The trim threshold alone would turn glibc's dynamic mmap threshold off at 128 KiB."""
+    mallopt.result = 0
+    allocator.pin_malloc_thresholds()
+    assert mallopt.calls == PINNED[:1]
+
+
+def test_a_fit_on_the_cpu_pins_them(mallopt):
     rng = np.random.RandomState(0)
     LaplaceRegressor(hidden_layer_sizes=(3,), max_epochs=2, random_state=0).fit(rng.randn(10, 2), rng.randn(10))
-    assert libc.calls == PINNED
+    assert mallopt.calls == PINNED
+
+
+def test_a_fit_on_another_device_leaves_them(mallopt):
+    estimator = LaplaceRegressor()
+    estimator._device = torch.device("cuda")  # a device object needs no GPU
+    estimator._pin_malloc()
+    assert mallopt.calls == []
+
+
+@pytest.mark.parametrize("estimator", [
+    MCMCRegressor(hidden_layer_sizes=(3,), n_samples=4, n_burnin=4, n_chains=2, n_jobs=2, max_epochs=2),
+    DeepEnsembleRegressor(hidden_layer_sizes=(3,), n_estimators=2, n_jobs=2, max_epochs=2),
+], ids=["mcmc", "deep ensemble"])
+def test_every_worker_of_n_jobs_pins_them(monkeypatch, estimator):
+    """A worker process of ``n_jobs`` is a process of its own: its group pins its thresholds
+    (here threads, which count the calls)."""
+    calls = []
+    monkeypatch.setattr(base, "pin_malloc_thresholds", lambda: calls.append(1))
+    rng = np.random.RandomState(0)
+    with parallel_config(backend="threading"):
+        estimator.set_params(random_state=0).fit(rng.randn(10, 2), rng.randn(10))
+    assert len(calls) == 3  # the fit's own and one per group
 
 
 @pytest.mark.parametrize("name, value", [
@@ -53,26 +88,68 @@ def test_a_fit_pins_them(libc):
     ("MALLOC_TOP_PAD_", "0"),
     ("MALLOC_MMAP_MAX_", "0"),
     ("GLIBC_TUNABLES", "glibc.malloc.trim_threshold=131072"),
+    ("SKLEARN_QUINN_PIN_MALLOC", "0"),
 ])
-def test_a_process_that_sets_glibcs_malloc_keeps_its_settings(libc, monkeypatch, name, value):
+def test_a_process_that_sets_glibcs_malloc_keeps_its_settings(mallopt, monkeypatch, name, value):
     monkeypatch.setenv(name, value)
     allocator.pin_malloc_thresholds()
-    assert libc.calls == []
+    assert mallopt.calls == []
 
 
-def test_tunables_of_other_parts_of_glibc_leave_the_pin(libc, monkeypatch):
-    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.cpu.hwcaps=-AVX512F")
+@pytest.mark.parametrize("name, value", [("GLIBC_TUNABLES", "glibc.cpu.hwcaps=-AVX512F"),
+                                         ("SKLEARN_QUINN_PIN_MALLOC", "1")])
+def test_other_settings_leave_the_pin(mallopt, monkeypatch, name, value):
+    monkeypatch.setenv(name, value)
     allocator.pin_malloc_thresholds()
-    assert libc.calls == PINNED
+    assert mallopt.calls == PINNED
 
 
-@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's malloc only")
-def test_glibc_accepts_the_thresholds():
-    libc = allocator._glibc()
-    assert libc.mallopt(allocator.M_MMAP_THRESHOLD, allocator.MMAP_THRESHOLD) == 1
-    assert libc.mallopt(allocator.M_TRIM_THRESHOLD, allocator.TRIM_THRESHOLD) == 1
-
-
-def test_another_c_library_is_left_alone(monkeypatch):
-    monkeypatch.setattr(platform, "libc_ver", lambda: ("", ""))
+@pytest.mark.parametrize("confstr", [
+    lambda name: "musl 1.2",
+    pytest.param(lambda name: (_ for _ in ()).throw(ValueError(name)), id="macOS: no such name"),
+    pytest.param(None, id="Windows: no confstr"),
+])
+def test_another_c_library_is_left_alone(monkeypatch, confstr):
+    if confstr is None:
+        monkeypatch.delattr(os, "confstr")
+    else:
+        monkeypatch.setattr(os, "confstr", confstr)
     assert allocator._glibc() is None
+
+
+# Run in a fresh interpreter: allocate 16 MiB and print whether glibc mapped it afresh (a block of
+# mallinfo2's hblks), after the pin or without it. The module is loaded from its file alone.
+_MAPPED = """
+import ctypes, importlib.util, sys
+spec = importlib.util.spec_from_file_location("allocator", sys.argv[1])
+allocator = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(allocator)
+if sys.argv[2] == "pin":
+    allocator.pin_malloc_thresholds()
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype, libc.malloc.restype = MallInfo2, ctypes.c_void_p
+before = libc.mallinfo2().hblks
+block = libc.malloc(16 * 2**20)
+print(libc.mallinfo2().hblks - before)
+"""
+
+
+def _has_mallinfo2():
+    import ctypes
+
+    return allocator._glibc() is not None and hasattr(ctypes.CDLL(None), "mallinfo2")
+
+
+@pytest.mark.skipif(not _has_mallinfo2(), reason="a 64-bit glibc of 2.33 or later (mallinfo2)")
+def test_glibc_keeps_a_16_mib_block_on_its_heap_once_pinned():
+    environment = {name: value for name, value in os.environ.items() if name not in _ENVIRONMENT}
+
+    def mapped(mode):
+        command = [sys.executable, "-c", _MAPPED, allocator.__file__, mode]
+        return int(subprocess.run(command, env=environment, capture_output=True, text=True, check=True).stdout)
+
+    assert (mapped("glibc's own"), mapped("pin")) == (1, 0)

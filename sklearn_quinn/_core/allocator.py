@@ -2,28 +2,36 @@
 
 Torch takes a CPU tensor's memory from the C library's ``malloc``. glibc's
 serves a request of at least its *mmap threshold* with a fresh ``mmap`` and
-unmaps it on ``free``, and gives the free memory at the top of its heap back
+unmaps it on ``free``, and gives the free memory at the top of a heap back
 to the system once it exceeds its *trim threshold*; either way the next
 tensor of that size faults its pages in again, and zeroes them. Both
-thresholds start at 128 KiB and rise with the largest mapped block freed so
-far, up to 32 MiB and 64 MiB on a 64-bit machine (mallopt(3)). The samplers'
-hot loops (a leapfrog step's gradient over a block of weight rows, whose
-activations are a few MiB, the blocks' sizes changing as trajectories end)
-free more than the trim threshold reached by then at every step, and fault
-it back in at the next (benchmarks/bench_malloc_thresholds.py measures what
-that costs an SMC fit).
+thresholds start at 128 KiB; freeing a mapped block raises the mmap
+threshold to its size and the trim threshold to twice that, up to 32 MiB
+and 64 MiB on a 64-bit machine (mallopt(3)). The samplers' hot loops (a
+leapfrog step's gradient over a block of weight rows, whose activations are
+a few MiB, the blocks' sizes changing as trajectories end) free more than
+the trim threshold reached by then at every step, and fault it back in at
+the next (``benchmarks/bench_smc_speed.py --only malloc`` measures what that
+costs an SMC fit).
 
 :func:`pin_malloc_thresholds` sets the two thresholds to that ceiling once
-per process, before a fit: what glibc would itself adapt to after freeing one
-32 MiB block, without waiting for it. It costs at most 64 MiB of freed memory
-kept for reuse. It leaves the allocator alone where the process sets
-glibc's malloc itself (``MALLOC_*_`` variables or ``GLIBC_TUNABLES``), and on
-a C library other than glibc, whose allocators differ.
+per process, before a fit on the CPU: the state glibc's own thresholds reach
+after a 32 MiB block is freed, without waiting for one. Blocks of up to
+32 MiB then come from malloc's heaps, and up to 64 MiB of free memory stays
+at the top of each heap, as glibc keeps them once at the ceiling; freed
+blocks below a heap's top stay with the process, as they do in any heap.
+
+It leaves the allocator alone where the process sets glibc's malloc
+thresholds itself (the environment variables of ``_MALLOC_ENVIRONMENT``, or
+a ``glibc.malloc.`` tunable in ``GLIBC_TUNABLES``; setting any of them turns
+glibc's dynamic thresholds off), where ``SKLEARN_QUINN_PIN_MALLOC=0`` asks
+it to, off glibc, and on a 32-bit machine, whose ceiling is another. An
+allocator preloaded in glibc's place (jemalloc, tcmalloc) does not read
+glibc's thresholds: the pin changes nothing there.
 """
 
-import ctypes
 import os
-import platform
+import sys
 
 #: ``mallopt``'s parameter numbers (glibc's malloc.h).
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
@@ -33,36 +41,45 @@ M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
 MMAP_THRESHOLD = 32 * 2**20
 TRIM_THRESHOLD = 2 * MMAP_THRESHOLD
 
-#: The environment variables by which a process sets glibc's malloc itself.
-_USER_SETTINGS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_")
+#: The environment variables by which a process sets glibc's malloc thresholds itself.
+_MALLOC_ENVIRONMENT = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_")
 
+#: Set to "0" to leave glibc's malloc as it is.
+SWITCH = "SKLEARN_QUINN_PIN_MALLOC"
+
+# Once per process: a pin that could not be made is not tried again at every fit.
 _pinned = False
 
 
 def _glibc():
-    """The C library where it is glibc, else None."""
-    if platform.libc_ver()[0] != "glibc":
-        return None
+    """The C library's ``mallopt`` where the library is a 64-bit glibc, else None."""
     try:
-        return ctypes.CDLL(None)
-    except OSError:
+        if not os.confstr("CS_GNU_LIBC_VERSION").startswith("glibc") or sys.maxsize < 2**32:
+            return None
+        import ctypes  # here: a Python built without ctypes still fits
+
+        return getattr(ctypes.CDLL(None), "mallopt", None)
+    except (AttributeError, ValueError, OSError, ImportError):  # no confstr (Windows), no such name (macOS), ...
         return None
 
 
-def _set_by_user():
-    return any(name in os.environ for name in _USER_SETTINGS) or "glibc.malloc." in os.environ.get(
-        "GLIBC_TUNABLES", "")
+def _left_as_it_is():
+    """Whether the process asks for glibc's malloc to be left as it is (the module's docstring)."""
+    tunables = os.environ.get("GLIBC_TUNABLES", "")
+    return (os.environ.get(SWITCH) == "0" or any(name in os.environ for name in _MALLOC_ENVIRONMENT)
+            or "glibc.malloc." in tunables)
 
 
 def pin_malloc_thresholds():
     """Set glibc's mmap and trim thresholds to their dynamic ceiling, once per process
-    (see the module's docstring); a no-op after the first call, where the process sets
-    the allocator itself, and off glibc."""
+    (see the module's docstring); a no-op after the first call, where the process leaves
+    the allocator as it is, and off a 64-bit glibc. Never raises: the pin is for speed."""
     global _pinned
     if _pinned:
         return
     _pinned = True
-    libc = None if _set_by_user() else _glibc()
-    if libc is not None:
-        libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
-        libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+    mallopt = None if _left_as_it_is() else _glibc()
+    # The trim threshold only with the mmap one: setting it alone would turn the dynamic mmap
+    # threshold off at 128 KiB, where every activation would be mapped afresh.
+    if mallopt is not None and mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1:
+        mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)

@@ -176,6 +176,7 @@ class EnsembleMixin(DrawsMixin):
     def _train_group(self, module, theta, X, Y, targets, members, seeds, n_rows, verbose):
         """Train one group of members from their initial weights ``theta`` (``members``: their
         rows of the subsets, anchors and perturbations)."""
+        self._pin_malloc()  # in a worker process of n_jobs, its first fit
         return train_members(
             FunctionalModel(module),
             theta,

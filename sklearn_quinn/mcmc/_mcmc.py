@@ -198,6 +198,7 @@ class MCMCMixin(HyperpriorMixin, MemberTrainingMixin, InferenceDataMixin, DrawsM
         return np.array_split(np.arange(self.n_chains), min(n_groups, self.n_chains))
 
     def _run_group(self, log_density, start, seed, gibbs, show, *, inverse_mass, n_rows):
+        self._pin_malloc()  # in a worker process of n_jobs, its first fit
         bar = None
         if self.verbose and show:
             from tqdm.auto import tqdm
