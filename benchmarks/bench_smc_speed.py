@@ -81,18 +81,21 @@ Twelve measurements, one thread throughout (the first three by default):
     (:mod:`sklearn_quinn._core.allocator`): ``SMCRegressor()`` on UCI concrete
     (``--splits``) under glibc's own dynamic thresholds and pinned (the
     default), side by side as ``--only compile`` runs its two. The allocator
-    does not touch the numbers: both fits are the same to the last bit.
+    does not touch the numbers: the particles' SHA-1 shows both fits the same
+    to the last bit.
 12. ``--only blocks``: what sizing the blocks of weight rows in bytes buys
     (:data:`~sklearn_quinn._core.network.CPU_BLOCK_BYTES`): the float32 kicks'
     blocks with as many rows as a float64 block's and with twice as many (the
     default), side by side as ``--only compile`` runs its two. A block's rows
     round their gradients as another batch size does, so the two fits part as
-    ``--only stops`` describes.
+    ``--only stops`` describes; and ``compile='auto'`` counts the blocks, so
+    the default compiles a few stages later.
 
     python benchmarks/bench_smc_speed.py [--seeds 3] [--evidence-seeds 5] [--threads 1] [--only evidence ...]
 """
 
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -235,9 +238,9 @@ def fit_counting_gradients(estimator, X, y):
     used = []
     count_gradient = RowBlockLikelihood._count_gradient
 
-    def keeping(self, rows, dtype):
+    def keeping(self, rows):
         used[:] = [self]
-        return count_gradient(self, rows, dtype)
+        return count_gradient(self, rows)
 
     RowBlockLikelihood._count_gradient = keeping
     start = time.perf_counter()
@@ -308,8 +311,8 @@ def concrete_side_by_side(data_dir, splits, settings):
     each split's fits side by side in fresh processes of the threads asked for, each with an
     empty compiler cache: a table row per fit."""
     print("| split | setting | seconds | CPU seconds | stages | particle gradients | us each | compiled "
-          "| log evidence | test log-likelihood | 95% coverage |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| log evidence | test log-likelihood | 95% coverage | particles' SHA-1 |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for split in splits:
         with tempfile.TemporaryDirectory() as cache:
             records = side_by_side(
@@ -321,7 +324,8 @@ def concrete_side_by_side(data_dir, splits, settings):
                 each = 1e6 * record["seconds"] / record["particle_gradients"]
                 print(f"| {split} | {name} | {record['seconds']:.0f} | {record['cpu_seconds']:.0f} | "
                       f"{record['stages']} | {record['particle_gradients']:,} | {each:.0f} | {record['compiled']} | "
-                      f"{record['log_evidence']:.1f} | {record['log_likelihood']:.3f} | {record['coverage']:.3f} |",
+                      f"{record['log_evidence']:.1f} | {record['log_likelihood']:.3f} | {record['coverage']:.3f} | "
+                      f"{record['particles_sha1'][:12]} |",
                       flush=True)
 
 
@@ -394,6 +398,7 @@ def fit_concrete(data_dir, split, params):
     print(json.dumps(dict(seconds=seconds, cpu_seconds=time.process_time() - cpu_start, stages=smc[-1].n_stages_,
                           log_evidence=float(smc[-1].log_evidence_),
                           compiled=bool(smc[-1].compiled_), particle_gradients=particle_gradients,
+                          particles_sha1=hashlib.sha1(smc[-1].particles_.tobytes()).hexdigest(),
                           log_likelihood=float(norm.logpdf(y_test, mean, std).mean()),
                           coverage=float(np.mean(np.abs(y_test - mean) <= norm.ppf(0.975) * std)))))
 

@@ -289,21 +289,26 @@ def test_row_blocks_give_the_unblocked_values_and_gradients(monkeypatch, likelih
 
 
 def test_row_blocks_hold_a_budget_of_bytes(monkeypatch):
-    """A block of float32 rows holds twice the rows of a float64 block: the cache holds bytes;
-    the likelihood counts the blocks of the dtype its gradient is taken in (the kicks')."""
+    """A block of float32 rows holds twice the rows of a float64 block: the cache holds bytes.
+    The float32 kicks' gradient (``force``) goes in those blocks, and the likelihood counts them."""
     from sklearn_quinn._core.likelihoods import GaussianStateLikelihood
 
     monkeypatch.setattr(network, "CPU_BLOCK_BYTES", 2 * 7 * 8 * 8)
+    blocks = []  # the rows and dtype of every block the network is evaluated on
+    batched_mlp = FunctionalModel._batched_mlp
+    monkeypatch.setattr(FunctionalModel, "_batched_mlp", lambda self, theta, *args, **kwargs: blocks.append(
+        (len(theta), theta.dtype)) or batched_mlp(self, theta, *args, **kwargs))
     model = FunctionalModel(build_mlp(3, 1, (8,)).double())
-    assert model.row_block_size(7, torch.float64) == 2
-    assert model.row_block_size(7, torch.float32) == 4
     generator = torch.Generator().manual_seed(0)
     density = GaussianStateLikelihood(model, _inputs(), torch.randn(7, 1, generator=generator, dtype=torch.float64))
     rows = 0.5 * torch.randn(5, model.n_params + 1, generator=generator, dtype=torch.float64)
     density.value_and_grad(rows)
+    assert blocks == [(2, torch.float64), (2, torch.float64), (1, torch.float64)]
     assert density.n_gradient_blocks == 3
+    blocks.clear()
     density.set_force_dtype(torch.float32)
     density.force(rows)
+    assert blocks == [(4, torch.float32), (1, torch.float32)]
     assert (density.n_gradient_rows, density.n_gradient_blocks) == (10, 5)
 
 

@@ -600,7 +600,7 @@ class RowBlockLikelihood:
         return self.model.by_row_blocks(self._log_likelihood, rows, len(self.X))
 
     def value_and_grad(self, rows):
-        self._count_gradient(rows, rows.dtype)
+        self._count_gradient(rows)
         return self._block_gradients(rows)
 
     def fisher_draws(self, rows, generator=None):
@@ -612,10 +612,10 @@ class RowBlockLikelihood:
         backward pass; the data's targets do not enter."""
         return self.model.by_row_blocks(lambda block: self._fisher_draws(block, generator), rows, len(self.X))
 
-    def _count_gradient(self, rows, dtype):
-        """Count the gradients of ``rows`` and the blocks of ``dtype`` they go in."""
+    def _count_gradient(self, rows):
+        """Count the gradients of ``rows`` and the blocks they go in."""
         self.n_gradient_rows += len(rows)
-        self.n_gradient_blocks += -(-len(rows) // self.model.row_block_size(len(self.X), dtype))
+        self.n_gradient_blocks += -(-len(rows) // self.model.row_block_size(len(self.X), rows.dtype))
 
     def _block_gradients(self, rows):
         block_gradient = self._value_and_grad if self._compiled_gradient is None else self._compiled_gradient
@@ -633,8 +633,9 @@ class RowBlockLikelihood:
 
     def _cheaper_gradient(self, rows):
         cheaper = self._force_likelihood
-        self._count_gradient(rows, cheaper.X.dtype)  # what compile='auto' weighs is the gradients the sampler takes
-        return cheaper._block_gradients(rows.to(cheaper.X.dtype))[1].to(rows.dtype)
+        cast = rows.to(cheaper.X.dtype)
+        self._count_gradient(cast)  # what compile='auto' weighs is the gradients the sampler takes
+        return cheaper._block_gradients(cast)[1].to(rows.dtype)
 
     def _cast(self, dtype):
         """A copy of the likelihood with its data, noise and network in ``dtype``."""

@@ -277,7 +277,7 @@ class FunctionalModel:
 
         ``function`` maps weight rows ``(S, ...)`` to a tensor, or a tuple of
         tensors, with one leading entry per row, through activations of ``S x
-        n_points x max_width`` elements. On a CPU the blocks keep those
+        n_points x max_width`` elements of the rows' dtype. On a CPU the blocks keep those
         activations within :data:`CPU_BLOCK_BYTES`: many particles or
         chains on a few hundred points otherwise make every element-wise pass
         read and write tens of megabytes, several times slower per element
