@@ -12,7 +12,7 @@ from joblib import parallel_config
 from sklearn_quinn import DeepEnsembleRegressor, LaplaceRegressor, MCMCRegressor, base
 from sklearn_quinn._core import allocator
 
-_ENVIRONMENT = (*allocator._MALLOC_ENVIRONMENT, "GLIBC_TUNABLES", allocator.SWITCH)
+_ENVIRONMENT = (*allocator._MALLOC_ENVIRONMENT, "GLIBC_TUNABLES", allocator.PIN_MALLOC_VARIABLE)
 
 
 class RecordingMallopt:
@@ -88,6 +88,7 @@ def test_every_worker_of_n_jobs_pins_them(monkeypatch, estimator):
     ("MALLOC_TOP_PAD_", "0"),
     ("MALLOC_MMAP_MAX_", "0"),
     ("GLIBC_TUNABLES", "glibc.malloc.trim_threshold=131072"),
+    ("GLIBC_TUNABLES", "glibc.cpu.hwcaps=-AVX512F:glibc.malloc.mmap_threshold=131072"),
     ("SKLEARN_QUINN_PIN_MALLOC", "0"),
 ])
 def test_a_process_that_sets_glibcs_malloc_keeps_its_settings(mallopt, monkeypatch, name, value):
@@ -97,6 +98,7 @@ def test_a_process_that_sets_glibcs_malloc_keeps_its_settings(mallopt, monkeypat
 
 
 @pytest.mark.parametrize("name, value", [("GLIBC_TUNABLES", "glibc.cpu.hwcaps=-AVX512F"),
+                                         ("GLIBC_TUNABLES", "glibc.malloc.arena_max=2"),
                                          ("SKLEARN_QUINN_PIN_MALLOC", "1")])
 def test_other_settings_leave_the_pin(mallopt, monkeypatch, name, value):
     monkeypatch.setenv(name, value)
@@ -104,10 +106,18 @@ def test_other_settings_leave_the_pin(mallopt, monkeypatch, name, value):
     assert mallopt.calls == PINNED
 
 
+def _raises(error):
+    def confstr(name):
+        raise error
+
+    return confstr
+
+
 @pytest.mark.parametrize("confstr", [
-    lambda name: "musl 1.2",
-    pytest.param(lambda name: (_ for _ in ()).throw(ValueError(name)), id="macOS: no such name"),
+    pytest.param(_raises(OSError(22, "Invalid argument")), id="musl: EINVAL"),
+    pytest.param(_raises(ValueError("unrecognized configuration name")), id="macOS: no such name"),
     pytest.param(None, id="Windows: no confstr"),
+    pytest.param(lambda name: None, id="no answer"),
 ])
 def test_another_c_library_is_left_alone(monkeypatch, confstr):
     if confstr is None:
@@ -117,8 +127,17 @@ def test_another_c_library_is_left_alone(monkeypatch, confstr):
     assert allocator._glibc() is None
 
 
-# Run in a fresh interpreter: allocate 16 MiB and print whether glibc mapped it afresh (a block of
-# mallinfo2's hblks), after the pin or without it. The module is loaded from its file alone.
+def test_a_32_bit_glibc_is_left_alone(monkeypatch):
+    """Its ceiling is 512 KiB, not 32 MiB."""
+    monkeypatch.setattr(os, "confstr", lambda name: "glibc 2.36")
+    monkeypatch.setattr(allocator.sys, "maxsize", 2**31 - 1)
+    assert allocator._glibc() is None
+
+
+# Run in a fresh interpreter, after the pin or without it: allocate 16 MiB and print whether glibc
+# mapped it afresh (a block of mallinfo2's hblks: the mmap threshold), then free 20 MiB of 64 KiB
+# blocks, below either mmap threshold, and print whether the heap kept 16 MiB of them at its top
+# (mallinfo2's keepcost: the trim threshold). The module is loaded from its file alone.
 _MAPPED = """
 import ctypes, importlib.util, sys
 spec = importlib.util.spec_from_file_location("allocator", sys.argv[1])
@@ -132,9 +151,13 @@ class MallInfo2(ctypes.Structure):
                  "keepcost")]
 libc = ctypes.CDLL(None)
 libc.mallinfo2.restype, libc.malloc.restype = MallInfo2, ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
 before = libc.mallinfo2().hblks
 block = libc.malloc(16 * 2**20)
-print(libc.mallinfo2().hblks - before)
+blocks = [libc.malloc(2**16) for _ in range(320)]
+for small in reversed(blocks):
+    libc.free(small)
+print(libc.mallinfo2().hblks - before, int(libc.mallinfo2().keepcost >= 16 * 2**20))
 """
 
 
@@ -145,11 +168,11 @@ def _has_mallinfo2():
 
 
 @pytest.mark.skipif(not _has_mallinfo2(), reason="a 64-bit glibc of 2.33 or later (mallinfo2)")
-def test_glibc_keeps_a_16_mib_block_on_its_heap_once_pinned():
+def test_glibc_keeps_blocks_and_free_memory_on_its_heap_once_pinned():
     environment = {name: value for name, value in os.environ.items() if name not in _ENVIRONMENT}
 
-    def mapped(mode):
+    def mapped_and_kept(mode):
         command = [sys.executable, "-c", _MAPPED, allocator.__file__, mode]
-        return int(subprocess.run(command, env=environment, capture_output=True, text=True, check=True).stdout)
+        return subprocess.run(command, env=environment, capture_output=True, text=True, check=True).stdout.split()
 
-    assert (mapped("glibc's own"), mapped("pin")) == (1, 0)
+    assert (mapped_and_kept("glibc's own"), mapped_and_kept("pin")) == (["1", "0"], ["0", "1"])

@@ -23,9 +23,10 @@ blocks below a heap's top stay with the process, as they do in any heap.
 
 It leaves the allocator alone where the process sets glibc's malloc
 thresholds itself (the environment variables of ``_MALLOC_ENVIRONMENT``, or
-a ``glibc.malloc.`` tunable in ``GLIBC_TUNABLES``; setting any of them turns
-glibc's dynamic thresholds off), where ``SKLEARN_QUINN_PIN_MALLOC=0`` asks
-it to, off glibc, and on a 32-bit machine, whose ceiling is another. An
+their tunables in ``GLIBC_TUNABLES``, ``_MALLOC_TUNABLES``; setting any of
+them turns glibc's dynamic thresholds off), where
+``SKLEARN_QUINN_PIN_MALLOC=0`` asks it to, off glibc, and on a 32-bit
+machine, whose ceiling is another. An
 allocator preloaded in glibc's place (jemalloc, tcmalloc) does not read
 glibc's thresholds: the pin changes nothing there.
 """
@@ -41,11 +42,14 @@ M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
 MMAP_THRESHOLD = 32 * 2**20
 TRIM_THRESHOLD = 2 * MMAP_THRESHOLD
 
-#: The environment variables by which a process sets glibc's malloc thresholds itself.
+#: The environment variables by which a process sets glibc's malloc thresholds itself, and the
+#: same settings as tunables of ``GLIBC_TUNABLES`` (glibc's others, ``arena_max`` say, leave the pin).
 _MALLOC_ENVIRONMENT = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_")
+_MALLOC_TUNABLES = ("glibc.malloc.mmap_threshold", "glibc.malloc.trim_threshold", "glibc.malloc.top_pad",
+                    "glibc.malloc.mmap_max")
 
-#: Set to "0" to leave glibc's malloc as it is.
-SWITCH = "SKLEARN_QUINN_PIN_MALLOC"
+#: The environment variable that, set to "0", leaves glibc's malloc as it is.
+PIN_MALLOC_VARIABLE = "SKLEARN_QUINN_PIN_MALLOC"
 
 # Once per process: a pin that could not be made is not tried again at every fit.
 _pinned = False
@@ -65,9 +69,9 @@ def _glibc():
 
 def _left_as_it_is():
     """Whether the process asks for glibc's malloc to be left as it is (the module's docstring)."""
-    tunables = os.environ.get("GLIBC_TUNABLES", "")
-    return (os.environ.get(SWITCH) == "0" or any(name in os.environ for name in _MALLOC_ENVIRONMENT)
-            or "glibc.malloc." in tunables)
+    tunables = [setting.split("=")[0] for setting in os.environ.get("GLIBC_TUNABLES", "").split(":")]
+    return (os.environ.get(PIN_MALLOC_VARIABLE) == "0" or any(name in os.environ for name in _MALLOC_ENVIRONMENT)
+            or any(name in tunables for name in _MALLOC_TUNABLES))
 
 
 def pin_malloc_thresholds():
