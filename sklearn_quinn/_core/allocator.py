@@ -26,9 +26,9 @@ thresholds itself (the environment variables of ``_MALLOC_ENVIRONMENT``, or
 their tunables in ``GLIBC_TUNABLES``, ``_MALLOC_TUNABLES``; setting any of
 them turns glibc's dynamic thresholds off), where
 ``SKLEARN_QUINN_PIN_MALLOC=0`` asks it to, off glibc, and on a 32-bit
-machine, whose ceiling is another. An
-allocator preloaded in glibc's place (jemalloc, tcmalloc) does not read
-glibc's thresholds: the pin changes nothing there.
+machine, whose ceiling is another. An allocator preloaded in glibc's place
+(jemalloc, tcmalloc) does not read glibc's thresholds: the pin changes
+nothing there.
 """
 
 import os
