@@ -69,7 +69,8 @@ class MCMCMixin(HyperpriorMixin, MemberTrainingMixin, InferenceDataMixin, DrawsM
 
     def _fit(self, X, Y):
         """Run the chains: the family's part of ``fit``."""
-        self._chain_groups()  # n_jobs=0 refused before the MAP trains, as are too many cycles
+        # Refused before the MAP trains: n_jobs=0 (by the chain groups), and more cycles than draws.
+        self._chain_groups()
         if self.sampler in SG_SAMPLERS:
             check_cycles(self.n_cycles, self.n_samples)
         if self.sampler in SG_SAMPLERS and self._samples_hyperparameters:
