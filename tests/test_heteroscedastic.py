@@ -195,6 +195,54 @@ def test_the_clip_keeps_a_slope_beyond_its_bound():
                                math.sqrt(2.0) * torch.tensor([0.01, 1.0, 0.01], dtype=torch.float64))
 
 
+def test_training_targets_carry_the_resolution_beside_the_means_variances():
+    """The noise a MAP's head must cover beside each residual: the targets' resolution, one unit
+    of log std inside the clip's bound, before and after the means' variances are written."""
+    Y = torch.zeros(3, 1, dtype=torch.float64)
+    targets = HeteroscedasticGaussianLikelihood.training_targets(Y)
+    resolution = math.exp(-2 * (likelihoods_module.LOG_STD_BOUND - 1))
+    torch.testing.assert_close(targets[:, 1], torch.full((3,), resolution, dtype=torch.float64))
+    outputs = torch.tensor([[0.0, 0.0], [0.0, -1.0], [0.0, -20.0]], dtype=torch.float64)
+    HeteroscedasticGaussianLikelihood.set_mean_variances(targets, outputs, torch.full((3, 2), 0.5,
+                                                                                        dtype=torch.float64))
+    expected = 0.5 * torch.exp(2 * HeteroscedasticGaussianLikelihood.heads(outputs)[1][:, 0]) + resolution
+    torch.testing.assert_close(targets[:, 1], expected)
+
+
+# A few estimators' training settings at which an exactly fitted target drove the noise head past
+# the clip's lower bound, where its Laplace posterior is the prior's: stds of 1,900-14,000.
+EXACT_FITS = {
+    LaplaceRegressor: {},
+    DeepEnsembleRegressor: dict(n_estimators=3),
+    RMSRegressor: dict(n_estimators=3),
+    SWAGRegressor: dict(swag_epochs=20, max_rank=3, n_samples=20),
+}
+
+
+@pytest.mark.parametrize("estimator", list(EXACT_FITS), ids=by_name)
+def test_a_constant_target_keeps_a_noise_at_the_targets_resolution(estimator):
+    """y = 5 everywhere: the noise head stays on the clip's unit slope, at the targets'
+    resolution, and the predictive std is of its order (BayesianRidge's: 3e-4)."""
+    X = np.random.RandomState(0).randn(60, 2)
+    y = np.full(60, 5.0)
+    model = estimator(likelihood="heteroscedastic", hidden_layer_sizes=(8,), max_epochs=300, random_state=0,
+                      **EXACT_FITS[estimator]).fit(X, y)
+    mean, std = model.predict(X, return_std=True)
+    assert np.abs(mean - 5.0).max() < 1e-3
+    assert std.max() < 1e-2
+
+
+def test_an_exactly_linear_target_keeps_a_small_noise():
+    """y = 2 x + 1 without noise, fitted to a few 1e-6: the Laplace posterior's std is near the
+    targets' resolution, where it was 8,700 with the head past the clip's bound."""
+    X = np.random.RandomState(0).randn(60, 2)
+    y = 2 * X[:, 0] + 1
+    model = LaplaceRegressor(likelihood="heteroscedastic", hidden_layer_sizes=(8,), max_epochs=300,
+                             random_state=0).fit(X, y)
+    _, std = model.predict(X, return_std=True)
+    assert std.max() < 1e-2
+
+
 def constant_head_at(log_std):
     """A :class:`LinearConstantNoiseHead` whose log std starts at ``log_std``."""
     module = LinearConstantNoiseHead(3).double()

@@ -45,6 +45,17 @@ LOG_STD_BOUND = 10.0
 # naval. The slope lets the training return the row, and a log std of 1000 still
 # reads as 19.9.
 _LOG_STD_LEAK = 0.01
+# The variance that a target's noise must cover beside its residual and its mean's
+# posterior variance in a MAP training (HeteroscedasticGaussianLikelihood.training_targets):
+# the targets are read as known to within exp(-9), 1.2e-4 of the standardised target's
+# spread, a noise one unit of log std inside the clip's bound. A target fitted exactly (a
+# constant one, or one without noise) otherwise drives its log std down past the bound, on
+# the leaky slope, where the noise head's curvature is 1e-4 of its own: the Laplace
+# posterior of the head's weights falls back to their prior, whose spread the exponential
+# link turns into predictive stds thousands of times the targets' (docs/heteroscedastic.rst,
+# "Targets fitted exactly"), and the samplers' chains start from there. At this floor the
+# head stays on the unit slope, where the data pin it; a noise above it hardly feels it.
+_RESOLUTION_VARIANCE = math.exp(-2 * (LOG_STD_BOUND - 1.0))
 
 
 def _clip_log_std(log_std):
@@ -326,7 +337,9 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
     (:meth:`training_targets`), which its evidence updates rewrite
     (:meth:`set_mean_variances`); :meth:`log_prob` then adds
     ``-v_n / (2 sigma_n**2)``, a function of the noise head's output alone
-    (the means' gradient is unchanged).
+    (the means' gradient is unchanged). Those columns also carry a floor, the
+    targets' resolution, which keeps the noise head of a target fitted exactly
+    within the clip's bound (``_RESOLUTION_VARIANCE``).
     """
 
     #: The curvature of the mean, ``1 / sigma(x)**2``, moves with the noise head.
@@ -387,15 +400,18 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
     @staticmethod
     def training_targets(Y):
         """The targets of an evidence-driven training, ``(N, 2 O)``: ``Y``, then the
-        posterior variance of each mean at its row, 0 until :meth:`set_mean_variances`."""
-        return torch.cat([Y, torch.zeros_like(Y)], dim=-1)
+        variance each row's noise must cover beside its residual: the targets' resolution
+        (``_RESOLUTION_VARIANCE``), to which :meth:`set_mean_variances` adds the posterior
+        variance of each mean at its row."""
+        return torch.cat([Y, torch.full_like(Y, _RESOLUTION_VARIANCE)], dim=-1)
 
     @classmethod
     def set_mean_variances(cls, targets, outputs, leverage):
-        """Write the means' posterior variances ``v_n = h_n sigma_n**2`` into the last
-        columns of ``targets`` ``(N, 2 O)``, from the leverages ``h`` ``(N, 2 O)`` (the
-        posterior variances of the whitened outputs, whose means' are ``v_n / sigma_n**2``)
-        at the network's ``outputs`` ``(N, 2 O)``.
+        """Write the means' posterior variances ``v_n = h_n sigma_n**2``, plus the targets'
+        resolution (:meth:`training_targets`), into the last columns of ``targets``
+        ``(N, 2 O)``, from the leverages ``h`` ``(N, 2 O)`` (the posterior variances of the
+        whitened outputs, whose means' are ``v_n / sigma_n**2``) at the network's ``outputs``
+        ``(N, 2 O)``.
 
         An exact leverage is below 1 (``w^T (w w^T + A)^-1 w < 1`` for the row's whitened
         Jacobian ``w`` and the precision ``A`` of every other row and the prior): the data
@@ -405,7 +421,8 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
         lowering the row's leverage in turn."""
         n_targets = targets.shape[-1] // 2
         log_std = cls.heads(outputs)[1]
-        targets[:, n_targets:] = leverage[:, :n_targets].clamp(0.0, 1.0) * torch.exp(2 * log_std)
+        mean_variance = leverage[:, :n_targets].clamp(0.0, 1.0) * torch.exp(2 * log_std)
+        targets[:, n_targets:] = mean_variance + _RESOLUTION_VARIANCE
 
     def log_prob(self, outputs, y, perturbation=None):
         """Log density per point of ``y + sigma(x) * perturbation`` (see :class:`GaussianLikelihood`).
