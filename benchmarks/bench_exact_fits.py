@@ -1,19 +1,21 @@
 """Targets without noise: what each family's predictive says of a target it can fit exactly.
 
 Two targets on 100 standard-normal rows of 3 features: ``y = 5`` everywhere and
-``y = 2 x_0 + 1``, no noise. Each regressor at the package's defaults (but
-``max_epochs``) with ``likelihood='heteroscedastic'`` (``--likelihoods`` to add
-the Gaussian one), and scikit-learn's ``BayesianRidge`` for reference. Prints,
-per target and family, the largest absolute error of the mean and the largest
-predictive std over the training rows, and the largest aleatoric and epistemic
-stds (``predict_uncertainty``): on a target fitted exactly, a std far above the
-mean's error is a noise the data never had.
+``y = 2 x_0 + 1``, no noise. Each regressor at the package's defaults, but
+``max_epochs`` (300) and shorter samplers (MCMC 200 burn-in steps and 200
+draws, SMC 64 particles), with ``likelihood='heteroscedastic'``
+(``--likelihoods`` to add the Gaussian one), and scikit-learn's
+``BayesianRidge`` for reference. Prints, per target and family, the largest
+absolute error of the mean and the largest predictive std over the training
+rows, the largest aleatoric and epistemic stds (``predict_uncertainty``) and
+the seconds of the fit: on a target fitted exactly, a std far above the mean's
+error is a noise the data never had.
 
 Until 2026-12-06 a heteroscedastic MAP training drove such a target's noise head
 past the clip's lower bound, where the Laplace posterior of the head is its
 prior, and Laplace, the deep ensemble, RMS and SWAG predicted stds of 900 to
-22,000 (docs: heteroscedastic, "Targets fitted exactly"); run this at a commit
-before it to see them.
+22,000 (docs: heteroscedastic, "Targets fitted exactly"); to see them, run this
+script with a checkout of commit 808665e first on ``PYTHONPATH``.
 
     python benchmarks/bench_exact_fits.py [--methods laplace de ...] [--likelihoods gaussian heteroscedastic] \\
         [--max-epochs 300] [--threads 1]

@@ -568,8 +568,8 @@ def mean_variances_available(n_rows, n_outputs, module):
     means' posterior variances: the exact curvature (at its end or at every update), or
     Kronecker factors covering every weight (:meth:`LaplaceEvidence.leverage`). A layer
     applied twice is found only when the factors are taken, by a forward pass: the evidence
-    then falls back to the diagonal, which gives no leverages, and the variances stay 0,
-    the plain likelihood."""
+    then falls back to the diagonal, which gives no leverages, and the columns keep the
+    targets' resolution alone (``training_targets``)."""
     model = FunctionalModel(module)
     dtype = next(module.parameters()).dtype
     max_full_params = AUTO_MAX_FULL_PARAMS if polishable(n_rows, module) else None
@@ -963,8 +963,8 @@ def fit_map(module, X, Y, *, prior_precision, likelihood, lr, lr_schedule, max_e
         Already on ``device`` in the working dtype; trained in place.
     X, Y : ndarray or tensor of shape (N, D) and (N, O'), in the working dtype.
         ``Y`` holds one column of class indices for a categorical likelihood,
-        and may carry the means' posterior variances after the targets
-        (``EvidenceMaximisation``'s ``targets``).
+        and may carry the variances a noise head covers beside the residuals after
+        the targets (``EvidenceMaximisation``'s ``targets``).
     prior_precision : float or tensor of shape (G,)
         See :class:`NegativeLogPosterior`.
     likelihood : GaussianLikelihood or CategoricalLikelihood

@@ -381,7 +381,9 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         targets : ndarray of shape (N, O) or (N, 2 O)
             What the training read as its targets, for the trainings that go
             on from the MAP: ``Y``, and under the heteroscedastic likelihood
-            the means' posterior variances of the last evidence update.
+            the variances its noise head covered beside the residuals (the
+            means' posterior variances of the last evidence update and the
+            targets' resolution, ``likelihood.training_targets``).
         """
         likelihood = self._likelihood(Y)
         with self._seeded(self._map_seed):

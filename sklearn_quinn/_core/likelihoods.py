@@ -52,9 +52,13 @@ _LOG_STD_LEAK = 0.01
 # constant one, or one without noise) otherwise drives its log std down past the bound, on
 # the leaky slope, where the noise head's curvature is 1e-4 of its own: the Laplace
 # posterior of the head's weights falls back to their prior, whose spread the exponential
-# link turns into predictive stds thousands of times the targets' (docs/heteroscedastic.rst,
-# "Targets fitted exactly"), and the samplers' chains start from there. At this floor the
-# head stays on the unit slope, where the data pin it; a noise above it hardly feels it.
+# link turns into absurd predictive stds (docs/heteroscedastic.rst, "Targets fitted
+# exactly"), and the samplers' chains start from there. At this floor the head stays on the
+# unit slope, where the data pin it; a noise above it hardly feels it. A floor under the
+# variance is the heteroscedastic networks' usual guard (Lakshminarayanan, Pritzel & Blundell
+# 2017, "Simple and scalable predictive uncertainty estimation using deep ensembles", add a
+# minimum variance to theirs), as a nugget is a Gaussian process's on deterministic targets
+# (Gramacy & Lee 2012, "Cases for the nugget in modeling computer experiments").
 _RESOLUTION_VARIANCE = math.exp(-2 * (LOG_STD_BOUND - 1.0))
 
 
@@ -428,9 +432,9 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
         """Log density per point of ``y + sigma(x) * perturbation`` (see :class:`GaussianLikelihood`).
 
         With targets ``(..., N, 2 O)`` (:meth:`training_targets`), the
-        expected log density over the means' posterior: each point's term
-        less ``v_n / (2 sigma_n**2)``. While ``beta`` > 0 each term carries
-        its warm-up weight.
+        expected log density over the means' posterior and the targets'
+        resolution: each point's term less ``(v_n + exp(-18)) / (2
+        sigma_n**2)``. While ``beta`` > 0 each term carries its warm-up weight.
         """
         terms, log_std = self._terms(outputs, y, perturbation)
         if self.beta:
@@ -442,13 +446,13 @@ class HeteroscedasticGaussianLikelihood(NoNoiseParameter, nn.Module):
         """The log density's terms per point and output ``(..., N, O)``, unweighted, and the log stds."""
         mean, log_std = self.heads(outputs)
         n_targets = mean.shape[-1]
-        y, mean_variance = y[..., :n_targets], y[..., n_targets:]
+        y, covered = y[..., :n_targets], y[..., n_targets:]  # covered: v_n and the resolution (Notes)
         z = (y - mean) * torch.exp(-log_std)
         if perturbation is not None:
             z = z + perturbation[..., :n_targets]
         terms = -0.5 * z.square() - log_std - _HALF_LOG_2PI
-        if mean_variance.shape[-1]:
-            terms = terms - 0.5 * mean_variance * torch.exp(-2 * log_std)
+        if covered.shape[-1]:
+            terms = terms - 0.5 * covered * torch.exp(-2 * log_std)
         return terms, log_std
 
     @staticmethod

@@ -168,8 +168,9 @@ def train_members(model, theta, X, Y, *, subsets, anchors, perturbations, likeli
         Initial weights, one row per member.
     X, Y : ndarray of shape (N, D) and (N, O)
         ``Y`` holds one column of class indices for a categorical likelihood,
-        and under the heteroscedastic likelihood may carry the means' posterior
-        variances after the targets (``likelihood.training_targets``).
+        and under the heteroscedastic likelihood may carry the variances its
+        noise head covers beside the residuals after the targets (the means'
+        posterior variances and the targets' resolution, ``likelihood.training_targets``).
     subsets : tensor of shape (J, n)
         The row indices each member trains on.
     anchors : tensor of shape (J, K)
