@@ -6,7 +6,9 @@ others, a target in the millions, integer targets, a few dozen rows, one-hot
 categories, outliers, float32 inputs, a heavy-tailed column; labels that are
 strings or floats, a class of two rows, pandas input, one feature, classes a
 hyperplane separates; and, for both tasks, columns as a user's table may hold
-them (scales 1 to 10,000, nearly all positive) fitted without a scaler. Each
+them (scales 1 to 10,000, nearly all positive) fitted without a scaler, and
+one training row glitched to 1e4 in every column (drawn from no seed: the
+tables before it are what they were without it). Each
 table is drawn from a seed, split 75/25 (the small one: 25 training rows,
 1000 test rows), and fitted in ``Pipeline([StandardScaler(), estimator])``
 (the unscaled tables: the estimator alone) at the package's defaults
@@ -60,6 +62,18 @@ def table(name, X, y, n_train=None, scaled=True):
     return name, X, y, n_train or int(TRAIN_SHARE * len(X)), scaled
 
 
+def glitched(X):
+    """``X`` with its first row, a training row, at 1e4 in every column: a sensor's glitch or a
+    sentinel for a missing value, which leaves the other rows within a few thousandths of a
+    standard deviation of each other once the columns are standardised."""
+    X = np.array(X, dtype=float)
+    X[0] = 1e4
+    return X
+
+
+GLITCHED = "one training row at 1e4 in every column"
+
+
 def unscaled(X):
     """``X``'s columns as a user's table may hold them: shifted by 3 (nearly all positive) and of scales
     1, 10, ..., 10,000 in turn."""
@@ -92,6 +106,7 @@ def regression_tables(rng):
     yield table("float32 inputs", X.astype(np.float32), y)
     yield table("a log-normal column", np.c_[X, np.exp(2 * rng.randn(len(X)))], y)
     yield table(UNSCALED, unscaled(X), y, scaled=False)
+    yield table(GLITCHED, glitched(X), y)
 
 
 def classification_tables(rng):
@@ -109,6 +124,7 @@ def classification_tables(rng):
     yield table("labels 0.0 and 1.0", X, y.astype(float))
     yield table("separable by a hyperplane", X, (X[:, 0] > 0).astype(int))
     yield table(UNSCALED, unscaled(X), y, scaled=False)
+    yield table(GLITCHED, glitched(X), y)
 
 
 def split(X, y, n_train):
