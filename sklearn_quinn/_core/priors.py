@@ -7,6 +7,7 @@ std together over the rows of a sampler's state.
 """
 
 import math
+from functools import cached_property
 
 import torch
 from torch.nn.functional import softplus
@@ -29,28 +30,45 @@ class GaussianPrior:
     def __init__(self, std):
         self.std = std.detach() if isinstance(std, torch.Tensor) else float(std)
 
+    # A sampler evaluates the density at every step: what depends on the stds alone is taken once,
+    # on first use (a prior unpickled from an earlier version takes it then too), so that a step
+    # neither recomputes it nor reads a float off the device (a host sync, and a graph break
+    # where the step is compiled).
     @property
     def precision(self):
         return self.std**-2
+
+    @cached_property
+    def _precision(self):
+        return self.precision
+
+    @cached_property
+    def _variance(self):
+        return self.std**2
+
+    @cached_property
+    def _log_std_sum(self):
+        """``sum log std`` of a per-weight std, a float."""
+        return float(self.std.log().sum())
 
     def log_prob(self, theta):
         """Log density of each row of ``theta (S, K)``, shape ``(S,)``."""
         n_params = theta.shape[-1]
         if isinstance(self.std, torch.Tensor):
             return (
-                -0.5 * (theta.square() * self.precision).sum(-1)
-                - float(self.std.log().sum())
+                -0.5 * (theta.square() * self._precision).sum(-1)
+                - self._log_std_sum
                 - 0.5 * n_params * math.log(2 * math.pi)
             )
         return (
-            -0.5 * theta.square().sum(-1) / self.std**2
+            -0.5 * theta.square().sum(-1) / self._variance
             - n_params * math.log(self.std)
             - 0.5 * n_params * math.log(2 * math.pi)
         )
 
     def value_and_grad(self, theta):
         """:meth:`log_prob` and its gradient ``-theta / std**2``."""
-        return self.log_prob(theta), -theta / self.std**2
+        return self.log_prob(theta), -theta / self._variance
 
     def sample(self, n, n_params, generator=None, dtype=torch.float64, device="cpu"):
         """Draw ``n`` weight vectors, shape ``(n, K)``."""
