@@ -4,10 +4,13 @@ Protocol in ``uci_protocol.py`` (1x50 ReLU MLP). HMC (``--leapfrog`` steps a
 proposal) or NUTS (``--sampler nuts``, trajectories of at most
 ``2**--max-tree-depth`` steps) from the MAP, 4 chains, burn-in with step-size
 and mass-matrix adaptation, the prior precisions and the noise sampled by
-Gibbs draws (the package's default hyperpriors). Prints mean ± s.e. over splits beside the published MC-dropout and
-PBP columns, and the wall seconds per split (the budget).
+Gibbs draws (the package's default hyperpriors; ``--hyperprior empirical``: held at the MAP's evidence
+maximisers). Prints mean ± s.e. over splits beside the published MC-dropout and PBP columns, the chains'
+median adapted step size, their mean trajectory length (leapfrog steps a draw) and the wall seconds per split
+(the budget).
 
     python benchmarks/bench_mcmc_uci.py [--datasets yacht concrete energy] [--splits 5] [--sampler nuts]
+        [--max-tree-depth 10] [--hyperprior gamma]
 """
 
 import argparse
@@ -32,6 +35,7 @@ def main():
     parser.add_argument("--leapfrog", type=int, default=10)
     parser.add_argument("--max-tree-depth", type=int, default=10)
     parser.add_argument("--map-epochs", type=int, default=1000)
+    parser.add_argument("--hyperprior", choices=["gamma", "empirical"], default="gamma")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -39,22 +43,28 @@ def main():
     estimator = MCMCRegressor(
         hidden_layer_sizes=(50,), sampler=args.sampler, n_chains=args.chains, n_burnin=args.burnin,
         n_samples=args.samples, thin=args.thin, n_leapfrog=args.leapfrog, max_tree_depth=args.max_tree_depth,
-        max_epochs=args.map_epochs, lr=1e-2,
+        max_epochs=args.map_epochs, lr=1e-2, hyperprior=args.hyperprior,
     )
     steps = (f"{args.leapfrog} leapfrog" if args.sampler == "hmc"
              else f"trajectories of at most 2**{args.max_tree_depth} leapfrog steps")
     print(f"{args.sampler.upper()}: {args.chains} chains, {args.burnin} burn-in + {args.samples} x thin {args.thin} "
-          f"draws, {steps}; MAP init {args.map_epochs} epochs; {args.threads} thread(s)\n")
-    print("| data set | splits | RMSE | test LL | MC dropout LL | PBP LL | R-hat (median) | accept | s / split |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          f"draws, {steps}; hyperprior={args.hyperprior!r}; MAP init {args.map_epochs} epochs; "
+          f"{args.threads} thread(s)\n")
+    print("| data set | splits | RMSE | test LL | MC dropout LL | PBP LL | R-hat (median) | accept | step size | "
+          "trajectory | s / split |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.datasets:
         runs = [run_split(estimator, args.data_dir, name, split) for split in range(args.splits)]
         rhat = np.median([np.nanmedian(run["estimator"].rhat_) for run in runs])
         accept = np.mean([run["estimator"].acceptance_rate_.mean() for run in runs])
+        step_size = np.median([np.median(run["estimator"].step_size_) for run in runs])
+        # HMC's trajectories are n_leapfrog steps; NUTS reports its own.
+        trajectory = (args.leapfrog if args.sampler == "hmc"
+                      else np.mean([np.mean(run["estimator"].trajectory_length_) for run in runs]))
         print(f"| {name} | {len(runs)} | {fmt([r['rmse'] for r in runs])} | {fmt([r['ll'] for r in runs])} | "
               f"{reference(args.data_dir, name, 'log_likelihood', 'MC dropout')} | "
               f"{reference(args.data_dir, name, 'log_likelihood', 'PBP')} | {rhat:.3f} | {accept:.2f} | "
-              f"{np.mean([r['seconds'] for r in runs]):.0f} |", flush=True)
+              f"{step_size:.2e} | {trajectory:.0f} | {np.mean([r['seconds'] for r in runs]):.0f} |", flush=True)
 
 
 if __name__ == "__main__":
