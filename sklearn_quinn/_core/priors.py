@@ -7,7 +7,6 @@ std together over the rows of a sampler's state.
 """
 
 import math
-from functools import cached_property
 
 import torch
 from torch.nn.functional import softplus
@@ -29,27 +28,28 @@ class GaussianPrior:
 
     def __init__(self, std):
         self.std = std.detach() if isinstance(std, torch.Tensor) else float(std)
+        self._take_constants()
 
-    # A sampler evaluates the density at every step: what depends on the stds alone is taken once,
-    # on first use (a prior unpickled from an earlier version takes it then too), so that a step
-    # neither recomputes it nor reads a float off the device (a host sync, and a graph break
-    # where the step is compiled).
+    def _take_constants(self):
+        # A sampler evaluates the density at every step: what depends on the stds alone is taken
+        # here, once, so that a step neither recomputes it nor reads a float off the device (a
+        # host sync, and a graph break where the step is compiled). A prior is therefore not
+        # changed after it is made (the package makes a new one for new stds).
+        self._variance = self.std**2
+        if isinstance(self.std, torch.Tensor):
+            self._precision = self.precision
+            self._log_std_sum = float(self.std.log().sum())
+
+    def __setstate__(self, state):
+        """A prior pickled by a version that kept only ``std`` takes its constants on loading."""
+        self.__dict__.update(state)
+        if "_variance" not in state:
+            self._take_constants()
+
     @property
     def precision(self):
+        """``std**-2``, a new tensor at each call (callers train under it and may keep it)."""
         return self.std**-2
-
-    @cached_property
-    def _precision(self):
-        return self.precision
-
-    @cached_property
-    def _variance(self):
-        return self.std**2
-
-    @cached_property
-    def _log_std_sum(self):
-        """``sum log std`` of a per-weight std, a float."""
-        return float(self.std.log().sum())
 
     def log_prob(self, theta):
         """Log density of each row of ``theta (S, K)``, shape ``(S,)``."""
