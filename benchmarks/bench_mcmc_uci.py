@@ -2,11 +2,11 @@
 
 Protocol in ``uci_protocol.py`` (1x50 ReLU MLP). HMC (``--leapfrog`` steps a
 proposal) or NUTS (``--sampler nuts``, trajectories of at most
-``2**--max-tree-depth`` steps) from the MAP, 4 chains, burn-in with step-size
+``2**--max-tree-depth - 1`` steps) from the MAP, 4 chains, burn-in with step-size
 and mass-matrix adaptation, the prior precisions and the noise sampled by
 Gibbs draws (the package's default hyperpriors; ``--hyperprior empirical``: held at the MAP's evidence
 maximisers). Prints mean ± s.e. over splits beside the published MC-dropout and PBP columns, the chains'
-median adapted step size, their mean trajectory length (leapfrog steps a draw) and the wall seconds per split
+median adapted step size, their mean trajectory length (leapfrog steps a sampling step) and the wall seconds per split
 (the budget).
 
     python benchmarks/bench_mcmc_uci.py [--datasets yacht concrete energy] [--splits 5] [--sampler nuts]

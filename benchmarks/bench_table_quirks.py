@@ -7,8 +7,8 @@ categories, outliers, float32 inputs, a heavy-tailed column; labels that are
 strings or floats, a class of two rows, pandas input, one feature, classes a
 hyperplane separates; and, for both tasks, columns as a user's table may hold
 them (scales 1 to 10,000, nearly all positive) fitted without a scaler, and
-one training row glitched to 1e4 in every column (drawn from no seed: the
-tables before it are what they were without it). Each
+the clean table with a row at 1e4 in every column (a copy that draws no
+random numbers of its own: the tables before it are as they were). Each
 table is drawn from a seed, split 75/25 (the small one: 25 training rows,
 1000 test rows), and fitted in ``Pipeline([StandardScaler(), estimator])``
 (the unscaled tables: the estimator alone) at the package's defaults
@@ -63,15 +63,15 @@ def table(name, X, y, n_train=None, scaled=True):
 
 
 def glitched(X):
-    """``X`` with its first row, a training row, at 1e4 in every column: a sensor's glitch or a
-    sentinel for a missing value, which leaves the other rows within a few thousandths of a
-    standard deviation of each other once the columns are standardised."""
+    """A copy of ``X`` with its first row, a training row, at 1e4 in every column: a sensor's
+    glitch or a sentinel for a missing value, which leaves the other rows within about a
+    hundredth of a standard deviation of each other once the columns are standardised."""
     X = np.array(X, dtype=float)
     X[0] = 1e4
     return X
 
 
-GLITCHED = "one training row at 1e4 in every column"
+GLITCHED = "a row at 1e4 in every column"
 
 
 def unscaled(X):
