@@ -8,7 +8,9 @@ strings or floats, a class of two rows, pandas input, one feature, classes a
 hyperplane separates; and, for both tasks, columns as a user's table may hold
 them (scales 1 to 10,000, nearly all positive) fitted without a scaler, and
 the clean table with a row at 1e4 in every column (a copy that draws no
-random numbers of its own: the tables before it are as they were). Each
+random numbers of its own: the tables before it are as they were); for
+regression, the clean table with each of a quarter of its training rows
+four times over (likewise drawn from nothing new). Each
 table is drawn from a seed, split 75/25 (the small one: 25 training rows,
 1000 test rows), and fitted in ``Pipeline([StandardScaler(), estimator])``
 (the unscaled tables: the estimator alone) at the package's defaults
@@ -74,6 +76,18 @@ def glitched(X):
 GLITCHED = "a row at 1e4 in every column"
 
 
+def repeated(X, y, n_train, times=4):
+    """The first ``n_train / times`` training rows ``times`` times over, then the test rows as they
+    were: a table whose rows were copied to weigh them, or joined twice; the fit sees ``n_train``
+    rows of which a quarter are distinct. Returns ``X, y, n_train``."""
+    distinct = n_train // times
+    rows = np.r_[np.tile(np.arange(distinct), times), np.arange(n_train, len(y))]
+    return X[rows], y[rows], distinct * times
+
+
+REPEATED = "each training row four times"
+
+
 def unscaled(X):
     """``X``'s columns as a user's table may hold them: shifted by 3 (nearly all positive) and of scales
     1, 10, ..., 10,000 in turn."""
@@ -107,6 +121,7 @@ def regression_tables(rng):
     yield table("a log-normal column", np.c_[X, np.exp(2 * rng.randn(len(X)))], y)
     yield table(UNSCALED, unscaled(X), y, scaled=False)
     yield table(GLITCHED, glitched(X), y)
+    yield table(REPEATED, *repeated(X, y, cut))
 
 
 def classification_tables(rng):
