@@ -29,18 +29,10 @@ import numpy as np
 from defaults_options import pin_threads
 from sklearn.linear_model import BayesianRidge
 
-import sklearn_quinn as sq
+from sklearn_quinn._cli.methods import METHODS, make_estimator
 
-METHODS = {
-    "laplace": (sq.LaplaceRegressor, {}),
-    "de": (sq.DeepEnsembleRegressor, {}),
-    "rms": (sq.RMSRegressor, {}),
-    "swag": (sq.SWAGRegressor, {}),
-    "bbb": (sq.BBBRegressor, {}),
-    "dropout": (sq.MCDropoutRegressor, {}),
-    "mcmc": (sq.MCMCRegressor, dict(n_samples=200, n_burnin=200)),
-    "smc": (sq.SMCRegressor, dict(n_particles=64)),
-}
+#: The samplers' shorter runs; every other setting is the package's default.
+SHORTER = {"mcmc": dict(n_samples=200, n_burnin=200), "smc": dict(n_particles=64)}
 
 
 def targets(n_rows=100, seed=0):
@@ -66,11 +58,10 @@ def main(argv=None):
         mean, std = BayesianRidge().fit(X, y).predict(X, return_std=True)
         print(f"| {name} | BayesianRidge | gaussian | {np.abs(mean - y).max():.1e} | {std.max():.1e} | | | |")
         for method in args.methods:
-            estimator, options = METHODS[method]
             for likelihood in args.likelihoods:
                 start = time.perf_counter()
-                model = estimator(likelihood=likelihood, max_epochs=args.max_epochs, random_state=0,
-                                  **options).fit(X, y)
+                model = make_estimator(method, False, quick=False, max_epochs=args.max_epochs, likelihood=likelihood,
+                                       **SHORTER.get(method, {})).fit(X, y)
                 parts = model.predict_uncertainty(X)
                 print(f"| {name} | {method} | {likelihood} | {np.abs(parts.mean - y).max():.1e} | "
                       f"{parts.std.max():.1e} | {parts.aleatoric_std.max():.1e} | "
