@@ -124,16 +124,26 @@ def test_members_are_the_map_and_networks_from_other_initialisations(wave_data):
 
 
 def test_mixture_samples_stratified_over_the_components():
-    """7 draws of 3 components: 3, 2 and 2, in component order; the mixture's
-    variance is the components' mean variance plus the variance of their means."""
+    """7 draws of 3 components: one component gives 3 and the others 2, in a random order; a
+    single draw comes from each component a third of the time (a fixed order drew every
+    ``sample_y(n_samples=1)`` from the first member); the mixture's variance is the components'
+    mean variance plus the variance of their means."""
     from sklearn_quinn._core.posterior import GaussianMixturePosterior, GaussianPosterior
 
     means = torch.tensor([[0.0, 0.0], [100.0, 0.0], [0.0, 100.0]], dtype=torch.float64)
     stds = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], dtype=torch.float64)
     mixture = GaussianMixturePosterior(GaussianPosterior.from_std(m, s) for m, s in zip(means, stds))
-    draws = mixture.sample(7, torch.Generator().manual_seed(0))
-    nearest = torch.cdist(draws, means).argmin(1)
-    assert nearest.tolist() == [0, 0, 0, 1, 1, 2, 2]
+
+    def components(n, seed):
+        return torch.cdist(mixture.sample(n, torch.Generator().manual_seed(seed)), means).argmin(1)
+
+    orders = [components(7, seed) for seed in range(20)]
+    for nearest in orders:
+        assert sorted(torch.bincount(nearest, minlength=3).tolist()) == [2, 2, 3]
+    assert len({tuple(nearest.tolist()) for nearest in orders}) > 10
+    # 600 single draws: a count of each component within 4 binomial stds (15.4) of 200.
+    singles = torch.bincount(torch.cat([components(1, seed) for seed in range(600)]), minlength=3)
+    assert (singles - 200).abs().max() < 4 * (600 / 3 * 2 / 3) ** 0.5
     expected = stds.square().mean(0) + means.var(0, correction=0)
     torch.testing.assert_close(mixture.variance, expected)
     scaled = mixture.scaled([1.0, 4.0, 9.0])

@@ -5,7 +5,7 @@ They know how to ``sample(n, generator)`` and nothing about estimators.
 
 import torch
 
-from .rng import choice, standard_normal
+from .rng import choice, permutation, standard_normal
 
 
 def pack_lower(matrix):
@@ -219,11 +219,19 @@ class GaussianMixturePosterior:
         return type(self)(component.scaled(float(factor)) for component, factor in zip(self.components, factors))
 
     def sample(self, n, generator=None):
-        """``n`` weight vectors ``(n, K)``, stratified over the components: the
-        first ``n mod J`` components give ``ceil(n / J)`` draws, the others
-        ``floor(n / J)``, in component order (a multinomial choice of the
-        component would add its own noise to every average over the draws)."""
-        counts = [len(part) for part in torch.arange(n).tensor_split(len(self.components))]
-        return torch.cat([
+        """``n`` weight vectors ``(n, K)`` of the mixture, stratified over the
+        components and in a random order: each component gives ``n // J``
+        draws and ``n % J`` of them, chosen at random, one more (a multinomial
+        choice of the component would add its own noise to every average over
+        the draws). Every row is then a draw of the mixture, and every
+        component's expected share of the ``n`` is ``1 / J``."""
+        n_components = len(self.components)
+        like = self.components[0].mean
+        counts = [n // n_components] * n_components
+        if n % n_components:  # no draw spent where the shares are equal
+            for index in permutation(generator, n_components, like)[: n % n_components].tolist():
+                counts[index] += 1
+        draws = torch.cat([
             component.sample(count, generator) for component, count in zip(self.components, counts) if count
         ])
+        return draws[permutation(generator, n, like)]

@@ -44,6 +44,11 @@ def bernoulli(generator, like, shape, probability):
     return torch.bernoulli(chance, generator=generator).to(like.device)
 
 
+def permutation(generator, n, like):
+    """A random permutation of ``range(n)``, on ``like``'s device."""
+    return torch.randperm(n, generator=generator, device=_drawing_device(generator, like)).to(like.device)
+
+
 def choice(generator, weights, n):
     """``n`` indices drawn with replacement in proportion to ``weights``, on their device."""
     device = _drawing_device(generator, weights)

@@ -258,7 +258,8 @@ class SWAGRegressor(LocalPosteriorMixin, SWAGMixin, BaseBayesianRegressor):
     mixture of the members' Gaussians (MultiSWAG, Wilson & Izmailov 2020): one
     SGD trajectory explores one basin, and its Gaussian misses the
     disagreement between networks the data leave open. Predictions average
-    the network over ``n_samples`` draws, shared evenly among the members,
+    the network over ``n_samples`` draws, shared among the members as evenly as
+    their count allows,
     each a Gaussian about its outputs carrying the MAP network's Laplace
     posterior variance at the row beyond the draws' own spread (under a
     Gaussian likelihood, full or Kronecker-factored): SGD's snapshots do not move
@@ -323,7 +324,8 @@ verbose
         MAP and collapse the posterior to a point).
     n_samples : int, default=100
         Weight draws averaged by ``predict`` (the same draws at every call),
-        shared evenly among the members: at least as many as the members.
+        shared among the members as evenly as their count allows (the
+        remainder to members chosen at random): at least as many as the members.
 
     Attributes
     ----------
