@@ -34,6 +34,11 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
     restored.
     """
 
+    #: Whether networks trained beside the MAP (an ensemble's members, MultiSWAG's, MCMC's chain
+    #: starts) end at their modes, as the MAP does
+    #: (:func:`~sklearn_quinn.ensemble._engine.finish_members`).
+    _members_end_at_modes = True
+
     _parameter_constraints: dict = {
         **BaseBayesianNetwork._parameter_constraints,
         "noise_std": [None, STD_RANGE],

@@ -498,10 +498,13 @@ def test_rate_and_scale_are_read_from_a_random_subset_of_a_big_table(monkeypatch
     are read from that many rows drawn at random, each standing for its share
     of the table; at or below it, from every row. On the wave's 80 rows with
     ``SUBSET_ROWS`` at 40, the rate and the scales stay within 20% of those
-    read from all 80 (here 1% and 3-12%: estimates from 40 rows). 100 epochs:
+    read from all 80 (here 2% and 4%: estimates from 40 rows). 100 epochs:
     after 60 the network still under-fits the sine, and the two fits can end
     in different modes (a noise of 0.42 against 0.62), which compares two
-    posteriors rather than two estimates of one."""
+    posteriors rather than two estimates of one. One member: a second, from
+    its own initial weights, reaches a mode of its own in each fit (its
+    means 0.28 apart), which the slightly different MAP training of the
+    subset's evidence sends elsewhere."""
     from sklearn_quinn._core import row_subsets
     from sklearn_quinn.swag import _swag
 
@@ -514,12 +517,12 @@ def test_rate_and_scale_are_read_from_a_random_subset_of_a_big_table(monkeypatch
         return original(model, theta, X_rows, *args)
 
     monkeypatch.setattr(_swag, "sampling_rate", spy)
-    every_row = small(n_estimators=2, max_epochs=100, normalize_X=False).fit(X, y)
-    assert seen == [(len(X), 1.0)] * 2
+    every_row = small(n_estimators=1, max_epochs=100, normalize_X=False).fit(X, y)
+    assert seen == [(len(X), 1.0)]
     seen.clear()
     monkeypatch.setattr(row_subsets, "SUBSET_ROWS", len(X) // 2)
-    subset = small(n_estimators=2, max_epochs=100, normalize_X=False).fit(X, y)
-    assert seen == [(len(X) // 2, 2.0)] * 2
+    subset = small(n_estimators=1, max_epochs=100, normalize_X=False).fit(X, y)
+    assert seen == [(len(X) // 2, 2.0)]
     assert subset.lr_swag_ == pytest.approx(every_row.lr_swag_, rel=0.2)
     np.testing.assert_allclose(subset.cov_scale_, every_row.cov_scale_, rtol=0.2)
     assert subset.lr_swag_ != every_row.lr_swag_
@@ -599,3 +602,19 @@ def test_auto_scale_is_one_where_the_curvature_vanishes_with_confidence(wave_dat
 ])
 def test_auto_members_are_five_below_the_training_s_step_cap(n_rows, params, expected):
     assert SWAGRegressor(**params)._n_members(n_rows) == expected
+
+
+def test_members_end_at_modes_on_targets_far_from_unit_scale():
+    """``normalize_y=False`` on targets near 1000: Adam's minibatch steps from a member's own
+    initial weights stopped far short of a mode (training RMSE 720 and 584 against the MAP's
+    67), and its Gaussian predicted about 500; every member now ends at a mode, as the MAP
+    does, and its mean fits the rows about as well as the MAP's Gaussian (the first)."""
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-2, 2, size=(30, 2))
+    y = 100 * (np.sin(2 * X[:, 0]) + 0.1 * rng.randn(30)) + 1000
+    reg = SWAGRegressor(hidden_layer_sizes=(8,), n_estimators=2, swag_epochs=10, n_samples=20, normalize_y=False,
+                        random_state=0).fit(X, y)
+    inputs = reg._validated_inputs(X)
+    rmse = [float((reg._model(component.mean[None], inputs)[0, :, 0] - torch.as_tensor(y)).square().mean().sqrt())
+            for component in reg.posterior_.components]
+    assert max(rmse) < 1.5 * rmse[0]

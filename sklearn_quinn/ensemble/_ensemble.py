@@ -54,11 +54,6 @@ class EnsembleMixin(DrawsMixin):
     #: (``LocalPosteriorMixin``): the deep ensemble's regressor, whose members alone reach one function.
     _carries_mean_local_variance = False
 
-    #: Whether the members end at their modes (:func:`~sklearn_quinn.ensemble._engine.finish_members`):
-    #: the regressors'. A classifier's mode on nearly separable classes is more confident than where
-    #: Adam stops, and there its members' test NLL rose, on iris, or stayed (docs: ensembles).
-    _members_end_at_modes = False
-
     def _fit(self, X, Y):
         """Learn the prior and the noise, then train the members: the family's part of ``fit``."""
         self._prior, self._member_noise, targets = self._hyperparameters(X, Y)
@@ -206,8 +201,6 @@ class BaseEnsembleRegressor(LocalPosteriorMixin, EnsembleMixin, BaseBayesianRegr
         **BaseBayesianRegressor._parameter_constraints,
         **EnsembleMixin._ensemble_constraints,
     }
-
-    _members_end_at_modes = True
 
     def _fit(self, X, Y):
         super()._fit(X, Y)
