@@ -151,25 +151,31 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
     def _mean_local_variance(self, X, Y, noise_std):
         """The mean over the training rows ``X, Y`` (network units) of the Laplace posterior's
         output variance about the network ``_model`` under ``prior_precisions_`` and the noise
-        ``noise_std`` (network units), shape ``(O,)``: ``noise_std**2 gamma / (N O)`` with ``gamma``
-        the well-determined parameters (MacKay 1992, "A practical Bayesian framework for
-        backpropagation networks"); exact for a linear model, whose leverages sum to ``gamma``.
+        ``noise_std`` (network units), shape ``(O,)``: each output's mean leverage (the hat
+        matrix's diagonal) times its noise variance. With one output the leverages sum to
+        ``gamma``, the well-determined parameters (MacKay 1992, "A practical Bayesian framework
+        for backpropagation networks"), which the evidence's factorisation gives without a pass
+        over the rows: ``noise_std**2 gamma / N``; several outputs share ``gamma`` unequally, and
+        where the evidence gives no leverages (the diagonal curvature) they share it equally.
         Where a family's own spread of the outputs collapses (an ensemble's members reaching one
         function, dropout's learned rates falling to zero), this is the spread about each of its
         functions that the evidence's noise leaves out: that noise is the residuals' variance
-        over ``N - gamma`` degrees of freedom, not ``N``. On a big table ``gamma`` is read from a
+        over ``N - gamma`` degrees of freedom, not ``N``. On a big table both are read from a
         random subset of its rows (:func:`~sklearn_quinn._core.row_subsets.random_subset`)."""
         theta = self._model.flatten()
         groups = ParameterGroups.of(self._model)
         precision = torch.as_tensor(np.array(list(self.prior_precisions_.values())), dtype=torch.float64)
         likelihood = self._likelihood(Y, noise_std=noise_std).frozen(Y.shape[1])
-        observations = Y.size
+        n_rows, n_outputs = Y.shape
         X, Y, row_weight = random_subset(X, Y, self._split_seed)
         evidence = LaplaceEvidence(self._model, theta, self._tensor(X), self._tensor(Y), likelihood, groups,
                                    max_full_params=AUTO_MAX_FULL_PARAMS, row_weight=row_weight)
-        well_determined = float(evidence.well_determined(precision).sum())
         noise_variance = torch.as_tensor(noise_std, dtype=theta.dtype, device=theta.device).square()
-        return noise_variance * well_determined / observations
+        leverage = evidence.leverage(precision) if n_outputs > 1 else None
+        if leverage is not None:
+            return noise_variance * leverage.mean(0).to(theta.dtype)
+        well_determined = float(evidence.well_determined(precision).sum())
+        return noise_variance * well_determined / (n_rows * n_outputs)
 
     def predict(self, X, return_std=False, return_cov=False):
         """Predictive mean, with the total predictive std or covariance on request.
