@@ -38,12 +38,13 @@ class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
         """Validated ``X`` and the class indices as one float column ``(N, 1)``; sets ``classes_``."""
         X, y = validate_data(self, X, y, **VALIDATION)
         check_classification_targets(y)
-        self.classes_, index = np.unique(y, return_inverse=True)
-        if len(self.classes_) < 2:
+        classes, index = np.unique(y, return_inverse=True)
+        if len(classes) < 2:  # refused before classes_ is set: a refit on bad data leaves the earlier fit whole
             raise ValueError(
                 f"{type(self).__name__} needs samples of at least 2 classes in the data, "
-                f"but the data contain only one class: {self.classes_[0]!r}."
+                f"but the data contain only one class: {classes[0]!r}."
             )
+        self.classes_ = classes
         return X, index.reshape(-1, 1).astype(np.float64)
 
     def _n_outputs(self, Y):

@@ -248,6 +248,18 @@ def test_bad_input(estimator, y, message):
         estimator.set_params(max_epochs=5).fit(X, y)
 
 
+def test_a_refit_refused_for_one_class_keeps_the_earlier_fit():
+    """The one-class check comes before ``classes_`` is set: the earlier fit still predicts its
+    own classes (it kept a one-element ``classes_`` and failed with an IndexError)."""
+    X, y = np.random.RandomState(0).randn(20, 3), np.array(["a", "b", "c", "d"] * 5)
+    clf = LaplaceClassifier(hidden_layer_sizes=(4,), max_epochs=5, random_state=0).fit(X, y)
+    proba = clf.predict_proba(X)
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        clf.fit(X, np.full(20, "z"))
+    assert clf.classes_.tolist() == ["a", "b", "c", "d"]
+    np.testing.assert_array_equal(clf.predict_proba(X), proba)
+
+
 def test_a_predictive_set_after_fit_is_checked_at_predict():
     """``set_params`` after fit does not get round the fit's check of ``predictive``."""
     X, y = np.random.RandomState(0).randn(20, 3), np.arange(20) % 2
