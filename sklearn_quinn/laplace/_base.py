@@ -121,7 +121,10 @@ class LaplaceMixin(GridsearchPriorMixin):
 
         Evaluated at the fitted noise and MAP, in the units of y (the
         standardisation of ``normalize_y`` is accounted for), with the
-        curvature of ``hessian_structure``. Exact for a linear model.
+        curvature of ``hessian_structure``. Exact for a linear model at the
+        fitted prior, whose MAP it is; at another ``prior_precision`` it is the
+        Laplace evidence about the fitted MAP, not the MAP of that prior (what
+        ``prior_precision='marglik'`` and the grid search compare).
 
         Parameters
         ----------

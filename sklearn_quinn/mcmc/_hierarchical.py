@@ -24,8 +24,8 @@ from .._core.log_posterior import hierarchical_log_posterior
 #: by ``normalize_X``, targets by ``normalize_y``), where
 #: precisions of 1 to 1e3 and noise stds of 0.1 to 1 are typical. With shape
 #: 1/2 and rate 1/100 a precision is ``50 chi^2_1``, so the std it gives is
-#: ``0.14 / |z|`` (z standard normal): median 0.21, 90% of the mass on [0.06,
-#: 1.1], and a ``1 / s`` tail toward wide priors (as a half-Cauchy's). That is
+#: ``0.14 / |z|`` (z standard normal): median 0.21, the central 90% of the mass
+#: on [0.07, 2.3], and a ``1 / s`` tail toward wide priors (as a half-Cauchy's). That is
 #: weak (a few observations outweigh it) but proper, which SMC's evidence needs
 #: to be finite; Neal (1996), "Bayesian Learning for Neural Networks", uses
 #: vague Gamma hyperpriors with shapes of this order.

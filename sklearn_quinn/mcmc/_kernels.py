@@ -125,7 +125,9 @@ def hmc(log_density, n_leapfrog, step_jitter=0.2, compile=False, retry_factor=No
     ``H(w, p) = -log p(w) + p^T M^-1 p / 2``; ``n_leapfrog`` leapfrog steps of
     size ``step_size`` propose ``(w', p')``, accepted with probability
     ``min(1, exp(H(w, p) - H(w', p')))``. ``n_leapfrog`` is an int, or a
-    ``(C,)`` integer tensor of per-chain trajectory lengths. Each step draws
+    ``(C,)`` integer tensor of per-chain trajectory lengths sorted longest
+    first (the chains' rows in that order: the steps move the leading rows
+    still going as views). Each step draws
     its step size uniformly within ``± step_jitter`` of ``step_size`` (Neal
     2011, "MCMC using Hamiltonian dynamics", 5.4.2.2): a fixed trajectory
     length near a period of the target would otherwise return the chain to

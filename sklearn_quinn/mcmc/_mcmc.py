@@ -397,8 +397,8 @@ callbacks, normalize_X, normalize_y, dtype, device, random_state, verbose
         Rate of the Gamma hyperprior on every precision (on a layer's mean
         for its input columns'), in the network's
         units. With the default shape, each prior std (and the noise std) is
-        ``0.14 / |z|``, ``z`` standard normal: median 0.21, 90% of the mass on
-        ``[0.06, 1.1]``, weak but proper, for standardised inputs and
+        ``0.14 / |z|``, ``z`` standard normal: median 0.21, the central 90% of
+        the mass on ``[0.07, 2.3]``, weak but proper, for standardised inputs and
         targets.
     sampler : {'hmc', 'nuts', 'mala', 'amcmc', 'sgld', 'sghmc'}, default='hmc'
         'sgld' and 'sghmc' need hyperparameters that are not sampled

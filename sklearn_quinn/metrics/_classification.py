@@ -65,6 +65,10 @@ def categorical_nll(y_true, y_proba, labels=None, *, sample_weight=None):
 def brier_score(y_true, y_proba, labels=None, *, sample_weight=None):
     """Multi-class Brier score ``mean_i sum_c (p_ic - 1[y_i = c])**2``.
 
+    The sum runs over every class, Brier's (1950) original score: for two
+    classes it is twice ``sklearn.metrics.brier_score_loss``, which scores the
+    positive class's probability alone.
+
     Examples
     --------
     >>> from sklearn_quinn.metrics import brier_score

@@ -140,6 +140,10 @@ def crps_samples(y_true, y_samples, *, sample_weight=None):
 def root_mean_squared_error(y_true, y_pred, *, sample_weight=None):
     """Root mean squared error of the predictive mean, over all values (the points weighted by ``sample_weight``).
 
+    With several targets it is the root of the mean over every value, where
+    ``sklearn.metrics.root_mean_squared_error`` averages each target's RMSE
+    (its ``multioutput='uniform_average'``): the two agree for one target.
+
     Examples
     --------
     >>> from sklearn_quinn.metrics import root_mean_squared_error

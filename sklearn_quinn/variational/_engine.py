@@ -6,7 +6,7 @@ minimises, per training point,
 
     kl_weight_i * KL(q || p) / N  -  mean over the S draws and the batch of log p(y | f(theta, x), noise)
 
-whose sum over the ``M`` minibatches of an epoch is the negative ELBO divided
+whose mean over the ``M`` minibatches of an epoch is the negative ELBO divided
 by ``N`` when the KL weights of an epoch sum to ``M``: 'uniform' gives every
 batch weight 1 (Graves 2011, "Practical variational inference for neural
 networks"), 'blundell' gives batch ``i`` (1-based) weight
