@@ -49,6 +49,12 @@ class DualAveraging:
 #: The fewest burn-in steps that follow the last mass-matrix window, for the step size's search.
 TERMINAL_STEPS = 50
 
+#: The fewest burn-in steps the mass-matrix windows may span together. A window of one draw
+#: has a variance of 0, and its regularised variance is the regulariser's 8e-4 on every
+#: coordinate, a mass that carries nothing of the target; a burn-in of 59 steps left exactly
+#: that. Stan's smallest window is 25 draws.
+MIN_SLOW_STEPS = 20
+
 
 def slow_window_ends(n_burnin):
     """Steps (0-based, exclusive) at which the slow mass-matrix windows end.
@@ -59,10 +65,10 @@ def slow_window_ends(n_burnin):
     step (Stan's and NumPyro's restart), and a fast end of two steps (at a
     burn-in of 20) kept what those first, exploratory steps found, which
     left chains stuck at an acceptance near 0. A burn-in too short for both
-    adapts the step size only.
+    and windows of ``MIN_SLOW_STEPS`` adapts the step size only.
     """
     start, end = int(0.15 * n_burnin), n_burnin - max(int(0.1 * n_burnin), TERMINAL_STEPS)
-    if end <= start:
+    if end - start < MIN_SLOW_STEPS:
         return []
     window = max(int(0.05 * n_burnin), 1)
     ends = []
