@@ -772,7 +772,10 @@ class EpochProgress(Callback):
         self.bar_.set_postfix(loss=f"{net.history[-1, 'train_loss']:.4g}")
 
     def on_train_end(self, net, **kwargs):
+        # A closed bar still holds its output stream: kept, it made the fitted net unpicklable (and
+        # unusable by joblib's workers, which n_jobs sends the estimator to).
         self.bar_.close()
+        del self.bar_
 
 
 def train_net(module, criterion, X, Y, *, lr, lr_schedule, max_epochs, optimizer, callbacks,

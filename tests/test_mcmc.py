@@ -1,5 +1,6 @@
 """MCMCRegressor against the exact posterior of a linear model, and its API."""
 
+import pickle
 import warnings
 
 import numpy as np
@@ -229,10 +230,15 @@ def test_ensemble_initialisation_starts_each_chain_in_a_trained_network_of_its_o
 
 
 def test_verbose_shows_acceptance(wave_data, capsys):
+    """The bars show, and leave nothing in the fit: n_jobs's workers, which get the estimator,
+    and pickle need it whole (the MAP's closed bar kept its output stream, which neither could
+    take)."""
     X, y = wave_data
-    small(verbose=1, max_epochs=2).fit(X, y)
+    fitted = small(verbose=1, max_epochs=2).fit(X, y)
     err = capsys.readouterr().err
     assert "MCMC hmc" in err and "acceptance" in err
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(fitted)).predict(X), fitted.predict(X))
+    small(verbose=1, max_epochs=2, n_chains=2, n_jobs=2).fit(X, y)  # its workers' bars go to their own stderr
 
 
 @pytest.mark.slow
