@@ -53,7 +53,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
 
     def _validate_training_data(self, X, y):
         """Validated ``X`` and 2-D ``Y`` in the network's (standardised) units."""
-        if self.likelihood == "heteroscedastic" and self.noise_std is not None:
+        if self.likelihood == "heteroscedastic" and self.noise_std is not None:  # the parameters, before the fit
             raise ValueError(
                 f"noise_std={self.noise_std!r} fixes the noise, which likelihood='heteroscedastic' "
                 "predicts from the inputs; set noise_std=None or likelihood='gaussian'."
@@ -61,6 +61,9 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, **VALIDATION)
         Y = np.ascontiguousarray(y.reshape(len(y), -1), dtype=np.float64)  # float16 or float32 targets too
         self._single_output = y.ndim == 1 or Y.shape[1] == 1
+        # What the network's outputs mean is the fit's: a set_params(likelihood=...) after it takes
+        # effect at the next fit, not in this one's predictions (a mean read as a log noise std).
+        self._likelihood_name = self.likelihood
         if self.normalize_y:
             self._y_mean = Y.mean(axis=0)
             self._y_scale = _handle_zeros_in_scale(Y.std(axis=0), copy=False)
@@ -74,7 +77,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         """The heteroscedastic noise head clips its log std at ``±LOG_STD_BOUND`` in the network's
         units: y's own with ``normalize_y=False``, where targets of a std far from 1 put their noise
         against the clip, whose flat slope then leaves the noise's posterior unbounded."""
-        if self.likelihood != "heteroscedastic":
+        if self._likelihood_name != "heteroscedastic":
             return
         spread = Y.std(axis=0)
         log_spread = np.log(spread[spread > 0])
@@ -90,11 +93,11 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
 
     def _n_outputs(self, Y):
         """A mean per target, and under the heteroscedastic likelihood a log noise std per target."""
-        return LIKELIHOODS[self.likelihood].n_network_outputs(Y.shape[1])
+        return LIKELIHOODS[self._likelihood_name].n_network_outputs(Y.shape[1])
 
     def _outputs_meaning(self, n_outputs):
         """What a user's module's output columns must be (for its error message)."""
-        if self.likelihood == "heteroscedastic":
+        if self._likelihood_name == "heteroscedastic":
             return f"a mean and a log noise std per target, the {n_outputs // 2} mean(s) first"
         return f"one mean per target ({n_outputs})"
 
@@ -103,7 +106,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         Gaussian: fixed at ``noise_std`` (network units, ``(O,)``; default: the
         ``noise_std`` parameter), or a learned noise of shape
         ``leading_shape + (O,)``, one per output."""
-        if self.likelihood == "heteroscedastic":
+        if self._likelihood_name == "heteroscedastic":
             return HeteroscedasticGaussianLikelihood.for_targets(Y)
         if noise_std is None:
             noise_std = self._fixed_noise()
@@ -279,7 +282,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
             The expected noise variance (``E[sigma(x)**2]`` under the
             heteroscedastic likelihood, see its ``predictive``).
         """
-        return LIKELIHOODS[self.likelihood].predictive(outputs, self._noise_std if noise_std is None else noise_std)
+        return LIKELIHOODS[self._likelihood_name].predictive(outputs, self._noise_std if noise_std is None else noise_std)
 
     def _summarise(self, outputs, noise_std=None):
         """``(y_mean, y_std)`` from a distribution of the outputs and a noise std (network units)."""
@@ -324,7 +327,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         seed = check_random_state(random_state).randint(_MAX_SEED)
         generator = prediction_generator(seed)
         with torch.no_grad():
-            outputs, noise_std = LIKELIHOODS[self.likelihood].split(*self._sample_outputs(X, n_samples, generator))
+            outputs, noise_std = LIKELIHOODS[self._likelihood_name].split(*self._sample_outputs(X, n_samples, generator))
             noise = standard_normal(generator, outputs)
             draws = outputs + noise * noise_std
             _warn_if_overflowed(~torch.isfinite(draws).all(-1).all(0), "a draw", "draws are inf")

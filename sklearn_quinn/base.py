@@ -41,6 +41,7 @@ from ._core.pushforward import nonlinear_pushforward
 from ._core.rng import prediction_generator, standard_normal
 from ._map import EvidenceMaximisation, evidence_epochs, fit_map, mean_variances_available
 from ._persistence import DevicePortablePickle, resolve_device
+from ._validation import check_count
 from ._warnings import warn
 
 #: The torch dtypes of the ``dtype`` parameter's values.
@@ -509,6 +510,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         (None: equal): ``n_samples`` draws of ``posterior`` (default ``posterior_``), the same
         draws at every call."""
         posterior = self.posterior_ if posterior is None else posterior
+        check_count(self.n_samples, "n_samples")  # a set_params after fit is read here, unchecked by fit
         return posterior.sample(self.n_samples, prediction_generator(self._sample_seed)), None
 
     def _local_variance_at(self, X):

@@ -452,3 +452,13 @@ def test_bad_parameters(wave_data, params, message):
     X, y = wave_data
     with pytest.raises(ValueError, match=message):
         small(**params).fit(X, y)
+
+
+@pytest.mark.parametrize("n_samples", [0, -3, 2.5])
+def test_a_count_of_draws_set_after_fit_is_checked_at_predict(wave_data, n_samples):
+    """``n_samples`` is read when predict draws: set after fit it is checked there, by a message
+    naming it (it failed with a ZeroDivisionError or inside torch)."""
+    X, y = wave_data
+    reg = small(max_epochs=5).fit(X, y).set_params(n_samples=n_samples)
+    with pytest.raises(ValueError, match="n_samples must be a positive integer"):
+        reg.predict(X)

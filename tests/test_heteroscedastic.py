@@ -169,6 +169,22 @@ def test_predictions_far_from_the_data_are_finite_and_never_nan(estimator, two_t
     assert np.isfinite(parts.std).all() or any("exceeds the floating-point range" in str(w.message) for w in caught)
 
 
+@pytest.mark.parametrize("fitted, other", [("gaussian", "heteroscedastic"), ("heteroscedastic", "gaussian")])
+def test_a_likelihood_set_after_fit_waits_for_the_next_fit(fitted, other, two_targets):
+    """``set_params(likelihood=...)`` after a fit changes the next fit, not this one's predictions,
+    as scikit-learn's estimators predict from their fitted state: the second target's mean was
+    read as the first's log noise std (its sign flipped, silently), or predict failed."""
+    X, Y = two_targets
+    model = LaplaceRegressor(**FAST, likelihood=fitted).fit(X, Y)
+    mean, std = model.predict(X, return_std=True)
+    draws = model.sample_y(X, n_samples=5, random_state=0)
+    model.set_params(likelihood=other)
+    after_mean, after_std = model.predict(X, return_std=True)
+    np.testing.assert_array_equal(after_mean, mean)
+    np.testing.assert_array_equal(after_std, std)
+    np.testing.assert_array_equal(model.sample_y(X, n_samples=5, random_state=0), draws)
+
+
 def test_a_float32_std_past_its_range_is_inf_with_a_warning_never_nan(linear_data):
     """In float32 the noise head's variance itself overflows a few thousand training ranges out: the
     std is inf, with a warning, not NaN (an infinite variance's pieces were inf - inf)."""
