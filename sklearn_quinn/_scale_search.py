@@ -18,6 +18,8 @@ The estimator re-scales its posterior from what it already holds (for Laplace:
 the curvature's eigen decomposition), so no grid point computes a new curvature.
 """
 
+import warnings
+
 import numpy as np
 from sklearn.base import is_classifier
 from sklearn.utils.validation import column_or_1d
@@ -128,10 +130,23 @@ def grid_scores(estimator, X, y, param, grid, objective):
             y = np.asarray(y, dtype=np.float64)
             y = column_or_1d(y) if y.ndim == 2 and y.shape[1] == 1 else y
             metric = objective if callable(objective) else HELD_OUT_OBJECTIVES[objective]
-            scores = np.array([metric(y, *path(value)) for value in grid])
+            scores = np.array([_regression_score(metric, y, path, value) for value in grid])
     if not np.isfinite(scores).any():
         raise ValueError(f"The {objective} objective is not finite anywhere on the grid.")
     return scores
+
+
+def _regression_score(metric, y, path, value):
+    """``metric`` of the predictive at ``value``, or +inf where its std overflows: that value
+    loses. A weak prior's weight draws can put a heteroscedastic noise head's variance past the
+    floating-point range on the held-out rows, which the metric refuses; the overflow's warning,
+    written for rows far from the data, would mislead here."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*exceeds the floating-point range")
+        mean, std = path(value)
+    if not (np.isfinite(mean).all() and np.isfinite(std).all()):
+        return np.inf
+    return metric(y, mean, std)
 
 
 def best_value(grid, scores, param):

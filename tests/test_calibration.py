@@ -138,6 +138,26 @@ def test_a_results_default_grid_is_its_own(split):
     np.testing.assert_array_equal(calibrate(reg, X_val, y_val, param="cov_scale").grid, default)
 
 
+def test_a_grid_value_whose_std_overflows_loses():
+    """A weak prior's weight draws put a heteroscedastic noise head's variance past the
+    floating-point range at the grid's small precisions (inf at 1e-4): that value scores +inf
+    and loses, silently, where the metric refused the std and the search failed; the fit's own
+    grid search takes the same path."""
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-2, 2, (80, 2))
+    Y = np.c_[np.sin(X[:, 0]) + (0.05 + 0.3 * np.abs(X[:, 0])) * rng.randn(80), X[:, 1] + 0.1 * rng.randn(80)]
+    params = dict(hidden_layer_sizes=(8,), likelihood="heteroscedastic", pushforward="nonlinear", max_epochs=60,
+                  random_state=0)
+    reg = LaplaceRegressor(**params).fit(X, Y)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = calibrate(reg, X[40:], Y[40:], param="prior_precision")
+    assert not any("floating-point range" in str(warning.message) for warning in caught)
+    assert np.isinf(result.scores[0]) and np.isfinite(result.scores).any()
+    assert np.isfinite(reg.predict(X[40:], return_std=True)[1]).all()
+    LaplaceRegressor(**params, prior_precision="gridsearch").fit(X, Y)
+
+
 def test_a_plateau_reaching_the_edge_does_not_warn():
     """A step objective (coverage) ties over a plateau: its first value is
     chosen, and an edge of the plateau at the grid's edge is no sign of an
