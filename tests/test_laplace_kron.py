@@ -192,9 +192,17 @@ def test_the_classifier_takes_kron(data):
     assert classifier.hessian_structure_ == "kron"
 
 
-def test_kron_refuses_the_hessian(data):
-    with pytest.raises(ValueError, match="kron.*curvature='hessian'"):
-        LaplaceRegressor(hidden_layer_sizes=(4,), hessian_structure="kron", curvature="hessian",
+@pytest.mark.parametrize("structure", ["kron", "lowrank"])
+def test_factored_structures_refuse_the_hessian_before_training(data, structure, monkeypatch):
+    """Both factor the GGN's or the Fisher's outer products, which the Hessian has not: refused
+    at the start of fit (it was after the whole MAP training)."""
+
+    def trained(*args, **kwargs):
+        raise AssertionError("the MAP trained first")
+
+    monkeypatch.setattr(LaplaceRegressor, "_fit_map", trained)
+    with pytest.raises(ValueError, match=f"{structure}.*not curvature='hessian'"):
+        LaplaceRegressor(hidden_layer_sizes=(4,), hessian_structure=structure, curvature="hessian",
                          max_epochs=5).fit(*data)
 
 

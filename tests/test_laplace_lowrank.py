@@ -128,12 +128,6 @@ def test_lowrank_with_the_last_layer():
     assert_allclose(lowrank.predict(X, return_std=True), full.predict(X, return_std=True), rtol=1e-6)
 
 
-def test_lowrank_refuses_the_exact_hessian():
-    X, y = _data(30)
-    with pytest.raises(ValueError, match="lowrank.*not curvature='hessian'"):
-        LaplaceRegressor(hessian_structure="lowrank", curvature="hessian", max_epochs=5).fit(X, y)
-
-
 def test_max_rank_must_be_positive():
     X, y = _data(30)
     with pytest.raises(ValueError, match="max_rank"):

@@ -14,7 +14,7 @@ from .._core.last_layer import LastLayerModel
 from .._core.pushforward import linear_pushforward
 from .._warnings import warn
 from ..base import MAP_TRAINING_CONSTRAINTS, PRIOR_SCALE_CONSTRAINTS
-from ._engine import LaplaceApproximation
+from ._engine import LaplaceApproximation, refuse_factored_hessian
 from ._gridsearch import GridsearchPriorMixin
 from ._loo import site_cavities
 
@@ -50,6 +50,7 @@ class LaplaceMixin(GridsearchPriorMixin):
 
     def _fit(self, X, Y):
         """Train the MAP network, then fit the Laplace posterior around it: the family's part of ``fit``."""
+        refuse_factored_hessian(self.hessian_structure, self.curvature)  # before the training, not after it
         X, Y, held_out = self._hold_out(X, Y, stratify=self._stratification(Y))
         self._log_y_scale = self._log_y_scale_total(len(X))
         theta, likelihood, prior, _ = self._fit_map(X, Y, self.prior_std_scale)

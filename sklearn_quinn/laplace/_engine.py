@@ -55,6 +55,14 @@ _LOG_PRIOR_PRECISION_BOUNDS = (math.log(1e-8), math.log(1e8))
 _LOG_NOISE_SCALE_BOUNDS = (math.log(1e-4), math.log(1e4))
 
 
+def refuse_factored_hessian(structure, kind):
+    """A ValueError where ``structure`` ('kron', 'lowrank') would factor ``kind='hessian'``: both
+    decompose a sum of outer products, the GGN's or the empirical Fisher's, which the Hessian is not."""
+    if kind == "hessian" and structure in ("kron", "lowrank"):
+        raise ValueError(f"hessian_structure={structure!r} factors the GGN or the empirical Fisher, "
+                         "not curvature='hessian'.")
+
+
 class LaplaceApproximation:
     """Curvature at a MAP, decomposed at most once, and everything that follows from it.
 
@@ -112,9 +120,7 @@ class LaplaceApproximation:
             self.basis = KroneckerEigenbasis(layers, factors, rest, rest_curvature, len(theta), self._prior_root)
             spectrum = self.basis.eigenvalues
         elif structure == "lowrank":
-            if kind == "hessian":
-                raise ValueError("hessian_structure='lowrank' decomposes the GGN or the empirical Fisher, "
-                                 "not curvature='hessian'.")
+            refuse_factored_hessian(structure, kind)
             root = 1.0 if self._prior_root is None else self._prior_root[:, None]
 
             def whitened_matmul(vectors):
