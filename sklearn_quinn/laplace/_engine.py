@@ -160,9 +160,12 @@ class LaplaceApproximation:
 
     def __getstate__(self):
         """A pickle of the curvature without the last Cholesky factor, a cache that a posterior
-        asks for again at most once (the fitted estimator's ``posterior_`` holds its own), and with
-        the symmetric full curvature's lower triangle alone."""
+        asks for again at most once (the fitted estimator's ``posterior_`` holds its own), without
+        the full curvature's eigenvectors, another cache (taken again on first need: the evidence,
+        a new prior precision or noise), and with the symmetric full curvature's lower triangle
+        alone."""
         state = dict(self.__dict__, _cholesky_key=None, _cholesky=None)
+        state.pop("_full_decomposition", None)
         if self._matrix is not None:
             state["_matrix"] = pack_lower(self._matrix)
         return state
