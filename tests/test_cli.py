@@ -260,6 +260,14 @@ def test_threads_must_be_a_positive_integer(threads, capsys):
     assert exit_status.value.code == 2 and "--threads: must be a positive integer" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("splits", ["0", "-5"])
+def test_splits_must_be_a_positive_integer(splits, capsys):
+    """0 failed on a results file the user never named, -5 ran nothing and exited 0."""
+    with pytest.raises(SystemExit) as exit_status:
+        main(["benchmark", "uci", "--splits", splits])
+    assert exit_status.value.code == 2 and "--splits: must be a positive integer" in capsys.readouterr().err
+
+
 @pytest.mark.skipif(not (SHARED_UCI / "yacht" / "data.txt").is_file(), reason="UCI data not present")
 def test_benchmark_uci_resumes(tmp_path, capsys):
     argv = ["benchmark", "uci", "--data-dir", str(SHARED_UCI), "--datasets", "yacht", "--methods", "laplace",
@@ -276,6 +284,13 @@ def test_benchmark_uci_resumes(tmp_path, capsys):
     stamps = [path.stat().st_mtime_ns for path in files]
     assert main(argv) == 0
     assert "0 split(s) fitted, 2 skipped" in capsys.readouterr().out
+    assert [path.stat().st_mtime_ns for path in files] == stamps
+
+    # Another --max-epochs into the same folder: refused, where its figures joined this run's table.
+    other = [arg if arg != "5" else "6" for arg in argv]
+    assert main(other) == 1
+    err = capsys.readouterr().err
+    assert "was fitted with max_epochs=5, device='cpu', and this run asks max_epochs=6" in err
     assert [path.stat().st_mtime_ns for path in files] == stamps
 
 

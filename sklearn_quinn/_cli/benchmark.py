@@ -2,7 +2,9 @@
 
 Each finished split is written at once as ``OUT/<data set>/<method>/split_<i>.json``;
 a run skips the splits whose file exists, so an interrupted run continues
-where it stopped. The Markdown table (``OUT/results.md``) is made from every
+where it stopped, and refuses a folder whose files were fitted with another
+``--max-epochs`` or ``--device`` (their figures would join this run's table
+as if they were its own). The Markdown table (``OUT/results.md``) is made from every
 split file in ``OUT``, so runs with different ``--splits`` per data set add up
 to one table.
 """
@@ -73,16 +75,38 @@ def run_benchmark(data_dir, datasets, methods, n_splits, out, *, max_epochs=None
             estimator = make_estimator(method, False, quick=False, max_epochs=max_epochs, device=device,
                                        hidden_layer_sizes=(n_hidden(data_dir, name),))
             for split in splits:
-                if split_path(out, name, method, split).is_file():
+                path = split_path(out, name, method, split)
+                if path.is_file():
+                    check_settings(path, settings(estimator))
                     skipped += 1
                 else:
                     tasks.append(delayed(_fit_split)(estimator, data_dir, name, method, split, out,
                                                      torch.get_num_threads()))
     for line in Parallel(n_jobs=n_jobs, return_as="generator_unordered")(tasks):
         print(line, file=log, flush=True)
+    Path(out).mkdir(parents=True, exist_ok=True)  # where every data set has fewer splits than asked, none made it
     table = markdown_table(read_results(out), data_dir)
     (Path(out) / "results.md").write_text(table)
     return table, len(tasks), skipped
+
+
+def settings(estimator):
+    """The settings of a run that its split files record and a resumed run must share."""
+    params = estimator.get_params()
+    return {"max_epochs": params.get("max_epochs"), "device": params["device"]}
+
+
+def check_settings(path, asked):
+    """A ValueError where the split file ``path`` was fitted with other settings than ``asked``
+    (a file written before the device was recorded was fitted on the CPU)."""
+    result = json.loads(path.read_text())
+    stored = {name: result.get(name, "cpu" if name == "device" else None) for name in asked}
+    if stored != asked:
+        def listed(values):
+            return ", ".join(f"{name}={value!r}" for name, value in values.items())
+
+        raise ValueError(f"{path} was fitted with {listed(stored)}, and this run asks {listed(asked)}; "
+                         f"give another --out, or remove {path.parent.parent.parent}")
 
 
 def _fit_split(estimator, data_dir, name, method, split, out, threads):
@@ -90,8 +114,8 @@ def _fit_split(estimator, data_dir, name, method, split, out, threads):
     torch.set_num_threads(threads)
     result = run_split(estimator, data_dir, name, split)
     del result["estimator"]
-    result.update(dataset=name, method=method, split=split, max_epochs=estimator.get_params().get("max_epochs"),
-                  threads=threads, finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    result.update(dataset=name, method=method, split=split, **settings(estimator), threads=threads,
+                  finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     path = split_path(out, name, method, split)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(".tmp")

