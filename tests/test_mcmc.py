@@ -363,6 +363,15 @@ def test_bad_parameters(wave_data, params, message):
         small(**params).fit(X, y)
 
 
+def test_a_chain_starting_where_the_density_is_not_finite_is_refused_at_once(wave_data):
+    """A hyperprior of shape 1e-3 draws precisions that underflow, and init='prior' then weights
+    past the network's range: refused before the first step, naming the cause (it ran to the end
+    and failed in the draws' diagnostics, "samples contain NaN")."""
+    X, y = wave_data
+    with pytest.raises(ValueError, match="chains start where the log posterior is not finite"):
+        small(init="prior", hyperprior_shape=1e-3).fit(X, y)
+
+
 @pytest.mark.parametrize("noise", [None, 0.3])
 @pytest.mark.parametrize("activation", ["tanh", "relu"])
 def test_hand_written_gradient_equals_autograd(noise, activation):

@@ -149,6 +149,7 @@ def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin
     pilot = GradientCount(log_density) if deciding else log_density
     init, step = kernel(pilot, compiled)
     state = init(position, step_size)
+    _refuse_a_start_without_a_density(_kernel_state(state).log_density)
     if deciding:
         pilot.n_calls = 0  # the steps' gradients, not the start's
     adapting = spec.target_acceptance is not None and adapt_step_size
@@ -192,6 +193,20 @@ def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin
     inverse_mass = getattr(_kernel_state(state), "inverse_mass", None)
     return ChainResult(draws, torch.stack(acceptance, dim=1), torch.stack(divergent, dim=1), final_step_size,
                        inverse_mass, torch.stack(leapfrog_steps, dim=1) if leapfrog_steps else None, compiled)
+
+
+def _refuse_a_start_without_a_density(log_density):
+    """A ValueError where a chain starts at a NaN or infinite log density, from which it cannot move
+    (its proposals' acceptance is undefined); it would otherwise fail after the whole run, in the
+    draws' diagnostics."""
+    bad = ~torch.isfinite(log_density)
+    if bool(bad.any()):
+        raise ValueError(
+            f"{int(bad.sum())} of {len(bad)} chains start where the log posterior is not finite: their "
+            "weights overflow the network (with init='prior', a hyperprior far below its default shape "
+            "or rate draws precisions near 0, and weights too large to evaluate), or the module's "
+            "outputs do; start from init='map', or give the hyperprior its defaults."
+        )
 
 
 def _kernel_state(state):
