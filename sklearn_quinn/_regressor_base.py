@@ -282,7 +282,8 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
             The expected noise variance (``E[sigma(x)**2]`` under the
             heteroscedastic likelihood, see its ``predictive``).
         """
-        return LIKELIHOODS[self._likelihood_name].predictive(outputs, self._noise_std if noise_std is None else noise_std)
+        noise_std = self._noise_std if noise_std is None else noise_std
+        return LIKELIHOODS[self._likelihood_name].predictive(outputs, noise_std)
 
     def _summarise(self, outputs, noise_std=None):
         """``(y_mean, y_std)`` from a distribution of the outputs and a noise std (network units)."""
@@ -327,7 +328,8 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         seed = check_random_state(random_state).randint(_MAX_SEED)
         generator = prediction_generator(seed)
         with torch.no_grad():
-            outputs, noise_std = LIKELIHOODS[self._likelihood_name].split(*self._sample_outputs(X, n_samples, generator))
+            split = LIKELIHOODS[self._likelihood_name].split
+            outputs, noise_std = split(*self._sample_outputs(X, n_samples, generator))
             noise = standard_normal(generator, outputs)
             draws = outputs + noise * noise_std
             _warn_if_overflowed(~torch.isfinite(draws).all(-1).all(0), "a draw", "draws are inf")

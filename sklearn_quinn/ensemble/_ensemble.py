@@ -86,7 +86,8 @@ class EnsembleMixin(DrawsMixin):
         past the machine (no full or Kronecker-factored curvature).
         """
         # prior_precisions_ is None where the prior and the noise were both fixed: no MAP was trained.
-        if not self._carries_mean_local_variance or self._likelihood_name != "gaussian" or self.prior_precisions_ is None:
+        if (not self._carries_mean_local_variance or self._likelihood_name != "gaussian"
+                or self.prior_precisions_ is None):
             return None
         return self._mean_local_variance(X, Y, self._member_noise)
 
