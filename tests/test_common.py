@@ -75,7 +75,7 @@ ESTIMATORS = [
 OTHER_PATHS = [
     LaplaceRegressor(**FIXED_PRIOR, likelihood="heteroscedastic"),
     LaplaceRegressor(**FAST, subset_of_weights="last_layer", prior_precision="marglik"),
-    LaplaceClassifier(**FAST, hessian_structure="diag", predictive="laplace_bridge", prior_std=1.0),
+    LaplaceClassifier(**FAST, hessian_structure="diag", predictive="laplace_bridge", prior_std=1.0, cov_scale=1.0),
     MCDropoutClassifier(**FAST, dropout_rate=0.3, prior_learning="joint", predictive="mean_field_1", moment_match=True),
     SMCRegressor(**SMC_FAST, prior="logistic", prior_std=1.0, noise_std=0.5),
     SMCRegressor(**SMC_FAST, likelihood="heteroscedastic"),

@@ -69,7 +69,7 @@ REGRESSORS = [
 FIXED_PRIOR = dict(prior_std=1.0)
 CLASSIFIERS = [
     sq.LaplaceClassifier(**FAST),
-    sq.LaplaceClassifier(**FAST, hessian_structure="kron", predictive="laplace_bridge"),
+    sq.LaplaceClassifier(**FAST, hessian_structure="kron", predictive="laplace_bridge", cov_scale=1.0),
     sq.MCMCClassifier(**CHAINS, **FIXED_PRIOR),
     sq.DeepEnsembleClassifier(**FAST, **FIXED_PRIOR, n_estimators=3),
     sq.RMSClassifier(**FAST, **FIXED_PRIOR, n_estimators=3),

@@ -185,7 +185,7 @@ def test_the_eigenbasis_posterior_is_one_gaussian():
 def test_the_classifier_takes_kron(data):
     X, y = data
     labels = np.digitize(y, [-1.0, 0.0])
-    classifier = LaplaceClassifier(hidden_layer_sizes=(8,), hessian_structure="kron", max_epochs=50,
+    classifier = LaplaceClassifier(hidden_layer_sizes=(8,), hessian_structure="kron", cov_scale=1.0, max_epochs=50,
                                    random_state=0).fit(X, labels)
     proba = classifier.predict_proba(X)
     assert proba.shape == (60, 3) and np.allclose(proba.sum(1), 1)

@@ -95,3 +95,17 @@ def test_loo_and_cov_scale_calibration_need_no_eigen_decomposition():
     assert "_full_decomposition" not in vars(clf._laplace)
     evidence = clf.log_marginal_likelihood()
     assert np.isfinite(evidence) and "_full_decomposition" in vars(clf._laplace)
+
+
+@pytest.mark.parametrize("params", [dict(hessian_structure="kron"), dict(hessian_structure="diag"),
+                                    dict(hessian_structure="lowrank", max_rank=20), dict(curvature="hessian")])
+def test_loo_needs_each_rows_term_whole_in_the_posterior(params):
+    """Kronecker factors, a low rank and a diagonal do not hold each row's term of the curvature,
+    and the exact Hessian has none in the outputs: the exact site removed from them left cavities
+    that were not positive definite and leave-one-out NLLs of several nats, which chose s = 1 by
+    accident. 'loo' keeps s = 1 there, says so, and keeps no scores."""
+    X, y = make_classification(60, 3, n_informative=2, n_redundant=0, random_state=0)
+    clf = LaplaceClassifier(hidden_layer_sizes=(4,), max_epochs=20, random_state=0, **params)
+    with pytest.warns(UserWarning, match="cov_scale='loo' leaves each training row's term out"):
+        clf.fit(X, y)
+    assert clf.cov_scale_ == 1.0 and not hasattr(clf, "loo_scores_")

@@ -42,11 +42,13 @@ def test_over_the_size_limit_auto_takes_kron_then_the_diagonal(data, monkeypatch
     labels = data[1] > 0
     # Layers 3 -> 4 -> 2 and the skip 3 -> 2: 36 weights, the widest factor 5 x 5.
     monkeypatch.setattr(curvature_module, "AUTO_MAX_FULL_PARAMS", 10)
-    classifier = LaplaceClassifier(hidden_layer_sizes=(4,), max_epochs=20, random_state=0).fit(data[0], labels)
+    classifier = LaplaceClassifier(hidden_layer_sizes=(4,), cov_scale=1.0, max_epochs=20,
+                                   random_state=0).fit(data[0], labels)
     assert classifier.hessian_structure_ == "kron"
     assert "would take minutes" in classifier.hessian_structure_reason_
     monkeypatch.setattr(curvature_module, "AUTO_MAX_FULL_PARAMS", 4)
-    classifier = LaplaceClassifier(hidden_layer_sizes=(4,), max_epochs=20, random_state=0).fit(data[0], labels)
+    classifier = LaplaceClassifier(hidden_layer_sizes=(4,), cov_scale=1.0, max_epochs=20,
+                                   random_state=0).fit(data[0], labels)
     assert classifier.hessian_structure_ == "diag"
     assert "too large to decompose" in classifier.hessian_structure_reason_
 

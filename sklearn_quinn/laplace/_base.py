@@ -246,24 +246,49 @@ class LaplaceClassificationMixin:
         least leave-one-out NLL of the training rows.
 
         Each row's leave-one-out predictive is ``predictive`` over its
-        closed-form cavity (:func:`~sklearn_quinn.laplace._loo.site_cavities`);
-        the logits' covariance at ``s`` is that at 1 divided by ``s``.
+        closed-form cavity (:func:`~sklearn_quinn.laplace._loo.site_cavities`),
+        whose covariance at ``s`` is that at 1 divided by ``s``. The removal
+        is exact where the posterior's precision holds each row's term whole,
+        the full GGN or empirical Fisher. The diagonal holds its diagonal alone
+        (whose removal moves a row's outputs far more than a refit would),
+        Kronecker factors and a low rank approximate the sum, not its terms, and
+        the exact Hessian has no term of a row in the outputs (the network's own
+        second derivatives): the exact site removed from those left cavities
+        that were not positive definite (docs: laplace). There ``cov_scale_`` is
+        1, with a warning.
         """
         if self.cov_scale != "loo":
             return super()._initial_cov_scale(X, Y)
+        if self.curvature == "hessian" or self.hessian_structure_ != "full":
+            what = ("curvature='hessian' has no term of a row in the outputs" if self.curvature == "hessian"
+                    else f"hessian_structure_={self.hessian_structure_!r} does not hold each row's term whole")
+            warn(f"cov_scale='loo' leaves each training row's term out of the posterior, and {what}: "
+                 "cov_scale_ is 1, the evidence's posterior. Give a float cov_scale (calibrate can choose "
+                 "it on held-out rows), or hessian_structure='full'.")
+            return 1.0
         X, Y = self._tensor(X), self._tensor(Y)
         labels = Y[:, 0].long()
-        mean, covariance = self._linearised_at_fit(X)
-        likelihood = self._likelihood(Y)
-        gradient, hessian = likelihood.output_gradient(mean, Y), likelihood.output_hessian(mean)
+        cavity_mean, cavity_covariance = self._unit_cavities(X, Y)
         rows = torch.arange(len(labels), device=labels.device)
         scores = []
         with torch.no_grad():
             for scale in LOO_COV_SCALES:
-                cavity = site_cavities(mean, covariance / scale, gradient, hessian, scale)
-                scores.append(float(-self._gaussian_log_probabilities(*cavity)[rows, labels].mean()))
+                log_probabilities = self._gaussian_log_probabilities(cavity_mean, cavity_covariance / scale)
+                scores.append(float(-log_probabilities[rows, labels].mean()))
         self.loo_scores_ = np.array(scores)
         return float(LOO_COV_SCALES[int(np.argmin(scores))])
+
+    def _unit_cavities(self, X, Y):
+        """The training rows' leave-one-out cavities at ``cov_scale`` 1. A row's site in the outputs
+        is the likelihood's Hessian for the GGN, its gradient's outer product for the empirical
+        Fisher."""
+        likelihood = self._likelihood(Y)
+        mean, covariance = self._linearised_at_fit(X)
+        gradient = likelihood.output_gradient(mean, Y)
+        site = (gradient.unsqueeze(-1) * gradient.unsqueeze(-2) if self.curvature == "ef"
+                else likelihood.output_hessian(mean))
+        with torch.no_grad():
+            return site_cavities(mean, covariance, gradient, site, 1.0)
 
     def _check_predictive(self):
         """Fail where ``predictive`` needs the Gaussian over the logits that ``pushforward='nonlinear'``
