@@ -160,14 +160,20 @@ class EvidenceSearch(MetaEstimatorMixin, BaseEstimator):
         self : EvidenceSearch
         """
         self._validate_params()
-        _check_gives_evidence(self.estimator)
         candidates = list(ParameterGrid(self.param_grid))
         if not candidates:
             raise ValueError(f"param_grid={self.param_grid!r} has no candidates to fit.")
+        unfitted = [_candidate(self.estimator, params) for params in candidates]
+        for candidate in unfitted:  # a grid's estimator too, before any fit
+            _check_gives_evidence(candidate)
         self.estimators_ = Parallel(n_jobs=self.n_jobs, verbose=self.verbose)(
-            delayed(_fit_candidate)(clone(self.estimator), params, X, y) for params in candidates
+            delayed(candidate.fit)(X, y) for candidate in unfitted
         )
         evidence = np.array([log_evidence(estimator) for estimator in self.estimators_])
+        undefined = np.flatnonzero(np.isnan(evidence) | (evidence == np.inf))
+        if len(undefined):  # it would turn every weight, and every prediction, into NaN
+            raise ValueError(f"The log evidence of candidate {candidates[undefined[0]]!r} is "
+                             f"{evidence[undefined[0]]}: no weights follow from it.")
         probability = np.exp(evidence - logsumexp(evidence))
         order = np.argsort(-evidence, kind="stable")
         rank = np.empty(len(order), dtype=int)
@@ -261,8 +267,11 @@ class EvidenceSearch(MetaEstimatorMixin, BaseEstimator):
         return zip(self.results_["probability"], self.estimators_)
 
 
-def _fit_candidate(estimator, params, X, y):
-    return estimator.set_params(**params).fit(X, y)
+def _candidate(estimator, params):
+    """A clone of ``estimator`` with ``params``, each value cloned as ``GridSearchCV`` does: an
+    estimator in the grid is one object, which candidates fitted in turn would share and refit
+    (and the user's own would come back fitted)."""
+    return clone(estimator).set_params(**{name: clone(value, safe=False) for name, value in params.items()})
 
 
 def one_standard_error_rule(param, default):
@@ -334,7 +343,11 @@ class _OneStandardErrorRefit:
         n_folds = sum(1 for key in cv_results if key.startswith("split") and key.endswith("_test_score"))
         scores = np.column_stack([cv_results[f"split{fold}_test_score"] for fold in range(n_folds)])
         mean = np.asarray(cv_results["mean_test_score"], dtype=float)
-        candidates = np.flatnonzero([_equal(value, self.default) for value in cv_results[key]])
+        # A candidate of a sub-grid that does not set the parameter is masked: it runs at the estimator's
+        # own default, which the rule cannot see, and np.ma.masked compares equal to 0.
+        unset = np.ma.getmaskarray(cv_results[key])
+        candidates = np.flatnonzero([not masked and _equal(value, self.default)
+                                     for value, masked in zip(cv_results[key], unset)])
         if not len(candidates):
             raise ValueError(f"one_standard_error_rule: no candidate has {self.param}={self.default!r} to keep.")
         reference = int(candidates[np.nanargmax(mean[candidates])])

@@ -7,7 +7,7 @@ import pytest
 from sklearn.datasets import load_iris
 from sklearn.linear_model import BayesianRidge, Ridge
 from sklearn.model_selection import GridSearchCV
-from sklearn.pipeline import make_pipeline
+from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from sklearn_quinn import DeepEnsembleRegressor, LaplaceRegressor, SMCClassifier, SMCRegressor
@@ -117,6 +117,49 @@ def test_another_estimator_with_a_log_evidence_is_ranked(one_unit_data):
     assert search.results_["log_evidence"].tolist() == [e.log_evidence_ for e in search.estimators_]
 
 
+def test_an_estimator_in_the_grid_is_cloned_for_each_candidate(one_unit_data):
+    """As GridSearchCV does: the grid's estimator was one object that the candidates, fitted in
+    turn, shared and refitted, so both had the last one's evidence (equal weights where one
+    model is decisively better), and the user's object came back fitted."""
+    X, y = one_unit_data
+    mine = EvidenceRidge(compute_score=True)
+    grid = {"evidenceridge": [mine], "evidenceridge__alpha_1": [1e-6, 1e6]}
+    search = EvidenceSearch(make_pipeline(StandardScaler(), EvidenceRidge()), grid).fit(X, y)
+    alone = [EvidenceRidge(compute_score=True, alpha_1=alpha).fit(StandardScaler().fit_transform(X), y).log_evidence_
+             for alpha in (1e-6, 1e6)]
+    np.testing.assert_allclose(search.results_["log_evidence"], alone)
+    assert search.estimators_[0][-1] is not search.estimators_[1][-1]
+    assert not hasattr(mine, "log_evidence_") and mine.alpha_1 == 1e-6
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_an_undefined_evidence_is_refused(one_unit_data, value):
+    """A NaN or +inf evidence made every weight, and every prediction, NaN, silently."""
+
+    class Undefined(EvidenceRidge):
+        def fit(self, X, y):
+            super().fit(X, y)
+            self.log_evidence_ = value if self.alpha_1 > 1 else self.log_evidence_
+            return self
+
+    X, y = one_unit_data
+    with pytest.raises(ValueError, match=f"log evidence of candidate {{'alpha_1': 10.0}} is {value}"):
+        EvidenceSearch(Undefined(compute_score=True), {"alpha_1": [1e-6, 10.0]}).fit(X, y)
+
+
+def test_an_estimator_without_evidence_in_the_grid_is_refused_before_fitting(one_unit_data, monkeypatch):
+    """As one given as the search's estimator is: it was refused after every candidate's fit."""
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("a candidate was fitted before the estimator was refused")
+
+    monkeypatch.setattr(LaplaceRegressor, "fit", no_fit)
+    X, y = one_unit_data
+    grid = {"reg": [LaplaceRegressor(), DeepEnsembleRegressor()]}
+    with pytest.raises(ValueError, match="log_evidence_.*DeepEnsembleRegressor"):
+        EvidenceSearch(Pipeline([("scale", StandardScaler()), ("reg", LaplaceRegressor())]), grid).fit(X, y)
+
+
 def cv_results(values, fold_scores, name="scale"):
     """A ``GridSearchCV.cv_results_`` of the candidates ``values`` with these per-fold scores."""
     fold_scores = np.asarray(fold_scores, dtype=float)
@@ -145,6 +188,16 @@ def test_the_rule_keeps_the_best_of_several_defaults():
     """With a second parameter in the grid, the reference is the best candidate at the default."""
     results = cv_results([1.0, 1.0, 2.0], [[-1.0, -2.0, -1.0], [-0.9, -1.9, -0.9], [-0.95, -1.9, -0.95]])
     assert one_standard_error_rule("scale", 1.0)(results) == 1
+
+
+def test_the_rule_passes_over_candidates_that_do_not_set_the_parameter():
+    """GridSearchCV masks a parameter that a candidate's sub-grid does not set, and a masked value
+    compared equal to a default of 0: such a candidate, at the estimator's own default, was the
+    reference (here the best mean, within the folds' noise of candidate 0, the only one at 0.0)."""
+    results = cv_results([0.0, 30.0, 0.0], [[-1.0, -2.0, -1.0, -2.0], [-1.5, -2.5, -1.5, -2.5],
+                                            [-0.9, -2.1, -0.8, -2.1]])
+    results["param_scale"][2] = np.ma.masked
+    assert one_standard_error_rule("scale", 0.0)(results) == 0
 
 
 def test_the_rule_refuses_a_grid_without_the_default():
