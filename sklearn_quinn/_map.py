@@ -618,18 +618,28 @@ class PosteriorNet(NeuralNet):
 
     #: The interrupt (Ctrl-C) that ended the training, if one did: skorch's ``partial_fit`` catches it
     #: and returns, for a notebook's user to keep the network trained so far, and an estimator would go
-    #: on to its posterior from it; :func:`train_net` raises it again.
+    #: on to its posterior from it; :func:`train_net` raises it again. A callback that stops the
+    #: training raises a KeyboardInterrupt too (skorch's ``EarlyStopping``): that one is no
+    #: interruption, and the estimator goes on from where it stopped.
     interruption = None
 
     def get_default_callbacks(self):
         return [("epoch_timer", EpochTimer())]
 
+    def notify(self, method_name, **cb_kwargs):
+        try:
+            super().notify(method_name, **cb_kwargs)
+        except KeyboardInterrupt:
+            self._stopped_by_a_callback = True
+            raise
+
     def fit_loop(self, X, y=None, epochs=None, **fit_params):
-        self.interruption = None
+        self.interruption, self._stopped_by_a_callback = None, False
         try:
             return super().fit_loop(X, y, epochs=epochs, **fit_params)
         except KeyboardInterrupt as interruption:
-            self.interruption = interruption
+            if not self._stopped_by_a_callback:
+                self.interruption = interruption
             raise
 
     def __getstate__(self):

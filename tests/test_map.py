@@ -254,20 +254,35 @@ def test_tensor_batches_take_at_most_max_batches_an_epoch(max_batches, sizes):
 
 
 @pytest.mark.parametrize("estimator", ["LaplaceRegressor", "DeepEnsembleRegressor"])
-def test_an_interrupt_during_training_ends_the_fit(estimator):
+def test_an_interrupt_during_training_ends_the_fit(estimator, monkeypatch):
     """skorch's partial_fit catches Ctrl-C and returns the network trained so far; the estimator went on
     to its posterior from two epochs of thirty, without a word."""
-    from skorch.callbacks import Callback
-
     import sklearn_quinn
+    from sklearn_quinn._map import PosteriorNet
 
-    class InterruptAtEpochTwo(Callback):
-        def on_epoch_end(self, net, **kwargs):
-            if len(net.history) == 2:
-                raise KeyboardInterrupt  # what Ctrl-C raises in the main thread
+    epoch = PosteriorNet.run_single_epoch
 
+    def interrupted_at_epoch_three(net, *args, **kwargs):
+        if len(net.history) == 3:
+            raise KeyboardInterrupt  # what Ctrl-C raises in the main thread, amid an epoch's steps
+        return epoch(net, *args, **kwargs)
+
+    monkeypatch.setattr(PosteriorNet, "run_single_epoch", interrupted_at_epoch_three)
     X = np.random.RandomState(0).randn(30, 2)
-    model = getattr(sklearn_quinn, estimator)(hidden_layer_sizes=(4,), max_epochs=30,
-                                              callbacks=[InterruptAtEpochTwo()])
+    model = getattr(sklearn_quinn, estimator)(hidden_layer_sizes=(4,), max_epochs=30)
     with pytest.raises(KeyboardInterrupt):
         model.fit(X, X[:, 0])
+
+
+def test_a_callback_that_stops_the_training_is_no_interrupt():
+    """skorch's EarlyStopping stops a training by raising a KeyboardInterrupt from its epoch hook,
+    which the fit took for Ctrl-C and raised again; the estimator now goes on from where it
+    stopped."""
+    from skorch.callbacks import EarlyStopping
+
+    from sklearn_quinn import LaplaceRegressor
+
+    X = np.random.RandomState(0).randn(30, 2)
+    stop = EarlyStopping(monitor="train_loss", patience=3, threshold=0.5)
+    model = LaplaceRegressor(hidden_layer_sizes=(4,), max_epochs=100, callbacks=[stop]).fit(X, X[:, 0])
+    assert len(model.net_.history) < 100 and np.isfinite(model.predict(X, return_std=True)[1]).all()
