@@ -223,12 +223,17 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         if self._device.type == "cpu":
             pin_malloc_thresholds()
 
+    def _check_parameters(self):
+        """Refuse a combination of parameters that no data make valid: called first in ``fit``, before
+        anything of an earlier fit goes, and before any training (a family adds its own)."""
+
     def _begin_fit(self, X, y):
         """Check the parameters and the data, set up torch and draw the seeds.
 
         Returns validated ``X`` and 2-D ``Y`` in the network's units.
         """
         self._validate_params()
+        self._check_parameters()
         # A device this machine lacks ('auto': CUDA where there is one) is refused first; it and the dtype
         # are kept once the data are valid, as the earlier fit's attributes go (its tensors are in them).
         device = resolve_device(self.device)
@@ -238,7 +243,14 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
                 f"prior_std_scale={scale!r} scales a learned prior, but prior_std={self.prior_std!r} "
                 "fixes it; set prior_std=None, or leave prior_std_scale at 1 and scale prior_std itself."
             )
-        X, Y = self._validate_training_data(X, y)
+        validated = {name: vars(self)[name] for name in _SET_BY_VALIDATION if name in vars(self)}
+        try:
+            X, Y = self._validate_training_data(X, y)
+        except Exception:  # a check after scikit-learn's validation: the earlier fit's width and names stay
+            for name in _SET_BY_VALIDATION:
+                vars(self).pop(name, None)
+            vars(self).update(validated)
+            raise
         # An earlier fit's attributes go once the data are valid (a refit on bad data leaves that fit
         # whole), but for those the validation has just set: this fit need not set all the others again.
         for name in [name for name in vars(self)

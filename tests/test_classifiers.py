@@ -248,15 +248,18 @@ def test_bad_input(estimator, y, message):
         estimator.set_params(max_epochs=5).fit(X, y)
 
 
-def test_a_refit_refused_for_one_class_keeps_the_earlier_fit():
-    """The one-class check comes before ``classes_`` is set: the earlier fit still predicts its
-    own classes (it kept a one-element ``classes_`` and failed with an IndexError)."""
-    X, y = np.random.RandomState(0).randn(20, 3), np.array(["a", "b", "c", "d"] * 5)
+@pytest.mark.parametrize("width", [3, 5])
+def test_a_refit_refused_for_one_class_keeps_the_earlier_fit(width):
+    """The one-class check comes before ``classes_`` is set, and a refusal after scikit-learn's
+    validation restores the width it had set: the earlier fit still predicts its own classes
+    (it kept a one-element ``classes_`` and failed with an IndexError, or expected 5 features)."""
+    rng = np.random.RandomState(0)
+    X, y = rng.randn(20, 3), np.array(["a", "b", "c", "d"] * 5)
     clf = LaplaceClassifier(hidden_layer_sizes=(4,), max_epochs=5, random_state=0).fit(X, y)
     proba = clf.predict_proba(X)
     with pytest.raises(ValueError, match="at least 2 classes"):
-        clf.fit(X, np.full(20, "z"))
-    assert clf.classes_.tolist() == ["a", "b", "c", "d"]
+        clf.fit(rng.randn(20, width), np.full(20, "z"))
+    assert clf.classes_.tolist() == ["a", "b", "c", "d"] and clf.n_features_in_ == 3
     np.testing.assert_array_equal(clf.predict_proba(X), proba)
 
 

@@ -195,15 +195,18 @@ def test_the_classifier_takes_kron(data):
 @pytest.mark.parametrize("structure", ["kron", "lowrank"])
 def test_factored_structures_refuse_the_hessian_before_training(data, structure, monkeypatch):
     """Both factor the GGN's or the Fisher's outer products, which the Hessian has not: refused
-    at the start of fit (it was after the whole MAP training)."""
+    at the start of fit (it was after the whole MAP training), before anything of an earlier
+    fit goes (its posterior was gone)."""
 
     def trained(*args, **kwargs):
         raise AssertionError("the MAP trained first")
 
+    fitted = LaplaceRegressor(hidden_layer_sizes=(4,), max_epochs=5).fit(*data)
+    std = fitted.predict(data[0], return_std=True)[1]
     monkeypatch.setattr(LaplaceRegressor, "_fit_map", trained)
     with pytest.raises(ValueError, match=f"{structure}.*not curvature='hessian'"):
-        LaplaceRegressor(hidden_layer_sizes=(4,), hessian_structure=structure, curvature="hessian",
-                         max_epochs=5).fit(*data)
+        fitted.set_params(hessian_structure=structure, curvature="hessian").fit(*data)
+    np.testing.assert_array_equal(fitted.predict(data[0], return_std=True)[1], std)  # the earlier fit, whole
 
 
 class TwiceApplied(nn.Module):

@@ -48,9 +48,11 @@ class LaplaceMixin(GridsearchPriorMixin):
         "n_samples": [Interval(Integral, 1, None, closed="left")],
     }
 
+    def _check_parameters(self):
+        refuse_factored_hessian(self.hessian_structure, self.curvature)
+
     def _fit(self, X, Y):
         """Train the MAP network, then fit the Laplace posterior around it: the family's part of ``fit``."""
-        refuse_factored_hessian(self.hessian_structure, self.curvature)  # before the training, not after it
         X, Y, held_out = self._hold_out(X, Y, stratify=self._stratification(Y))
         self._log_y_scale = self._log_y_scale_total(len(X))
         theta, likelihood, prior, _ = self._fit_map(X, Y, self.prior_std_scale)

@@ -67,9 +67,9 @@ class MCMCMixin(HyperpriorMixin, MemberTrainingMixin, InferenceDataMixin, DrawsM
         "n_jobs": [None, Integral],
     }
 
-    def _fit(self, X, Y):
-        """Run the chains: the family's part of ``fit``."""
-        # Refused before the MAP trains: n_jobs=0 (by the chain groups), and more cycles than draws.
+    def _check_parameters(self):
+        """n_jobs=0 (by the chain groups), more cycles than draws, minibatch samplers with sampled
+        hyperparameters."""
         self._chain_groups()
         if self.sampler in SG_SAMPLERS:
             check_cycles(self.n_cycles, self.n_samples)
@@ -79,6 +79,9 @@ class MCMCMixin(HyperpriorMixin, MemberTrainingMixin, InferenceDataMixin, DrawsM
                 "draws the prior precisions and the noise from full passes over the data at every step: use "
                 "hyperprior='empirical' (the precisions and noise the MAP learns) or a float prior_std."
             )
+
+    def _fit(self, X, Y):
+        """Run the chains: the family's part of ``fit``."""
         prior = centres = None
         if self.init != "prior" or self._empirical_hyperparameters:
             theta, likelihood, prior, targets = self._fit_map(X, Y)

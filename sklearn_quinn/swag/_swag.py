@@ -122,12 +122,14 @@ class SWAGMixin(MemberTrainingMixin):
             return 1.0
         return misfit_scale(self._model, component, X, Y, likelihood, groups, precision, row_weight)
 
-    def _check_counts(self):
+    def _check_parameters(self):
         if self.swag_epochs // self.collect_every < 2:
             raise ValueError(
                 f"swag_epochs={self.swag_epochs} with collect_every={self.collect_every} "
                 "collects fewer than the 2 snapshots SWAG needs."
             )
+
+    def _check_counts(self):
         if self.n_samples < self.n_estimators_:  # a member without a draw would drop out of every prediction
             raise ValueError(
                 f"n_samples={self.n_samples} draws cannot cover the {self.n_estimators_} members' Gaussians "
