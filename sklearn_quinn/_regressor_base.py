@@ -73,6 +73,11 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
             self._warn_of_unscaled_noise_head(Y)
         return X, (Y - self._y_mean) / self._y_scale
 
+    def _state_loaded(self, state):
+        # A fit pickled before its likelihood's name was kept (2026-12-06) was fitted with its parameter's.
+        state.setdefault("_likelihood_name", state["likelihood"])
+        return super()._state_loaded(state)
+
     def _warn_of_unscaled_noise_head(self, Y):
         """The heteroscedastic noise head clips its log std at ``±LOG_STD_BOUND`` in the network's
         units: y's own with ``normalize_y=False``, where targets of a std far from 1 put their noise

@@ -101,7 +101,10 @@ def check_request(estimator, param, grid, objective):
     if not callable(objective) and objective not in objectives:
         raise ValueError(f"objective must be one of {objectives} for a "
                          f"{'classifier' if classifier else 'regressor'}, got {objective!r}.")
-    if param == "noise_scale" and (classifier or estimator.get_params().get("likelihood") == "heteroscedastic"):
+    # A fitted regressor's likelihood is its fit's (a set_params after it waits for the next fit);
+    # an unfitted one's, its parameter's.
+    likelihood = getattr(estimator, "_likelihood_name", estimator.get_params().get("likelihood"))
+    if param == "noise_scale" and (classifier or likelihood == "heteroscedastic"):
         has = "a classifier has no noise" if classifier else "likelihood='heteroscedastic' predicts its noise per input"
         raise ValueError(f"{has} to scale: calibrate 'prior_precision' or 'cov_scale', not 'noise_scale'.")
     if objective == "marginal_log_likelihood" and param != "prior_precision":

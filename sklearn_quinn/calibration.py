@@ -196,7 +196,7 @@ def calibrate_cv(estimator, X, y, *, param="prior_precision", grid=None, objecti
         raise ValueError("calibrate_cv needs a held-out objective; the evidence needs no folds: use calibrate.")
     final = final_step(estimator)
     _check_supported(final)
-    grid = check_request(final, param, grid, objective)  # before any fit
+    grid = check_request(clone(final), param, grid, objective)  # before any fit; the folds fit clones
     folds = check_cv(cv, y, classifier=is_classifier(estimator)).split(X, y, groups)
 
     def fold_scores(train, test):

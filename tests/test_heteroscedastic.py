@@ -26,6 +26,7 @@ from sklearn_quinn._core import likelihoods as likelihoods_module
 from sklearn_quinn._core.likelihoods import GaussianLikelihood, HeteroscedasticGaussianLikelihood
 from sklearn_quinn._core.network import FunctionalModel
 from sklearn_quinn._map import fit_map
+from sklearn_quinn.calibration import calibrate
 from sklearn_quinn.ensemble._engine import finish_members, train_members
 
 FAST = dict(hidden_layer_sizes=(8,), max_epochs=40, random_state=0)
@@ -183,6 +184,11 @@ def test_a_likelihood_set_after_fit_waits_for_the_next_fit(fitted, other, two_ta
     np.testing.assert_array_equal(after_mean, mean)
     np.testing.assert_array_equal(after_std, std)
     np.testing.assert_array_equal(model.sample_y(X, n_samples=5, random_state=0), draws)
+    if fitted == "heteroscedastic":  # the fit's noise is per input, whatever the parameter says now
+        with pytest.raises(ValueError, match="predicts its noise per input"):
+            calibrate(model, X, Y, param="noise_scale")
+    else:
+        calibrate(model, X, Y, param="noise_scale")
 
 
 def test_a_float32_std_past_its_range_is_inf_with_a_warning_never_nan(linear_data):

@@ -222,6 +222,16 @@ def test_a_full_laplace_pickles_one_matrix_of_its_weights_and_predicts_the_same_
     assert_array_equal(loaded.predict(X, return_std=True)[1], fitted.predict(X, return_std=True)[1])
 
 
+def test_a_regressor_pickled_before_its_likelihood_was_kept_predicts(data):
+    """A fit pickled before ``_likelihood_name`` was kept at fit has it from its parameter on
+    loading (predict failed with an AttributeError, under the same package version)."""
+    fitted = LaplaceRegressor(hidden_layer_sizes=(4,), max_epochs=5, random_state=0).fit(*data)
+    expected = fitted.predict(data[0], return_std=True)
+    del fitted._likelihood_name
+    loaded = pickle.loads(pickle.dumps(fitted))
+    assert_array_equal(np.stack(loaded.predict(data[0], return_std=True)), np.stack(expected))
+
+
 def test_mcmc_pickles_its_draws_once(data):
     """The posterior's draws are the weights' columns of ``chains_``: the pickle holds them once, and
     the loaded model rebuilds the posterior from ``chains_``, predicting and sampling to the bit."""
