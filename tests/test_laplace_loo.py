@@ -109,3 +109,21 @@ def test_loo_needs_each_rows_term_whole_in_the_posterior(params):
     with pytest.warns(UserWarning, match="cov_scale='loo' leaves each training row's term out"):
         clf.fit(X, y)
     assert clf.cov_scale_ == 1.0 and not hasattr(clf, "loo_scores_")
+
+
+def test_where_auto_chose_the_factors_loo_says_why_without_a_warning(monkeypatch):
+    """A default classifier past the full curvature (5,000 weights, patched to 10) takes the
+    Kronecker factors: it keeps s = 1 and its hessian_structure_reason_ says why, where a
+    warning at every fit would name a remedy that 'auto' has just ruled out."""
+    import warnings
+
+    from sklearn_quinn._core import curvature
+
+    monkeypatch.setattr(curvature, "AUTO_MAX_FULL_PARAMS", 10)
+    X, y = make_classification(60, 3, n_informative=2, n_redundant=0, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clf = LaplaceClassifier(hidden_layer_sizes=(4,), max_epochs=20, random_state=0).fit(X, y)
+    assert clf.hessian_structure_ == "kron" and clf.cov_scale_ == 1.0
+    assert "cov_scale='loo' needs the full structure" in clf.hessian_structure_reason_
+

@@ -257,16 +257,22 @@ class LaplaceClassificationMixin:
         the exact Hessian has no term of a row in the outputs (the network's own
         second derivatives): the exact site removed from those left cavities
         that were not positive definite (docs: laplace). There ``cov_scale_`` is
-        1, with a warning.
+        1, with a warning where the structure or the curvature was asked for;
+        where ``hessian_structure='auto'`` chose the structure, its
+        ``hessian_structure_reason_`` says so instead (a default classifier on a
+        wide table would warn at every fit of something it cannot act on).
         """
         if self.cov_scale != "loo":
             return super()._initial_cov_scale(X, Y)
         if self.curvature == "hessian" or self.hessian_structure_ != "full":
             what = ("curvature='hessian' has no term of a row in the outputs" if self.curvature == "hessian"
                     else f"hessian_structure_={self.hessian_structure_!r} does not hold each row's term whole")
-            warn(f"cov_scale='loo' leaves each training row's term out of the posterior, and {what}: "
-                 "cov_scale_ is 1, the evidence's posterior. Give a float cov_scale (calibrate can choose "
-                 "it on held-out rows), or hessian_structure='full'.")
+            if self.hessian_structure == "auto" and self.curvature != "hessian":
+                self.hessian_structure_reason_ += "; cov_scale='loo' needs the full structure, so cov_scale_ is 1"
+            else:
+                warn(f"cov_scale='loo' leaves each training row's term out of the posterior, and {what}: "
+                     "cov_scale_ is 1, the evidence's posterior. Give a float cov_scale (calibrate can choose "
+                     "it on held-out rows), or hessian_structure='full'.")
             return 1.0
         X, Y = self._tensor(X), self._tensor(Y)
         labels = Y[:, 0].long()

@@ -43,7 +43,8 @@ batch_size, optimizer, callbacks, normalize_X, dtype, device, random_state, verb
         is one-sided, and the evidence's posterior (``s = 1``) is too wide.
         The cavity needs each row's term of the curvature in the posterior: with
         a ``hessian_structure_`` other than 'full', or ``curvature='hessian'``,
-        'loo' keeps ``s = 1`` with a warning.
+        'loo' keeps ``s = 1``, with a warning (or, where 'auto' chose the
+        structure, a word in ``hessian_structure_reason_``).
     pushforward : {'linear', 'nonlinear'}, default='linear'
     predictive : {'mc_bridge', 'laplace_bridge', 'mean_field_0', 'mean_field_1', \
 'mean_field_2'}, default='mc_bridge'
@@ -92,8 +93,8 @@ batch_size, optimizer, callbacks, normalize_X, dtype, device, random_state, verb
         them). ``prior_precisions_`` holds the precisions in use either way.
     cov_scale_ : float
     loo_scores_ : ndarray of shape (13,)
-        With ``cov_scale='loo'`` and a full posterior: the leave-one-out NLL at
-        each grid value.
+        With ``cov_scale='loo'``, a full posterior and a curvature other than
+        'hessian': the leave-one-out NLL at each grid value.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only for pandas input with string column names.
