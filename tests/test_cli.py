@@ -286,12 +286,16 @@ def test_benchmark_uci_resumes(tmp_path, capsys):
     assert "0 split(s) fitted, 2 skipped" in capsys.readouterr().out
     assert [path.stat().st_mtime_ns for path in files] == stamps
 
-    # Another --max-epochs into the same folder: refused, where its figures joined this run's table.
-    other = [arg if arg != "5" else "6" for arg in argv]
-    assert main(other) == 1
-    err = capsys.readouterr().err
-    assert "was fitted with max_epochs=5, device='cpu', and this run asks max_epochs=6" in err
+    # Another --max-epochs into the same folder, for the same method or another: refused, where its
+    # figures joined this run's table.
+    for other_method in ("laplace", "de"):
+        other = [arg if arg != "5" else "6" for arg in argv]
+        other[other.index("laplace")] = other_method
+        assert main(other) == 1
+        err = capsys.readouterr().err
+        assert "was fitted with max_epochs=5, device='cpu', and this run asks max_epochs=6" in err
     assert [path.stat().st_mtime_ns for path in files] == stamps
+    assert not (tmp_path / "yacht" / "de").exists()
 
 
 def test_python_m_help():

@@ -2,9 +2,9 @@
 
 Each finished split is written at once as ``OUT/<data set>/<method>/split_<i>.json``;
 a run skips the splits whose file exists, so an interrupted run continues
-where it stopped, and refuses a folder whose files were fitted with another
-``--max-epochs`` or ``--device`` (their figures would join this run's table
-as if they were its own). The Markdown table (``OUT/results.md``) is made from every
+where it stopped, and refuses a folder whose files, of any data set or
+method, were fitted with another ``--max-epochs`` or ``--device`` (their
+figures would join this run's table as if they were its own). The Markdown table (``OUT/results.md``) is made from every
 split file in ``OUT``, so runs with different ``--splits`` per data set add up
 to one table.
 """
@@ -68,6 +68,11 @@ def run_benchmark(data_dir, datasets, methods, n_splits, out, *, max_epochs=None
         raise ValueError(f"unknown UCI data set {', '.join(map(repr, unknown))}; "
                          f"expected some of {', '.join(UCI_DATASETS)}")
     check_methods(methods)
+    # The table reads every split file in out: each must have been fitted as this run would fit its method.
+    for path in sorted(Path(out).glob("*/*/split_*.json")):
+        if path.parent.name in METHODS:
+            check_settings(path, settings(make_estimator(path.parent.name, False, quick=False, max_epochs=max_epochs,
+                                                         device=device)))
     tasks, skipped = [], 0
     for name in datasets:
         splits = range(min(n_splits, uci_n_splits(data_dir, name)))
@@ -75,9 +80,7 @@ def run_benchmark(data_dir, datasets, methods, n_splits, out, *, max_epochs=None
             estimator = make_estimator(method, False, quick=False, max_epochs=max_epochs, device=device,
                                        hidden_layer_sizes=(n_hidden(data_dir, name),))
             for split in splits:
-                path = split_path(out, name, method, split)
-                if path.is_file():
-                    check_settings(path, settings(estimator))
+                if split_path(out, name, method, split).is_file():
                     skipped += 1
                 else:
                     tasks.append(delayed(_fit_split)(estimator, data_dir, name, method, split, out,
