@@ -164,7 +164,8 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         ``gamma``, the well-determined parameters (MacKay 1992, "A practical Bayesian framework
         for backpropagation networks"), which the evidence's factorisation gives without a pass
         over the rows: ``noise_std**2 gamma / N``; several outputs share ``gamma`` unequally, and
-        where the evidence gives no leverages (the diagonal curvature) they share it equally.
+        where the evidence gives no leverages (the diagonal curvature, or Kronecker factors beside
+        weights in no layer) they share it equally.
         Where a family's own spread of the outputs collapses (an ensemble's members reaching one
         function, dropout's learned rates falling to zero), this is the spread about each of its
         functions that the evidence's noise leaves out: that noise is the residuals' variance

@@ -109,7 +109,10 @@ def calibrate(estimator, X=None, y=None, *, param="prior_precision", grid=None, 
         callable ``(y_true, y_mean, y_std) -> float`` (a classifier's:
         ``(y_true, y_proba, labels=...) -> float``), lower is better, is a
         held-out objective of your own, e.g.
-        ``functools.partial(interval_coverage_error, level=0.9)``.
+        ``functools.partial(interval_coverage_error, level=0.9)``. A
+        regressor's grid value whose predictive mean or std overflows
+        (a weak prior's draws under ``likelihood='heteroscedastic'``) scores
+        +inf, whatever the objective, and loses.
 
     Returns
     -------
