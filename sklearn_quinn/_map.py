@@ -701,13 +701,17 @@ class PosteriorNet(NeuralNet):
         return self.criterion_(y_pred, y_true, self.module_)
 
 
-def batch_starts(n_rows, batch_size, max_batches=None):
-    """The first row of each batch of an epoch over ``n_rows`` rows: every row once,
-    or with ``max_batches`` the first ``max_batches`` batches' worth."""
-    n_batches = -(-n_rows // batch_size)
-    if max_batches is not None:
-        n_batches = min(n_batches, max_batches)
-    return range(0, n_batches * batch_size, batch_size)
+def batch_slices(n_rows, batch_size, max_batches=None):
+    """The rows of each batch of an epoch over ``n_rows`` rows, as slices: every row once,
+    or with ``max_batches`` the first ``max_batches`` batches' worth. A last batch of one
+    row joins the one before it: a batch-norm layer cannot train on one row (a user's
+    module with one failed whenever the rows left one over), and one row's step is all
+    its own noise."""
+    starts = list(range(0, n_rows, batch_size))
+    if len(starts) > 1 and n_rows - starts[-1] == 1:
+        starts.pop()
+    slices = [slice(start, stop) for start, stop in zip(starts, starts[1:] + [n_rows])]
+    return slices if max_batches is None else slices[:max_batches]
 
 
 class TensorBatches:
@@ -728,7 +732,7 @@ class TensorBatches:
         self.max_batches = max_batches
 
     def __len__(self):
-        return len(batch_starts(len(self.X), self.batch_size, self.max_batches))
+        return len(batch_slices(len(self.X), self.batch_size, self.max_batches))
 
     def __iter__(self):
         n_rows = len(self.X)
@@ -736,8 +740,8 @@ class TensorBatches:
             order = torch.randperm(n_rows, generator=self.generator)
         else:
             order = torch.arange(n_rows)
-        for start in batch_starts(n_rows, self.batch_size, self.max_batches):
-            rows = order[start : start + self.batch_size]
+        for batch in batch_slices(n_rows, self.batch_size, self.max_batches):
+            rows = order[batch]
             yield self.X[rows], self.y[rows]
 
 

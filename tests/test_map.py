@@ -234,23 +234,36 @@ def test_the_polish_runs_the_module_in_eval_mode():
     assert module.training and module.body[2].training
 
 
-@pytest.mark.parametrize("max_batches, sizes", [
-    (None, [16, 16, 16, 2]),
-    (2, [16, 16]),
-    (4, [16, 16, 16, 2]),
-    (9, [16, 16, 16, 2]),  # more than an epoch has: the whole epoch
+@pytest.mark.parametrize("n_rows, max_batches, sizes", [
+    (50, None, [16, 16, 16, 2]),
+    (50, 2, [16, 16]),
+    (50, 4, [16, 16, 16, 2]),
+    (50, 9, [16, 16, 16, 2]),  # more than an epoch has: the whole epoch
+    (49, None, [16, 16, 17]),  # one row over joins the last batch
+    (1, None, [1]),
 ])
-def test_tensor_batches_take_at_most_max_batches_an_epoch(max_batches, sizes):
-    """50 rows in batches of 16: an epoch is its first ``max_batches`` batches, no row twice, in a
-    fresh order every epoch."""
-    dataset = Dataset(np.arange(50.0)[:, None], np.zeros((50, 1)))
+def test_tensor_batches_take_at_most_max_batches_an_epoch(n_rows, max_batches, sizes):
+    """Rows in batches of 16: an epoch is its first ``max_batches`` batches, no row twice, in a
+    fresh order every epoch; a last batch of one row joins the one before it."""
+    dataset = Dataset(np.arange(float(n_rows))[:, None], np.zeros((n_rows, 1)))
     batches = TensorBatches(dataset, 16, shuffle=True, generator=torch.Generator().manual_seed(0),
                             max_batches=max_batches)
     first, second = ([X_batch[:, 0] for X_batch, _ in batches] for _ in range(2))
     assert len(batches) == len(sizes) and [len(rows) for rows in first] == sizes
     rows = torch.cat(first)
     assert len(set(rows.tolist())) == len(rows)
-    assert not torch.equal(rows, torch.cat(second))
+    assert n_rows == 1 or not torch.equal(rows, torch.cat(second))
+
+
+def test_a_batch_norm_module_trains_whatever_rows_are_left_over():
+    """201 rows in batches of 200 left a batch of one row, on which a user's batch-norm layer
+    cannot train ("Expected more than 1 value per channel")."""
+    from sklearn_quinn import LaplaceRegressor
+
+    X = np.random.RandomState(0).randn(201, 3)
+    module = nn.Sequential(nn.Linear(3, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 1)).double()
+    reg = LaplaceRegressor(module=module, batch_size=200, max_epochs=3, random_state=0).fit(X, X[:, 0])
+    assert np.isfinite(reg.predict(X, return_std=True)[1]).all()
 
 
 @pytest.mark.parametrize("estimator", ["LaplaceRegressor", "DeepEnsembleRegressor"])

@@ -21,7 +21,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from .._map import FlatPosteriorLoss, batch_starts, polish, polishable, train_net
+from .._map import FlatPosteriorLoss, batch_slices, polish, polishable, train_net
 
 
 class MemberBatches:
@@ -46,15 +46,15 @@ class MemberBatches:
         self.max_batches = max_batches
 
     def __len__(self):
-        return len(batch_starts(self.subsets.shape[1], self.batch_size, self.max_batches))
+        return len(batch_slices(self.subsets.shape[1], self.batch_size, self.max_batches))
 
     def __iter__(self):
         n_rows = self.subsets.shape[1]
         order = torch.stack(
             [subset[torch.randperm(n_rows, generator=g)] for subset, g in zip(self.subsets, self.generators)]
         )
-        for start in batch_starts(n_rows, self.batch_size, self.max_batches):
-            rows = order[:, start : start + self.batch_size]
+        for batch in batch_slices(n_rows, self.batch_size, self.max_batches):
+            rows = order[:, batch]
             yield self.X[rows], member_targets(self.y, self.perturbations, rows)
 
 
