@@ -70,7 +70,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         else:
             self._y_mean = np.zeros(Y.shape[1])
             self._y_scale = np.ones(Y.shape[1])
-            self._warn_of_unscaled_noise_head(Y)
+            self._warn_of_unscaled_targets(Y)
         return X, (Y - self._y_mean) / self._y_scale
 
     def _state_loaded(self, state):
@@ -78,22 +78,32 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         state.setdefault("_likelihood_name", state["likelihood"])
         return super()._state_loaded(state)
 
-    def _warn_of_unscaled_noise_head(self, Y):
-        """The heteroscedastic noise head clips its log std at ``±LOG_STD_BOUND`` in the network's
-        units: y's own with ``normalize_y=False``, where targets of a std far from 1 put their noise
-        against the clip, whose flat slope then leaves the noise's posterior unbounded."""
-        if self._likelihood_name != "heteroscedastic":
-            return
+    def _warn_of_unscaled_targets(self, Y):
+        """With ``normalize_y=False`` the network works in y's units. Targets of a std far from 1
+        (beyond a factor of ``exp(UNSCALED_TRAINING_LOG_SPREAD)``) train slowly, Adam's steps being
+        of about ``lr`` whatever the scale, and the evidence's first updates, taken from weights
+        still short of it, can lock in a prior that keeps them there (docs: evidence); the priors,
+        hyperpriors and the heteroscedastic noise
+        head's clip at ``±LOG_STD_BOUND`` are all for standardised targets, and targets whose
+        noise reaches the clip leave it unbounded."""
         spread = Y.std(axis=0)
         log_spread = np.log(spread[spread > 0])
+        stds = ", ".join(f"{value:.3g}" for value in spread)
         # Below: the noise lies under the spread, nearer the lower bound; above: only the spread itself
         # can near the upper one.
-        if np.any(log_spread < -UNSCALED_LOG_SPREAD) or np.any(log_spread > LOG_STD_BOUND - UNSCALED_MARGIN):
-            stds = ", ".join(f"{value:.3g}" for value in spread)
+        if self._likelihood_name == "heteroscedastic" and (
+            np.any(log_spread < -UNSCALED_LOG_SPREAD) or np.any(log_spread > LOG_STD_BOUND - UNSCALED_MARGIN)
+        ):
             warn(
                 f"normalize_y=False with likelihood='heteroscedastic': the noise head's log std is clipped to "
                 f"+-{LOG_STD_BOUND:g} in the units of y, and the targets' std ({stds}) puts their noise near "
                 "that bound, where the noise is poorly learned; keep normalize_y=True."
+            )
+        elif np.any(np.abs(log_spread) > UNSCALED_TRAINING_LOG_SPREAD):
+            warn(
+                f"normalize_y=False: the network trains in the units of y, where the targets' std is {stds}, "
+                "far from the unit scale its training, its priors and its noise are set for: the training may "
+                "stop short of the fit and the learned prior hold it there; keep normalize_y=True."
             )
 
     def _n_outputs(self, Y):
@@ -371,6 +381,9 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
 #: heteroscedastic likelihood: their noise may reach the noise head's clip.
 UNSCALED_LOG_SPREAD = 5.0
 UNSCALED_MARGIN = 2.0
+#: With ``normalize_y=False``, targets whose std is beyond a factor of ``exp(3)`` (20) from 1 warn under
+#: either likelihood: the network's training is set for standardised targets.
+UNSCALED_TRAINING_LOG_SPREAD = 3.0
 
 
 def _warn_if_overflowed(rows, what, consequence):
