@@ -7,6 +7,7 @@ matplotlib is imported when the Display draws, not before.
 """
 
 import numpy as np
+from sklearn.base import is_classifier
 from sklearn.utils.validation import check_consistent_length
 
 from ._pipelines import call_method, has_method
@@ -171,6 +172,9 @@ class PredictiveBandDisplay:
         display : PredictiveBandDisplay
         """
         pyplot(f"{cls.__name__}.from_estimator")
+        if is_classifier(estimator):
+            raise ValueError(f"{cls.__name__} draws a regressor's predictive band; {type(estimator).__name__} is a "
+                             "classifier (ReliabilityDisplay shows a classifier's calibration).")
         feature = np.asarray(X, dtype=np.float64)
         if feature.ndim != 2 or feature.shape[1] != 1:
             raise ValueError(
@@ -192,6 +196,9 @@ class PredictiveBandDisplay:
             y_pred, y_std, y_epistemic_std = parts.mean, parts.std, parts.epistemic_std
         else:
             y_pred, y_std = estimator.predict(grid_X, return_std=True)
+        if np.ndim(y_pred) != 1:
+            raise ValueError(f"{cls.__name__} draws one target's band; the estimator predicts "
+                             f"{np.shape(y_pred)[1]} targets.")
         y_samples = None
         if n_draws > 0:
             y_samples = call_method(estimator, "sample_y", grid_X, n_draws, random_state=random_state)

@@ -179,6 +179,18 @@ def test_band_from_estimator_bad_input(regressor, X, kwargs, message):
         PredictiveBandDisplay.from_estimator(regressor, X, **kwargs)
 
 
+def test_band_refuses_a_classifier_and_several_targets(wave):
+    """Named as such: they failed inside predict (return_std) or on a from_predictions argument
+    the user never passed."""
+    X, y = wave
+    classifier = LogisticRegression().fit(X, y > 0)
+    with pytest.raises(ValueError, match="LogisticRegression is a classifier"):
+        PredictiveBandDisplay.from_estimator(classifier, X)
+    two_targets = LaplaceRegressor(hidden_layer_sizes=(4,), max_epochs=5, random_state=0).fit(X, np.c_[y, -y])
+    with pytest.raises(ValueError, match="predicts 2 targets"):
+        PredictiveBandDisplay.from_estimator(two_targets, X)
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [
