@@ -17,6 +17,8 @@ and its output bias's (:meth:`EvidenceMaximisation.finish`).
 
 import copy
 import math
+import signal
+import threading
 
 import cloudpickle
 import numpy as np
@@ -598,6 +600,30 @@ def _acts_within_epochs(callback):
                for hook in ("on_batch_begin", "on_batch_end", "on_grad_computed"))
 
 
+class CtrlC:
+    """Whether Ctrl-C (SIGINT) arrived while it was on: a handler records it and then calls the one
+    before it, which raises the KeyboardInterrupt. One raised with no signal behind it came from the
+    code, as skorch's ``EarlyStopping`` stops a training. Signals reach the main thread alone, and
+    only it may set a handler: in another thread none arrives, and none is recorded."""
+
+    def __enter__(self):
+        self.pressed, self._previous = False, None
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._record)
+        return self
+
+    def _record(self, signum, frame):
+        self.pressed = True
+        if callable(self._previous):
+            self._previous(signum, frame)
+        elif self._previous != signal.SIG_IGN:
+            raise KeyboardInterrupt
+
+    def __exit__(self, *exc):
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+
 class PosteriorNet(NeuralNet):
     """A skorch net whose loss sees the module (for prior and variational terms),
     without skorch's per-batch bookkeeping.
@@ -619,28 +645,23 @@ class PosteriorNet(NeuralNet):
     #: The interrupt (Ctrl-C) that ended the training, if one did: skorch's ``partial_fit`` catches it
     #: and returns, for a notebook's user to keep the network trained so far, and an estimator would go
     #: on to its posterior from it; :func:`train_net` raises it again. A callback that stops the
-    #: training raises a KeyboardInterrupt too (skorch's ``EarlyStopping``): that one is no
-    #: interruption, and the estimator goes on from where it stopped.
+    #: training raises a KeyboardInterrupt too (skorch's ``EarlyStopping``): that one, raised with no
+    #: SIGINT behind it (:class:`CtrlC`), is no interruption, and the estimator goes on from where it
+    #: stopped.
     interruption = None
 
     def get_default_callbacks(self):
         return [("epoch_timer", EpochTimer())]
 
-    def notify(self, method_name, **cb_kwargs):
-        try:
-            super().notify(method_name, **cb_kwargs)
-        except KeyboardInterrupt:
-            self._stopped_by_a_callback = True
-            raise
-
     def fit_loop(self, X, y=None, epochs=None, **fit_params):
-        self.interruption, self._stopped_by_a_callback = None, False
-        try:
-            return super().fit_loop(X, y, epochs=epochs, **fit_params)
-        except KeyboardInterrupt as interruption:
-            if not self._stopped_by_a_callback:
-                self.interruption = interruption
-            raise
+        self.interruption = None
+        with CtrlC() as ctrl_c:
+            try:
+                return super().fit_loop(X, y, epochs=epochs, **fit_params)
+            except KeyboardInterrupt as interruption:
+                if ctrl_c.pressed:
+                    self.interruption = interruption
+                raise
 
     def __getstate__(self):
         """skorch's state, its module, criterion and optimizer written by cloudpickle where skorch

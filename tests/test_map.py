@@ -270,6 +270,9 @@ def test_a_batch_norm_module_trains_whatever_rows_are_left_over():
 def test_an_interrupt_during_training_ends_the_fit(estimator, monkeypatch):
     """skorch's partial_fit catches Ctrl-C and returns the network trained so far; the estimator went on
     to its posterior from two epochs of thirty, without a word."""
+    import os
+    import signal
+
     import sklearn_quinn
     from sklearn_quinn._map import PosteriorNet
 
@@ -277,7 +280,7 @@ def test_an_interrupt_during_training_ends_the_fit(estimator, monkeypatch):
 
     def interrupted_at_epoch_three(net, *args, **kwargs):
         if len(net.history) == 3:
-            raise KeyboardInterrupt  # what Ctrl-C raises in the main thread, amid an epoch's steps
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, amid an epoch's steps
         return epoch(net, *args, **kwargs)
 
     monkeypatch.setattr(PosteriorNet, "run_single_epoch", interrupted_at_epoch_three)
@@ -285,6 +288,28 @@ def test_an_interrupt_during_training_ends_the_fit(estimator, monkeypatch):
     model = getattr(sklearn_quinn, estimator)(hidden_layer_sizes=(4,), max_epochs=30)
     with pytest.raises(KeyboardInterrupt):
         model.fit(X, X[:, 0])
+
+
+def test_ctrl_c_while_a_callback_runs_ends_the_fit():
+    """A SIGINT is Ctrl-C wherever it lands, a callback's epoch hook (the evidence's updates run
+    there) included: the fit took one there for a callback's stop and returned."""
+    import os
+    import signal
+
+    from skorch.callbacks import Callback
+
+    from sklearn_quinn import LaplaceRegressor
+
+    class CtrlCAtEpochTwo(Callback):
+        def on_epoch_end(self, net, **kwargs):
+            if len(net.history) == 2:
+                os.kill(os.getpid(), signal.SIGINT)
+
+    X = np.random.RandomState(0).randn(30, 2)
+    handler = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        LaplaceRegressor(hidden_layer_sizes=(4,), max_epochs=30, callbacks=[CtrlCAtEpochTwo()]).fit(X, X[:, 0])
+    assert signal.getsignal(signal.SIGINT) is handler
 
 
 def test_a_callback_that_stops_the_training_is_no_interrupt():

@@ -335,6 +335,11 @@ _SHARED_PARAMETERS = """
         Rows per member per step; 'auto' is ``min(200, rows per member)``.
     optimizer : torch optimizer class, default=torch.optim.Adam
     callbacks : list of skorch callbacks, default=None
+        Extra callbacks for the skorch nets of the MAP's and the members'
+        trainings. The members of a joblib group (``n_jobs``) train as one net:
+        a callback that stops a training (skorch's ``EarlyStopping``) stops a
+        group on its members' summed loss, so the fit then depends on
+        ``n_jobs``.
     normalize_X : bool, default=True
         Standardise each input column internally (see :class:`~sklearn_quinn.LaplaceRegressor`).
     normalize_y : bool, default=True
