@@ -75,10 +75,9 @@ class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
         """Class labels need no change of units: densities are the network's."""
         return 0.0
 
-    def _begin_fit(self, X, y):
-        X, Y = super()._begin_fit(X, y)
+    def _check_parameters(self):
+        super()._check_parameters()
         self._check_predictive()
-        return X, Y
 
     def _check_predictive(self):
         """Fail where ``predictive`` needs a Gaussian over the logits that the family lacks (the

@@ -17,7 +17,9 @@ each (the heteroscedastic fit still runs its evidence updates, for the means'
 variances).
 """
 
+import numpy as np
 import pytest
+from sklearn.base import clone, is_classifier
 from sklearn.utils.estimator_checks import (  # the ids parametrize_with_checks gives
     _get_check_estimator_ids,
     estimator_checks_generator,
@@ -108,3 +110,30 @@ def test_sklearn_compatible_estimator(estimator, check):
 )
 def test_other_paths_are_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+# ----------------------------------------------------------------------- refits refused for their parameters
+FAST_FIT = dict(hidden_layer_sizes=(4,), max_epochs=5, random_state=0)
+REFUSED_PARAMETERS = [
+    (LaplaceRegressor(**FAST_FIT), dict(hessian_structure="kron", curvature="hessian")),
+    (MCMCRegressor(**FAST_FIT, n_samples=4, n_burnin=4, n_chains=2), dict(n_jobs=0)),
+    (MCMCClassifier(**FAST_FIT, n_samples=4, n_burnin=4, n_chains=2), dict(predictive="mc_bridge")),
+    (SWAGRegressor(**FAST_FIT, swag_epochs=4, n_estimators=2, n_samples=4), dict(n_samples=1)),
+    (SMCRegressor(hidden_layer_sizes=(2,), n_particles=8, n_mcmc_steps=1, n_leapfrog=2, random_state=0),
+     dict(prior="logistic")),
+]
+
+
+@pytest.mark.parametrize("estimator, bad", REFUSED_PARAMETERS, ids=lambda value: type(value).__name__)
+def test_a_refit_refused_for_its_parameters_keeps_the_earlier_fit(estimator, bad):
+    """Parameters that no data make valid are refused before anything of the earlier fit goes: it
+    predicts as before once they are set back (its posterior_ was gone, and predict failed)."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(30, 2)
+    y = (X[:, 0] > 0).astype(int) if is_classifier(estimator) else X[:, 0] + 0.3 * rng.randn(30)
+    fitted = clone(estimator).fit(X, y)
+    before = fitted.predict(X)
+    good = {name: fitted.get_params()[name] for name in bad}
+    with pytest.raises(ValueError):
+        fitted.set_params(**bad).fit(X, y)
+    np.testing.assert_array_equal(fitted.set_params(**good).predict(X), before)

@@ -49,6 +49,7 @@ class LaplaceMixin(GridsearchPriorMixin):
     }
 
     def _check_parameters(self):
+        super()._check_parameters()
         refuse_factored_hessian(self.hessian_structure, self.curvature)
 
     def _fit(self, X, Y):

@@ -85,8 +85,9 @@ class HyperpriorMixin:
         self.prior_precisions_ = self._groups.as_dict(mean)
         return self._to_numpy(precision)
 
-    def _check_hyperprior(self):
+    def _check_parameters(self):
         """A float prior_std fixes the prior; the conjugate updates need a Gaussian prior."""
+        super()._check_parameters()
         if self.prior_std is None and getattr(self, "prior", "gaussian") != "gaussian":
             raise ValueError(
                 f"prior={self.prior!r} needs a float prior_std: with prior_std=None the prior "

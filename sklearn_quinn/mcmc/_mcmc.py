@@ -70,6 +70,7 @@ class MCMCMixin(HyperpriorMixin, MemberTrainingMixin, InferenceDataMixin, DrawsM
     def _check_parameters(self):
         """n_jobs=0 (by the chain groups), more cycles than draws, minibatch samplers with sampled
         hyperparameters."""
+        super()._check_parameters()
         self._chain_groups()
         if self.sampler in SG_SAMPLERS:
             check_cycles(self.n_cycles, self.n_samples)

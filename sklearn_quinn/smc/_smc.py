@@ -50,7 +50,6 @@ class SMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
 
     def _fit(self, X, Y):
         """Anneal the particles from the prior to the posterior: the family's part of ``fit``."""
-        self._check_hyperprior()
         if self._empirical_hyperparameters:
             _, likelihood, weight_prior, _ = self._fit_map(X, Y)
             likelihood = likelihood.frozen(Y.shape[1])  # the MAP's learned noise, fixed

@@ -73,7 +73,7 @@ class SWAGMixin(MemberTrainingMixin):
     def _fit(self, X, Y):
         """Train the members, then collect their SGD trajectories' moments: the family's part of ``fit``."""
         self.n_estimators_ = self._n_members(len(X))
-        self._check_counts()
+        self._check_counts(self.n_estimators_)
         theta, likelihood, prior, targets = self._fit_map(X, Y, self.prior_std_scale)
         noise_std = likelihood.output_noise_std(Y.shape[1])
         # Seeds per member: initial weights, minibatch order of its MAP training, of its SGD phase.
@@ -123,16 +123,21 @@ class SWAGMixin(MemberTrainingMixin):
         return misfit_scale(self._model, component, X, Y, likelihood, groups, precision, row_weight)
 
     def _check_parameters(self):
+        """Too few snapshots, and too few draws for a number of members given as an integer ('auto'
+        resolves with the rows: :meth:`_check_counts` at fit)."""
+        super()._check_parameters()
         if self.swag_epochs // self.collect_every < 2:
             raise ValueError(
                 f"swag_epochs={self.swag_epochs} with collect_every={self.collect_every} "
                 "collects fewer than the 2 snapshots SWAG needs."
             )
+        if self.n_estimators != "auto":
+            self._check_counts(self.n_estimators)
 
-    def _check_counts(self):
-        if self.n_samples < self.n_estimators_:  # a member without a draw would drop out of every prediction
+    def _check_counts(self, n_estimators):
+        if self.n_samples < n_estimators:  # a member without a draw would drop out of every prediction
             raise ValueError(
-                f"n_samples={self.n_samples} draws cannot cover the {self.n_estimators_} members' Gaussians "
+                f"n_samples={self.n_samples} draws cannot cover the {n_estimators} members' Gaussians "
                 f"(n_estimators={self.n_estimators!r}); give n_samples >= n_estimators."
             )
 
