@@ -60,6 +60,8 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
             )
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, **VALIDATION)
         Y = np.ascontiguousarray(y.reshape(len(y), -1), dtype=np.float64)  # float16 or float32 targets too
+        if not self.normalize_y:  # before the fit's state is set: a warning raised as an error leaves the earlier fit
+            self._warn_of_unscaled_targets(Y)
         self._single_output = y.ndim == 1 or Y.shape[1] == 1
         # What the network's outputs mean is the fit's: a set_params(likelihood=...) after it takes
         # effect at the next fit, not in this one's predictions (a mean read as a log noise std).
@@ -70,7 +72,6 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         else:
             self._y_mean = np.zeros(Y.shape[1])
             self._y_scale = np.ones(Y.shape[1])
-            self._warn_of_unscaled_targets(Y)
         return X, (Y - self._y_mean) / self._y_scale
 
     def _state_loaded(self, state):
@@ -91,7 +92,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         stds = ", ".join(f"{value:.3g}" for value in spread)
         # Below: the noise lies under the spread, nearer the lower bound; above: only the spread itself
         # can near the upper one.
-        if self._likelihood_name == "heteroscedastic" and (
+        if self.likelihood == "heteroscedastic" and (
             np.any(log_spread < -UNSCALED_LOG_SPREAD) or np.any(log_spread > LOG_STD_BOUND - UNSCALED_MARGIN)
         ):
             warn(

@@ -704,3 +704,19 @@ def test_unstandardised_targets_far_from_unit_scale_warn_under_either_likelihood
         LaplaceRegressor(normalize_y=False, max_epochs=2).fit(X, y)
     assert any("normalize_y=False: the network trains in the units of y" in str(warning.message)
                for warning in caught) == warns
+
+
+def test_a_refit_refused_by_its_warning_as_an_error_keeps_the_earlier_fit():
+    """Under warnings as errors the unscaled targets' warning refuses the refit before the fit's
+    target scale is set: the earlier fit predicts in its own units still (it kept the refused
+    fit's scale of 1 and predicted 1.3 where 158)."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(40, 2)
+    y = 100 * (X[:, 0] + 0.3 * rng.randn(40))
+    model = LaplaceRegressor(max_epochs=5, random_state=0).fit(X, y)
+    before = model.predict(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(UserWarning, match="normalize_y=False"):
+            model.set_params(normalize_y=False).fit(X, y)
+    np.testing.assert_array_equal(model.set_params(normalize_y=True).predict(X), before)
