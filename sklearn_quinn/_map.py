@@ -727,9 +727,9 @@ def batch_slices(n_rows, batch_size, max_batches=None):
     or with ``max_batches`` the first ``max_batches`` batches' worth. A last batch of one
     row joins the one before it: a batch-norm layer cannot train on one row (a user's
     module with one failed whenever the rows left one over), and one row's step is all
-    its own noise."""
+    its own noise (where every batch is one row, as asked, they stay so)."""
     starts = list(range(0, n_rows, batch_size))
-    if len(starts) > 1 and n_rows - starts[-1] == 1:
+    if batch_size > 1 and len(starts) > 1 and n_rows - starts[-1] == 1:
         starts.pop()
     slices = [slice(start, stop) for start, stop in zip(starts, starts[1:] + [n_rows])]
     return slices if max_batches is None else slices[:max_batches]

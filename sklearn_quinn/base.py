@@ -39,7 +39,7 @@ from ._core.network import ACTIVATIONS, FunctionalModel, build_mlp, in_eval_mode
 from ._core.priors import GaussianPrior
 from ._core.pushforward import nonlinear_pushforward
 from ._core.rng import prediction_generator, standard_normal
-from ._map import EvidenceMaximisation, evidence_epochs, fit_map, mean_variances_available
+from ._map import EvidenceMaximisation, batch_slices, evidence_epochs, fit_map, mean_variances_available
 from ._persistence import DevicePortablePickle, resolve_device
 from ._validation import check_count
 from ._warnings import warn
@@ -477,7 +477,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         capped at ``AUTO_MAX_STEPS`` steps."""
         if self.max_epochs != "auto":
             return self.max_epochs
-        steps_per_epoch = -(-n_rows // self._batch_size(n_rows))
+        steps_per_epoch = len(batch_slices(n_rows, self._batch_size(n_rows)))
         epochs = max(AUTO_EPOCHS, -(-min_steps // steps_per_epoch))
         return max(1, min(epochs, AUTO_MAX_STEPS // steps_per_epoch))
 

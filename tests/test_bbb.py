@@ -419,6 +419,24 @@ def test_kl_weights_of_an_epoch_sum_to_the_number_of_batches(n_batches):
     np.testing.assert_allclose(blundell, 4 * np.array([8, 4, 2, 1]) / 15)
 
 
+def test_the_kl_weights_count_the_batches_an_epoch_has(wave_data, monkeypatch):
+    """49 rows in batches of 16 are 3 batches (the last row joins the third): the weights of an
+    epoch are Blundell's for 3 and sum to 3 (they were for 4, and summed to 3.73)."""
+    from sklearn_quinn.variational import _bbb
+
+    counts = []
+    weighting = _bbb.KLWeighting
+
+    def counted(scheme, n_batches):
+        counts.append(n_batches)
+        return weighting(scheme, n_batches)
+
+    monkeypatch.setattr(_bbb, "KLWeighting", counted)
+    X, y = wave_data
+    small(kl_weighting="blundell", batch_size=16, max_epochs=2).fit(X[:49], y[:49])
+    assert counts and set(counts) == {3}
+
+
 def test_blundell_weighting_fits(wave_data):
     X, y = wave_data
     reg = small(kl_weighting="blundell", batch_size=20, max_epochs=20).fit(X, y)

@@ -12,6 +12,7 @@ from .._classifier_base import SAMPLE_PREDICTIVES, BaseBayesianClassifier
 from .._core.network import FunctionalModel
 from .._core.row_subsets import random_subset
 from .._local_posterior import LocalPosteriorMixin
+from .._map import batch_slices
 from .._members import MemberTrainingMixin
 from .._regressor_base import BaseBayesianRegressor
 from .._warnings import warn
@@ -193,7 +194,7 @@ class SWAGMixin(MemberTrainingMixin):
         ``max_epochs='auto'`` does. Snapshots a period apart are then closer
         together than an epoch's; ``cov_scale='auto'`` sets their spread's
         scale from the data misfit all the same."""
-        batches_per_epoch = -(-n_rows // self._swag_batch_size(n_rows))
+        batches_per_epoch = len(batch_slices(n_rows, self._swag_batch_size(n_rows)))
         cap = max(1, AUTO_MAX_STEPS // self.swag_epochs)
         return cap if batches_per_epoch > cap else None
 

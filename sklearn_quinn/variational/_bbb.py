@@ -10,7 +10,7 @@ from .._core.evidence import ColumnHyperprior, ParameterGroups
 from .._core.network import FunctionalModel, LinearSkipMLP
 from .._core.posterior import GaussianPosterior
 from .._core.priors import GaussianPrior, ScaleMixturePrior
-from .._map import TensorBatches, train_net
+from .._map import TensorBatches, batch_slices, train_net
 from .._regressor_base import BaseBayesianRegressor
 from .._warnings import warn
 from ..base import MAP_TRAINING_CONSTRAINTS
@@ -161,7 +161,8 @@ class VariationalMixin:
             variational = MeanFieldNetwork(self._model, mean, torch.full_like(mean, INITIAL_STD), self.n_mc_samples)
             weighting = []
             if self.kl_weighting != "uniform":  # uniform: the criterion's own weight 1 on every batch
-                weighting.append(("kl_weighting", KLWeighting(self.kl_weighting, -(-len(X) // batch_size))))
+                n_batches = len(batch_slices(len(X), batch_size))
+                weighting.append(("kl_weighting", KLWeighting(self.kl_weighting, n_batches)))
             self.net_ = train_net(
                 variational,
                 NegativeELBO(len(X), initial_prior, likelihood),
