@@ -442,12 +442,12 @@ def test_bad_parameters(wave_data, estimator, params, message):
 
 @pytest.mark.parametrize("estimator, n_rows, params, expected", [
     (RMSRegressor, 40_000, {}, 20),  # 200 steps an epoch: 1000 epochs are exactly the 200,000-step cap
-    (RMSRegressor, 40_001, {}, 5),  # capped: each member would be another capped training
-    (RMSClassifier, 40_001, {}, 5),
+    (RMSRegressor, 40_002, {}, 5),  # capped: each member would be another capped training (40,001: 200 steps)
+    (RMSClassifier, 40_002, {}, 5),
     (RMSRegressor, 10**6, {"max_epochs": 100}, 20),  # epochs fixed by the user: no cap
     (RMSRegressor, 10**6, {"n_estimators": 3}, 3),
     (DeepEnsembleRegressor, 100, {}, 5),
-    (DeepEnsembleClassifier, 40_001, {}, 5),
+    (DeepEnsembleClassifier, 40_002, {}, 5),
 ])
 def test_auto_members_are_twenty_draws_for_rms_and_five_for_the_deep_ensemble(estimator, n_rows, params,
                                                                               expected):

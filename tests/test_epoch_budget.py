@@ -22,7 +22,7 @@ from sklearn_quinn.swag import _swag as swag_module
 @pytest.mark.parametrize("n_rows, batch_size, expected", [
     (100, "auto", 1000),  # one step an epoch
     (40_000, "auto", 1000),  # 200 steps an epoch: 200,000 steps
-    (40_001, "auto", 995),  # 201 steps an epoch
+    (40_002, "auto", 995),  # 201 steps an epoch (at 40,001 the last row joins the 200th batch)
     (1_000_000, "auto", 40),  # 5000 steps an epoch
     (1_000_000, 1000, 200),
     (10**9, "auto", 1),  # more steps in one epoch than the cap: still one epoch
@@ -35,9 +35,9 @@ def test_auto_epochs_are_1000_capped_at_200k_steps(n_rows, batch_size, expected)
 @pytest.mark.parametrize("n_rows, expected", [
     (150, 4000),  # one step an epoch
     (300, 2000),
-    (401, 1334),  # three steps an epoch: 4002 steps
+    (402, 1334),  # three steps an epoch: 4002 steps
     (800, 1000),  # four steps an epoch: the 1000 epochs take 4000
-    (40_001, 995),  # the cap as for every family
+    (40_002, 995),  # the cap as for every family
 ])
 def test_auto_epochs_raised_to_a_minimum_of_steps(n_rows, expected):
     assert BBBRegressor()._n_epochs(n_rows, min_steps=4000) == expected
@@ -97,7 +97,7 @@ def test_unknown_max_epochs_is_refused(linear_data):
 @pytest.mark.parametrize("n_rows, batch_size_swag, expected", [
     (1000, 32, None),  # 32 steps an epoch: 100 epochs are 3,200 steps
     (64_000, 32, None),  # 2,000 steps an epoch: exactly the cap
-    (64_001, 32, 2000),
+    (64_002, 32, 2000),  # 2,001 steps an epoch (at 64,001 the last row joins the 2,000th batch)
     (1_000_000, 32, 2000),  # 31,250 steps an epoch: 2,000 steps between snapshots
 ])
 def test_swag_periods_are_epochs_capped_at_200k_steps(n_rows, batch_size_swag, expected):

@@ -596,7 +596,7 @@ def test_auto_scale_is_one_where_the_curvature_vanishes_with_confidence(wave_dat
 
 @pytest.mark.parametrize("n_rows, params, expected", [
     (40_000, {}, 5),  # 200 steps an epoch: 1000 epochs are exactly the 200,000-step cap
-    (40_001, {}, 1),  # capped: each member would be another capped training
+    (40_002, {}, 1),  # capped: each member would be another capped training (40,001: 200 steps still)
     (10**6, {"max_epochs": 100}, 5),  # epochs fixed by the user: no cap
     (10**6, {"n_estimators": 3}, 3),
 ])
