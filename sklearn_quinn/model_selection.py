@@ -166,14 +166,17 @@ class EvidenceSearch(MetaEstimatorMixin, BaseEstimator):
         unfitted = [_candidate(self.estimator, params) for params in candidates]
         for candidate in unfitted:  # a grid's estimator too, before any fit
             _check_gives_evidence(candidate)
-        self.estimators_ = Parallel(n_jobs=self.n_jobs, verbose=self.verbose)(
+        fitted = Parallel(n_jobs=self.n_jobs, verbose=self.verbose)(
             delayed(candidate.fit)(X, y) for candidate in unfitted
         )
-        evidence = np.array([log_evidence(estimator) for estimator in self.estimators_])
+        evidence = np.array([log_evidence(estimator) for estimator in fitted])
         undefined = np.flatnonzero(np.isnan(evidence) | (evidence == np.inf))
         if len(undefined):  # it would turn every weight, and every prediction, into NaN
             raise ValueError(f"The log evidence of candidate {candidates[undefined[0]]!r} is "
                              f"{evidence[undefined[0]]}: no weights follow from it.")
+        if np.all(evidence == -np.inf):
+            raise ValueError("Every candidate's log evidence is -inf: no weights follow from them.")
+        self.estimators_ = fitted
         probability = np.exp(evidence - logsumexp(evidence))
         order = np.argsort(-evidence, kind="stable")
         rank = np.empty(len(order), dtype=int)

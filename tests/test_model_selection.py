@@ -143,8 +143,22 @@ def test_an_undefined_evidence_is_refused(one_unit_data, value):
             return self
 
     X, y = one_unit_data
+    search = EvidenceSearch(Undefined(compute_score=True), {"alpha_1": [1e-6]}).fit(X, y)
     with pytest.raises(ValueError, match=f"log evidence of candidate {{'alpha_1': 10.0}} is {value}"):
-        EvidenceSearch(Undefined(compute_score=True), {"alpha_1": [1e-6, 10.0]}).fit(X, y)
+        search.set_params(param_grid={"alpha_1": [1e-6, 10.0, 20.0]}).fit(X, y)
+    assert len(search.estimators_) == 1  # the earlier fit whole, its candidates with its weights
+    np.testing.assert_array_equal(search.predict(X), search.estimators_[0].predict(X))
+
+
+def test_every_evidence_at_minus_infinity_is_refused(one_unit_data):
+    class Impossible(EvidenceRidge):
+        def fit(self, X, y):
+            super().fit(X, y)
+            self.log_evidence_ = -np.inf
+            return self
+
+    with pytest.raises(ValueError, match="Every candidate's log evidence is -inf"):
+        EvidenceSearch(Impossible(compute_score=True), {"alpha_1": [1e-6, 10.0]}).fit(*one_unit_data)
 
 
 def test_an_estimator_without_evidence_in_the_grid_is_refused_before_fitting(one_unit_data, monkeypatch):
