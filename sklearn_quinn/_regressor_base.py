@@ -79,6 +79,12 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         state.setdefault("_likelihood_name", state["likelihood"])
         return super()._state_loaded(state)
 
+    @property
+    def _fits_in_unit_scale(self):
+        """Whether the fit trains a network by minibatch steps, or learns or samples a prior or a
+        noise, all set for standardised targets: a sampler from a fixed prior and noise does neither."""
+        return True
+
     def _warn_of_unscaled_targets(self, Y):
         """With ``normalize_y=False`` the network works in y's units. Targets of a std far from 1
         (beyond a factor of ``exp(UNSCALED_TRAINING_LOG_SPREAD)``) train slowly, Adam's steps being
@@ -100,7 +106,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
                 f"+-{LOG_STD_BOUND:g} in the units of y, and the targets' std ({stds}) puts their noise near "
                 "that bound, where the noise is poorly learned; keep normalize_y=True."
             )
-        elif np.any(np.abs(log_spread) > UNSCALED_TRAINING_LOG_SPREAD):
+        elif self._fits_in_unit_scale and np.any(np.abs(log_spread) > UNSCALED_TRAINING_LOG_SPREAD):
             warn(
                 f"normalize_y=False: the network trains in the units of y, where the targets' std is {stds}, "
                 "far from the unit scale its training, its priors and its noise are set for: the training may "

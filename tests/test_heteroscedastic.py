@@ -706,6 +706,20 @@ def test_unstandardised_targets_far_from_unit_scale_warn_under_either_likelihood
                for warning in caught) == warns
 
 
+@pytest.mark.parametrize("estimator", [
+    SMCRegressor(hidden_layer_sizes=(), prior_std=100.0, noise_std=5.0, n_particles=16, n_mcmc_steps=1),
+    MCMCRegressor(hidden_layer_sizes=(), prior_std=100.0, noise_std=5.0, init="prior", n_samples=5, n_burnin=5),
+], ids=lambda estimator: type(estimator).__name__)
+def test_a_sampler_of_a_fixed_prior_and_noise_needs_no_unit_scale(estimator):
+    """Nothing trained by minibatch steps, nothing learned or sampled of the prior or the noise:
+    the exact references of the benchmarks run so, and the warning named a training they lack."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(30, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        estimator.set_params(normalize_y=False, random_state=0).fit(X, 100 * X[:, 0])
+
+
 def test_a_refit_refused_by_its_warning_as_an_error_keeps_the_earlier_fit():
     """Under warnings as errors the unscaled targets' warning refuses the refit before the fit's
     target scale is set: the earlier fit predicts in its own units still (it kept the refused

@@ -48,6 +48,11 @@ class SMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
         "leapfrog_dtype": [StrOptions(set(DTYPES))],
     }
 
+    @property
+    def _fits_in_unit_scale(self):
+        """No MAP and no hyperparameter where the prior and the noise are both fixed."""
+        return self.prior_std is None or getattr(self, "noise_std", None) is None
+
     def _fit(self, X, Y):
         """Anneal the particles from the prior to the posterior: the family's part of ``fit``."""
         if self._empirical_hyperparameters:
