@@ -50,17 +50,19 @@ def draws_spread(reg, X, y_scale):
     return (reg._model(theta, reg._validated_inputs(X)).squeeze(-1).numpy() * y_scale).var(0, ddof=1)
 
 
-@pytest.mark.parametrize("estimator", [RMSRegressor, SWAGRegressor])
-def test_epistemic_variance_is_the_larger_of_the_draws_spread_and_the_map_posterior_s(wave_data, estimator):
+@pytest.mark.parametrize("estimator, posterior_share", [(RMSRegressor, 0.1), (SWAGRegressor, 0.0)])
+def test_epistemic_variance_is_the_larger_of_the_draws_spread_and_the_map_posterior_s(wave_data, estimator,
+                                                                                      posterior_share):
     """At training rows and at rows away from them the epistemic variance is the larger of the
     draws' spread and the Laplace posterior's variance (an independent reference), and each is
-    the larger at some rows (the draws alone fall short at those of the posterior; MultiSWAG's
-    members, at their own modes since they end there, spread the widest, at 38 of the 40)."""
+    the larger at some rows: the posterior's at a tenth at least of RMS's (its draws alone fall
+    short), at some of MultiSWAG's, whose members, at their own modes since they end there,
+    spread the widest (at 38 of the 40)."""
     X, y = wave_data
     reg = small(estimator).fit(X, y)
     X_new = np.vstack([X[:20], 3 * np.random.RandomState(1).randn(20, 2)])
     spread, laplace = draws_spread(reg, X_new, y.std()), map_posterior_variance(reg, X, X_new, y.std())
-    assert 0 < np.mean(laplace > spread) < 1
+    assert posterior_share < np.mean(laplace > spread) < 1
     parts = reg.predict_uncertainty(X_new)
     np.testing.assert_allclose(parts.epistemic_std**2, np.maximum(spread, laplace), rtol=1e-6)
     np.testing.assert_allclose(parts.std**2, np.maximum(spread, laplace) + reg.noise_std_**2, rtol=1e-6)
