@@ -26,7 +26,7 @@ from sklearn_quinn._core import likelihoods as likelihoods_module
 from sklearn_quinn._core.likelihoods import GaussianLikelihood, HeteroscedasticGaussianLikelihood
 from sklearn_quinn._core.network import FunctionalModel
 from sklearn_quinn._map import fit_map
-from sklearn_quinn.calibration import calibrate
+from sklearn_quinn.calibration import calibrate, calibrate_cv
 from sklearn_quinn.ensemble._engine import finish_members, train_members
 
 FAST = dict(hidden_layer_sizes=(8,), max_epochs=40, random_state=0)
@@ -187,8 +187,11 @@ def test_a_likelihood_set_after_fit_waits_for_the_next_fit(fitted, other, two_ta
     if fitted == "heteroscedastic":  # the fit's noise is per input, whatever the parameter says now
         with pytest.raises(ValueError, match="predicts its noise per input"):
             calibrate(model, X, Y, param="noise_scale")
+        calibrate_cv(model, X, Y, param="noise_scale", cv=2)  # whose folds fit clones, of the parameter's
     else:
         calibrate(model, X, Y, param="noise_scale")
+        with pytest.raises(ValueError, match="predicts its noise per input"):
+            calibrate_cv(model, X, Y, param="noise_scale", cv=2)
 
 
 def test_a_float32_std_past_its_range_is_inf_with_a_warning_never_nan(linear_data):
