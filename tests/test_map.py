@@ -266,8 +266,19 @@ def test_a_batch_norm_module_trains_whatever_rows_are_left_over():
     assert np.isfinite(reg.predict(X, return_std=True)[1]).all()
 
 
+@pytest.fixture
+def ctrl_c_raises():
+    """SIGINT raises KeyboardInterrupt, as in an interactive Python: a process started in the
+    background of a shell (a CI job) inherits SIGINT ignored, and the test's own SIGINTs with it."""
+    import signal
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
 @pytest.mark.parametrize("estimator", ["LaplaceRegressor", "DeepEnsembleRegressor"])
-def test_an_interrupt_during_training_ends_the_fit(estimator, monkeypatch):
+def test_an_interrupt_during_training_ends_the_fit(estimator, monkeypatch, ctrl_c_raises):
     """skorch's partial_fit catches Ctrl-C and returns the network trained so far; the estimator went on
     to its posterior from two epochs of thirty, without a word."""
     import os
@@ -290,7 +301,7 @@ def test_an_interrupt_during_training_ends_the_fit(estimator, monkeypatch):
         model.fit(X, X[:, 0])
 
 
-def test_ctrl_c_while_a_callback_runs_ends_the_fit():
+def test_ctrl_c_while_a_callback_runs_ends_the_fit(ctrl_c_raises):
     """A SIGINT is Ctrl-C wherever it lands, a callback's epoch hook (the evidence's updates run
     there) included: the fit took one there for a callback's stop and returned."""
     import os
