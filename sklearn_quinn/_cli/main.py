@@ -41,7 +41,8 @@ laptop, on digits (1,797 rows, 64 features, 10 classes) about ten minutes on one
 thread, half of it SMC's (--methods can leave it out). --quick gives them
 smaller budgets for a first look at a bigger table (300 training epochs instead
 of 1000; MCMC 200 burn-in + 200 draws per chain instead of 500 + 500; SWAG 50
-collection epochs instead of 100; SMC 100 particles instead of 200), in a
+collection epochs instead of 100; SMC 100 particles of 10-step trajectories
+instead of 200 of 50), in a
 third to a half of the time.
 
 methods: {', '.join(f'{name} ({method.label})' for name, method in METHODS.items())}

@@ -166,7 +166,7 @@ verbose
     prior_precisions_ : dict
         The prior precision of each group of weights, by name (a parameter
         tensor, or an input column of a layer that reads the inputs, as
-        ``'0.weight[:, 2]'``): learned by the evidence (``prior_std=None``)
+        ``'mlp.0.weight[:, 2]'``): learned by the evidence (``prior_std=None``)
         or ``1 / prior_std**2``.
     evidence_history_ : list of dict
         One entry per evidence update (``epoch``, ``stage``, ``log_evidence``,
@@ -324,7 +324,7 @@ lr_schedule, max_epochs, batch_size, optimizer, callbacks, normalize_X, dtype, d
     prior_precisions_ : dict
         The prior precision of each group of weights, by name (a parameter
         tensor, or an input column of a layer that reads the inputs, as
-        ``'0.weight[:, 2]'``): learned by the evidence (``prior_std=None``)
+        ``'mlp.0.weight[:, 2]'``): learned by the evidence (``prior_std=None``)
         or ``1 / prior_std**2``.
     evidence_history_ : list of dict
         One entry per evidence update (``epoch``, ``stage``, ``log_evidence``,

@@ -361,7 +361,7 @@ _SHARED_ATTRIBUTES = """
     prior_precisions_ : dict
         The prior precision of each group of weights, by name (a parameter
         tensor, or an input column of a layer that reads the inputs, as
-        ``'0.weight[:, 2]'``): learned by the evidence (``prior_std=None``)
+        ``'mlp.0.weight[:, 2]'``): learned by the evidence (``prior_std=None``)
         or ``1 / prior_std**2``.
     evidence_history_ : list of dict
         One entry per evidence update of the MAP training (``epoch``,
@@ -420,7 +420,8 @@ class DeepEnsembleRegressor(BaseEnsembleRegressor):
     whichever is larger (each member carries a local posterior: see
     ``member_std_``), plus the observation noise. All members train together as
     the rows of one batched weight matrix (one optimiser step updates all),
-    each on its own random subset of the rows and in its own minibatch order.
+    each in its own minibatch order (and with ``data_fraction < 1`` on its own
+    random subset of the rows).
 
     Each member minimises the Gaussian negative log likelihood of its rows
     under the noise the MAP network learned (or the fixed ``noise_std``), plus

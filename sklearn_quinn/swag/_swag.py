@@ -340,7 +340,7 @@ verbose
     prior_precisions_ : dict
         The prior precision of each group of weights, by name (a parameter
         tensor, or an input column of a layer that reads the inputs, as
-        ``'0.weight[:, 2]'``): learned by the evidence (``prior_std=None``)
+        ``'mlp.0.weight[:, 2]'``): learned by the evidence (``prior_std=None``)
         or ``1 / prior_std**2``.
     evidence_history_ : list of dict
         One entry per evidence update of the MAP training (``epoch``,
@@ -496,7 +496,7 @@ optimizer, callbacks, normalize_X, dtype, device, random_state, verbose
     prior_precisions_ : dict
         The prior precision of each group of weights, by name (a parameter
         tensor, or an input column of a layer that reads the inputs, as
-        ``'0.weight[:, 2]'``): learned by the evidence (``prior_std=None``)
+        ``'mlp.0.weight[:, 2]'``): learned by the evidence (``prior_std=None``)
         or ``1 / prior_std**2``.
     evidence_history_ : list of dict
         One entry per evidence update of the MAP training (``epoch``,
