@@ -607,8 +607,8 @@ class CtrlC:
     only it may set a handler: in another thread none arrives, and none is recorded."""
 
     def __enter__(self):
-        self.pressed, self._previous = False, None
-        if threading.current_thread() is threading.main_thread():
+        self.pressed, self._installed = False, threading.current_thread() is threading.main_thread()
+        if self._installed:
             self._previous = signal.signal(signal.SIGINT, self._record)
         return self
 
@@ -616,12 +616,13 @@ class CtrlC:
         self.pressed = True
         if callable(self._previous):
             self._previous(signum, frame)
-        elif self._previous != signal.SIG_IGN:
+        elif self._previous != signal.SIG_IGN:  # the default's, or one not installed from Python
             raise KeyboardInterrupt
 
     def __exit__(self, *exc):
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
+        if self._installed:
+            # None: a handler not installed from Python, which the default stands for.
+            signal.signal(signal.SIGINT, signal.SIG_DFL if self._previous is None else self._previous)
 
 
 class PosteriorNet(NeuralNet):

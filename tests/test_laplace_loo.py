@@ -17,7 +17,7 @@ def test_cavities_equal_removing_the_row_in_weight_space():
     """Brute force on random Jacobians of a softmax: the posterior precision
     ``s (sum_i J_i^T Lambda_i J_i + delta I)`` without row i's term, and the
     mean moved by the row's gradient site, give the cavity ``J_i theta_-i``,
-    ``J_i P_-i^-1 J_i^T``."""
+    ``J_i P_-i^-1 J_i^T``: the cavity at ``s = 1``, its covariance divided by ``s``."""
     rng = np.random.RandomState(0)
     n_rows, n_classes, n_weights, delta, scale = 6, 3, 9, 0.7, 2.5
     jacobians = torch.as_tensor(rng.randn(n_rows, n_classes, n_weights))
@@ -31,7 +31,8 @@ def test_cavities_equal_removing_the_row_in_weight_space():
     covariance = jacobians @ torch.linalg.inv(precision) @ jacobians.mT
     likelihood = CategoricalLikelihood()
     gradient = likelihood.output_gradient(mean, labels[:, None].double())
-    cavity_mean, cavity_covariance = site_cavities(mean, covariance, gradient, likelihood.output_hessian(mean), scale)
+    cavity_mean, cavity_covariance = site_cavities(mean, scale * covariance, gradient, likelihood.output_hessian(mean))
+    cavity_covariance = cavity_covariance / scale
     for i in range(n_rows):
         without = precision - scale * jacobians[i].T @ site_precision[i] @ jacobians[i]
         shift = -scale * torch.linalg.solve(without, jacobians[i].T @ site_gradient[i])

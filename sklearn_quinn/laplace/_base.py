@@ -297,7 +297,7 @@ class LaplaceClassificationMixin:
         site = (gradient.unsqueeze(-1) * gradient.unsqueeze(-2) if self.curvature == "ef"
                 else likelihood.output_hessian(mean))
         with torch.no_grad():
-            return site_cavities(mean, covariance, gradient, site, 1.0)
+            return site_cavities(mean, covariance, gradient, site)
 
     def _check_predictive(self):
         """Fail where ``predictive`` needs the Gaussian over the logits that ``pushforward='nonlinear'``

@@ -12,27 +12,28 @@ gives the cavity, the posterior of the outputs without row ``i``:
     V_-i = (I - s V_i Lambda_i)^-1 V_i,    m_-i = m_i + s V_-i g_i,
 
 the leave-one-out of Vehtari et al. (2016) for a Laplace approximation, with
-no refit: a prediction on the training rows.
+no refit: a prediction on the training rows. At ``s`` the cavity's mean is
+that at ``s = 1`` and its covariance that at ``s = 1`` divided by ``s``, so
+the cavities are taken once, at ``s = 1``.
 """
 
 import torch
 
 
-def site_cavities(mean, covariance, gradient, hessian, cov_scale):
-    """The outputs' leave-one-out mean and covariance of every training row.
+def site_cavities(mean, covariance, gradient, hessian):
+    """The outputs' leave-one-out mean and covariance of every training row, at ``s = 1``.
 
     Parameters
     ----------
     mean : tensor of shape (N, O)
         The MAP's outputs on the training rows.
     covariance : tensor of shape (N, O, O)
-        Their covariance ``J_i Sigma J_i^T`` under the posterior at this ``cov_scale``.
+        Their covariance ``J_i Sigma J_i^T`` under the untempered posterior ``Sigma = H^-1``.
     gradient : tensor of shape (N, O)
         ``d(-log p(y_i | f)) / df`` at the MAP's outputs.
     hessian : tensor of shape (N, O, O)
-        ``d^2(-log p(y_i | f)) / df^2`` there (the site's precision).
-    cov_scale : float
-        The ``s`` the posterior ``Sigma = (s H)^-1`` was tempered with.
+        The precision of each row's site in the outputs (for the GGN the likelihood's
+        ``d^2(-log p(y_i | f)) / df^2`` there).
 
     Returns
     -------
@@ -46,6 +47,6 @@ def site_cavities(mean, covariance, gradient, hessian, cov_scale):
     models", JMLR 17(103), 2016.
     """
     eye = torch.eye(mean.shape[-1], dtype=mean.dtype, device=mean.device)
-    cavity = torch.linalg.solve(eye - cov_scale * covariance @ hessian, covariance)
+    cavity = torch.linalg.solve(eye - covariance @ hessian, covariance)
     cavity = 0.5 * (cavity + cavity.mT)
-    return mean + cov_scale * (cavity @ gradient.unsqueeze(-1)).squeeze(-1), cavity
+    return mean + (cavity @ gradient.unsqueeze(-1)).squeeze(-1), cavity
