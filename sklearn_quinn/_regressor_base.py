@@ -90,9 +90,8 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         (beyond a factor of ``exp(UNSCALED_TRAINING_LOG_SPREAD)``) train slowly, Adam's steps being
         of about ``lr`` whatever the scale, and the evidence's first updates, taken from weights
         still short of it, can lock in a prior that keeps them there (docs: evidence); the priors,
-        hyperpriors and the heteroscedastic noise
-        head's clip at ``±LOG_STD_BOUND`` are all for standardised targets, and targets whose
-        noise reaches the clip leave it unbounded."""
+        hyperpriors and the heteroscedastic noise head's clip at ``±LOG_STD_BOUND`` are all for
+        standardised targets, and targets whose noise reaches the clip leave it unbounded."""
         spread = Y.std(axis=0)
         log_spread = np.log(spread[spread > 0])
         stds = ", ".join(f"{value:.3g}" for value in spread)

@@ -4,9 +4,9 @@ Each finished split is written at once as ``OUT/<data set>/<method>/split_<i>.js
 a run skips the splits whose file exists, so an interrupted run continues
 where it stopped, and refuses a folder whose files, of any data set or
 method, were fitted with another ``--max-epochs`` or ``--device`` (their
-figures would join this run's table as if they were its own). The Markdown table (``OUT/results.md``) is made from every
-split file in ``OUT``, so runs with different ``--splits`` per data set add up
-to one table.
+figures would join this run's table as if they were its own). The Markdown
+table (``OUT/results.md``) is made from every split file in ``OUT``, so runs
+with different ``--splits`` per data set add up to one table.
 """
 
 import json
