@@ -47,6 +47,9 @@ class PredictiveBandDisplay:
         Draws of ``y`` at ``x``, one per column.
     x_data, y_data : ndarray of shape (n_data,), default=None
         Data points, shown as a scatter.
+    estimator_name : str, default=None
+        The prefix of the legend's entries, which tells displays drawn on one
+        Axes apart; None: no prefix.
 
     Attributes
     ----------
@@ -80,7 +83,8 @@ class PredictiveBandDisplay:
     """
 
     def __init__(
-        self, *, x, y_pred, y_std, y_epistemic_std=None, y_samples=None, x_data=None, y_data=None
+        self, *, x, y_pred, y_std, y_epistemic_std=None, y_samples=None, x_data=None, y_data=None,
+        estimator_name=None,
     ):
         self.x = x
         self.y_pred = y_pred
@@ -89,56 +93,67 @@ class PredictiveBandDisplay:
         self.y_samples = y_samples
         self.x_data = x_data
         self.y_data = y_data
+        self.estimator_name = estimator_name
 
-    def plot(self, ax=None):
+    def plot(self, ax=None, *, name=None):
         """Draw the band, the mean, the draws and the data.
 
         Parameters
         ----------
         ax : matplotlib Axes, default=None
-            Axes to draw on; None makes a new figure.
+            Axes to draw on; None makes a new figure. On Axes that already show
+            lines, the mean and its bands take the Axes' next colour, and the
+            Axes keep their labels.
+        name : str, default=None
+            The prefix of the legend's entries; None: ``estimator_name``.
 
         Returns
         -------
         self : PredictiveBandDisplay
         """
         ax = axes_or_new(f"{type(self).__name__}.plot", ax)
+        name = name or self.estimator_name
+        prefix = f"{name}: " if name else ""
+        # The mean first, in the Axes' next colour (C0 on new Axes), which its bands take.
+        (self.line_,) = ax.plot(self.x, self.y_pred, label=f"{prefix}predictive mean", zorder=2.5)
+        color = self.line_.get_color()
         split = self.y_epistemic_std is not None
-        self.band_ = self._band(ax, self.y_std, 0.2, "total std" if split else "std")
+        self.band_ = self._band(ax, self.y_std, 0.2, f"{prefix}mean ± {_BAND_STDS} {'total ' if split else ''}std",
+                                color)
         self.epistemic_band_ = None
         if split:
-            self.epistemic_band_ = self._band(ax, self.y_epistemic_std, 0.35, "epistemic std")
+            self.epistemic_band_ = self._band(ax, self.y_epistemic_std, 0.35,
+                                              f"{prefix}mean ± {_BAND_STDS} epistemic std", color)
         self.draw_lines_ = []
         if self.y_samples is not None:
             self.draw_lines_ = ax.plot(self.x, self.y_samples, color="C1", linewidth=0.8, alpha=0.6)
         if self.draw_lines_:
-            self.draw_lines_[0].set_label("predictive draws")
-        (self.line_,) = ax.plot(self.x, self.y_pred, color="C0", label="predictive mean")
+            self.draw_lines_[0].set_label(f"{prefix}predictive draws")
         self.scatter_ = None
         if self.y_data is not None:
             self.scatter_ = ax.scatter(
-                self.x_data, self.y_data, s=12, color="k", zorder=3, label="data"
+                self.x_data, self.y_data, s=12, color="k", zorder=3, label=f"{prefix}data"
             )
-        ax.set(xlabel="x", ylabel="y")
+        ax.set(xlabel=ax.get_xlabel() or "x", ylabel=ax.get_ylabel() or "y")
         ax.legend()
         self.ax_, self.figure_ = ax, ax.figure
         return self
 
-    def _band(self, ax, std, alpha, name):
+    def _band(self, ax, std, alpha, label, color):
         """Fill ``y_pred ± 2 std`` on ``ax``."""
         return ax.fill_between(
             self.x,
             self.y_pred - _BAND_STDS * std,
             self.y_pred + _BAND_STDS * std,
-            color="C0",
+            color=color,
             alpha=alpha,
             linewidth=0,
-            label=f"mean ± {_BAND_STDS} {name}",
+            label=label,
         )
 
     @classmethod
     def from_estimator(
-        cls, estimator, X, y=None, *, n_draws=0, split=True, random_state=0, grid=None, ax=None
+        cls, estimator, X, y=None, *, n_draws=0, split=True, random_state=0, grid=None, name=None, ax=None
     ):
         """Plot a fitted regressor's predictive along its single feature.
 
@@ -165,7 +180,12 @@ class PredictiveBandDisplay:
         grid : array-like of shape (n_points,), default=None
             Points where the predictive is drawn (sorted here); None uses 200
             evenly spaced points from the smallest to the largest ``X``.
+        name : str, default=None
+            The prefix of the legend's entries, which tells displays drawn on
+            one Axes apart; None: none.
         ax : matplotlib Axes, default=None
+            On Axes that already show lines, the mean and its bands take the
+            Axes' next colour.
 
         Returns
         -------
@@ -210,6 +230,7 @@ class PredictiveBandDisplay:
             y_epistemic_std=y_epistemic_std,
             x_data=None if y is None else feature,
             y_data=y,
+            name=name,
             ax=ax,
         )
 
@@ -224,6 +245,7 @@ class PredictiveBandDisplay:
         y_data=None,
         *,
         y_epistemic_std=None,
+        name=None,
         ax=None,
     ):
         """Plot a predictive given on points ``x`` (sorted here, with the values along).
@@ -238,6 +260,8 @@ class PredictiveBandDisplay:
             Data points; both or neither.
         y_epistemic_std : array-like of shape (n_points,), default=None
             Epistemic part of ``y_std``, drawn as an inner band; at most ``y_std``.
+        name : str, default=None
+            The prefix of the legend's entries; None: none.
         ax : matplotlib Axes, default=None
 
         Returns
@@ -281,5 +305,6 @@ class PredictiveBandDisplay:
             y_samples=y_samples,
             x_data=x_data,
             y_data=y_data,
+            estimator_name=name,
         )
         return display.plot(ax=ax)

@@ -179,6 +179,24 @@ def test_band_from_estimator_bad_input(regressor, X, kwargs, message):
         PredictiveBandDisplay.from_estimator(regressor, X, **kwargs)
 
 
+def test_bands_on_one_axes_are_told_apart(regressor, wave):
+    """A second band on the same Axes takes the Axes' next colour and its legend entries carry its
+    name, and the user's axis labels stay (the second drew in the first's colour, unnamed, and
+    wrote 'x' and 'y' over the labels)."""
+    X, y = wave
+    fig, ax = plt.subplots()
+    ax.set(xlabel="dose", ylabel="response")
+    first = PredictiveBandDisplay.from_estimator(regressor, X, y, name="laplace", ax=ax)
+    second = PredictiveBandDisplay.from_estimator(BayesianRidge().fit(X, y), X, name="ridge", ax=ax)
+    assert first.line_.get_color() != second.line_.get_color()
+    assert tuple(second.band_.get_facecolor()[0][:3]) == matplotlib.colors.to_rgb(second.line_.get_color())
+    legend = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert "laplace: predictive mean" in legend and "ridge: predictive mean" in legend
+    assert "ridge: mean ± 2 std" in legend and "laplace: data" in legend
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("dose", "response")
+    plt.close(fig)
+
+
 def test_band_refuses_a_classifier_and_several_targets(wave):
     """Named as such: they failed inside predict (return_std) or on a from_predictions argument
     the user never passed."""
