@@ -601,28 +601,32 @@ def _acts_within_epochs(callback):
 
 
 class CtrlC:
-    """Whether Ctrl-C (SIGINT) arrived while it was on: a handler records it and then calls the one
-    before it, which raises the KeyboardInterrupt. One raised with no signal behind it came from the
-    code, as skorch's ``EarlyStopping`` stops a training. Signals reach the main thread alone, and
-    only it may set a handler: in another thread none arrives, and none is recorded."""
+    """Whether Ctrl-C raised the KeyboardInterrupt that ends a training: a handler calls the SIGINT
+    handler before it and records the KeyboardInterrupt that one raises. One raised otherwise came
+    from the code, as skorch's ``EarlyStopping`` stops a training, and so does one after a SIGINT
+    that a handler of the user's only took note of. Where SIGINT is ignored, or ends the process
+    (the default action, or a handler not installed from Python), none raises, and nothing is
+    installed; nor outside the main thread, which signals do not reach and which may set none."""
 
     def __enter__(self):
-        self.pressed, self._installed = False, threading.current_thread() is threading.main_thread()
-        if self._installed:
-            self._previous = signal.signal(signal.SIGINT, self._record)
+        self.pressed = False
+        previous = signal.getsignal(signal.SIGINT)
+        main = threading.current_thread() is threading.main_thread()
+        self._previous = previous if main and callable(previous) else None
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._record)
         return self
 
     def _record(self, signum, frame):
-        self.pressed = True
-        if callable(self._previous):
+        try:
             self._previous(signum, frame)
-        elif self._previous != signal.SIG_IGN:  # the default's, or one not installed from Python
-            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            self.pressed = True
+            raise
 
     def __exit__(self, *exc):
-        if self._installed:
-            # None: a handler not installed from Python, which the default stands for.
-            signal.signal(signal.SIGINT, signal.SIG_DFL if self._previous is None else self._previous)
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
 
 
 class PosteriorNet(NeuralNet):

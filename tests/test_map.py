@@ -323,6 +323,37 @@ def test_ctrl_c_while_a_callback_runs_ends_the_fit(ctrl_c_raises):
     assert signal.getsignal(signal.SIGINT) is handler
 
 
+@pytest.mark.parametrize("handler", ["takes note", "ignores"])
+def test_a_sigint_that_raised_nothing_leaves_a_callbacks_stop_a_stop(handler):
+    """A handler of the user's that only takes note of a SIGINT, or SIGINT ignored (what a job in a
+    shell's background inherits): the training goes on after it, and EarlyStopping's later stop
+    is a stop, the fit finishing (it was taken for Ctrl-C and raised)."""
+    import os
+    import signal
+
+    from skorch.callbacks import Callback, EarlyStopping
+
+    from sklearn_quinn import LaplaceRegressor
+
+    noted = []
+
+    class SigintAtEpochTwo(Callback):
+        def on_epoch_end(self, net, **kwargs):
+            if len(net.history) == 2:
+                os.kill(os.getpid(), signal.SIGINT)
+
+    before = signal.signal(signal.SIGINT, (lambda signum, frame: noted.append(signum)) if handler == "takes note"
+                           else signal.SIG_IGN)
+    try:
+        X = np.random.RandomState(0).randn(30, 2)
+        stop = EarlyStopping(monitor="train_loss", patience=3, threshold=0.5)
+        model = LaplaceRegressor(hidden_layer_sizes=(4,), max_epochs=100, callbacks=[SigintAtEpochTwo(), stop])
+        model.fit(X, X[:, 0])
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert len(model.net_.history) < 100 and len(noted) == (handler == "takes note")
+
+
 def test_a_callback_that_stops_the_training_is_no_interrupt():
     """skorch's EarlyStopping stops a training by raising a KeyboardInterrupt from its epoch hook,
     which the fit took for Ctrl-C and raised again; the estimator now goes on from where it
