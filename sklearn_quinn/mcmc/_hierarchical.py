@@ -48,6 +48,12 @@ class HyperpriorMixin:
         return self.prior_std is None and self.hyperprior == "gamma"
 
     @property
+    def _fixes_prior_and_noise(self):
+        """Whether the prior and the noise are both given, so that nothing of them is learned or
+        sampled (a classifier has no noise to give)."""
+        return self.prior_std is not None and getattr(self, "noise_std", None) is not None
+
+    @property
     def _empirical_hyperparameters(self):
         """Whether the prior precisions and a learned noise are fixed at the evidence-driven MAP's."""
         return self.prior_std is None and self.hyperprior == "empirical"

@@ -70,8 +70,7 @@ class MCMCMixin(HyperpriorMixin, MemberTrainingMixin, InferenceDataMixin, DrawsM
     @property
     def _fits_in_unit_scale(self):
         """No MAP and no hyperparameter where the chains start from a fixed prior with a fixed noise."""
-        return not (self.init == "prior" and self.prior_std is not None
-                    and getattr(self, "noise_std", None) is not None)
+        return not (self.init == "prior" and self._fixes_prior_and_noise)
 
     def _check_parameters(self):
         """n_jobs=0 (by the chain groups), more cycles than draws, minibatch samplers with sampled

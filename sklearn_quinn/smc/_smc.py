@@ -51,7 +51,7 @@ class SMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
     @property
     def _fits_in_unit_scale(self):
         """No MAP and no hyperparameter where the prior and the noise are both fixed."""
-        return self.prior_std is None or getattr(self, "noise_std", None) is None
+        return not self._fixes_prior_and_noise
 
     def _fit(self, X, Y):
         """Anneal the particles from the prior to the posterior: the family's part of ``fit``."""
