@@ -266,11 +266,11 @@ class LaplaceClassificationMixin:
         if self.cov_scale != "loo":
             return super()._initial_cov_scale(X, Y)
         if self.curvature == "hessian" or self.hessian_structure_ != "full":
-            what = ("curvature='hessian' has no term of a row in the outputs" if self.curvature == "hessian"
-                    else f"hessian_structure_={self.hessian_structure_!r} does not hold each row's term whole")
             if self.hessian_structure == "auto" and self.curvature != "hessian":
                 self.hessian_structure_reason_ += "; cov_scale='loo' needs the full structure, so cov_scale_ is 1"
             else:
+                what = ("curvature='hessian' has no term of a row in the outputs" if self.curvature == "hessian"
+                        else f"hessian_structure_={self.hessian_structure_!r} does not hold each row's term whole")
                 warn(f"cov_scale='loo' leaves each training row's term out of the posterior, and {what}: "
                      "cov_scale_ is 1, the evidence's posterior. Give a float cov_scale (calibrate can choose "
                      "it on held-out rows), or hessian_structure='full'.")
