@@ -87,6 +87,11 @@ _SCALE_STEP = 2.0
 _MAX_SCALE_STEPS = 6
 _MIN_SCALE_GAIN = 0.1
 
+# The noise of several outputs is iterated at the mode until no output's log noise std moves by
+# more than this, in at most this many more updates (EvidenceMaximisation._update_at_the_mode).
+_SHARE_TOLERANCE = 1e-4
+_MAX_SHARE_ROUNDS = 5
+
 
 class NegativeLogPosterior(nn.Module):
     """Negative log posterior per point for a likelihood and a Gaussian prior.
@@ -253,6 +258,7 @@ class EvidenceMaximisation(Callback):
 
     def on_train_begin(self, net, **kwargs):
         self.history_ = []
+        self._output_dof = None  # each output's well-determined weights, from the last update (several outputs)
 
     def on_epoch_end(self, net, **kwargs):
         epoch = len(net.history)
@@ -339,6 +345,15 @@ class EvidenceMaximisation(Callback):
         the predictions (``y`` and ``1000 * y + 7`` no longer give one fit)."""
         polish(net.module_, net.criterion_, self.X, self.targets)
         update = self._maximise(net, False, True, None, "final")
+        # Several outputs: their noise ratios read the leverages of the update before
+        # (_share_noise_by_residuals); here they are iterated to their fixed point.
+        log_noise_std = net.criterion_.likelihood.log_noise_std
+        for _ in range(_MAX_SHARE_ROUNDS if self.Y.shape[1] > 1 else 0):
+            before = log_noise_std.detach().clone()
+            self.history_.pop()
+            update = self._maximise(net, False, True, None, "final")
+            if float((log_noise_std.detach() - before).abs().max()) < _SHARE_TOLERANCE:
+                break
         record = self.history_.pop()
         return {"record": record if update.structure in _EXACT_STRUCTURES else self._exact_record(net)[0]}
 
@@ -499,6 +514,9 @@ class EvidenceMaximisation(Callback):
         if learn_noise:
             with torch.no_grad():
                 likelihood.log_noise_std.add_(math.log(noise_scale))
+            if self.Y.shape[1] > 1:
+                leverage = evidence.leverage(found, noise_scale)
+                self._output_dof = None if leverage is None else leverage.mean(0) * len(self.X)
         if self._carries_mean_variances:
             self._write_mean_variances(net, evidence, found)
         noise_std = likelihood.output_noise_std(self.Y.shape[1])
@@ -541,14 +559,20 @@ class EvidenceMaximisation(Callback):
         return float((self._spread[bounded] / noise_std[bounded]).min())
 
     def _share_noise_by_residuals(self, likelihood):
-        """Set the outputs' noise stds in the ratios of the fit's residuals (their root mean
-        squares, each output's noise at its likelihood's maximum), keeping their geometric mean,
-        whose scale the evidence then learns. MacKay's update learns one scale: on its own it
-        would keep the outputs' noise in the ratios it started at, equal for standardised targets
-        whatever each output's share of noise."""
+        """Set the outputs' noise stds in the ratios of MacKay's noise of each output,
+        ``SSE_o / (N - gamma_o)`` (``gamma_o`` the well-determined weights of output ``o``, the
+        sum of its rows' leverages, as the last update left them; before the first, or where the
+        evidence gives no leverages, ``SSE_o / N``), keeping their geometric mean, whose scale the
+        evidence then learns: at the fixed point each output's noise is its own evidence
+        maximiser. MacKay's update learns one scale: on its own it would keep the outputs' noise
+        in the ratios it started at, equal for standardised targets whatever each output's share
+        of noise. The outputs share the hidden layers, and an output of little noise determines
+        more of them: ``SSE_o / N`` set its noise below its maximiser."""
         with torch.no_grad():
             residuals = self.Y - self.model(self.model.flatten()[None], self.X)[0]
-            rms = residuals.square().mean(0).sqrt()
+            n_rows = len(self.X)
+            dof = n_rows if self._output_dof is None else (n_rows - self._output_dof.to(residuals)).clamp(min=1.0)
+            rms = (residuals.square().sum(0) / dof).sqrt()
             # An output fitted to rounding (a constant target, a custom module's exact one) would
             # set ratios of 1e-77; below the square root of the dtype's precision a ratio is rounding.
             floor = max(float(rms.max()) * torch.finfo(rms.dtype).eps ** 0.5, torch.finfo(rms.dtype).tiny)

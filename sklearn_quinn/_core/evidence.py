@@ -566,11 +566,12 @@ class LaplaceEvidence:
         at ``precision`` ((G,) or a scalar)."""
         return self._log_det_and_dof(self._precision(precision), noise_scale)[1]
 
-    def leverage(self, precision):
+    def leverage(self, precision, noise_scale=1.0):
         """The posterior variance of every whitened output at its training row, ``(N, O)``
         (the diagonal of the hat matrix ``W Sigma W^T``, which sums to ``gamma`` where the
         curvature is exact), at
-        ``precision`` ((G,) or a scalar) and the current noise; None for the diagonal
+        ``precision`` ((G,) or a scalar) and the noise ``noise_scale`` times the current one
+        (the outputs whitened by it); None for the diagonal
         structure, and for Kronecker factors beside weights in no layer.
 
         Through the kernel ``C = W diag(delta)^-1 W^T``: ``diag(C (I + C)^-1) = 1 -
@@ -584,25 +585,28 @@ class LaplaceEvidence:
         """
         precision = self._precision(precision)
         self._value_cholesky = None  # as in _log_det_and_dof
+        data_weight = self._row_weight * noise_scale**-2
         if self.structure == "kernel":
-            inverse = torch.cholesky_inverse(self._kernel_cholesky(precision, self._row_weight))
+            inverse = torch.cholesky_inverse(self._kernel_cholesky(precision, data_weight))
             # diag(C (I + C)^-1) with C the weighted rows' kernel is each row's leverage times its weight.
             return ((1.0 - inverse.diagonal()) / self._row_weight).reshape(self._n_points, -1)
         per_weight = self.groups.expand(precision)
+        # Below, the rows are whitened by the current noise: at ``noise_scale`` times it, w^T Sigma w / c**2.
         if self.structure == "kron" and not len(self._kronecker.rest):
             basis = self._kronecker.eigenbasis(per_weight.sqrt())
-            return self._kronecker_leverage(basis, 1.0 / (1.0 + self._row_weight * basis.eigenvalues.clamp(min=0.0)))
+            ratio = 1.0 / (1.0 + data_weight * basis.eigenvalues.clamp(min=0.0))
+            return self._kronecker_leverage(basis, ratio) / noise_scale**2
         if self.structure != "full":
             return None
         posterior = GaussianPosterior.from_precision_cholesky(per_weight.new_zeros(len(per_weight)),
-                                                             self._full_cholesky(per_weight, self._row_weight))
+                                                             self._full_cholesky(per_weight, data_weight))
         n_params = len(per_weight)
         block = max(1, _LEVERAGE_BLOCK // (n_params * self._n_outputs))
         leverage = []
         for start in range(0, self._n_points, block):
             rows = self._whitened_rows(slice(start, start + block))
             leverage.append(posterior.project(rows.reshape(-1, n_params)).square().sum(-1).reshape(len(rows), -1))
-        return torch.cat(leverage)
+        return torch.cat(leverage) / noise_scale**2
 
     def covariance_block(self, index):
         """The posterior covariance ``(k, k)`` of the weights ``index`` at the hyperparameters of the
