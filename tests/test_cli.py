@@ -71,6 +71,20 @@ def test_compare_fits_the_package_defaults_unless_quick(flags, settings, tmp_pat
     assert {name: params[name] for name in settings} == settings
 
 
+@pytest.mark.parametrize("name, n_rows, settings", [
+    ("rms", 300, {"max_epochs": 300, "n_estimators": 20}),
+    # 250 steps an epoch: 'auto' trains 800 epochs, fewer than its full count, with 5 members.
+    ("rms", 50_000, {"max_epochs": 300, "n_estimators": 5}),
+    # 5,000 steps an epoch: 'auto' trains 40 epochs, fewer than quick's 300.
+    ("rms", 1_000_000, {"max_epochs": "auto", "n_estimators": 5}),
+    ("laplace", 1_000_000, {"max_epochs": "auto"}),
+    ("laplace", 300, {"max_epochs": 300}),
+])
+def test_quick_is_never_a_bigger_budget_than_the_defaults(name, n_rows, settings):
+    params = make_estimator(name, False, quick=True, n_rows=n_rows).get_params()
+    assert {key: params[key] for key in settings} == settings
+
+
 def test_compare_notes_a_small_split_and_the_fits_warnings(tmp_path, capsys, monkeypatch):
     """A fit's warnings go to the notes, not through the progress bar, once each; so does a test split
     of a handful of rows."""

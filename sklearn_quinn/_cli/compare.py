@@ -98,7 +98,7 @@ def candidates(methods, classification, X_train, *, references=True, quick=False
     n_rows, n_features = X_train.shape
     rows = [Candidate(name, f"{METHODS[name].label} ({name})",
                       make_estimator(name, classification, quick=quick, max_epochs=max_epochs,
-                                     random_state=random_state, device=device, **(params or {})))
+                                     random_state=random_state, n_rows=n_rows, device=device, **(params or {})))
             for name in methods]
     if references:
         rows += [Candidate(name, f"scikit-learn {REFERENCES[name].label}",
