@@ -253,6 +253,11 @@ BAD_INPUT = {
     "no data dir": (lambda tmp: ["benchmark", "uci"], "pass --data-dir DIR or set SKLEARN_QUINN_UCI_DIR"),
     "unknown data set": (lambda tmp: ["benchmark", "uci", "--data-dir", str(tmp), "--datasets", "titanic"],
                          "unknown UCI data set 'titanic'"),
+    "a data set twice": (lambda tmp: ["benchmark", "uci", "--data-dir", str(tmp), "--datasets", "yacht", "yacht"],
+                         "data set 'yacht' listed more than once"),
+    # Refused before any fit: it was refused after every split had been fitted and written.
+    "no published figures": (lambda tmp: ["benchmark", "uci", "--data-dir", str(tmp), "--datasets", "yacht"],
+                             "README.md is missing"),
 }
 
 
@@ -272,6 +277,28 @@ def test_threads_must_be_a_positive_integer(threads, capsys):
     with pytest.raises(SystemExit) as exit_status:
         main(["compare", "--threads", threads])
     assert exit_status.value.code == 2 and "--threads: must be a positive integer" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["compare", "--max-epochs", "0"], "--max-epochs: must be a positive"),
+    (["benchmark", "uci", "--max-epochs", "-3"], "--max-epochs: must be a positive"),
+    (["benchmark", "uci", "--n-jobs", "0"], "--n-jobs: must be a non-zero"),
+])
+def test_counts_are_refused_as_they_are_parsed(argv, option, capsys):
+    """--max-epochs 0 made the output folder and then failed at the first fit; --n-jobs 0 gave
+    joblib's message, which does not name the option."""
+    with pytest.raises(SystemExit) as exit_status:
+        main(argv)
+    assert exit_status.value.code == 2 and option in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not (SHARED_UCI / "README.md").is_file(), reason="UCI data not present")
+def test_benchmark_uci_refuses_an_out_that_is_a_file_before_fitting(tmp_path, capsys):
+    (tmp_path / "afile").write_text("")
+    argv = ["benchmark", "uci", "--data-dir", str(SHARED_UCI), "--datasets", "yacht", "--methods", "laplace",
+            "--splits", "1", "--max-epochs", "1", "--out", str(tmp_path / "afile")]
+    assert main(argv) == 1
+    assert "is a file, not a folder" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("splits", ["0", "-5"])

