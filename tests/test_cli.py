@@ -355,3 +355,13 @@ def test_threads_are_restored_after_main(tmp_path):
     argv = ["compare", "diabetes", "--methods", "laplace", "--no-references", "--max-epochs", "2", "--threads", other]
     assert main(argv + ["--out", str(tmp_path)]) == 0
     assert (torch.get_num_threads(), [pool["num_threads"] for pool in threadpool_info()]) == before
+
+
+def test_the_table_shows_two_significant_digits_of_a_small_column():
+    """A target in units of 1e-4 printed every RMSE as 0.000; a column's decimals now show two
+    significant digits of its smallest number, and at least 3."""
+    from sklearn_quinn._cli.report import markdown
+
+    table = markdown([{"method": "a", "RMSE": 2.54e-05, "NLL": -9.81234}, {"method": "b", "RMSE": 3.1e-04,
+                                                                         "NLL": float("nan")}])
+    assert "| a | 0.000025 | -9.812 |" in table and "| b | 0.000310 | nan |" in table

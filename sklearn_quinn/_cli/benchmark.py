@@ -21,7 +21,7 @@ from joblib import Parallel, delayed
 
 from ..datasets import UCI_DATASETS, load_uci_reference, uci_n_splits
 from .methods import METHODS, check_methods, make_estimator
-from .uci_protocol import fmt, run_split
+from .uci_protocol import decimals, fmt, run_split
 
 DATA_DIR_VARIABLE = "SKLEARN_QUINN_UCI_DIR"
 DEFAULT_DATASETS = ("concrete", "energy", "yacht", "boston", "wine", "power", "kin8nm", "naval")
@@ -146,12 +146,6 @@ def _label(method):
     return METHODS[method].label if method in METHODS else method
 
 
-def _digits(values):
-    """Decimals that show two significant digits of the mean, at least 2 (naval's RMSE is about 0.0006)."""
-    magnitude = np.abs(np.mean(values))
-    return 2 if not np.isfinite(magnitude) or magnitude >= 0.1 else 1 - int(np.floor(np.log10(max(magnitude, 1e-12))))
-
-
 def markdown_table(results, data_dir):
     """Mean ± s.e. test RMSE and log-likelihood per (data set, method), beside the published ones."""
     reference = load_uci_reference(data_dir)
@@ -175,7 +169,7 @@ def markdown_table(results, data_dir):
         for name, method in keys:
             values = [run[key] for run in results[(name, method)]]
             lines.append(f"| {name} | {_label(method)} | {len(values)} | "
-                         f"{fmt(values, _digits(values))} | {published_cells(metric, name)} |")
+                         f"{fmt(values, decimals(np.mean(values), 2))} | {published_cells(metric, name)} |")
         lines.append("")
     note = ("Seconds of fit and predict per split: wall, and CPU time of the process (the cost when other "
             "work shares the cores); wall seconds of all the splits.")

@@ -7,15 +7,18 @@ import numpy as np
 from scipy.stats import norm
 
 from ..plotting import RegressionCalibrationDisplay, ReliabilityDisplay
+from .uci_protocol import decimals
 
 _Z95 = norm.ppf(0.975)
 
 
 def markdown(rows):
-    """``rows`` (dicts with the same keys) as a Markdown table, numbers to 3 decimals."""
+    """``rows`` (dicts with the same keys) as a Markdown table, a column's numbers to 3 decimals, or
+    more where they show fewer than two significant digits of its smallest (a target of 1e-4)."""
     columns = list(rows[0])
+    places = {column: decimals(min(_magnitudes(row[column] for row in rows), default=0.0), 3) for column in columns}
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(_cell(row[column]) for column in columns) + " |" for row in rows]
+    lines += ["| " + " | ".join(_cell(row[column], places[column]) for column in columns) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 
 
@@ -51,5 +54,10 @@ def plot_classification(path, title, y_test, proba, classes):
     plt.close(display.figure_)
 
 
-def _cell(value):
-    return f"{value:.3f}" if isinstance(value, float) and not np.isnan(value) else str(value)
+def _magnitudes(values):
+    """The magnitudes of the finite non-zero floats among ``values``."""
+    return [abs(value) for value in values if isinstance(value, float) and np.isfinite(value) and value != 0]
+
+
+def _cell(value, places):
+    return f"{value:.{places}f}" if isinstance(value, float) and not np.isnan(value) else str(value)

@@ -80,6 +80,14 @@ def mean_se(values):
     return float(values.mean()), float(se)
 
 
+def decimals(magnitude, least):
+    """Decimals that show two significant digits of ``magnitude`` (naval's RMSE is about 0.0006), at
+    least ``least`` (and ``least`` for zero or a non-finite magnitude)."""
+    if not np.isfinite(magnitude) or magnitude == 0:
+        return least
+    return max(least, 1 - int(np.floor(np.log10(abs(magnitude)))))
+
+
 def fmt(values, digits=3):
     """``'mean ± s.e.'`` of ``values``."""
     mean, se = mean_se(values)
