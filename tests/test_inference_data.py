@@ -60,6 +60,21 @@ def test_sample_stats_summarise_each_thinning_block(hmc):
     assert stats.attrs["sampler"] == "hmc" and stats.attrs["thin"] == 2
 
 
+def test_sample_stats_describe_the_fit_whatever_set_params_says_after_it(data):
+    """``thin`` changed after fit made to_inference_data fail reshaping the per-step statistics,
+    and a changed ``sampler`` or ``n_burnin`` was written as the draws' own. So was a pickle's
+    from before the settings were recorded: it takes them from its parameters."""
+    model = MCMCRegressor(n_chains=2, n_burnin=30, n_samples=15, thin=2, **SMALL).fit(*data)
+    expected = model.to_inference_data().sample_stats
+    model.set_params(thin=3, sampler="mala", n_burnin=7)
+    stats = model.to_inference_data().sample_stats
+    assert stats.attrs["sampler"] == "hmc" and stats.attrs["thin"] == 2 and stats.attrs["n_burnin"] == 30
+    assert_array_equal(stats["acceptance_rate"].values, expected["acceptance_rate"].values)
+    older = {name: value for name, value in vars(model).items() if name != "_sampling"}
+    older.update(thin=2, sampler="hmc", n_burnin=30)
+    assert model._state_loaded(older)["_sampling"] == {"sampler": "hmc", "n_burnin": 30, "thin": 2}
+
+
 def test_arviz_diagnostics_agree_with_the_fitted_ones(hmc):
     """ArviZ's rank-normalised split R-hat and bulk ESS (Vehtari et al. 2021) are the package's."""
     idata = hmc.to_inference_data()

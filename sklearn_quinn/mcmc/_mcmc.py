@@ -270,6 +270,8 @@ class MCMCMixin(HyperpriorMixin, MemberTrainingMixin, InferenceDataMixin, DrawsM
 
     def _record(self, results):
         draws = torch.cat([result.draws for result in results])
+        # What the draws were sampled with, for to_inference_data: set_params may change them after fit.
+        self._sampling = {"sampler": self.sampler, "n_burnin": self.n_burnin, "thin": self.thin}
         self.compiled_ = any(result.compiled for result in results)
         self.chains_ = self._to_numpy(draws)
         self.acceptance_rate_ = self._to_numpy(torch.cat([r.acceptance.mean(1) for r in results]))
@@ -292,7 +294,6 @@ class MCMCMixin(HyperpriorMixin, MemberTrainingMixin, InferenceDataMixin, DrawsM
             self.rhat_ = self.ess_ = np.full(self.chains_.shape[-1], np.nan)
         return draws.flatten(0, 1)
 
-
     def _chain_shape(self):
         return self.chains_.shape[:2]
 
@@ -307,6 +308,8 @@ class MCMCMixin(HyperpriorMixin, MemberTrainingMixin, InferenceDataMixin, DrawsM
 
     def _state_loaded(self, state):
         state = super()._state_loaded(state)
+        if "chains_" in state:  # fitted before the sampling's settings were recorded: those of the parameters
+            state.setdefault("_sampling", {name: state[name] for name in ("sampler", "n_burnin", "thin")})
         if state.pop("_posterior_in_chains", False):
             state["posterior_"] = SamplePosterior(_draws_of(state, state["_device"]))
         return state
@@ -317,7 +320,7 @@ class MCMCMixin(HyperpriorMixin, MemberTrainingMixin, InferenceDataMixin, DrawsM
         n_chains, n_draws = self._chain_shape()
 
         def by_draw(per_step):
-            return per_step.reshape(n_chains, n_draws, self.thin)
+            return per_step.reshape(n_chains, n_draws, self._sampling["thin"])
 
         stats = {
             "acceptance_rate": self._to_numpy(by_draw(self._acceptance).mean(-1)),
@@ -327,7 +330,7 @@ class MCMCMixin(HyperpriorMixin, MemberTrainingMixin, InferenceDataMixin, DrawsM
             stats["step_size"] = np.repeat(self.step_size_[:, None], n_draws, axis=1)
         if self._n_leapfrog is not None:
             stats["n_steps"] = by_draw(self._n_leapfrog).sum(-1).cpu().numpy()
-        return stats, {"sampler": self.sampler, "n_burnin": self.n_burnin, "thin": self.thin}
+        return stats, dict(self._sampling)
 
     def _warn_at_max_depth(self, n_leapfrog):
         """Warn, as Stan does, when NUTS trajectories were cut at ``max_tree_depth``."""
