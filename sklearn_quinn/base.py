@@ -211,8 +211,16 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         self : object
             The fitted estimator.
         """
-        X, Y = self._begin_fit(X, y)
-        self._fit(X, Y)
+        earlier = dict(vars(self))
+        try:
+            X, Y = self._begin_fit(X, y)
+            self._fit(X, Y)
+        except BaseException:
+            # A refit refused or interrupted at any step leaves the earlier fit whole (an unfitted
+            # estimator unfitted): not one that passes check_is_fitted and fails to predict.
+            vars(self).clear()
+            vars(self).update(earlier)
+            raise
         return self
 
     def _pin_malloc(self):
@@ -243,16 +251,9 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
                 f"prior_std_scale={scale!r} scales a learned prior, but prior_std={self.prior_std!r} "
                 "fixes it; set prior_std=None, or leave prior_std_scale at 1 and scale prior_std itself."
             )
-        validated = {name: vars(self)[name] for name in _SET_BY_VALIDATION if name in vars(self)}
-        try:
-            X, Y = self._validate_training_data(X, y)
-        except Exception:  # a check after scikit-learn's validation: the earlier fit's width and names stay
-            for name in _SET_BY_VALIDATION:
-                vars(self).pop(name, None)
-            vars(self).update(validated)
-            raise
-        # An earlier fit's attributes go once the data are valid (a refit on bad data leaves that fit
-        # whole), but for those the validation has just set: this fit need not set all the others again.
+        X, Y = self._validate_training_data(X, y)
+        # An earlier fit's attributes go once the data are valid, but for those the validation has just
+        # set: this fit need not set all the others again (a failed fit restores them all: fit).
         for name in [name for name in vars(self)
                      if name.endswith("_") and not name.startswith("_") and name not in _SET_BY_VALIDATION]:
             delattr(self, name)

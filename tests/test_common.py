@@ -137,3 +137,37 @@ def test_a_refit_refused_for_its_parameters_keeps_the_earlier_fit(estimator, bad
     with pytest.raises(ValueError):
         fitted.set_params(**bad).fit(X, y)
     np.testing.assert_array_equal(fitted.set_params(**good).predict(X), before)
+
+
+@pytest.mark.parametrize("estimator", [model for model in ESTIMATORS if not isinstance(model, EvidenceSearch)],
+                         ids=lambda estimator: type(estimator).__name__)
+def test_a_refit_that_fails_inside_the_family_keeps_the_earlier_fit(estimator, monkeypatch):
+    """A refusal or an interrupt once the family's own fit has begun (a data fraction that leaves a
+    member no rows, a validation split too small, a Ctrl-C) leaves the earlier fit whole, and an
+    unfitted estimator unfitted: it passed check_is_fitted with ``classes_`` and
+    ``n_features_in_`` of the refused data, and failed to predict with an AttributeError."""
+    from sklearn.exceptions import NotFittedError
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(30, 2)
+    y = (X[:, 0] > 0).astype(int) if is_classifier(estimator) else X[:, 0] + 0.3 * rng.randn(30)
+    fitted = clone(estimator).fit(X, y)
+    before = fitted.predict(X)
+
+    def fails_midway(self, X, Y):
+        self.posterior_ = None
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(type(fitted), "_fit", fails_midway)
+    for model in (fitted, clone(estimator)):
+        with pytest.raises(KeyboardInterrupt):
+            model.fit(rng.randn(30, 3), y)
+    monkeypatch.undo()
+    assert fitted.n_features_in_ == 2
+    np.testing.assert_array_equal(fitted.predict(X), before)
+    unfitted = clone(estimator)
+    monkeypatch.setattr(type(unfitted), "_fit", fails_midway)
+    with pytest.raises(KeyboardInterrupt):
+        unfitted.fit(X, y)
+    with pytest.raises(NotFittedError):
+        unfitted.predict(X)
