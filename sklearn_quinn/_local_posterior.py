@@ -85,4 +85,6 @@ class LocalPosteriorMixin:
         if self._local_posterior is None:
             return super()._local_variance_at(X)
         laplace = linear_pushforward(self._model, self._local_posterior, X).variance
-        return (laplace - self._draws_variance(X)).clamp(min=0)
+        excess = (laplace - self._draws_variance(X)).clamp(min=0)
+        # Past the floating-point range both may be inf, and inf - inf is NaN: the variance is inf.
+        return torch.where(torch.isposinf(laplace), laplace, excess)

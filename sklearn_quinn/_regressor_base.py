@@ -12,7 +12,7 @@ from ._core.curvature import AUTO_MAX_FULL_PARAMS
 from ._core.evidence import LaplaceEvidence, ParameterGroups
 from ._core.likelihoods import LOG_STD_BOUND, GaussianLikelihood, HeteroscedasticGaussianLikelihood
 from ._core.pushforward import GaussianPredictive
-from ._core.rng import prediction_generator, standard_normal
+from ._core.rng import gaussian_draws, prediction_generator
 from ._core.row_subsets import random_subset
 from ._map import gaussian_likelihood
 from ._validation import check_count
@@ -352,8 +352,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         with torch.no_grad():
             split = LIKELIHOODS[self._likelihood_name].split
             outputs, noise_std = split(*self._sample_outputs(X, n_samples, generator))
-            noise = standard_normal(generator, outputs)
-            draws = outputs + noise * noise_std
+            draws = gaussian_draws(generator, outputs, noise_std)
             _warn_if_overflowed(~torch.isfinite(draws).all(-1).all(0), "a draw", "draws are inf")
             draws = self._to_numpy(draws)
         draws = (draws * self._y_scale + self._y_mean).transpose(1, 2, 0)

@@ -38,7 +38,7 @@ from ._core.evidence import ParameterGroups
 from ._core.network import ACTIVATIONS, FunctionalModel, build_mlp, in_eval_mode
 from ._core.priors import GaussianPrior
 from ._core.pushforward import nonlinear_pushforward
-from ._core.rng import prediction_generator, standard_normal
+from ._core.rng import gaussian_draws, prediction_generator
 from ._map import EvidenceMaximisation, batch_slices, evidence_epochs, fit_map, mean_variances_available
 from ._persistence import DevicePortablePickle, resolve_device
 from ._validation import check_count
@@ -537,7 +537,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         local_variance = self._local_variance_at(X)
         if local_variance is None:
             return outputs
-        return outputs + local_variance.sqrt() * standard_normal(generator, outputs)
+        return gaussian_draws(generator, outputs, local_variance.sqrt())
 
     def _validated_inputs(self, X):
         check_is_fitted(self)

@@ -168,6 +168,14 @@ def test_predictions_far_from_the_data_are_finite_and_never_nan(estimator, two_t
         parts = model.predict_uncertainty(np.array([[-1e6, 3.0]]))
     assert not any(np.isnan(value).any() for value in parts.values())
     assert np.isfinite(parts.std).all() or any("exceeds the floating-point range" in str(w.message) for w in caught)
+    # Past the floating-point range, the families whose draws carry the MAP network's posterior took
+    # inf - inf of its variance and the draws' (NaN), and their draws inf + (-inf) of a mean and a spread.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        beyond = np.array([[1e155, -1e155], [1e200, 0.0]])
+        parts = model.predict_uncertainty(beyond)
+        draws = model.sample_y(beyond, n_samples=20, random_state=0)
+    assert not any(np.isnan(value).any() for value in parts.values()) and not np.isnan(draws).any()
 
 
 @pytest.mark.parametrize("fitted, other", [("gaussian", "heteroscedastic"), ("heteroscedastic", "gaussian")])

@@ -30,6 +30,14 @@ def standard_normal(generator, like, shape=None):
     return draws.to(like.device)
 
 
+def gaussian_draws(generator, mean, std):
+    """One draw of ``N(mean, std**2)`` per element of ``mean`` (``std`` broadcast to it). Where the
+    mean and the spread are both infinite with opposite signs (a std past the floating-point range
+    about a mean past it), the draw is the spread's infinity, not ``inf - inf``'s NaN."""
+    spread = std * standard_normal(generator, mean)
+    return torch.where(torch.isinf(mean) & torch.isinf(spread), spread, mean + spread)
+
+
 def standard_uniform(generator, like, shape=None):
     """Uniform draws on [0, 1) of ``shape`` (default ``like``'s), in ``like``'s dtype and on its device."""
     shape = like.shape if shape is None else shape
