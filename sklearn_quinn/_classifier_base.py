@@ -106,8 +106,9 @@ class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
 
     def _log_probabilities(self, logits):
         """The log class probabilities ``(N, C)`` from a distribution of the logits, computed in logs:
-        a probability that underflows keeps its finite log."""
-        if self.predictive is None and not isinstance(logits, GaussianPredictive):
+        a probability that underflows keeps its finite log. Draws of the logits average their softmax,
+        unless ``moment_match`` fits them a Gaussian for ``predictive``."""
+        if not isinstance(logits, GaussianPredictive) and not getattr(self, "moment_match", False):
             return logits.log_average(torch.log_softmax(logits.samples, dim=-1))
         return self._gaussian_log_probabilities(logits.mean, logits.output_covariance())
 

@@ -116,7 +116,11 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         The ``s`` of ``Sigma = (s H)^-1``: values above 1 shrink the posterior.
     pushforward : {'linear', 'nonlinear'}, default='linear'
         Linearised network (closed-form Gaussian predictive) or weight samples
-        through the network.
+        through the network. The Gauss-Newton posterior is that of the
+        linearised network, and the evidence's prior is learned for it: run
+        through the network itself, its draws can be far wider than the
+        data allow (Immer, Korzepa and Bauer 2021, "Improving predictions of
+        Bayesian neural nets via local linearization"; :doc:`/laplace`).
     prior_precision : float, 'marglik', 'gridsearch' or None, default=None
         Prior precision used in ``H``: None for the prior of the MAP (learned,
         or ``1 / prior_std**2``), a float, 'marglik' to maximise the Laplace evidence, or
