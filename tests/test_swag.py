@@ -216,6 +216,15 @@ def test_bad_parameters(wave_data, params, message):
         small(**params).fit(X, y)
 
 
+def test_too_few_draws_for_the_members_set_after_fit_are_refused_at_predict(wave_data):
+    """``set_params(n_samples=1)`` after a fit of 3 members predicted silently from one member's
+    Gaussian; fit refuses it, and so does predict."""
+    X, y = wave_data
+    model = small(n_estimators=3, n_samples=6).fit(X, y)
+    with pytest.raises(ValueError, match="cannot cover the 3 members"):
+        model.set_params(n_samples=1).predict(X)
+
+
 def test_proximal_step_shrinks_by_the_implicit_factor():
     """With no loss gradient, one step takes theta to theta / (1 + lr * decay)
     exactly; one decay per weight ``(K,)`` serves stacked members ``(J, K)``."""

@@ -135,6 +135,10 @@ class SWAGMixin(MemberTrainingMixin):
         if self.n_estimators != "auto":
             self._check_counts(self.n_estimators)
 
+    def _prediction_draws(self, posterior=None):
+        self._check_counts(self.n_estimators_)  # an n_samples set after fit is read here, unchecked by fit
+        return super()._prediction_draws(posterior)
+
     def _check_counts(self, n_estimators):
         if self.n_samples < n_estimators:  # a member without a draw would drop out of every prediction
             raise ValueError(
