@@ -198,6 +198,15 @@ def test_estimator_option_gridsearch(wave_data):
     assert reg.prior_precision_ in np.logspace(-4, 4, 41)
     assert reg.net_.criterion_.n_train == 60  # 80 rows minus 25%
 
+    # Fitted on a DataFrame, the held-out rows are searched as the user's table: no warning of
+    # feature names (one at every fit before), and the same choice as on the array.
+    pd = pytest.importorskip("pandas")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        framed = laplace(prior_precision="gridsearch", calibration_objective="nll", validation_fraction=0.25).fit(
+            pd.DataFrame(X, columns=[f"x{column}" for column in range(X.shape[1])]), y)
+    assert framed.prior_precision_ == reg.prior_precision_
+
     evidence = laplace(prior_precision="gridsearch", calibration_objective="marginal_log_likelihood").fit(X, y)
     by_function = laplace().fit(X, y)
     calibrate(by_function, param="prior_precision", objective="marginal_log_likelihood")

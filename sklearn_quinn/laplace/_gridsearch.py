@@ -28,4 +28,9 @@ class GridsearchPriorMixin:
         held-out rows read back in the units the user gave, as the search reads its rows)."""
         X_val, y_val = (None, None) if held_out is None else (self._user_inputs(held_out[0]),
                                                               self._user_targets(held_out[1]))
+        if X_val is not None and hasattr(self, "feature_names_in_"):
+            # As the user's table: the search validates its rows as predict does, against the names.
+            import pandas as pd
+
+            X_val = pd.DataFrame(X_val, columns=self.feature_names_in_)
         search_scale(self, X_val, y_val, param="prior_precision", grid=None, objective=self.calibration_objective)
