@@ -1,6 +1,6 @@
 """Checks of arguments that are not estimator parameters (scikit-learn's ``_parameter_constraints`` check those)."""
 
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.utils.validation import _check_sample_weight
@@ -10,6 +10,13 @@ def check_count(value, name):
     """Refuse ``value`` unless it is a positive integer; ``True`` is refused too, a flag passed for a count."""
     if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+
+
+def check_positive(value, name):
+    """``value`` as a float, unless it is not a finite positive real number (a ValueError naming it)."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not (np.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite positive number, got {value!r}.")
+    return float(value)
 
 
 def check_sample_weight(sample_weight, y_true):

@@ -399,3 +399,13 @@ def test_evidence_search_at_a_bound_warns(linear_data):
     reg = exact_linear_regressor(X, prior_precision="marglik")
     with pytest.warns(ConvergenceWarning, match="stopped at a bound of the prior precision"):
         reg.fit(X[:2] * 0, y[:2] * 0)
+
+
+@pytest.mark.parametrize("value", [0.0, -1.0, np.nan, np.inf, "1", True])
+def test_log_marginal_likelihood_refuses_a_bad_prior_precision(wave_data, value):
+    """0 and -1 failed with a 'math domain error'; NaN and inf returned NaN."""
+    X, y = wave_data
+    reg = fast(max_epochs=5).fit(X, y)
+    with pytest.raises(ValueError, match="prior_precision must be a finite positive number"):
+        reg.log_marginal_likelihood(value)
+    assert np.isfinite(reg.log_marginal_likelihood(np.float32(2.0)))

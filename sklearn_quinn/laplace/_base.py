@@ -12,6 +12,7 @@ from .._core.evidence import ParameterGroups
 from .._core.kronecker import KroneckerUnsupportedError
 from .._core.last_layer import LastLayerModel
 from .._core.pushforward import linear_pushforward
+from .._validation import check_positive
 from .._warnings import warn
 from ..base import MAP_TRAINING_CONSTRAINTS, PRIOR_SCALE_CONSTRAINTS
 from ._engine import LaplaceApproximation, refuse_factored_hessian
@@ -143,7 +144,7 @@ class LaplaceMixin(GridsearchPriorMixin):
         float
         """
         check_is_fitted(self)
-        delta = self.prior_precision_ if prior_precision is None else prior_precision
+        delta = self.prior_precision_ if prior_precision is None else check_positive(prior_precision, "prior_precision")
         value = self._laplace.log_marginal_likelihood(delta, self._noise_scale)
         # y = mean + scale * y_standardised: the density of y carries 1 / scale per value.
         return float(value) - self._log_y_scale
