@@ -200,7 +200,9 @@ def calibrate_cv(estimator, X, y, *, param="prior_precision", grid=None, objecti
     final = final_step(estimator)
     _check_supported(final)
     grid = check_request(clone(final), param, grid, objective)  # before any fit; the folds fit clones
-    folds = check_cv(cv, y, classifier=is_classifier(estimator)).split(X, y, groups)
+    folds = list(check_cv(cv, y, classifier=is_classifier(estimator)).split(X, y, groups))
+    if is_classifier(estimator):
+        _check_folds_see_their_classes(np.asarray(y), folds)
 
     def fold_scores(train, test):
         # _safe_indexing keeps a DataFrame's rows a DataFrame, whose column names the fits record.
@@ -222,3 +224,15 @@ def _check_supported(estimator):
             f"calibrate and calibrate_cv support {_SUPPORTED} only, whose posterior is re-scaled "
             f"from the curvature they hold; got {type(estimator).__name__}."
         )
+
+
+def _check_folds_see_their_classes(y, folds):
+    """A ValueError, before any fit, where a fold's held-out rows hold a class that its training rows
+    lack: that fold's classifier cannot score them."""
+    for index, (train, test) in enumerate(folds):
+        unseen = np.setdiff1d(np.unique(y[test]), np.unique(y[train]))
+        if len(unseen):
+            raise ValueError(
+                f"The held-out rows of fold {index} hold class(es) {unseen.tolist()} that its training rows "
+                "lack: give every class at least as many rows as cv has folds, or fewer folds."
+            )

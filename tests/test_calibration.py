@@ -427,3 +427,15 @@ def test_calibrate_cv_checks_the_request_before_fitting(wave_data, count_curvatu
     with pytest.raises(ValueError, match="grid must be a non-empty 1-D array of positive floats"):
         calibrate_cv(laplace(), X, y, grid=[1.0, -1.0])
     assert not count_curvatures  # no fold was fitted
+
+
+def test_calibrate_cv_refuses_a_fold_whose_training_rows_lack_a_class_before_any_fit(class_split, monkeypatch):
+    """A class of one row and three folds: the fold holding it out cannot score it. The refusal named
+    neither the fold nor the class count, and came after the folds' fits."""
+    X, _, y, _ = class_split
+    y = np.where(np.arange(len(y)) == 0, "rare", y)
+    monkeypatch.setattr(LaplaceClassifier, "fit", lambda *args: pytest.fail("a fold was fitted"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # scikit-learn's of the least populated class
+        with pytest.raises(ValueError, match=r"fold \d hold class\(es\) \[.rare.\] that its training rows lack"):
+            calibrate_cv(laplace_classifier(), X, y, param="cov_scale", cv=3)
