@@ -87,7 +87,7 @@ def search_scale(estimator, X, y, *, param, grid, objective):
     """
     grid = check_request(estimator, param, grid, objective)
     scores = grid_scores(estimator, X, y, param, grid, objective)
-    best = best_value(grid, scores, param)
+    best = best_value(grid, scores, param, current_value(estimator, param))
     estimator._set_posterior_scale(param, best)
     return best, grid, scores
 
@@ -152,11 +152,19 @@ def _regression_score(metric, y, path, value):
     return metric(y, mean, std)
 
 
-def best_value(grid, scores, param):
-    """The grid value of the lowest finite score (the first of ties), with a
-    warning when it is at an edge and better than its neighbour there."""
+def current_value(estimator, param):
+    """The value of ``param`` that a fitted estimator's posterior has now."""
+    return estimator._noise_scale if param == "noise_scale" else getattr(estimator, f"{param}_")
+
+
+def best_value(grid, scores, param, current):
+    """The grid value of the lowest finite score, of tied ones the nearest to ``current`` (in its
+    log): where the held-out rows cannot tell values apart (coverage, a step function, ties over
+    wide plateaus) the posterior stays as near as it can to what the fit gave it; with a warning
+    when the value is at an edge and better than its neighbour there."""
     scores = np.where(np.isfinite(scores), scores, np.nan)
-    best = int(np.nanargmin(scores))
+    tied = np.flatnonzero(scores == np.nanmin(scores))
+    best = int(tied[np.argmin(np.abs(np.log(grid[tied]) - np.log(current)))])
     order = np.argsort(grid, kind="stable")
     rank = int(np.flatnonzero(order == best)[0])
     at_edge = grid.size > 1 and rank in (0, grid.size - 1)

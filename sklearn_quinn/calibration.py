@@ -29,6 +29,7 @@ from ._scale_search import (
     PARAMS,
     best_value,
     check_request,
+    current_value,
     grid_scores,
     search_scale,
 )
@@ -112,7 +113,9 @@ def calibrate(estimator, X=None, y=None, *, param="prior_precision", grid=None, 
         ``functools.partial(interval_coverage_error, level=0.9)``. A
         regressor's grid value whose predictive mean or std overflows
         (a weak prior's draws under ``likelihood='heteroscedastic'``) scores
-        +inf, whatever the objective, and loses.
+        +inf, whatever the objective, and loses. Of values that tie for the
+        best score (coverage is a step function), the one nearest the
+        posterior's current value (in its log) is set.
 
     Returns
     -------
@@ -211,8 +214,8 @@ def calibrate_cv(estimator, X, y, *, param="prior_precision", grid=None, objecti
                            param, grid, objective)
 
     scores = np.mean([fold_scores(train, test) for train, test in folds], axis=0)
-    best = best_value(grid, scores, param)
     fitted = clone(estimator).fit(X, y)
+    best = best_value(grid, scores, param, current_value(final_step(fitted), param))
     final_step(fitted)._set_posterior_scale(param, best)
     return fitted, CalibrationResult(param, best, grid, scores, objective)
 

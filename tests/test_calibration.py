@@ -158,16 +158,31 @@ def test_a_grid_value_whose_std_overflows_loses():
     LaplaceRegressor(**params, prior_precision="gridsearch").fit(X, Y)
 
 
-def test_a_plateau_reaching_the_edge_does_not_warn():
-    """A step objective (coverage) ties over a plateau: its first value is
-    chosen, and an edge of the plateau at the grid's edge is no sign of an
-    optimum beyond it; an edge value better than its neighbour is."""
+def test_a_plateau_keeps_the_value_nearest_the_fits_and_does_not_warn_at_the_edge():
+    """A step objective (coverage) ties over a plateau: of its values the one nearest the posterior's
+    current value is chosen (the first of them was, the grid's smallest on a flat objective: a
+    covariance 100 times the fit's from 20 held-out rows that told nothing apart), and an edge of
+    the plateau at the grid's edge is no sign of an optimum beyond it; an edge value better than
+    its neighbour is."""
     grid = np.array([3.0, 1.0, 2.0])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert best_value(grid, np.array([1.0, 0.0, 0.0]), "cov_scale") == 1.0
+        assert best_value(grid, np.array([1.0, 0.0, 0.0]), "cov_scale", current=1.1) == 1.0
+        assert best_value(grid, np.array([1.0, 0.0, 0.0]), "cov_scale", current=1.6) == 2.0
+        assert best_value(np.logspace(-2, 2, 9), np.zeros(9), "cov_scale", current=1.0) == 1.0
     with pytest.warns(UserWarning, match="at the edge"):
-        assert best_value(grid, np.array([1.0, 0.0, 0.5]), "cov_scale") == 1.0
+        assert best_value(grid, np.array([1.0, 0.0, 0.5]), "cov_scale", current=3.0) == 1.0
+
+
+def test_a_flat_held_out_objective_leaves_the_posterior_as_fitted(split):
+    """20 held-out rows whose coverage is the same at every value of the grid."""
+    X, y, X_val, y_val = split
+    reg = laplace().fit(X, y)
+    std = reg.predict(X_val, return_std=True)[1]
+    result = calibrate(reg, X_val, y_val, param="cov_scale", grid=np.logspace(-2, 2, 9),
+                       objective=lambda y_true, mean, std: 0.0)
+    assert result.best_value == 1.0 == reg.cov_scale_
+    np.testing.assert_array_equal(reg.predict(X_val, return_std=True)[1], std)
 
 
 def test_best_value_at_the_edge_warns(split):
