@@ -16,6 +16,7 @@ from sklearn.base import is_classifier
 
 from . import metrics as M
 from ._pipelines import call_method, final_step, has_method
+from ._validation import check_count
 
 #: Built-in metrics: name -> (summaries needed, function of y_true and the summaries).
 REGRESSION_METRICS = {
@@ -177,6 +178,8 @@ def evaluate(estimator, X, y, metrics=None, *, summaries=(), level=0.95, n_draws
     if unknown:
         raise ValueError(f"Unknown summaries {sorted(unknown)}; expected some of {list(_SUMMARY_ORDER)}.")
 
+    if "samples" in needed:
+        check_count(n_draws, "n_draws")
     values = PredictiveSummaries(estimator, X, level=level, n_draws=n_draws, random_state=random_state)
     for key in _SUMMARY_ORDER:  # round one
         if key in needed:

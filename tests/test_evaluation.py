@@ -89,6 +89,8 @@ def test_unknown_metric_or_summary(fitted):
         evaluate(reg, X, y, metrics=["ece"])
     with pytest.raises(ValueError, match="Unknown summaries"):
         evaluate(reg, X, y, metrics=["rmse"], summaries=["median"])
+    with pytest.raises(ValueError, match="n_draws must be a positive integer"):  # it failed naming 0 features
+        evaluate(reg, X, y, metrics=["crps_samples"], n_draws=0)
 
 
 def test_one_summary_name_is_one_summary(fitted):

@@ -6,6 +6,8 @@ draws shaped as ``sample_y`` returns them), as scikit-learn's metrics take
 proper scores are summed over targets and averaged over points.
 """
 
+from numbers import Real
+
 import numpy as np
 from scipy.stats import norm
 from sklearn.utils.validation import check_array, check_consistent_length
@@ -41,8 +43,8 @@ def _check_gaussian(y_true, y_pred, y_std, sample_weight):
 
 
 def _check_level(level):
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level}.")
+    if isinstance(level, (bool, str)) or not isinstance(level, Real) or not 0 < level < 1:
+        raise ValueError(f"level must be a number in (0, 1), got {level!r}.")
 
 
 def _per_point(values, weights):
@@ -239,6 +241,8 @@ def coverage_curve(y_true, y_pred, y_std, levels=None, *, sample_weight=None):
         Fraction of points (of their weight) inside the central interval of each level.
     """
     levels = np.arange(1, 20) / 20 if levels is None else np.atleast_1d(np.asarray(levels, dtype=np.float64))
+    if levels.ndim != 1 or not levels.size:
+        raise ValueError(f"levels must be a number or a non-empty 1-D array of numbers, got shape {levels.shape}.")
     for level in levels:
         _check_level(level)
     y_true, y_pred, y_std, weights = _check_gaussian(y_true, y_pred, y_std, sample_weight)
