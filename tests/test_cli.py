@@ -365,3 +365,13 @@ def test_the_table_shows_two_significant_digits_of_a_small_column():
     table = markdown([{"method": "a", "RMSE": 2.54e-05, "NLL": -9.81234}, {"method": "b", "RMSE": 3.1e-04,
                                                                          "NLL": float("nan")}])
     assert "| a | 0.000025 | -9.812 |" in table and "| b | 0.000310 | nan |" in table
+
+
+def test_a_text_target_is_offered_no_other_task():
+    """A regression needs numbers: the note offered --task regression for a text target, which was
+    then refused."""
+    from sklearn_quinn._cli.data import detected_task
+
+    assert detected_task(np.array(["a", "b", "a"])) == (True, "task: classification, detected from the target "
+                                                              "(its values are text)")
+    assert detected_task(np.array([0, 1, 0]))[1].endswith("--task regression overrides it")

@@ -116,6 +116,8 @@ def detected_task(y):
         why = (f"{n_values} distinct {'integer ' if integers else ''}values"
                + (f", more than the {MAX_CLASSES} of a classification" if integers and not classification else ""))
     task, other = ("classification", "regression") if classification else ("regression", "classification")
+    if y.dtype.kind not in "fiu":  # a regression needs numbers: no other task to offer
+        return classification, f"task: {task}, detected from the target ({why})"
     return classification, f"task: {task}, detected from the target ({why}); --task {other} overrides it"
 
 
