@@ -59,8 +59,15 @@ class SMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
             _, likelihood, weight_prior, _ = self._fit_map(X, Y)
             likelihood = likelihood.frozen(Y.shape[1])  # the MAP's learned noise, fixed
         else:
-            self._build_model(X, Y)
             likelihood = self._likelihood(Y)
+            if likelihood.learn_noise and Y.shape[1] > 1:
+                # Several targets share one sampled noise scale, each output's noise std a fixed ratio
+                # of it (GaussianStateLikelihood's noise_ratio): the ratios that the Laplace evidence
+                # learns with a MAP network, as MCMC's chains start from them. Without, the targets
+                # shared one noise std in the units they are fitted in, and a quiet one took a noisy one's.
+                _, likelihood, _, _ = self._fit_map(X, Y)
+            else:
+                self._build_model(X, Y)
             weight_prior = None if self.prior_std is None else PRIORS[self.prior](self.prior_std)
         X, Y = self._tensor(X), self._tensor(Y)
         mutation = hmc_mutation
@@ -211,7 +218,9 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         (``hyperprior='gamma'``), fixed at the noise the MAP learns
         (``'empirical'``), or, with a float ``prior_std``, its log under a
         ``N(0, 1)`` prior in the units of the standardised target, moved by
-        HMC with the weights.
+        HMC with the weights. Several targets share one sampled noise scale,
+        in the ratios of their noise stds that the Laplace evidence learns
+        with a MAP network (trained first, for them alone).
     likelihood : {'gaussian', 'heteroscedastic'}, default='gaussian'
         As for :class:`~sklearn_quinn.LaplaceRegressor`.
     prior : {'gaussian', 'logistic'}, default='gaussian'
