@@ -1,5 +1,7 @@
 """``prior_precision='gridsearch'``: the held-out rows, and the grid search on them."""
 
+import warnings
+
 from sklearn.model_selection import train_test_split
 
 from .._scale_search import search_scale
@@ -28,9 +30,9 @@ class GridsearchPriorMixin:
         held-out rows read back in the units the user gave, as the search reads its rows)."""
         X_val, y_val = (None, None) if held_out is None else (self._user_inputs(held_out[0]),
                                                               self._user_targets(held_out[1]))
-        if X_val is not None and hasattr(self, "feature_names_in_"):
-            # As the user's table: the search validates its rows as predict does, against the names.
-            import pandas as pd
-
-            X_val = pd.DataFrame(X_val, columns=self.feature_names_in_)
-        search_scale(self, X_val, y_val, param="prior_precision", grid=None, objective=self.calibration_objective)
+        with warnings.catch_warnings():
+            # The held-out rows are the user's table's, validated at fit, in an array: the search's
+            # validation of them, as predict's, would warn that they lack the table's column names.
+            warnings.filterwarnings("ignore", message="X does not have valid feature names", category=UserWarning)
+            search_scale(self, X_val, y_val, param="prior_precision", grid=None,
+                         objective=self.calibration_objective)
