@@ -87,11 +87,6 @@ _SCALE_STEP = 2.0
 _MAX_SCALE_STEPS = 6
 _MIN_SCALE_GAIN = 0.1
 
-# The noise of several outputs is iterated at the mode until no output's log noise std moves by
-# more than this, in at most this many more updates (EvidenceMaximisation._update_at_the_mode).
-_SHARE_TOLERANCE = 1e-4
-_MAX_SHARE_ROUNDS = 5
-
 
 class NegativeLogPosterior(nn.Module):
     """Negative log posterior per point for a likelihood and a Gaussian prior.
@@ -267,7 +262,7 @@ class EvidenceMaximisation(Callback):
             last = epoch == max(self.epochs)
             apart = sorted(self.epochs)[-_UPDATES_WITH_COLUMNS_APART:]
             self._maximise(net, self.learn_prior, self.learn_noise, None if last else _STEPS_PER_UPDATE, "training",
-                           tied=epoch not in apart)
+                           tied=epoch not in apart, output_dof=last)
 
     def finish(self, net):
         """End the training at a mode: the MAP polished (:func:`polish`) under
@@ -312,7 +307,8 @@ class EvidenceMaximisation(Callback):
         promises less, the bias is left as it is, at no converged state's cost.
 
         A learned noise is instead updated once more at the polished MAP
-        (:meth:`_update_at_the_mode`). The training's last update sets it by
+        (:meth:`_update_at_the_mode`; twice for several outputs, whose ratios
+        read the leverages of the update before). The training's last update sets it by
         the residuals of weights that then train for a fifth of the epochs and
         the polish; where those residuals are the network's approximation
         error rather than noise (a nearly noise-free table), they go on
@@ -344,16 +340,12 @@ class EvidenceMaximisation(Callback):
         polished start under a moved loss, carries the rounding of the standardised targets into
         the predictions (``y`` and ``1000 * y + 7`` no longer give one fit)."""
         polish(net.module_, net.criterion_, self.X, self.targets)
-        update = self._maximise(net, False, True, None, "final")
-        # Several outputs: their noise ratios read the leverages of the update before
-        # (_share_noise_by_residuals); here they are iterated to their fixed point.
-        log_noise_std = net.criterion_.likelihood.log_noise_std
-        for _ in range(_MAX_SHARE_ROUNDS if self.Y.shape[1] > 1 else 0):
-            before = log_noise_std.detach().clone()
+        update = self._maximise(net, False, True, None, "final", output_dof=True)
+        if self.Y.shape[1] > 1 and self._output_dof is not None:
+            # Several outputs: the ratios read the leverages of the training's last update, at other
+            # weights; one more update takes those of this one (the ratios then move by about 1e-3).
             self.history_.pop()
             update = self._maximise(net, False, True, None, "final")
-            if float((log_noise_std.detach() - before).abs().max()) < _SHARE_TOLERANCE:
-                break
         record = self.history_.pop()
         return {"record": record if update.structure in _EXACT_STRUCTURES else self._exact_record(net)[0]}
 
@@ -488,13 +480,17 @@ class EvidenceMaximisation(Callback):
         precision = torch.as_tensor(net.criterion_.prior_precision).cpu().numpy()
         return np.broadcast_to(precision, len(self.groups)).copy()
 
-    def _maximise(self, net, learn_prior, learn_noise, max_iterations, stage, max_full_params=None, tied=False):
+    def _maximise(self, net, learn_prior, learn_noise, max_iterations, stage, max_full_params=None, tied=False,
+                  output_dof=False):
         """Maximise the evidence at the current weights over the precisions and
         the noise (those learned: ``learn_prior``, ``learn_noise``), set them,
         and record the update (with nothing learned: only the evidence);
         ``max_full_params`` as for ``LaplaceEvidence``; ``tied``: one
         precision per parameter tensor (:meth:`ParameterGroups.tied`), each
-        set on every group of its tensor. Returns the :class:`LaplaceEvidence` maximised."""
+        set on every group of its tensor; ``output_dof``: with a learned noise of
+        several outputs, keep each output's well-determined weights for the next
+        update's noise ratios (a pass of leverages over the rows).
+        Returns the :class:`LaplaceEvidence` maximised."""
         criterion = net.criterion_
         likelihood = criterion.likelihood
         if learn_noise and self.Y.shape[1] > 1:
@@ -514,7 +510,7 @@ class EvidenceMaximisation(Callback):
         if learn_noise:
             with torch.no_grad():
                 likelihood.log_noise_std.add_(math.log(noise_scale))
-            if self.Y.shape[1] > 1:
+            if output_dof and self.Y.shape[1] > 1:
                 leverage = evidence.leverage(found, noise_scale)
                 self._output_dof = None if leverage is None else leverage.mean(0) * len(self.X)
         if self._carries_mean_variances:
@@ -561,10 +557,10 @@ class EvidenceMaximisation(Callback):
     def _share_noise_by_residuals(self, likelihood):
         """Set the outputs' noise stds in the ratios of MacKay's noise of each output,
         ``SSE_o / (N - gamma_o)`` (``gamma_o`` the well-determined weights of output ``o``, the
-        sum of its rows' leverages, as the last update left them; before the first, or where the
-        evidence gives no leverages, ``SSE_o / N``), keeping their geometric mean, whose scale the
-        evidence then learns: at the fixed point each output's noise is its own evidence
-        maximiser. MacKay's update learns one scale: on its own it would keep the outputs' noise
+        sum of its rows' leverages, as the training's last update or the mode's first left them;
+        before, or where the evidence gives no leverages, ``SSE_o / N``), keeping their geometric
+        mean, whose scale the evidence then learns: at the fixed point each output's noise is its
+        own evidence maximiser. MacKay's update learns one scale: on its own it would keep the outputs' noise
         in the ratios it started at, equal for standardised targets whatever each output's share
         of noise. The outputs share the hidden layers, and an output of little noise determines
         more of them: ``SSE_o / N`` set its noise below its maximiser."""
