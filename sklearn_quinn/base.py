@@ -210,6 +210,13 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         -------
         self : object
             The fitted estimator.
+
+        Notes
+        -----
+        A refit that fails, refused or interrupted, leaves the earlier fit as
+        it was; so until it succeeds the earlier fit stays in memory beside
+        the new one (a model of gigabytes of draws: ``clone`` it and fit the
+        clone, or ``del`` the old one first).
         """
         earlier = dict(vars(self))
         try:
@@ -243,7 +250,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         self._validate_params()
         self._check_parameters()
         # A device this machine lacks ('auto': CUDA where there is one) is refused first; it and the dtype
-        # are kept once the data are valid, as the earlier fit's attributes go (its tensors are in them).
+        # are set once the data are valid, with the fitted attributes they describe.
         device = resolve_device(self.device)
         scale = self.get_params(deep=False).get("prior_std_scale", 1)  # the families with one
         if self.prior_std is not None and scale != 1:

@@ -359,12 +359,15 @@ def test_threads_are_restored_after_main(tmp_path):
 
 def test_the_table_shows_two_significant_digits_of_a_small_column():
     """A target in units of 1e-4 printed every RMSE as 0.000; a column's decimals now show two
-    significant digits of its smallest number, and at least 3."""
+    significant digits of its median magnitude, and at least 3: a signed score near zero in one
+    row does not stretch its column."""
     from sklearn_quinn._cli.report import markdown
 
-    table = markdown([{"method": "a", "RMSE": 2.54e-05, "NLL": -9.81234}, {"method": "b", "RMSE": 3.1e-04,
-                                                                         "NLL": float("nan")}])
-    assert "| a | 0.000025 | -9.812 |" in table and "| b | 0.000310 | nan |" in table
+    table = markdown([{"method": "a", "RMSE": 2.54e-05, "NLL": -9.81234}, {"method": "b", "RMSE": 3.1e-05,
+                                                                         "NLL": float("nan")},
+                      {"method": "c", "RMSE": 3.2e-03, "NLL": -2.1e-9}])
+    assert "| a | 0.000025 | -9.812 |" in table and "| b | 0.000031 | nan |" in table
+    assert "| c | 0.003200 | -0.000 |" in table
 
 
 def test_a_text_target_is_offered_no_other_task():

@@ -14,9 +14,10 @@ _Z95 = norm.ppf(0.975)
 
 def markdown(rows):
     """``rows`` (dicts with the same keys) as a Markdown table, a column's numbers to 3 decimals, or
-    more where they show fewer than two significant digits of its smallest (a target of 1e-4)."""
+    more where they show fewer than two significant digits of its typical one, the median magnitude
+    (a target of 1e-4; not one score of a signed column that happens to be near zero)."""
     columns = list(rows[0])
-    places = {column: decimals(min(_magnitudes(row[column] for row in rows), default=0.0), 3) for column in columns}
+    places = {column: decimals(np.median(_magnitudes(row[column] for row in rows) or [0.0]), 3) for column in columns}
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(_cell(row[column], places[column]) for column in columns) + " |" for row in rows]
     return "\n".join(lines) + "\n"

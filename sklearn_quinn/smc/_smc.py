@@ -328,15 +328,17 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         (``hyperprior='gamma'``) or the MAP's
         (``'empirical'``, the input columns apart as
         :class:`~sklearn_quinn.LaplaceRegressor`'s);
-        ``prior_std=None`` only.
+        ``prior_std=None`` only, but for several targets with a learned
+        noise, where it is the MAP's of the noise ratios' training (below).
     prior_precision_samples_ : ndarray of shape (n_particles, n_groups)
         Each particle's prior precisions (weighted by ``weights_``), in
         the order of ``prior_precisions_`` (``prior_std=None`` and
         ``hyperprior='gamma'`` only).
     net_ : skorch.NeuralNet or None
-        The MAP net of ``hyperprior='empirical'``.
+        The MAP net of ``hyperprior='empirical'``, and of several targets
+        with a learned noise, whose ratios it learns.
     evidence_history_ : list of dict
-        The MAP's evidence updates (``hyperprior='empirical'`` only), as
+        The MAP's evidence updates (where there is a MAP: ``net_``), as
         :class:`~sklearn_quinn.LaplaceRegressor`'s.
     n_features_in_ : int
         Number of features seen during fit.
