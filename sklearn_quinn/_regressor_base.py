@@ -3,7 +3,6 @@
 import numpy as np
 import torch
 from sklearn.base import RegressorMixin
-from sklearn.preprocessing._data import _handle_zeros_in_scale
 from sklearn.utils import Bunch, check_random_state
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_array, validate_data
@@ -59,6 +58,12 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
                 "predicts from the inputs; set noise_std=None or likelihood='gaussian'."
             )
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, **VALIDATION)
+        if len(y) < 2 and (self.prior_std is None or self.noise_std is None):
+            raise ValueError(
+                f"{type(self).__name__} learns its prior and its noise from the training rows, and one row "
+                "(n_samples=1) holds no spread to learn them from; give at least 2 rows, or fix both "
+                "prior_std and noise_std."
+            )
         Y = np.ascontiguousarray(y.reshape(len(y), -1), dtype=np.float64)  # float16 or float32 targets too
         if not self.normalize_y:  # before the fit's state is set: a warning raised as an error leaves the earlier fit
             self._warn_of_unscaled_targets(Y)
@@ -67,8 +72,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         # effect at the next fit, not in this one's predictions (a mean read as a log noise std).
         self._likelihood_name = self.likelihood
         if self.normalize_y:
-            self._y_mean = Y.mean(axis=0)
-            self._y_scale = _handle_zeros_in_scale(Y.std(axis=0), copy=False)
+            self._y_mean, self._y_scale = target_standardisation(Y)
         else:
             self._y_mean = np.zeros(Y.shape[1])
             self._y_scale = np.ones(Y.shape[1])
@@ -95,6 +99,9 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         spread = Y.std(axis=0)
         log_spread = np.log(spread[spread > 0])
         stds = ", ".join(f"{value:.3g}" for value in spread)
+        # What the network's outputs must reach: a mean of 1e4 at a spread of 1 trains as slowly.
+        reach = np.sqrt(np.mean(np.square(Y), axis=0))
+        log_reach = np.log(reach[reach > 0])
         # Below: the noise lies under the spread, nearer the lower bound; above: only the spread itself
         # can near the upper one.
         if self.likelihood == "heteroscedastic" and (
@@ -105,11 +112,14 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
                 f"+-{LOG_STD_BOUND:g} in the units of y, and the targets' std ({stds}) puts their noise near "
                 "that bound, where the noise is poorly learned; keep normalize_y=True."
             )
-        elif self._fits_in_unit_scale and np.any(np.abs(log_spread) > UNSCALED_TRAINING_LOG_SPREAD):
+        elif self._fits_in_unit_scale and (np.any(np.abs(log_spread) > UNSCALED_TRAINING_LOG_SPREAD)
+                                           or np.any(log_reach > UNSCALED_TRAINING_LOG_SPREAD)):
+            means = ", ".join(f"{value:.3g}" for value in Y.mean(axis=0))
             warn(
-                f"normalize_y=False: the network trains in the units of y, where the targets' std is {stds}, "
-                "far from the unit scale its training, its priors and its noise are set for: the training may "
-                "stop short of the fit and the learned prior hold it there; keep normalize_y=True."
+                f"normalize_y=False: the network trains in the units of y, where the targets' mean is {means} "
+                f"and their std {stds}, far from the unit scale its training, its priors and its noise are set "
+                "for: the training may stop short of the fit and the learned prior hold it there; keep "
+                "normalize_y=True."
             )
 
     def _n_outputs(self, Y):
@@ -384,6 +394,24 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
 #: With ``normalize_y=False``, targets whose std is below ``exp(-UNSCALED_LOG_SPREAD)`` (0.0067), or
 #: within ``UNSCALED_MARGIN`` of the clip's upper bound (above exp(8), 2981), warn under the
 #: heteroscedastic likelihood: their noise may reach the noise head's clip.
+def target_standardisation(Y):
+    """Each target's mean and std over the rows of ``Y`` (ddof=0; 1 for a constant target), by which
+    ``normalize_y`` standardises the targets.
+
+    A constant target's std is rounding of its mean's order, so a std is told from one relative to
+    the mean, as ``StandardScaler`` tells a constant column: an absolute threshold (scikit-learn's
+    ``_handle_zeros_in_scale``, 2e-15) read a target of 1e-16 and its spread as a constant, and the
+    network trained on the raw values. A std whose squares pass float64's range (targets of 1e160)
+    is taken of the targets over their largest magnitude, and scaled back."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean, std = Y.mean(axis=0), Y.std(axis=0)
+    if not np.isfinite(std).all():
+        peak = np.abs(Y).max(axis=0)
+        std = np.where(np.isfinite(std), std, (Y / peak).std(axis=0) * peak)
+    constant = std <= 10 * np.finfo(Y.dtype).eps * np.abs(mean)
+    return mean, np.where(constant, 1.0, std)
+
+
 UNSCALED_LOG_SPREAD = 5.0
 UNSCALED_MARGIN = 2.0
 #: With ``normalize_y=False``, targets whose std is beyond a factor of ``exp(3)`` (20) from 1 warn under

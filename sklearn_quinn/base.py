@@ -124,7 +124,14 @@ def input_standardisation(X):
     within ``STANDARDISED_TOLERANCE``) gets 0 and 1, so that a ``Pipeline`` whose
     ``StandardScaler`` did it fits as before, to the bit.
     """
-    scaler = StandardScaler().fit(X)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaler = StandardScaler().fit(X)
+    overflowing = np.flatnonzero(~(np.isfinite(scaler.mean_) & np.isfinite(scaler.scale_)))
+    if len(overflowing):
+        raise ValueError(
+            f"Feature column(s) {overflowing.tolist()} hold values whose squares pass float64's range (up to "
+            f"{np.abs(X[:, overflowing]).max():.3g}): their std cannot be taken; rescale them."
+        )
     done = (np.abs(scaler.mean_) <= STANDARDISED_TOLERANCE) & (np.abs(scaler.scale_ - 1) <= STANDARDISED_TOLERANCE)
     if done.all():
         return None, None

@@ -133,3 +133,50 @@ def test_a_module_reading_category_codes_fits_them_with_normalize_X_false():
         warnings.simplefilter("error", UserWarning)
         regressor = LaplaceRegressor(module=CodedColumnNet, normalize_X=False, max_epochs=200, random_state=0).fit(X, y)
     assert np.sqrt(np.mean((regressor.predict(X) - y) ** 2)) < 0.2  # the codes' four levels are learned (noise 0.1)
+
+
+def test_targets_of_any_magnitude_fit_as_standardised_ones():
+    """Targets of 1e-16 were read as a constant (an absolute threshold, 2e-15, on their std), and the
+    network trained on the raw values: R^2 of -1e24. Targets of 1e160, whose squares pass float64's
+    range, had an infinite scale and predicted inf. Both now fit as the unit-scale targets do."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(60, 2)
+    y = X[:, 0] + 0.3 * rng.randn(60)
+    params = dict(hidden_layer_sizes=(4,), max_epochs=40, random_state=0)
+    mean, std = LaplaceRegressor(**params).fit(X, y).predict(X, return_std=True)
+    for scale in (1e-16, 1e160):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            scaled_mean, scaled_std = LaplaceRegressor(**params).fit(X, scale * y).predict(X, return_std=True)
+        np.testing.assert_allclose(scaled_mean / scale, mean, rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(scaled_std / scale, std, rtol=1e-6)
+
+
+def test_a_constant_target_is_centred_not_divided_by_its_rounding():
+    """A constant target's std is rounding of its mean's order: told apart relative to the mean. Its
+    std of 2.3e-10 about 1e6 was the targets' scale, and their rounding the network's targets."""
+    X = np.random.RandomState(0).randn(30, 2)
+    y = np.full(30, 1e6 + 0.1)  # a std of 2.3e-10: the mean's rounding
+    reg = LaplaceRegressor(hidden_layer_sizes=(4,), max_epochs=5, random_state=0).fit(X, y)
+    assert reg._y_scale.tolist() == [1.0]
+    np.testing.assert_allclose(reg.predict(X), y, atol=1e-3)
+
+
+def test_a_column_whose_squares_overflow_is_refused_naming_it():
+    """A cell of 1e200 failed later, as a kernel that is not positive definite (or a NaN in BBB's
+    solver, every particle's likelihood non-finite in SMC), after NumPy's overflow warnings."""
+    X = np.random.RandomState(0).randn(30, 3)
+    X[4, 1] = 1e200
+    with pytest.raises(ValueError, match=r"Feature column\(s\) \[1\] hold values whose squares pass float64's range"):
+        LaplaceRegressor(max_epochs=5).fit(X, X[:, 0])
+
+
+def test_one_training_row_is_refused_where_the_prior_or_the_noise_is_learned():
+    """From one row the evidence learned intervals 1000 times BayesianRidge's at other rows, and
+    Bayes by backprop intervals that missed the truth by hundreds of stds. A fixed prior and noise
+    need no spread: one row fits."""
+    X, y = np.array([[0.5, -1.0]]), np.array([2.0])
+    with pytest.raises(ValueError, match="n_samples=1"):
+        LaplaceRegressor(max_epochs=5).fit(X, y)
+    fixed = LaplaceRegressor(max_epochs=5, prior_std=1.0, noise_std=0.5, random_state=0).fit(X, y)
+    assert np.isfinite(fixed.predict(np.zeros((2, 2)), return_std=True)[1]).all()
