@@ -58,11 +58,11 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
                 "predicts from the inputs; set noise_std=None or likelihood='gaussian'."
             )
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, **VALIDATION)
-        if len(y) < 2 and (self.prior_std is None or self.noise_std is None):
+        if len(y) < 2 and self._learns_from_the_rows:
             raise ValueError(
-                f"{type(self).__name__} learns its prior and its noise from the training rows, and one row "
-                "(n_samples=1) holds no spread to learn them from; give at least 2 rows, or fix both "
-                "prior_std and noise_std."
+                f"{type(self).__name__} learns its prior or its noise from the training rows, and one row "
+                "(n_samples=1) holds no spread to learn them from; give at least 2 rows, or fix the prior "
+                "and the noise (prior_std, noise_std, likelihood='gaussian')."
             )
         Y = np.ascontiguousarray(y.reshape(len(y), -1), dtype=np.float64)  # float16 or float32 targets too
         if not self.normalize_y:  # before the fit's state is set: a warning raised as an error leaves the earlier fit
@@ -84,6 +84,12 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         return super()._state_loaded(state)
 
     @property
+    def _learns_from_the_rows(self):
+        """Whether the fit learns or samples a prior or a noise from the training rows (a
+        heteroscedastic noise head needs noise_std=None)."""
+        return self.prior_std is None or self.noise_std is None
+
+    @property
     def _fits_in_unit_scale(self):
         """Whether the fit trains a network by minibatch steps, or learns or samples a prior or a
         noise, all set for standardised targets: a sampler from a fixed prior and noise does neither."""
@@ -91,7 +97,8 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
 
     def _warn_of_unscaled_targets(self, Y):
         """With ``normalize_y=False`` the network works in y's units. Targets of a std far from 1
-        (beyond a factor of ``exp(UNSCALED_TRAINING_LOG_SPREAD)``) train slowly, Adam's steps being
+        (beyond a factor of ``exp(UNSCALED_TRAINING_LOG_SPREAD)``), or about a mean far from 0 (a root
+        mean square beyond it: the outputs must reach it), train slowly, Adam's steps being
         of about ``lr`` whatever the scale, and the evidence's first updates, taken from weights
         still short of it, can lock in a prior that keeps them there (docs: evidence); the priors,
         hyperpriors and the heteroscedastic noise head's clip at ``±LOG_STD_BOUND`` are all for
@@ -114,12 +121,12 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
             )
         elif self._fits_in_unit_scale and (np.any(np.abs(log_spread) > UNSCALED_TRAINING_LOG_SPREAD)
                                            or np.any(log_reach > UNSCALED_TRAINING_LOG_SPREAD)):
-            means = ", ".join(f"{value:.3g}" for value in Y.mean(axis=0))
+            far = (f"the targets' std is {stds}" if np.any(np.abs(log_spread) > UNSCALED_TRAINING_LOG_SPREAD)
+                   else "the targets' mean is " + ", ".join(f"{value:.3g}" for value in Y.mean(axis=0)))
             warn(
-                f"normalize_y=False: the network trains in the units of y, where the targets' mean is {means} "
-                f"and their std {stds}, far from the unit scale its training, its priors and its noise are set "
-                "for: the training may stop short of the fit and the learned prior hold it there; keep "
-                "normalize_y=True."
+                f"normalize_y=False: the network trains in the units of y, where {far}, far from the unit "
+                "scale its training, its priors and its noise are set for: the training may stop short of the "
+                "fit and the learned prior hold it there; keep normalize_y=True."
             )
 
     def _n_outputs(self, Y):
@@ -391,9 +398,6 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         return array[..., 0] if array.ndim == 3 else array[:, 0]
 
 
-#: With ``normalize_y=False``, targets whose std is below ``exp(-UNSCALED_LOG_SPREAD)`` (0.0067), or
-#: within ``UNSCALED_MARGIN`` of the clip's upper bound (above exp(8), 2981), warn under the
-#: heteroscedastic likelihood: their noise may reach the noise head's clip.
 def target_standardisation(Y):
     """Each target's mean and std over the rows of ``Y`` (ddof=0; 1 for a constant target), by which
     ``normalize_y`` standardises the targets.
@@ -401,21 +405,29 @@ def target_standardisation(Y):
     A constant target's std is rounding of its mean's order, so a std is told from one relative to
     the mean, as ``StandardScaler`` tells a constant column: an absolute threshold (scikit-learn's
     ``_handle_zeros_in_scale``, 2e-15) read a target of 1e-16 and its spread as a constant, and the
-    network trained on the raw values. A std whose squares pass float64's range (targets of 1e160)
-    is taken of the targets over their largest magnitude, and scaled back."""
-    with np.errstate(over="ignore", invalid="ignore"):
+    network trained on the raw values. Where the squares pass float64's range (targets of 1e160)
+    or fall below it (1e-170), the mean and the std are taken of the targets over their largest
+    magnitude, and scaled back."""
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         mean, std = Y.mean(axis=0), Y.std(axis=0)
-    if not np.isfinite(std).all():
+    lost = ~(np.isfinite(mean) & np.isfinite(std)) | (std < np.sqrt(np.finfo(Y.dtype).tiny))
+    if lost.any():
         peak = np.abs(Y).max(axis=0)
-        std = np.where(np.isfinite(std), std, (Y / peak).std(axis=0) * peak)
+        peak = np.where(peak > 0, peak, 1.0)
+        unit = Y / peak
+        mean, std = np.where(lost, unit.mean(axis=0) * peak, mean), np.where(lost, unit.std(axis=0) * peak, std)
     constant = std <= 10 * np.finfo(Y.dtype).eps * np.abs(mean)
     return mean, np.where(constant, 1.0, std)
 
 
+#: With ``normalize_y=False``, targets whose std is below ``exp(-UNSCALED_LOG_SPREAD)`` (0.0067), or
+#: within ``UNSCALED_MARGIN`` of the clip's upper bound (above exp(8), 2981), warn under the
+#: heteroscedastic likelihood: their noise may reach the noise head's clip.
 UNSCALED_LOG_SPREAD = 5.0
 UNSCALED_MARGIN = 2.0
-#: With ``normalize_y=False``, targets whose std is beyond a factor of ``exp(3)`` (20) from 1 warn under
-#: either likelihood: the network's training is set for standardised targets.
+#: With ``normalize_y=False``, targets whose std is beyond a factor of ``exp(3)`` (20) from 1, or whose
+#: root mean square is above 20 (a mean far from 0), warn under either likelihood: the network's
+#: training is set for standardised targets.
 UNSCALED_TRAINING_LOG_SPREAD = 3.0
 
 

@@ -126,7 +126,8 @@ def input_standardisation(X):
     """
     with np.errstate(over="ignore", invalid="ignore"):
         scaler = StandardScaler().fit(X)
-    overflowing = np.flatnonzero(~(np.isfinite(scaler.mean_) & np.isfinite(scaler.scale_)))
+    # A variance that overflows to inf passes StandardScaler's constant test (its scale_ is then 1).
+    overflowing = np.flatnonzero(~(np.isfinite(scaler.mean_) & np.isfinite(scaler.var_)))
     if len(overflowing):
         raise ValueError(
             f"Feature column(s) {overflowing.tolist()} hold values whose squares pass float64's range (up to "

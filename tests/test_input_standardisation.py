@@ -138,13 +138,14 @@ def test_a_module_reading_category_codes_fits_them_with_normalize_X_false():
 def test_targets_of_any_magnitude_fit_as_standardised_ones():
     """Targets of 1e-16 were read as a constant (an absolute threshold, 2e-15, on their std), and the
     network trained on the raw values: R^2 of -1e24. Targets of 1e160, whose squares pass float64's
-    range, had an infinite scale and predicted inf. Both now fit as the unit-scale targets do."""
+    range, had an infinite scale and predicted inf; those of 1e-170, whose squares underflow, a
+    std of 0. They now fit as the unit-scale targets do."""
     rng = np.random.RandomState(0)
     X = rng.randn(60, 2)
     y = X[:, 0] + 0.3 * rng.randn(60)
     params = dict(hidden_layer_sizes=(4,), max_epochs=40, random_state=0)
     mean, std = LaplaceRegressor(**params).fit(X, y).predict(X, return_std=True)
-    for scale in (1e-16, 1e160):
+    for scale in (1e-16, 1e160, 1e-170):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             scaled_mean, scaled_std = LaplaceRegressor(**params).fit(X, scale * y).predict(X, return_std=True)
@@ -169,6 +170,9 @@ def test_a_column_whose_squares_overflow_is_refused_naming_it():
     X[4, 1] = 1e200
     with pytest.raises(ValueError, match=r"Feature column\(s\) \[1\] hold values whose squares pass float64's range"):
         LaplaceRegressor(max_epochs=5).fit(X, X[:, 0])
+    X[:, 1] = 1e160 * np.sign(X[:, 0])  # a variance of inf, not NaN: StandardScaler's scale_ reads 1
+    with pytest.raises(ValueError, match=r"Feature column\(s\) \[1\]"):
+        LaplaceRegressor(max_epochs=5).fit(X, X[:, 0])
 
 
 def test_one_training_row_is_refused_where_the_prior_or_the_noise_is_learned():
@@ -178,5 +182,7 @@ def test_one_training_row_is_refused_where_the_prior_or_the_noise_is_learned():
     X, y = np.array([[0.5, -1.0]]), np.array([2.0])
     with pytest.raises(ValueError, match="n_samples=1"):
         LaplaceRegressor(max_epochs=5).fit(X, y)
+    with pytest.raises(ValueError, match="n_samples=1"):  # its std collapsed to the noise's
+        LaplaceRegressor(max_epochs=5, prior_std=1.0, noise_std=0.5, prior_precision="marglik").fit(X, y)
     fixed = LaplaceRegressor(max_epochs=5, prior_std=1.0, noise_std=0.5, random_state=0).fit(X, y)
     assert np.isfinite(fixed.predict(np.zeros((2, 2)), return_std=True)[1]).all()

@@ -252,6 +252,11 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         "calibration_objective": [StrOptions(set(OBJECTIVES)), callable],
     }
 
+    @property
+    def _learns_from_the_rows(self):
+        """A searched prior precision is learned from the rows too."""
+        return super()._learns_from_the_rows or self.prior_precision in ("marglik", "gridsearch")
+
     def __init__(
         self,
         hidden_layer_sizes=(50,),
