@@ -37,8 +37,8 @@ classification LogisticRegression (sklearn-logistic).
 
 The methods run at the package's defaults, what fitting the estimators
 yourself gives; on diabetes every method together takes a minute or two on a
-laptop, on digits (1,797 rows, 64 features, 10 classes) about ten minutes on one
-thread, half of it SMC's (--methods can leave it out). --quick gives them
+laptop, on digits (1,797 rows, 64 features, 10 classes) about eleven minutes on one
+thread, six of them SMC's (--methods can leave it out). --quick gives them
 smaller budgets for a first look at a bigger table (300 training epochs instead
 of 1000; MCMC 200 burn-in + 200 draws per chain instead of 500 + 500; SWAG 50
 collection epochs instead of 100; SMC 100 particles of 10-step trajectories

@@ -18,7 +18,7 @@ from .._warnings import warn
 SAVED_SECONDS_PER_CALL = 2.9e-4
 SAVED_SECONDS_PER_ACTIVATION = 8.5e-10
 
-#: ``torch.compile`` of an HMC or NUTS step costs 20-35 s on a CPU the first
+#: ``torch.compile`` of an HMC or NUTS step costs 20-50 s on a CPU the first
 #: time in a process (the same benchmark): compiling pays where it saves more.
 COMPILE_SECONDS = 30.0
 

@@ -15,7 +15,8 @@ from ._engine import DropoutPosterior, InputDropout, linear_input_blocks
 
 
 class MCDropoutMixin:
-    """Training with dropout on the input of every linear layer, and the
+    """Training with dropout on the input of every linear layer of the MLP (not the linear skip
+    path's), and the
     posterior of its masks (Gal and Ghahramani, 2016).
 
     Its ``_fit`` serves :class:`MCDropoutRegressor` and :class:`MCDropoutClassifier`.
@@ -101,7 +102,7 @@ class MCDropoutRegressor(LocalPosteriorMixin, MCDropoutMixin, BaseBayesianRegres
     """Neural-network regressor with an MC-dropout posterior.
 
     The network is trained (through skorch) with dropout on the input of
-    every linear layer, on the expected negative log likelihood plus the KL
+    every linear layer of the MLP, on the expected negative log likelihood plus the KL
     divergence from the Gaussian prior: weight decay, ``1 / (1 - p)`` times
     stronger on the dropped matrices, less the masks' entropy. Gal and
     Ghahramani (2016) show this minimises a KL divergence to the posterior

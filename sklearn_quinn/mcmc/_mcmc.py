@@ -468,7 +468,7 @@ callbacks, normalize_X, normalize_y, dtype, device, random_state, verbose
         Run HMC's leapfrog trajectories through ``torch.compile``: the
         gradients and updates of a trajectory become one compiled graph
         (1.4-2.6x less time per step for a 1x50 network on a CPU, after a
-        compilation of 20-35 s the first time in a process, which needs a C++
+        compilation of 20-50 s the first time in a process, which needs a C++
         compiler; each joblib worker compiles its own). For NUTS, each
         leapfrog step and its point's bookkeeping are compiled (the tree's
         doubling stays eager). 'auto' compiles where it pays: the first 10

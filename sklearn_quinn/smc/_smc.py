@@ -201,7 +201,8 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
     integrated out (Neal 1996). Cost: about ``n_stages * n_mcmc_steps *
     mean(L)`` batched gradient evaluations of all particles (each leapfrog
     step moves only the particles whose trajectories have not ended); no MAP is
-    trained (except for ``hyperprior='empirical'``).
+    trained, except for ``hyperprior='empirical'`` and for several targets
+    with a sampled noise, whose ratios a MAP's evidence learns.
 
     Parameters
     ----------
@@ -292,8 +293,9 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         compile. Compiled and eager gradients agree to rounding only, so
         ``compile=False`` reproduces an eager fit.
     lr, lr_schedule, max_epochs, batch_size, optimizer, callbacks
-        The MAP training of ``hyperprior='empirical'``, as for
-        :class:`~sklearn_quinn.LaplaceRegressor`; unused otherwise.
+        The MAP training of ``hyperprior='empirical'`` and of several targets'
+        noise ratios, as for :class:`~sklearn_quinn.LaplaceRegressor`;
+        unused otherwise.
 
     Attributes
     ----------
