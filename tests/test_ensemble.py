@@ -311,15 +311,17 @@ def test_each_output_carries_its_own_posterior_s_mean_variance(linear_data):
     """Two targets of a linear model, the first with a signal, the second noise alone: each
     output's ``member_std_`` is the mean over the training rows of its own exact posterior's
     variance, ``noise_o**2 gamma_o / N``, at the learned precisions (which the outputs share)
-    and its noise. An equal share of the outputs' total ``gamma`` gave the signal's too little
-    and the noise's too much."""
+    and the noise the evidence learned (the MAP network's; ``noise_std_`` is the members'
+    mean's, rescaled to its residuals). An equal share of the outputs' total ``gamma`` gave the
+    signal's too little and the noise's too much."""
     X, y = linear_data
     Y = np.c_[y, np.random.RandomState(2).randn(len(y))]
     reg = DeepEnsembleRegressor(module=nn.Linear(3, 2, dtype=torch.float64), normalize_X=False, normalize_y=False,
                                 n_estimators=2, random_state=0).fit(X, Y)
-    exact = [reg.noise_std_[o] ** 2 / len(X)
-             * BayesianLinearRegression.at_precisions(X, Y[:, o], reg.noise_std_[o], reg.prior_precisions_)
-             .well_determined() for o in range(2)]
+    noise = reg.evidence_history_[-1]["noise_std"]
+    exact = [noise[o] ** 2 / len(X)
+             * BayesianLinearRegression.at_precisions(X, Y[:, o], noise[o], reg.prior_precisions_).well_determined()
+             for o in range(2)]
     np.testing.assert_allclose(reg.member_std_**2, exact, rtol=1e-6)
 
 
