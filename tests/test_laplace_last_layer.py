@@ -97,6 +97,36 @@ def test_a_module_not_affine_in_its_last_layer_is_refused(wave):
         regressor.fit(*wave)
 
 
+class HeadFirst(nn.Module):
+    """An MLP whose output layer is registered before its hidden one."""
+
+    def __init__(self, n_features, n_outputs):
+        super().__init__()
+        self.out, self.hidden = nn.Linear(4, n_outputs), nn.Linear(n_features, 4)
+
+    def forward(self, X):
+        return self.out(torch.tanh(self.hidden(X)))
+
+
+def test_the_last_layer_is_the_one_applied_last(wave):
+    """The last nn.Linear registered was taken for the last applied: a head registered first failed
+    with a RuntimeError reshaping the hidden layer's outputs."""
+    regressor = LaplaceRegressor(module=HeadFirst, subset_of_weights="last_layer", max_epochs=5,
+                                 random_state=0).fit(*wave)
+    assert list(regressor.prior_precisions_) == ["out.weight", "out.bias"]
+
+
+def test_a_wide_float32_mlp_is_affine_in_its_last_layer_to_its_rounding():
+    """A float32 layer 512 wide rounds its sums near 4e-5, past a fixed tolerance of 1e-6 relative:
+    the MLP was refused as not affine in its last layer, at random by the seed."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(200, 20)
+    y = np.sin(X[:, 0]) + 0.1 * rng.randn(200)
+    regressor = LaplaceRegressor(hidden_layer_sizes=(512,), max_epochs=3, dtype="float32", random_state=0,
+                                 subset_of_weights="last_layer").fit(X, y)
+    assert np.isfinite(regressor.predict(X[:5], return_std=True)[1]).all()
+
+
 def test_an_unknown_subset_is_refused(wave):
     with pytest.raises(ValueError, match="subset_of_weights"):
         LaplaceRegressor(subset_of_weights="first_layer").fit(*wave)
