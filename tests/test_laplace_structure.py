@@ -53,6 +53,15 @@ def test_over_the_size_limit_auto_takes_kron_then_the_diagonal(data, monkeypatch
     assert "too large to decompose" in classifier.hessian_structure_reason_
 
 
+def test_the_hessian_over_the_size_limit_takes_the_diagonal_saying_why(data, monkeypatch):
+    """The reason said 'no nn.Linear layer to factor' of an MLP: the Hessian has no factors."""
+    monkeypatch.setattr(curvature_module, "AUTO_MAX_FULL_PARAMS", 10)
+    classifier = LaplaceClassifier(hidden_layer_sizes=(4,), cov_scale=1.0, curvature="hessian", max_epochs=20,
+                                   random_state=0).fit(data[0], data[1] > 0)
+    assert classifier.hessian_structure_ == "diag"
+    assert classifier.hessian_structure_reason_.endswith("the exact Hessian has no Kronecker factors")
+
+
 def test_over_the_memory_budget_for_full_auto_takes_kron(data):
     # Full: 4 matrices of 44 x 44 doubles (61,952 bytes); kron: factors and eigenvectors of
     # 8 x 8, 4 x 4, 1 x 1, 9 x 9 and (the skip) 1 x 1, 3 x 3: 2,752 bytes.

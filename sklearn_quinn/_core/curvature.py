@@ -98,13 +98,14 @@ def machine_memory_bytes():
         return 8 * 1024**3
 
 
-def choose_structure(n_params, dtype, memory_budget, layers=(), n_rest=0):
+def choose_structure(n_params, dtype, memory_budget, layers=(), n_rest=0, unfactored="no nn.Linear layer to factor"):
     """The richest structure whose memory fits ``memory_budget`` bytes and whose time is a fit's.
 
     Full when its matrices fit and its eigen decomposition is quick; else
     Kronecker-factored when the network has linear layers (``layers``, from
     :func:`~sklearn_quinn._core.kronecker.kronecker_layers`, with ``n_rest``
     weights in none) whose factors fit and decompose quickly; else diagonal.
+    ``unfactored``: why there are no ``layers``, for the reason.
 
     Returns
     -------
@@ -132,7 +133,7 @@ def choose_structure(n_params, dtype, memory_budget, layers=(), n_rest=0):
         if kron_need <= budget and largest <= AUTO_MAX_FULL_PARAMS:
             return "kron", f"{why_not_full}; {kron}"
         return "diag", f"{why_not_full}; {kron}, over the budget or too large to decompose"
-    return "diag", f"{why_not_full}; no nn.Linear layer to factor"
+    return "diag", f"{why_not_full}; {unfactored}"
 
 
 def choose_model_structure(model, theta, memory_budget="auto", kind="ggn"):
@@ -140,10 +141,14 @@ def choose_model_structure(model, theta, memory_budget="auto", kind="ggn"):
     quarter of the machine's memory), for the curvature ``kind``: the exact Hessian, and layers
     whose weights are shared or parametrised, have no Kronecker factors."""
     budget = machine_memory_bytes() // 4 if memory_budget == "auto" else memory_budget
+    if kind == "hessian":
+        return choose_structure(theta.shape[0], theta.dtype, budget,
+                                unfactored="the exact Hessian has no Kronecker factors")
     try:
-        layers, rest = kronecker_layers(model) if kind != "hessian" else ((), ())
-    except KroneckerUnsupportedError:
-        layers, rest = (), ()
+        layers, rest = kronecker_layers(model)
+    except KroneckerUnsupportedError as error:
+        why = f"no Kronecker factors: {str(error).rstrip('.')}"
+        return choose_structure(theta.shape[0], theta.dtype, budget, unfactored=why)
     return choose_structure(theta.shape[0], theta.dtype, budget, layers, len(rest))
 
 

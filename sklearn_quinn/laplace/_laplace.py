@@ -91,11 +91,13 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         ``memory_budget`` and its eigen decomposition takes seconds (at most
         5000 weights), else 'kron' when its factors fit (each at most 5000
         wide), else the diagonal; the choice and its reason are in
-        ``hessian_structure_`` and ``hessian_structure_reason_``. A full
-        structure over the memory budget is never allocated. 'kron' and
+        ``hessian_structure_`` and ``hessian_structure_reason_``. A structure
+        named explicitly is taken as asked, whatever ``memory_budget``, except
+        a full one whose matrix passes 2 GiB, which is refused. 'kron' and
         'lowrank' need ``curvature`` 'ggn' or 'ef'.
     memory_budget : int or 'auto', default='auto'
-        Bytes the curvature may hold, for ``hessian_structure='auto'``;
+        Bytes the curvature may hold, for ``hessian_structure='auto'`` (the
+        diagonal, its last resort, is taken whatever the budget);
         'auto' is a quarter of this machine's physical memory.
     max_rank : int, default=100
         The eigenpairs ``hessian_structure='lowrank'`` keeps (found by a
