@@ -91,7 +91,9 @@ class ScaledOutput(nn.Module):
         return 2 * self.out(torch.tanh(self.hidden(X)))
 
 
-def test_a_module_not_affine_in_its_last_layer_is_refused(wave):
+def test_a_module_not_affine_in_its_last_layer_is_refused(wave, monkeypatch):
+    """Before the MAP training, which it came after."""
+    monkeypatch.setattr(LaplaceRegressor, "_fit_map", lambda *args: pytest.fail("the MAP was trained"))
     regressor = LaplaceRegressor(module=ScaledOutput, subset_of_weights="last_layer", max_epochs=5)
     with pytest.raises(ValueError, match="last nn.Linear's outputs plus a term"):
         regressor.fit(*wave)

@@ -7,10 +7,11 @@ import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._core.curvature import CURVATURES, STRUCTURES, choose_model_structure
+from .._core.curvature import CURVATURES, STRUCTURES, check_full_fits, choose_model_structure
 from .._core.evidence import ParameterGroups
 from .._core.kronecker import KroneckerUnsupportedError
 from .._core.last_layer import LastLayerModel
+from .._core.network import FunctionalModel
 from .._core.pushforward import linear_pushforward
 from .._validation import check_positive
 from .._warnings import warn
@@ -53,10 +54,24 @@ class LaplaceMixin(GridsearchPriorMixin):
         super()._check_parameters()
         refuse_factored_hessian(self.hessian_structure, self.curvature)
 
+    def _check_the_posterior_before_training(self, X, Y):
+        """Refuse, on the untrained network the MAP training will start from, a last layer the
+        posterior cannot be taken over, and an explicit full matrix past its budget: both were
+        refused after the whole training."""
+        if self.subset_of_weights != "last_layer" and self.hessian_structure != "full":
+            return
+        with self._seeded(self._map_seed):
+            model = FunctionalModel(self._build_module(X.shape[1], self._n_outputs(Y)))
+        if self.subset_of_weights == "last_layer":
+            model = LastLayerModel(model, model.flatten().detach(), self._tensor(X[:8]))
+        if self.hessian_structure == "full":
+            check_full_fits(model.n_params, self._dtype)
+
     def _fit(self, X, Y):
         """Train the MAP network, then fit the Laplace posterior around it: the family's part of ``fit``."""
         X, Y, held_out = self._hold_out(X, Y, stratify=self._stratification(Y))
         self._log_y_scale = self._log_y_scale_total(len(X))
+        self._check_the_posterior_before_training(X, Y)
         theta, likelihood, prior, _ = self._fit_map(X, Y, self.prior_std_scale)
         # The curvature is taken at the MAP's noise, one per output, held fixed.
         self._map_noise_std = likelihood.output_noise_std(Y.shape[1])
