@@ -22,7 +22,7 @@ import copy
 import torch
 from torch import nn
 
-from .network import FunctionalModel, LinearSkipMLP
+from .network import FunctionalModel, LinearSkipMLP, in_eval_mode
 
 
 class LastLayerModel:
@@ -57,7 +57,7 @@ class LastLayerModel:
         linears = [(prefix + name, layer) for name, layer in body.named_modules() if isinstance(layer, nn.Linear)]
         if not linears:
             raise ValueError("subset_of_weights='last_layer' needs a module with an nn.Linear layer.")
-        name, self._layer = _applied_last(module, linears, X[:1])
+        name, self._layer = _applied_last(module, linears, X[:8])
         self._body = module
         prefix = f"{name}." if name else ""
         self.head = FunctionalModel(copy.deepcopy(self._layer))
@@ -144,7 +144,7 @@ def _applied_last(module, linears, X):
     handles = [layer.register_forward_hook(lambda layer, inputs, outputs: applied.append(layer))
                for _, layer in linears]
     try:
-        with torch.no_grad():
+        with torch.no_grad(), in_eval_mode(module):  # a batch norm's running statistics left as they are
             module(X)
     finally:
         for handle in handles:

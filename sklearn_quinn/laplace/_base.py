@@ -1,5 +1,6 @@
 """The Laplace family's core: ``fit``, the evidence and the calibration hooks, for both tasks."""
 
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -60,7 +61,8 @@ class LaplaceMixin(GridsearchPriorMixin):
         refused after the whole training."""
         if self.subset_of_weights != "last_layer" and self.hessian_structure != "full":
             return
-        with self._seeded(self._map_seed):
+        with self._seeded(self._map_seed), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the module's own warnings come with the training's build of it
             model = FunctionalModel(self._build_module(X.shape[1], self._n_outputs(Y)))
         if self.subset_of_weights == "last_layer":
             model = LastLayerModel(model, model.flatten().detach(), self._tensor(X[:8]))
