@@ -109,6 +109,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         # What the network's outputs must reach: a mean of 1e4 at a spread of 1 trains as slowly.
         reach = np.sqrt(np.mean(np.square(Y), axis=0))
         log_reach = np.log(reach[reach > 0])
+        spread_far = np.any(np.abs(log_spread) > UNSCALED_TRAINING_LOG_SPREAD)
         # Below: the noise lies under the spread, nearer the lower bound; above: only the spread itself
         # can near the upper one.
         if self.likelihood == "heteroscedastic" and (
@@ -119,9 +120,8 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
                 f"+-{LOG_STD_BOUND:g} in the units of y, and the targets' std ({stds}) puts their noise near "
                 "that bound, where the noise is poorly learned; keep normalize_y=True."
             )
-        elif self._fits_in_unit_scale and (np.any(np.abs(log_spread) > UNSCALED_TRAINING_LOG_SPREAD)
-                                           or np.any(log_reach > UNSCALED_TRAINING_LOG_SPREAD)):
-            far = (f"the targets' std is {stds}" if np.any(np.abs(log_spread) > UNSCALED_TRAINING_LOG_SPREAD)
+        elif self._fits_in_unit_scale and (spread_far or np.any(log_reach > UNSCALED_TRAINING_LOG_SPREAD)):
+            far = (f"the targets' std is {stds}" if spread_far
                    else "the targets' mean is " + ", ".join(f"{value:.3g}" for value in Y.mean(axis=0)))
             warn(
                 f"normalize_y=False: the network trains in the units of y, where {far}, far from the unit "
