@@ -1,6 +1,6 @@
 """SMC at its defaults: fit time, the evidence error on an exact linear model, and the cache blocking.
 
-Twelve measurements, one thread throughout (the first three by default):
+Thirteen measurements, one thread throughout (the first three by default):
 
 1. ``SMCRegressor()`` (every default: 200 particles, hyperpriors on the
    precisions and the noise) in ``Pipeline([StandardScaler(), ...])`` on 300
@@ -90,6 +90,12 @@ Twelve measurements, one thread throughout (the first three by default):
     round their gradients as another batch size does, so the two fits part as
     ``--only stops`` describes; and ``compile='auto'`` counts the blocks, so
     the default compiles a few stages later.
+13. ``--only tempering``: what finer tempering steps with fewer moves each
+    buy: ``target_ess=0.8, n_mcmc_steps=3`` (twice the stages at about the
+    defaults' particle gradients) against the defaults, on the exact linear
+    model's evidence (``--evidence-seeds``), on the 300 x 8 table
+    (``--seeds``) and on UCI concrete (``--splits``, side by side as
+    ``--only compile`` runs its two).
 
     python benchmarks/bench_smc_speed.py [--seeds 3] [--evidence-seeds 5] [--threads 1] [--only evidence ...]
 """
@@ -154,26 +160,33 @@ def test_log_likelihood(estimator, X, y):
     return float(norm.logpdf(y, mean, std).mean())
 
 
-def speed(seeds):
-    print("| seed | moves | SMCRegressor() s | stages | test LL | BayesianRidge test LL |")
+#: The moves of measurement 1: the estimator's defaults, standard and waste-free.
+SPEED_SETTINGS = {"standard": {}, "waste-free": dict(waste_free=True)}
+#: Measurement 13: finer tempering steps with fewer moves each, against the defaults.
+TEMPERING_SETTINGS = {"defaults (target_ess=0.5, n_mcmc_steps=5)": {},
+                      "target_ess=0.8, n_mcmc_steps=3": dict(target_ess=0.8, n_mcmc_steps=3)}
+
+
+def speed(seeds, settings=SPEED_SETTINGS):
+    """``SMCRegressor`` at ``settings`` (name -> parameters set) on the 300 x 8 table of each seed."""
+    print("| seed | setting | SMCRegressor() s | stages | test LL | BayesianRidge test LL |")
     print("|---|---|---|---|---|---|")
-    seconds = {False: [], True: []}
+    seconds = {name: [] for name in settings}
     for seed in range(seeds):
         X, y, X_test, y_test = nonlinear_table(seed)
         ridge = make_pipeline(StandardScaler(), BayesianRidge()).fit(X, y)
-        for waste_free in (False, True):
-            smc = make_pipeline(StandardScaler(), SMCRegressor(waste_free=waste_free, random_state=seed))
+        for name, params in settings.items():
+            smc = make_pipeline(StandardScaler(), SMCRegressor(random_state=seed, **params))
             start = time.perf_counter()
             smc.fit(X, y)
-            seconds[waste_free].append(time.perf_counter() - start)
-            print(f"| {seed} | {'waste-free' if waste_free else 'standard'} | {seconds[waste_free][-1]:.1f} | "
+            seconds[name].append(time.perf_counter() - start)
+            print(f"| {seed} | {name} | {seconds[name][-1]:.1f} | "
                   f"{smc[-1].n_stages_} | {test_log_likelihood(smc, X_test, y_test):.3f} | "
                   f"{test_log_likelihood(ridge, X_test, y_test):.3f} |", flush=True)
-    for waste_free, times in seconds.items():
+    for name, times in seconds.items():
         median = float(np.median(times))
         verdict = "yes" if median <= SPEED_TARGET_SECONDS else "NO"
-        print(f"\nMedian fit, {'waste-free' if waste_free else 'standard'} moves: {median:.1f} s on 300 x 8 "
-              f"(target <= {SPEED_TARGET_SECONDS} s): {verdict}")
+        print(f"\nMedian fit, {name}: {median:.1f} s on 300 x 8 (target <= {SPEED_TARGET_SECONDS} s): {verdict}")
     print()
 
 
@@ -188,18 +201,19 @@ def linear_evidence_table(noise_std=0.4):
     return X, y, exact
 
 
-def evidence(seeds, noise_std=0.4):
-    """The log evidence of a linear model against its closed form, at 500 particles."""
+def evidence(seeds, settings=EVIDENCE_SETTINGS, noise_std=0.4):
+    """The log evidence of a linear model against its closed form, at 500 particles, at each of
+    ``settings`` (name -> parameters set)."""
     X, y, exact = linear_evidence_table(noise_std)
     print(f"Linear model (50 x 2, fixed N(0, 1) prior and noise), exact log evidence {exact:.3f}; "
           f"SMC at 500 particles, {seeds} seeds:\n")
     print(f"| settings | errors (nats) | mean | sd | RMS | max abs error | at most {EVIDENCE_TARGET_NATS} | s a fit |")
     print("|---|---|---|---|---|---|---|---|")
-    for name, settings in EVIDENCE_SETTINGS.items():
+    for name, params in settings.items():
         errors, seconds = [], []
         for seed in range(seeds):
             smc = SMCRegressor(hidden_layer_sizes=(), prior_std=1.0, noise_std=noise_std, normalize_y=False,
-                               n_particles=500, random_state=seed, **settings)
+                               n_particles=500, random_state=seed, **params)
             start = time.perf_counter()
             smc.fit(X, y)
             seconds.append(time.perf_counter() - start)
@@ -363,6 +377,15 @@ def malloc_gain(data_dir, splits):
                                              "thresholds pinned": {}})
 
 
+def tempering_cost(data_dir, seeds, evidence_seeds, splits):
+    """What finer tempering steps with fewer moves each buy (``target_ess=0.8, n_mcmc_steps=3``, about
+    as many particle gradients as the defaults): the exact linear evidence, the 300 x 8 fits and
+    concrete's ``splits``, each beside the defaults."""
+    evidence(evidence_seeds, TEMPERING_SETTINGS)
+    speed(seeds, TEMPERING_SETTINGS)
+    concrete_side_by_side(data_dir, splits, TEMPERING_SETTINGS)
+
+
 def blocks_gain(data_dir, splits):
     """What blocks of bytes rather than elements buy (:data:`~sklearn_quinn._core.network.CPU_BLOCK_BYTES`):
     the float32 kicks in blocks of as many rows as float64 against the default, twice the rows."""
@@ -412,13 +435,13 @@ def main():
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--only", nargs="+",
                         choices=["blocking", "evidence", "speed", "protein", "compile", "kicks", "stops", "retry",
-                                 "mass", "length", "malloc", "blocks"],
+                                 "mass", "length", "malloc", "blocks", "tempering"],
                         default=["blocking", "evidence", "speed"], help="the measurements to run")
     parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR,
                         help="the UCI sets (for --only protein and the side-by-side fits)")
     parser.add_argument("--splits", type=int, nargs="+", default=[0],
                         help="the concrete splits of the side-by-side fits (compile, kicks, stops, retry, mass, "
-                             "length, malloc, blocks)")
+                             "length, malloc, blocks, tempering)")
     parser.add_argument("--fit-concrete", nargs=2, metavar=("SPLIT", "PARAMS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     pin_threads(args.threads)
@@ -449,6 +472,8 @@ def main():
         malloc_gain(args.data_dir, args.splits)
     if "blocks" in args.only:
         blocks_gain(args.data_dir, args.splits)
+    if "tempering" in args.only:
+        tempering_cost(args.data_dir, args.seeds, args.evidence_seeds, args.splits)
 
 
 if __name__ == "__main__":
