@@ -83,6 +83,13 @@ def test_arviz_diagnostics_agree_with_the_fitted_ones(hmc):
     assert_allclose(arviz.rhat(idata, var_names=[name])[name].values.ravel(), hmc.rhat_[:size], rtol=1e-6)
     assert_allclose(arviz.ess(idata, var_names=[name])[name].values.ravel(), hmc.ess_[:size], rtol=1e-6)
     assert "mean" in arviz.summary(idata, var_names=["noise_std"]).columns
+    # The noise and the precisions are exported in their own units, their diagnostics are of their logs
+    # (the columns sampled): bulk ESS, of the ranks, is the same; R-hat's folded half is not.
+    hyper = np.concatenate([idata.posterior["noise_std"].values, idata.posterior["prior_precision"].values], axis=-1)
+    columns = slice(hmc._model.n_params, hmc._model.n_params + hyper.shape[-1])
+    assert_allclose([float(arviz.ess(hyper[..., i])) for i in range(hyper.shape[-1])], hmc.ess_[columns], rtol=1e-6)
+    assert_allclose([float(arviz.rhat(np.log(hyper[..., i]))) for i in range(hyper.shape[-1])], hmc.rhat_[columns],
+                    rtol=1e-6)
 
 
 def test_nuts_reports_its_leapfrog_steps_and_each_divergence(data):
