@@ -440,8 +440,8 @@ callbacks, normalize_X, normalize_y, dtype, device, random_state, verbose
         ``2**max_tree_depth`` leapfrog steps a step).
     n_cycles : int, default=4
         SGLD and SGHMC: cycles of the step size over the sampling phase
-        (Zhang et al. 2020); each explores (no noise) for as many steps as
-        it then samples, ``thin`` steps per kept draw.
+        (Zhang et al. 2020); each runs as many steps at its larger step
+        sizes as it then samples, ``thin`` steps per kept draw.
     target_acceptance : float, default=None
         Target of the step-size search; None gives 0.8 (HMC, NUTS) or 0.574 (MALA).
     adapt_step_size : bool, default=True

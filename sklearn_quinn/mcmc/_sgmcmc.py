@@ -24,11 +24,17 @@ minibatch noise, so both are approximate: the bias grows with
 The step size follows Zhang et al. 2020 ("Cyclical stochastic gradient MCMC
 for Bayesian deep learning"): the sampling steps are split into
 ``n_cycles`` cycles, in each of which ``eps**2`` falls from ``step_size**2``
-to zero along half a cosine; the first half of a cycle explores (the
-gradient step alone, noise off: Zhang et al.'s ``beta = 0.5``), the second
-samples, and the draws are every ``thin``-th step of the sampling halves.
-Large steps move the chains between modes, small ones sample each finely.
-Burn-in runs at ``step_size`` with noise.
+to zero along half a cosine; the draws are every ``thin``-th step of the
+second half of each cycle. Large steps move the chains between modes, small
+ones sample each finely. Zhang et al. run a cycle's first part as SGD, the
+noise off, to find new modes (their exploration stage); here the noise stays
+on at every step (their exploration proportion 0). The chains start at the
+MAP, and a noiseless half pulled them back to the mode each cycle, from
+which the sampling half, its steps falling to zero, did not spread them
+again: on a linear model of 4,000 rows at the defaults their predictive
+std was 0.66-0.77 of the exact posterior's, and with the noise on, at the
+same cost, 0.93-1.08 (``tests/test_sgmcmc.py``). Burn-in runs at
+``step_size``.
 """
 
 import math
@@ -87,11 +93,11 @@ def auto_step_size(sampler, batch_size, n_rows):
 
 
 def cyclical_schedule(n_samples, thin, n_cycles, step_size):
-    """The sampling phase: ``eps`` per step, whether each step samples (noise on), whether it is kept.
+    """The sampling phase: ``eps`` per step, whether each step is in a cycle's sampling half, whether it is kept.
 
-    Each cycle explores as many steps as it samples; its sampling half holds
-    ``thin`` steps per draw it keeps, the draws split among the cycles as
-    evenly as they go. Returns three tensors of one entry per step.
+    Each cycle's first half, at the larger steps, is as long as its sampling
+    half, which holds ``thin`` steps per draw it keeps, the draws split among
+    the cycles as evenly as they go. Returns three tensors of one entry per step.
     """
     sizes, sampling, keep = [], [], []
     for draws in torch.arange(n_samples).tensor_split(n_cycles):
@@ -108,8 +114,8 @@ class SGState(NamedTuple):
     momentum: torch.Tensor  # (C, P), zero for SGLD
 
 
-def sg_step(sampler, density, state, step_size, noise, inverse_mass, generator):
-    """One SGLD or SGHMC step of every chain at step size ``step_size`` (noise injected if ``noise``).
+def sg_step(sampler, density, state, step_size, inverse_mass, generator):
+    """One SGLD or SGHMC step of every chain at step size ``step_size``.
 
     Returns the new state and whether each chain's gradient was finite (a
     non-finite one is a divergence: the chain stays where it was).
@@ -118,12 +124,11 @@ def sg_step(sampler, density, state, step_size, noise, inverse_mass, generator):
     finite = torch.isfinite(gradient).all(1, keepdim=True)
     z = standard_normal(generator, gradient)
     if sampler == "sgld":
-        move = 0.5 * step_size**2 * inverse_mass * gradient + (step_size * inverse_mass.sqrt() * z if noise else 0)
+        move = 0.5 * step_size**2 * inverse_mass * gradient + step_size * inverse_mass.sqrt() * z
         new = SGState(state.position + move, state.momentum)
     else:
-        momentum = (1 - FRICTION) * state.momentum + step_size * gradient
-        if noise:
-            momentum = momentum + math.sqrt(2 * FRICTION) * z / inverse_mass.sqrt()
+        noise = math.sqrt(2 * FRICTION) * z / inverse_mass.sqrt()
+        momentum = (1 - FRICTION) * state.momentum + step_size * gradient + noise
         new = SGState(state.position + step_size * inverse_mass * momentum, momentum)
     return SGState(*(torch.where(finite, moved, old) for moved, old in zip(new, state))), finite[:, 0]
 
@@ -160,11 +165,10 @@ def run_sg_chains(density, position, inverse_mass, *, sampler="sghmc", n_samples
     draws, divergent = [], []
     for t in range(n_burnin + len(schedule)):
         if t < n_burnin:
-            state, finite = sg_step(sampler, density, state, step_size, True, inverse_mass, generator)
+            state, finite = sg_step(sampler, density, state, step_size, inverse_mass, generator)
         else:
             index = t - n_burnin
-            state, finite = sg_step(sampler, density, state, float(schedule[index]), bool(sampling[index]),
-                                    inverse_mass, generator)
+            state, finite = sg_step(sampler, density, state, float(schedule[index]), inverse_mass, generator)
             if sampling[index]:
                 divergent.append(~finite)
             if keep[index]:
