@@ -216,6 +216,20 @@ def test_bad_parameters(wave_data, params, message):
         small(**params).fit(X, y)
 
 
+def test_a_curvature_that_overflows_its_dtype_is_refused():
+    # An input column of 1e12 left unscaled: the gradients' second moment overflows float32, and the rate
+    # came out nan (a FloatingPointError after every SGD run, "from lr_swag=nan down to nan").
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-2, 2, (120, 3))
+    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] + 0.3 * rng.randn(120)
+    X[:, 2] *= 1e12
+    swag = SWAGRegressor(hidden_layer_sizes=(16,), max_epochs=40, swag_epochs=10, normalize_X=False, dtype="float32",
+                         random_state=0)
+    with warnings.catch_warnings(), pytest.raises(ValueError, match="overflow float32 here"):
+        warnings.simplefilter("ignore")  # the MAP's and curvature's own, of the unscaled column
+        swag.fit(X, y)
+
+
 def test_too_few_draws_for_the_members_set_after_fit_are_refused_at_predict(wave_data):
     """``set_params(n_samples=1)`` after a fit of 3 members predicted silently from one member's
     Gaussian; fit refuses it, and so does predict."""

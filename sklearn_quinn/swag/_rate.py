@@ -33,6 +33,8 @@ covariance that diagonal's, and covered the regression tables worse; the
 family mixes several members' Gaussians instead (MultiSWAG, ``_swag.py``).
 """
 
+import math
+
 from torch.func import grad
 
 from .._core.curvature import curvature, largest_ggn_eigenvalue
@@ -82,15 +84,28 @@ def sampling_rate(model, theta, X, Y, likelihood, groups, precision, batch_size,
     evidence = LaplaceEvidence(model, theta, X, Y, likelihood, groups, row_weight=row_weight)
     well_determined = float(evidence.well_determined(precision).sum())
     largest = largest_ggn_eigenvalue(model, theta, X, likelihood)
+    _check_finite(largest, theta.dtype)
     if largest <= 0.0:  # no weight moves the outputs: the rate only scales the prior's shrinkage
         return 1.0
     stable = 2 * STABILITY_FRACTION * n_rows / largest  # N / lambda_max(G): the weight cancels
     mean_gradient = grad(lambda weights: -likelihood.log_prob(model.single(weights, X), Y).mean())(theta)
     second_moment = float(curvature(model, theta, X, Y, likelihood, "ef", "diag").sum()) / n_rows
     noise_trace = second_moment - float(mean_gradient.square().sum())
+    _check_finite(noise_trace, theta.dtype)
     # An interpolating fit has no gradient noise; a prior that leaves less than one weight well
     # determined (its count then at the round-off's level, or just below zero) no direction whose
     # posterior spread the rate could match.
     if noise_trace <= 0.0 or well_determined < 1.0:
         return stable
     return min(2 * batch_size * well_determined / (row_weight * n_rows * noise_trace), stable)
+
+
+def _check_finite(value, dtype):
+    """Refuse a curvature or gradient spread at the MAP that overflowed: the rate would be nan, and
+    every SGD run at it diverge."""
+    if not math.isfinite(value):
+        raise ValueError(
+            "SWAG's SGD rate (lr_swag='auto') reads the curvature and the gradients' spread at the MAP, which "
+            f"overflow {str(dtype).removeprefix('torch.')} here: standardise the inputs (normalize_X=True), take "
+            "dtype='float64', or give lr_swag as a float."
+        )
