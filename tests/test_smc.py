@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 from scipy.stats import logistic
+from sklearn.exceptions import ConvergenceWarning
 from torch import nn
 
 from sklearn_quinn import SMCClassifier, SMCRegressor
@@ -26,7 +27,13 @@ from sklearn_quinn.smc import _engine as smc_engine
 from sklearn_quinn.smc import run_smc
 from sklearn_quinn.smc._engine import gibbs_mutation
 from sklearn_quinn.smc._resampling import systematic_resample
-from sklearn_quinn.smc._tempering import conditional_ess, next_increment, reweight, uniform_log_weights
+from sklearn_quinn.smc._tempering import (
+    conditional_ess,
+    effective_sample_size,
+    next_increment,
+    reweight,
+    uniform_log_weights,
+)
 from sklearn_quinn.smc._tuning import MutationParameters, inverse_mass, particle_variance, perturb_parameters
 
 from .exact import BayesianLinearRegression, HierarchicalLinearRegression
@@ -67,6 +74,22 @@ def test_reweight_adds_the_log_mean_incremental_weight():
     log_like = torch.tensor([-3.0, -1.0, -2.0, -7.0], **DOUBLE)
     _, increment = reweight(uniform_log_weights(4, torch.float64, "cpu"), log_like, 0.4)
     assert increment == pytest.approx(math.log(np.mean(np.exp(0.4 * log_like.numpy()))), rel=1e-12)
+
+
+def test_the_tempering_tells_particles_apart_far_from_zero():
+    """Log likelihoods near -1e17 (a prior far wider than the data) are taken about their largest:
+    their sums round by tens of nats there, and the conditional ESS of the whole step read N."""
+    generator = torch.Generator().manual_seed(0)
+    log_like = -1e17 * (1 + 0.1 * torch.rand(40, generator=generator, **DOUBLE))
+    log_weights = uniform_log_weights(40, torch.float64, "cpu")
+    assert conditional_ess(log_weights, log_like, 1.0) == pytest.approx(1.0)
+    increment = next_increment(log_weights, log_like, 1.0, 0.5)
+    assert 0 < increment < 1e-15
+    new_log_weights, log_evidence = reweight(log_weights, log_like, increment)
+    # At the target ESS, 0.5 N, to the bisection's bracket: 2**-60 is a thousandth of this increment.
+    assert effective_sample_size(new_log_weights) == pytest.approx(20, rel=1e-3)
+    assert log_evidence == pytest.approx(increment * float(log_like.max()) + math.log(
+        float(torch.exp(increment * (log_like - log_like.max())).mean())), rel=1e-12)
 
 
 def test_systematic_resampling_keeps_floor_or_ceil_copies():
@@ -739,6 +762,19 @@ def test_regressor_history_and_predictions(wave_data, waste_free):
     mean, std = reg.predict(X, return_std=True)
     assert np.isfinite(mean).all() and (std > reg.noise_std_).all()
     assert reg.sample_y(X[:4], n_samples=7).shape == (4, 7)
+
+
+def test_weights_that_fall_on_one_particle_warn():
+    # Under N(0, 1e4^2) the noise head's log stds overflow but for one particle: the first stage's weights
+    # are all on it, and every later particle is a copy.
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-2, 2, (120, 3))
+    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] + 0.3 * rng.randn(120)
+    regressor = SMCRegressor(hidden_layer_sizes=(16,), n_particles=40, n_mcmc_steps=1, n_leapfrog=5, prior_std=1e4,
+                             likelihood="heteroscedastic", random_state=0)
+    with pytest.warns(ConvergenceWarning, match="fell on one particle at stage 1"):
+        regressor.fit(X, y)
+    assert regressor.ess_history_[0] < 1.5
 
 
 def test_weighted_predictive_mean(wave_data):

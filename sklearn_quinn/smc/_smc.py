@@ -4,6 +4,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.compiling import BLOCK_COMPILE_SECONDS, saved_seconds
@@ -12,6 +13,7 @@ from .._core.priors import GaussianPrior, LogisticPrior
 from .._draws import DrawsMixin
 from .._inference_data import InferenceDataMixin
 from .._regressor_base import BaseBayesianRegressor
+from .._warnings import warn
 from ..base import DTYPES, MAP_TRAINING_CONSTRAINTS
 from ..mcmc._hierarchical import (
     DEFAULT_HYPERPRIOR_RATE,
@@ -22,6 +24,10 @@ from ..mcmc._hierarchical import (
 from ._engine import gibbs_mutation, hmc_mutation, run_smc
 
 PRIORS = {"gaussian": GaussianPrior, "logistic": LogisticPrior}
+
+
+#: An ESS below this after a stage's reweighting: one particle holds the weight.
+COLLAPSED_ESS = 1.5
 
 
 class SMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
@@ -139,6 +145,7 @@ class SMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
             bar.close()
         self.lambdas_ = np.array(result.lambdas)
         self.ess_history_ = np.array(result.ess)
+        self._warn_of_a_collapse()
         self.acceptance_history_ = np.array(result.acceptance)
         self.n_stages_ = len(result.ess)
         self.step_size_ = self._to_numpy(result.step_size)
@@ -147,6 +154,20 @@ class SMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
         weights = result.log_weights.exp()
         self.weights_ = self._to_numpy(weights)
         return result.particles, weights, result.log_evidence
+
+    def _warn_of_a_collapse(self):
+        """Warn where a stage's reweighting left the weight on one particle (an ESS below
+        :data:`COLLAPSED_ESS`): what follows descends from it alone."""
+        stage = int(np.argmin(self.ess_history_))
+        if self.ess_history_[stage] < COLLAPSED_ESS:
+            warn(
+                f"SMC's weights fell on one particle at stage {stage + 1} of {len(self.ess_history_)} (ESS "
+                f"{self.ess_history_[stage]:.2f} of {self.n_particles} particles): the posterior and "
+                "log_evidence_ rest on its copies. The prior puts next to no mass where the data are, or "
+                "only one particle's likelihood is finite: give a narrower prior (prior_std=None learns one) "
+                "or more particles.",
+                ConvergenceWarning,
+            )
 
     def _compile_if_paid(self, state_likelihood):
         """For ``compile='auto'`` on a CPU: compile the likelihood's gradient once the eager

@@ -20,9 +20,10 @@ def conditional_ess(log_weights, log_likelihood, increment):
     With equal current weights this is the usual ESS ``(sum b)**2 / sum b**2``
     of the incremental weights ``b``.
     ``log_weights`` are normalised; the incremental log weight is
-    ``increment * log_likelihood``, the same expression as in the weight update.
+    ``increment * log_likelihood``, taken about the largest log likelihood as in
+    the weight update (:func:`_centred`).
     """
-    incremental = increment * log_likelihood
+    incremental = increment * _centred(log_likelihood)
     log_ratio = 2 * torch.logsumexp(log_weights + incremental, 0) - torch.logsumexp(log_weights + 2 * incremental, 0)
     return len(log_weights) * float(torch.exp(log_ratio))
 
@@ -54,9 +55,17 @@ def next_increment(log_weights, log_likelihood, remaining, target_ess):
 def reweight(log_weights, log_likelihood, increment):
     """New normalised log weights and ``log sum_i W_i l_i**increment``, the log
     evidence increment."""
-    unnormalised = log_weights + increment * log_likelihood
+    unnormalised = log_weights + increment * _centred(log_likelihood)
     log_normaliser = torch.logsumexp(unnormalised, 0)
-    return unnormalised - log_normaliser, float(log_normaliser)
+    return unnormalised - log_normaliser, float(log_normaliser) + increment * float(log_likelihood.max())
+
+
+def _centred(log_likelihood):
+    """``log_likelihood`` less its largest value, which leaves the weights' ratios as they are.
+    Far from zero the log likelihoods' sums lose what tells the particles apart: near -1e17 in
+    float64 (a prior far wider than the data, before the first stage) a sum's rounding is tens of
+    nats, and the conditional ESS of the whole step to the posterior came out as N, one stage."""
+    return log_likelihood - log_likelihood.max()
 
 
 def uniform_log_weights(n, dtype, device):
