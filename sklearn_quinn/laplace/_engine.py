@@ -328,12 +328,13 @@ class LaplaceApproximation:
         if self._cholesky_key != key:
             matrix = self._matrix / noise_scale**self.noise_power
             matrix.diagonal().add_(prior_precision)
-            # Jittered where round-off breaks it: a fixed noise_std far below the residuals' scale makes
-            # the data's curvature dwarf the prior's by more than the dtype resolves.
+            # Jittered where round-off breaks it: where the data's curvature dwarfs the prior's by more
+            # than the dtype resolves. The engine does not know which of the likely causes is the user's.
             self._cholesky = jittered_cholesky(
                 matrix, torch.finfo(matrix.dtype).eps, "The posterior precision",
-                ": a fixed noise_std far below the residuals, or a prior_std far from the weights' scale, asks "
-                "for more than the dtype resolves",
+                ": the data's curvature exceeds the prior's by more than the dtype resolves (a noise_std "
+                "fixed far below the residuals, a prior_std far from the weights' scale, an unscaled input "
+                "column or dtype='float32' can cause it)",
             )
             self._cholesky_key = key
         return self._cholesky
