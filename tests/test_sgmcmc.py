@@ -47,6 +47,7 @@ def test_on_100k_rows_the_predictive_matches_the_exact_posterior(big_linear, sam
 
 @pytest.mark.parametrize("sampler", ["sgld", "sghmc"])
 def test_at_the_defaults_on_4000_rows_the_draws_spread_as_the_posterior(sampler):
+    # max_epochs=2: the MAP is only the chains' start, which the burn-in forgets on this posterior.
     # Each cycle's first half keeps the noise on. Off (Zhang et al.'s exploration stage), it pulled the
     # chains back to the mode each cycle, and their output's std here was 0.77 (SGLD) and 0.74 (SGHMC)
     # of the exact posterior's in the median over the test points.
@@ -59,6 +60,8 @@ def test_at_the_defaults_on_4000_rows_the_draws_spread_as_the_posterior(sampler)
         max_epochs=2, random_state=0,
     ).fit(X, y)
     _, ratio = _against_the_exact_posterior(regressor, X, y, X_test)
+    # 0.93-1.08 over seeds 0-2 of either sampler (benchmarks/bench_sgmcmc_spread.py): the bounds leave
+    # the seeds' spread, and exclude the noiseless halves' 0.66-0.77.
     assert 0.85 < np.median(ratio) < 1.2
 
 

@@ -2,6 +2,7 @@
 bimodal target, and the estimators."""
 
 import math
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -86,8 +87,9 @@ def test_the_tempering_tells_particles_apart_far_from_zero():
     increment = next_increment(log_weights, log_like, 1.0, 0.5)
     assert 0 < increment < 1e-15
     new_log_weights, log_evidence = reweight(log_weights, log_like, increment)
-    # At the target ESS, 0.5 N, to the bisection's bracket: 2**-60 is a thousandth of this increment.
-    assert effective_sample_size(new_log_weights) == pytest.approx(20, rel=1e-3)
+    # At the target ESS, 0.5 N, to the bisection's bracket: 2**-60 is 1.8e-3 of this increment (4.7e-16),
+    # and a bracket moves the ESS by about 1.5e-3 of it.
+    assert effective_sample_size(new_log_weights) == pytest.approx(20, rel=3e-3)
     assert log_evidence == pytest.approx(increment * float(log_like.max()) + math.log(
         float(torch.exp(increment * (log_like - log_like.max())).mean())), rel=1e-12)
 
@@ -772,9 +774,19 @@ def test_weights_that_fall_on_one_particle_warn():
     y = np.sin(X[:, 0]) + 0.5 * X[:, 1] + 0.3 * rng.randn(120)
     regressor = SMCRegressor(hidden_layer_sizes=(16,), n_particles=40, n_mcmc_steps=1, n_leapfrog=5, prior_std=1e4,
                              likelihood="heteroscedastic", random_state=0)
-    with pytest.warns(ConvergenceWarning, match="fell on one particle at stage 1"):
+    with pytest.warns(ConvergenceWarning, match="left one particle the weight at stage 1"):
         regressor.fit(X, y)
     assert regressor.ess_history_[0] < 1.5
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_few_particles_whose_ess_dips_do_not_warn(wave_data, seed):
+    # With 8 particles the ESS after a stage dips near 1 in ordinary fits (the tempering holds the
+    # conditional ESS, not the ESS, at its target): a warning read from the ESS fired on seed 0 (1.46).
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        SMCRegressor(hidden_layer_sizes=(4,), n_particles=8, n_mcmc_steps=2, n_leapfrog=3, random_state=seed).fit(
+            *wave_data)
 
 
 def test_weighted_predictive_mean(wave_data):

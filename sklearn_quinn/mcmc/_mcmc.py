@@ -540,7 +540,9 @@ callbacks, normalize_X, normalize_y, dtype, device, random_state, verbose
     n_divergent_ : int
         Divergent transitions after burn-in: proposals rejected for a
         non-finite energy or density, and HMC and NUTS trajectories whose
-        energy error passed 1000 nats.
+        energy error passed 1000 nats; for SGLD and SGHMC, the steps of the
+        cycles' second halves (those the draws come from) whose gradient was
+        not finite.
     step_size_ : ndarray of shape (n_chains,) or None
         Step size used while sampling (None for AMCMC); for SGLD and SGHMC,
         that of burn-in and the peak of each cycle.

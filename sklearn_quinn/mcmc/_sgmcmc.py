@@ -30,11 +30,9 @@ ones sample each finely. Zhang et al. run a cycle's first part as SGD, the
 noise off, to find new modes (their exploration stage); here the noise stays
 on at every step (their exploration proportion 0). The chains start at the
 MAP, and a noiseless half pulled them back to the mode each cycle, from
-which the sampling half, its steps falling to zero, did not spread them
-again: on a linear model of 4,000 rows at the defaults their predictive
-std was 0.66-0.77 of the exact posterior's, and with the noise on, at the
-same cost, 0.93-1.08 (``tests/test_sgmcmc.py``). Burn-in runs at
-``step_size``.
+which the second half, its steps falling to zero, did not spread them again:
+their draws were narrower than the posterior (docs/mcmc.rst gives the
+figures). Burn-in runs at ``step_size``.
 """
 
 import math
@@ -157,22 +155,22 @@ def run_sg_chains(density, position, inverse_mass, *, sampler="sghmc", n_samples
     -------
     draws : tensor of shape (C, n_samples, P)
     divergent : tensor of bool, shape (C, n_samples thin)
-        The steps of the sampling halves whose gradient was not finite.
+        The steps of the cycles' second halves, those the draws are kept from, whose gradient was
+        not finite (one per step, as the samplers with a step per draw count them; a first half's
+        are not counted).
     """
     check_cycles(n_cycles, n_samples)
     schedule, sampling, keep = cyclical_schedule(n_samples, thin, n_cycles, step_size)
     state = SGState(position, torch.zeros_like(position))
     draws, divergent = [], []
     for t in range(n_burnin + len(schedule)):
-        if t < n_burnin:
-            state, finite = sg_step(sampler, density, state, step_size, inverse_mass, generator)
-        else:
-            index = t - n_burnin
-            state, finite = sg_step(sampler, density, state, float(schedule[index]), inverse_mass, generator)
-            if sampling[index]:
-                divergent.append(~finite)
-            if keep[index]:
-                draws.append(state.position)
+        index = t - n_burnin
+        size = step_size if index < 0 else float(schedule[index])
+        state, finite = sg_step(sampler, density, state, size, inverse_mass, generator)
+        if index >= 0 and sampling[index]:
+            divergent.append(~finite)
+        if index >= 0 and keep[index]:
+            draws.append(state.position)
         if progress is not None:
             progress(t + 1, float(finite.to(torch.float64).mean()))
     return torch.stack(draws, dim=1), torch.stack(divergent, dim=1)

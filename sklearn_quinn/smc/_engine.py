@@ -51,7 +51,7 @@ from .._core.log_posterior import LogPosterior
 from ..mcmc._gibbs import ConditionalDensity, GibbsState, gibbs_step
 from ..mcmc._kernels import hmc
 from ._resampling import systematic_resample
-from ._tempering import effective_sample_size, next_increment, reweight, uniform_log_weights
+from ._tempering import conditional_ess, effective_sample_size, next_increment, reweight, uniform_log_weights
 from ._tuning import (
     HMC_MIN_ACCEPTANCE,
     MutationParameters,
@@ -65,6 +65,9 @@ from ._tuning import (
 #: The relative rounding of an ESS against its target: a stage resamples where the ESS is below the
 #: threshold by more.
 ESS_ROUNDING = 1e-9
+
+#: A conditional ESS below this: one particle holds the stage's weight (``SMCResult.collapsed_stage``).
+COLLAPSED_ESS = 1.5
 
 #: The moves retry a trajectory that diverged on steps this many times smaller
 #: (:func:`~sklearn_quinn.mcmc._kernels.retry_diverged`).
@@ -80,6 +83,9 @@ class SMCResult(NamedTuple):
     acceptance: list  # mean acceptance probability of each stage's moves
     step_size: torch.Tensor  # (N,), the last stage's epsilon per particle
     n_leapfrog: torch.Tensor | None  # (N,), the last stage's L per particle; None without trajectory lengths
+    # The first stage whose smallest increment left one particle the weight (a conditional ESS below
+    # COLLAPSED_ESS where the target allows more), 1-based; None where none did.
+    collapsed_stage: int | None = None
 
 
 def hmc_mutation(log_density, particles, parameters):
@@ -211,11 +217,16 @@ def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_th
     log_like = _finite_log_likelihood(log_likelihood, particles)
     n_chains = -(-n // (n_mcmc_steps + 1)) if waste_free else n
     epsilon, length = initial_parameters(n_chains, step_size, n_leapfrog, generator, dtype, device)
-    jumps = acceptance = None
+    jumps = acceptance = collapsed_stage = None
     lambdas, ess_history, acceptance_history = [0.0], [], []
     log_evidence, lam = 0.0, 0.0
     while lam < 1.0:
         increment = next_increment(log_weights, log_like, 1.0 - lam, target_ess)
+        # Below its target only where no increment reaches it: the likelihood finite at one particle, or
+        # a prior that puts next to no mass where the data are.
+        if collapsed_stage is None and target_ess * n > COLLAPSED_ESS and conditional_ess(
+                log_weights, log_like, increment) < COLLAPSED_ESS:
+            collapsed_stage = len(lambdas)
         log_weights, log_evidence_increment = reweight(log_weights, log_like, increment)
         log_evidence += log_evidence_increment
         lam = 1.0 if increment == 1.0 - lam else lam + increment
@@ -257,7 +268,8 @@ def run_smc(log_likelihood, log_prior, particles, *, target_ess=0.5, resample_th
     if waste_free:  # each chain's parameters for each of its states, as the particles are laid out
         epsilon = epsilon.repeat_interleave(n_mcmc_steps + 1)[:n]
         length = None if length is None else length.repeat_interleave(n_mcmc_steps + 1)[:n]
-    return SMCResult(particles, log_weights, log_evidence, lambdas, ess_history, acceptance_history, epsilon, length)
+    return SMCResult(particles, log_weights, log_evidence, lambdas, ess_history, acceptance_history, epsilon, length,
+                     collapsed_stage)
 
 
 def _check_arguments(particles, target_ess, resample_threshold, n_mcmc_steps, step_size, n_leapfrog,

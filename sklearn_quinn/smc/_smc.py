@@ -26,10 +26,6 @@ from ._engine import gibbs_mutation, hmc_mutation, run_smc
 PRIORS = {"gaussian": GaussianPrior, "logistic": LogisticPrior}
 
 
-#: An ESS below this after a stage's reweighting: one particle holds the weight.
-COLLAPSED_ESS = 1.5
-
-
 class SMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
     """Particles from the prior annealed to the posterior; the fitted attributes they give.
 
@@ -145,7 +141,14 @@ class SMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
             bar.close()
         self.lambdas_ = np.array(result.lambdas)
         self.ess_history_ = np.array(result.ess)
-        self._warn_of_a_collapse()
+        if result.collapsed_stage is not None:
+            warn(
+                f"SMC's tempering left one particle the weight at stage {result.collapsed_stage} of "
+                f"{len(result.ess)}, however small its step: the posterior and log_evidence_ rest on that "
+                "particle's copies. The likelihood is finite at that particle alone, or the prior puts next to "
+                "no mass where the data are: give a narrower prior (prior_std=None learns one) or more particles.",
+                ConvergenceWarning,
+            )
         self.acceptance_history_ = np.array(result.acceptance)
         self.n_stages_ = len(result.ess)
         self.step_size_ = self._to_numpy(result.step_size)
@@ -154,20 +157,6 @@ class SMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
         weights = result.log_weights.exp()
         self.weights_ = self._to_numpy(weights)
         return result.particles, weights, result.log_evidence
-
-    def _warn_of_a_collapse(self):
-        """Warn where a stage's reweighting left the weight on one particle (an ESS below
-        :data:`COLLAPSED_ESS`): what follows descends from it alone."""
-        stage = int(np.argmin(self.ess_history_))
-        if self.ess_history_[stage] < COLLAPSED_ESS:
-            warn(
-                f"SMC's weights fell on one particle at stage {stage + 1} of {len(self.ess_history_)} (ESS "
-                f"{self.ess_history_[stage]:.2f} of {self.n_particles} particles): the posterior and "
-                "log_evidence_ rest on its copies. The prior puts next to no mass where the data are, or "
-                "only one particle's likelihood is finite: give a narrower prior (prior_std=None learns one) "
-                "or more particles.",
-                ConvergenceWarning,
-            )
 
     def _compile_if_paid(self, state_likelihood):
         """For ``compile='auto'`` on a CPU: compile the likelihood's gradient once the eager

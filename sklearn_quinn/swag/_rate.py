@@ -35,6 +35,7 @@ family mixes several members' Gaussians instead (MultiSWAG, ``_swag.py``).
 
 import math
 
+import torch
 from torch.func import grad
 
 from .._core.curvature import curvature, largest_ggn_eigenvalue
@@ -101,11 +102,12 @@ def sampling_rate(model, theta, X, Y, likelihood, groups, precision, batch_size,
 
 
 def _check_finite(value, dtype):
-    """Refuse a curvature or gradient spread at the MAP that overflowed: the rate would be nan, and
-    every SGD run at it diverge."""
+    """Refuse a curvature or gradient spread at the MAP that overflowed: the rate would be nan (or 0),
+    and every SGD run at it diverge (or stay put)."""
     if not math.isfinite(value):
+        remedies = "standardise the inputs (normalize_X=True)" + (
+            "" if dtype == torch.float64 else ", take dtype='float64'")
         raise ValueError(
             "SWAG's SGD rate (lr_swag='auto') reads the curvature and the gradients' spread at the MAP, which "
-            f"overflow {str(dtype).removeprefix('torch.')} here: standardise the inputs (normalize_X=True), take "
-            "dtype='float64', or give lr_swag as a float."
+            f"overflow {str(dtype).removeprefix('torch.')} here: {remedies}, or give lr_swag as a float."
         )
