@@ -46,7 +46,7 @@ class MemberTrainingMixin:
             lr_schedule=self.lr_schedule,
             max_epochs=self._n_epochs(len(X)),
             optimizer=self.optimizer,
-            callbacks=self.callbacks,
+            callbacks=self._callbacks(),
             device=self._device,
             verbose=self.verbose,
             desc=desc,

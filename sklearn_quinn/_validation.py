@@ -19,6 +19,22 @@ def check_positive(value, name):
     return float(value)
 
 
+def check_callbacks(callbacks):
+    """Refuse a skorch callback (or a ``(name, callback)`` pair) that monitors a validation score:
+    the package's trainings hold no rows out (skorch's ``train_split=None``), so their history
+    records ``train_loss`` alone, and skorch's ``EarlyStopping()`` and ``Checkpoint()`` at their
+    defaults ended the fit deep in skorch with a KeyError."""
+    for callback in callbacks or []:
+        callback = callback[1] if isinstance(callback, tuple) else callback
+        monitor = getattr(callback, "monitor", None)
+        if isinstance(monitor, str) and monitor.startswith("valid"):
+            raise ValueError(
+                f"callbacks: {type(callback).__name__} monitors {monitor!r}, but the trainings hold no rows out "
+                "for validation (skorch's train_split=None) and record 'train_loss' alone; set "
+                "monitor='train_loss'."
+            )
+
+
 def check_sample_weight(sample_weight, y_true):
     """``sample_weight`` as float64 weights of the points of ``y_true``, or None for equal weights."""
     if sample_weight is None:

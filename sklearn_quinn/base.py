@@ -41,7 +41,7 @@ from ._core.pushforward import nonlinear_pushforward
 from ._core.rng import gaussian_draws, prediction_generator
 from ._map import EvidenceMaximisation, batch_slices, evidence_epochs, fit_map, mean_variances_available
 from ._persistence import DevicePortablePickle, resolve_device
-from ._validation import check_count
+from ._validation import check_callbacks, check_count
 from ._warnings import warn
 
 #: The torch dtypes of the ``dtype`` parameter's values.
@@ -250,6 +250,11 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         """Refuse a combination of parameters that no data make valid: called first in ``fit``, before
         anything of an earlier fit goes, and before any training (a family adds its own)."""
 
+    def _callbacks(self):
+        """Copies of ``callbacks`` for one training: fit leaves the user's objects as they were, and a
+        callback's state (an early stop's best loss) does not carry from one training to the next."""
+        return copy.deepcopy(self.callbacks)
+
     def _begin_fit(self, X, y):
         """Check the parameters and the data, set up torch and draw the seeds.
 
@@ -257,6 +262,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         """
         self._validate_params()
         self._check_parameters()
+        check_callbacks(self.callbacks)
         # A device this machine lacks ('auto': CUDA where there is one) is refused first; it and the dtype
         # are set once the data are valid, with the fitted attributes they describe.
         device = resolve_device(self.device)
@@ -447,7 +453,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
                 max_epochs=n_epochs,
                 batch_size=self._batch_size(len(X)),
                 optimizer=self.optimizer,
-                callbacks=self.callbacks,
+                callbacks=self._callbacks(),
                 device=self._device,
                 seed=self._map_seed,
                 verbose=self.verbose,

@@ -3,10 +3,11 @@
 import numpy as np
 import pytest
 import torch
-from skorch.callbacks import Callback
+from skorch.callbacks import Callback, Checkpoint, EarlyStopping
 from skorch.dataset import Dataset
 from torch import nn
 
+from sklearn_quinn import DeepEnsembleRegressor, LaplaceRegressor
 from sklearn_quinn._core.evidence import ParameterGroups
 from sklearn_quinn._core.likelihoods import CategoricalLikelihood
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
@@ -366,3 +367,35 @@ def test_a_callback_that_stops_the_training_is_no_interrupt():
     stop = EarlyStopping(monitor="train_loss", patience=3, threshold=0.5)
     model = LaplaceRegressor(hidden_layer_sizes=(4,), max_epochs=100, callbacks=[stop]).fit(X, X[:, 0])
     assert len(model.net_.history) < 100 and np.isfinite(model.predict(X, return_std=True)[1]).all()
+
+
+class CountEpochs(Callback):
+    def __init__(self):
+        self.epochs = 0
+
+    def on_epoch_end(self, net, **kwargs):
+        self.epochs += 1
+
+
+def test_each_training_takes_a_copy_of_the_callbacks_and_the_users_stay_as_they_were():
+    # scikit-learn's fit leaves its parameters as they were; the user's callback was driven in place, and
+    # its state carried from one fit, or one member's training, to the next.
+    rng = np.random.RandomState(0)
+    X = rng.randn(40, 2)
+    counter = CountEpochs()
+    regressor = LaplaceRegressor(hidden_layer_sizes=(4,), max_epochs=7, callbacks=[counter], random_state=0)
+    regressor.fit(X, X[:, 0])
+    assert counter.epochs == 0
+    assert dict(regressor.net_.callbacks_)["CountEpochs"].epochs == 7
+    DeepEnsembleRegressor(hidden_layer_sizes=(4,), max_epochs=7, n_estimators=2, prior_std=1.0, noise_std=1.0,
+                          callbacks=[counter], random_state=0).fit(X, X[:, 0])  # the MAP's and the members' trainings
+    assert counter.epochs == 0
+
+
+@pytest.mark.parametrize("callback", [EarlyStopping(), Checkpoint(), ("stop", EarlyStopping(monitor="valid_acc"))])
+def test_a_callback_that_monitors_a_validation_score_is_refused_before_training(callback):
+    # No rows are held out: skorch's EarlyStopping() and Checkpoint() ended the fit with a KeyError.
+    regressor = LaplaceRegressor(max_epochs=5, callbacks=[callback])
+    with pytest.raises(ValueError, match=r"callbacks: (EarlyStopping|Checkpoint) monitors 'valid_"):
+        regressor.fit(np.zeros((10, 2)), np.arange(10.0))
+    assert not hasattr(regressor, "net_")

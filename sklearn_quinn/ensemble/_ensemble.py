@@ -187,7 +187,7 @@ class EnsembleMixin(DrawsMixin):
             lr_schedule=self.lr_schedule,
             max_epochs=self._n_epochs(n_rows),
             optimizer=self.optimizer,
-            callbacks=self.callbacks,
+            callbacks=self._callbacks(),
             device=self._device,
             verbose=verbose,
         )
@@ -336,7 +336,8 @@ _SHARED_PARAMETERS = """
     optimizer : torch optimizer class, default=torch.optim.Adam
     callbacks : list of skorch callbacks, default=None
         Extra callbacks for the skorch nets of the MAP's and the members'
-        trainings. The members of a joblib group (``n_jobs``) train as one net:
+        trainings, copied for each (they hold no rows out: a callback monitors
+        ``'train_loss'``). The members of a joblib group (``n_jobs``) train as one net:
         a callback that stops a training (skorch's ``EarlyStopping``) stops a
         group on its members' summed loss, so the fit then depends on
         ``n_jobs``.

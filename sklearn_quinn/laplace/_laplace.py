@@ -152,7 +152,9 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
     optimizer : torch.optim.Optimizer class, default=torch.optim.Adam
         Optimizer of MAP training.
     callbacks : list of skorch callbacks, default=None
-        Extra callbacks for the skorch net of MAP training.
+        Extra callbacks for the skorch net of MAP training, copied for it (the trained net's
+        are in ``net_.callbacks_``). The training holds no rows out: a callback monitors
+        ``'train_loss'``, not a validation score.
     normalize_X : bool, default=True
         Standardise each input column internally by its training mean and std
         (ddof=0; a constant column is only centred), as ``StandardScaler``
