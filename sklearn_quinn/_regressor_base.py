@@ -33,6 +33,11 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
     restored.
     """
 
+    # Under scikit-learn's metadata routing a Pipeline passes predict's keywords on only to a step that
+    # requests them; requested here by default, so that pipe.predict(X, return_std=True), and so the
+    # package's scorers, work on a Pipeline whatever the routing.
+    __metadata_request__predict = {"return_std": True, "return_cov": True}
+
     #: Whether networks trained beside the MAP (an ensemble's members, MultiSWAG's, MCMC's chain
     #: starts) end at their modes, as the MAP does
     #: (:func:`~sklearn_quinn.ensemble._engine.finish_members`).

@@ -294,6 +294,19 @@ def test_scorers_weigh_the_points_they_are_routed(wave_data):
         assert score != pytest.approx(-M.gaussian_nll(y[test], mean, std))
 
 
+def test_scorers_score_a_pipeline_under_metadata_routing(wave_data):
+    """A Pipeline passes predict's return_std on under routing: the scorers failed there (cross_validate
+    then recorded NaN scores)."""
+    import sklearn
+
+    X, y = wave_data
+    pipeline = _pipeline().fit(X, y)
+    expected = M.neg_nll_scorer(pipeline, X, y)
+    with sklearn.config_context(enable_metadata_routing=True):
+        assert M.neg_nll_scorer(pipeline, X, y) == expected
+        assert pipeline.predict(X, return_cov=True)[1].shape == (len(X), len(X))
+
+
 def _pipeline():
     laplace = LaplaceRegressor(hidden_layer_sizes=(8,), lr=0.01, max_epochs=60, random_state=0)
     return Pipeline([("scale", StandardScaler()), ("laplace", laplace)])
