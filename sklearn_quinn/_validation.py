@@ -20,18 +20,28 @@ def check_positive(value, name):
 
 
 def check_callbacks(callbacks):
-    """Refuse a skorch callback (or a ``(name, callback)`` pair) that monitors a validation score:
-    the package's trainings hold no rows out (skorch's ``train_split=None``), so their history
-    records ``train_loss`` alone, and skorch's ``EarlyStopping()`` and ``Checkpoint()`` at their
-    defaults ended the fit deep in skorch with a KeyError."""
+    """Refuse a skorch callback (or a ``(name, callback)`` pair) that cannot run in the package's
+    trainings, before any of them: one that monitors a validation score (they hold no rows out,
+    skorch's ``train_split=None``, and record ``train_loss`` alone), and skorch's checkpoints, which
+    name their files from each epoch's record of batches, which the trainings do not keep (their
+    epochs take their steps with nothing around them). Both ended the fit deep in skorch, with a
+    KeyError or an IndexError."""
+    from skorch.callbacks import Checkpoint, TrainEndCheckpoint
+
     for callback in callbacks or []:
         callback = callback[1] if isinstance(callback, tuple) else callback
+        name = type(callback).__name__
+        if isinstance(callback, (Checkpoint, TrainEndCheckpoint)):
+            raise ValueError(
+                f"callbacks: skorch's {name} reads the record of each epoch's batches, which the trainings do "
+                "not keep; save the fitted estimator instead (pickle or joblib: net_ is in it)."
+            )
         monitor = getattr(callback, "monitor", None)
         if isinstance(monitor, str) and monitor.startswith("valid"):
             raise ValueError(
-                f"callbacks: {type(callback).__name__} monitors {monitor!r}, but the trainings hold no rows out "
-                "for validation (skorch's train_split=None) and record 'train_loss' alone; set "
-                "monitor='train_loss'."
+                f"callbacks: {name} monitors {monitor!r}, but the trainings hold no rows out for validation "
+                "(skorch's train_split=None) and record 'train_loss' alone; monitor that "
+                "(e.g. EarlyStopping(monitor='train_loss'))."
             )
 
 

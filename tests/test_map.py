@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import torch
-from skorch.callbacks import Callback, Checkpoint, EarlyStopping
+from skorch.callbacks import Callback, Checkpoint, EarlyStopping, TrainEndCheckpoint
 from skorch.dataset import Dataset
 from torch import nn
 
@@ -392,10 +392,17 @@ def test_each_training_takes_a_copy_of_the_callbacks_and_the_users_stay_as_they_
     assert counter.epochs == 0
 
 
-@pytest.mark.parametrize("callback", [EarlyStopping(), Checkpoint(), ("stop", EarlyStopping(monitor="valid_acc"))])
-def test_a_callback_that_monitors_a_validation_score_is_refused_before_training(callback):
-    # No rows are held out: skorch's EarlyStopping() and Checkpoint() ended the fit with a KeyError.
+@pytest.mark.parametrize("callback, message", [
+    (EarlyStopping(), "EarlyStopping monitors 'valid_loss'"),
+    (("stop", EarlyStopping(monitor="valid_acc")), "EarlyStopping monitors 'valid_acc'"),
+    (Checkpoint(), "skorch's Checkpoint reads"),
+    (Checkpoint(monitor=None), "skorch's Checkpoint reads"),
+    (TrainEndCheckpoint(), "skorch's TrainEndCheckpoint reads"),
+])
+def test_a_callback_the_trainings_cannot_run_is_refused_before_them(callback, message):
+    # No rows are held out, and no epoch's batches recorded: these ended the fit deep in skorch with a
+    # KeyError (a validation score) or an IndexError (a checkpoint's file name).
     regressor = LaplaceRegressor(max_epochs=5, callbacks=[callback])
-    with pytest.raises(ValueError, match=r"callbacks: (EarlyStopping|Checkpoint) monitors 'valid_"):
+    with pytest.raises(ValueError, match=f"callbacks: {message}"):
         regressor.fit(np.zeros((10, 2)), np.arange(10.0))
     assert not hasattr(regressor, "net_")
