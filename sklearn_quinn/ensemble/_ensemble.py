@@ -337,8 +337,9 @@ _SHARED_PARAMETERS = """
     callbacks : list of skorch callbacks, default=None
         Extra callbacks for the skorch nets of the MAP's and the members'
         trainings, copied for each (they hold no rows out: a callback monitors
-        ``'train_loss'``; skorch's checkpoints are refused). The members of a joblib group (``n_jobs``) train as one net:
-        a callback that stops a training (skorch's ``EarlyStopping``) stops a
+        ``'train_loss'``; skorch's checkpoints are refused). The members of a
+        joblib group (``n_jobs``) train as one net: a callback that stops a
+        training (skorch's ``EarlyStopping``) stops a
         group on its members' summed loss, so the fit then depends on
         ``n_jobs``.
     normalize_X : bool, default=True
