@@ -251,9 +251,15 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         anything of an earlier fit goes, and before any training (a family adds its own)."""
 
     def _callbacks(self):
-        """Copies of ``callbacks`` for one training: fit leaves the user's objects as they were, and a
-        callback's state (an early stop's best loss) does not carry from one training to the next."""
-        return copy.deepcopy(self.callbacks)
+        """Shallow copies of ``callbacks`` for one training: what skorch sets on a callback (an early
+        stop's count of misses and best loss) is set on the copy, so fit leaves the user's objects as
+        they were and nothing carries from one training to the next; what a callback holds (a log
+        writer, a list it appends to) stays the user's, shared, as a deep copy would not (and could
+        not copy a writer's lock)."""
+        if self.callbacks is None:
+            return None
+        return [(callback[0], copy.copy(callback[1])) if isinstance(callback, tuple) else copy.copy(callback)
+                for callback in self.callbacks]
 
     def _begin_fit(self, X, y):
         """Check the parameters and the data, set up torch and draw the seeds.

@@ -1,5 +1,7 @@
 """The skorch training loop of the package (``_map.train_net``): what its history records, and its batch hooks."""
 
+import threading
+
 import numpy as np
 import pytest
 import torch
@@ -377,15 +379,29 @@ class CountEpochs(Callback):
         self.epochs += 1
 
 
+class Log(Callback):
+    """A callback holding what no deep copy takes (a writer's lock) and a list the user reads."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.losses = []
+
+    def on_epoch_end(self, net, **kwargs):
+        with self.lock:
+            self.losses.append(net.history[-1, "train_loss"])
+
+
 def test_each_training_takes_a_copy_of_the_callbacks_and_the_users_stay_as_they_were():
     # scikit-learn's fit leaves its parameters as they were; the user's callback was driven in place, and
     # its state carried from one fit, or one member's training, to the next.
     rng = np.random.RandomState(0)
     X = rng.randn(40, 2)
-    counter = CountEpochs()
-    regressor = LaplaceRegressor(hidden_layer_sizes=(4,), max_epochs=7, callbacks=[counter], random_state=0)
+    counter, log = CountEpochs(), Log()
+    regressor = LaplaceRegressor(hidden_layer_sizes=(4,), max_epochs=7, callbacks=[counter, ("log", log)],
+                                 random_state=0)
     regressor.fit(X, X[:, 0])
     assert counter.epochs == 0
+    assert len(log.losses) == 7  # what a callback holds stays the user's
     assert dict(regressor.net_.callbacks_)["CountEpochs"].epochs == 7
     DeepEnsembleRegressor(hidden_layer_sizes=(4,), max_epochs=7, n_estimators=2, prior_std=1.0, noise_std=1.0,
                           callbacks=[counter], random_state=0).fit(X, X[:, 0])  # the MAP's and the members' trainings
