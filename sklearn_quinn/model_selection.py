@@ -124,6 +124,9 @@ class EvidenceSearch(MetaEstimatorMixin, BaseEstimator):
     (2,)
     """
 
+    # Requested by default under metadata routing, as the regressors request it (``BaseBayesianRegressor``).
+    __metadata_request__predict = {"return_std": True}
+
     _parameter_constraints: dict = {
         "estimator": [HasMethods(["fit"])],
         "param_grid": [dict, list],

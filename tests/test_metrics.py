@@ -12,6 +12,7 @@ from sklearn.preprocessing import StandardScaler
 
 from sklearn_quinn import LaplaceRegressor
 from sklearn_quinn import metrics as M
+from sklearn_quinn.model_selection import EvidenceSearch
 
 
 @pytest.fixture
@@ -301,9 +302,12 @@ def test_scorers_score_a_pipeline_under_metadata_routing(wave_data):
 
     X, y = wave_data
     pipeline = _pipeline().fit(X, y)
-    expected = M.neg_nll_scorer(pipeline, X, y)
+    search = Pipeline([("scale", StandardScaler()), ("search", EvidenceSearch(
+        LaplaceRegressor(hidden_layer_sizes=(8,), max_epochs=30, random_state=0), {"cov_scale": [0.5, 1.0]}))])
+    search.fit(X, y)
+    expected = [M.neg_nll_scorer(pipeline, X, y), M.neg_nll_scorer(search, X, y)]
     with sklearn.config_context(enable_metadata_routing=True):
-        assert M.neg_nll_scorer(pipeline, X, y) == expected
+        assert [M.neg_nll_scorer(pipeline, X, y), M.neg_nll_scorer(search, X, y)] == expected
         assert pipeline.predict(X, return_cov=True)[1].shape == (len(X), len(X))
 
 
