@@ -1,5 +1,6 @@
 """Checks of arguments that are not estimator parameters (scikit-learn's ``_parameter_constraints`` check those)."""
 
+import inspect
 from numbers import Integral, Real
 
 import numpy as np
@@ -20,29 +21,49 @@ def check_positive(value, name):
 
 
 def check_callbacks(callbacks):
-    """Refuse a skorch callback (or a ``(name, callback)`` pair) that cannot run in the package's
-    trainings, before any of them: one that monitors a validation score (they hold no rows out,
-    skorch's ``train_split=None``, and record ``train_loss`` alone), and skorch's checkpoints, which
-    name their files from each epoch's record of batches, which the trainings do not keep (their
-    epochs take their steps with nothing around them). Both ended the fit deep in skorch, with a
-    KeyError or an IndexError."""
-    from skorch.callbacks import Checkpoint, TrainEndCheckpoint
+    """Refuse a skorch callback (an instance or a class, alone or named in a pair) that cannot run in
+    the package's trainings, before any of them. They hold no rows out (skorch's
+    ``train_split=None``), so a history records ``train_loss`` alone: a callback that monitors a
+    validation score fails, and so does ``WandbLogger(save_model=True)``, which saves at the best
+    one. They keep no record of each epoch's batches (their epochs take their steps with nothing
+    around them), from which skorch's checkpoints name their files, and which ``LoadInitState``
+    reads back. Each ended the fit deep in skorch."""
+    from skorch.callbacks import Checkpoint, LoadInitState, TrainEndCheckpoint, WandbLogger
 
     for callback in callbacks or []:
-        callback = callback[1] if isinstance(callback, tuple) else callback
-        name = type(callback).__name__
-        if isinstance(callback, (Checkpoint, TrainEndCheckpoint)):
+        callback = callback[1] if is_named_callback(callback) else callback
+        kind = callback if isinstance(callback, type) else type(callback)
+        if issubclass(kind, (Checkpoint, TrainEndCheckpoint, LoadInitState)):
             raise ValueError(
-                f"callbacks: skorch's {name} reads the record of each epoch's batches, which the trainings do "
-                "not keep; save the fitted estimator instead (pickle or joblib: net_ is in it)."
+                f"callbacks: skorch's {kind.__name__} reads the record of each epoch's batches, which the "
+                "trainings do not keep; save the fitted estimator instead (pickle or joblib: net_ is in it)."
             )
-        monitor = getattr(callback, "monitor", None)
+        monitor = _setting(callback, "monitor")
         if isinstance(monitor, str) and monitor.startswith("valid"):
             raise ValueError(
-                f"callbacks: {name} monitors {monitor!r}, but the trainings hold no rows out for validation "
-                "(skorch's train_split=None) and record 'train_loss' alone; monitor that "
+                f"callbacks: {kind.__name__} monitors {monitor!r}, but the trainings hold no rows out for "
+                "validation (skorch's train_split=None) and record 'train_loss' alone; monitor that "
                 "(e.g. EarlyStopping(monitor='train_loss'))."
             )
+        if issubclass(kind, WandbLogger) and _setting(callback, "save_model"):
+            raise ValueError(
+                "callbacks: WandbLogger(save_model=True) saves the net at its best 'valid_loss', which the "
+                "trainings do not record (they hold no rows out); set save_model=False."
+            )
+
+
+def is_named_callback(callback):
+    """Whether ``callback`` is skorch's ``(name, callback)`` pair, a tuple or a list."""
+    return isinstance(callback, (tuple, list)) and len(callback) == 2 and isinstance(callback[0], str)
+
+
+def _setting(callback, name):
+    """A callback's ``name`` setting: an instance's attribute, or a class's default (skorch makes the
+    instance itself, with every default)."""
+    if not isinstance(callback, type):
+        return getattr(callback, name, None)
+    parameter = inspect.signature(callback).parameters.get(name)
+    return None if parameter is None or parameter.default is inspect.Parameter.empty else parameter.default
 
 
 def check_sample_weight(sample_weight, y_true):

@@ -41,7 +41,7 @@ from ._core.pushforward import nonlinear_pushforward
 from ._core.rng import gaussian_draws, prediction_generator
 from ._map import EvidenceMaximisation, batch_slices, evidence_epochs, fit_map, mean_variances_available
 from ._persistence import DevicePortablePickle, resolve_device
-from ._validation import check_callbacks, check_count
+from ._validation import check_callbacks, check_count, is_named_callback
 from ._warnings import warn
 
 #: The torch dtypes of the ``dtype`` parameter's values.
@@ -258,7 +258,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         not copy a writer's lock)."""
         if self.callbacks is None:
             return None
-        return [(callback[0], copy.copy(callback[1])) if isinstance(callback, tuple) else copy.copy(callback)
+        return [(callback[0], copy.copy(callback[1])) if is_named_callback(callback) else copy.copy(callback)
                 for callback in self.callbacks]
 
     def _begin_fit(self, X, y):

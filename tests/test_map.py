@@ -5,7 +5,7 @@ import threading
 import numpy as np
 import pytest
 import torch
-from skorch.callbacks import Callback, Checkpoint, EarlyStopping, TrainEndCheckpoint
+from skorch.callbacks import Callback, Checkpoint, EarlyStopping, LoadInitState, TrainEndCheckpoint, WandbLogger
 from skorch.dataset import Dataset
 from torch import nn
 
@@ -396,11 +396,11 @@ def test_each_training_takes_a_copy_of_the_callbacks_and_the_users_stay_as_they_
     # its state carried from one fit, or one member's training, to the next.
     rng = np.random.RandomState(0)
     X = rng.randn(40, 2)
-    counter, log = CountEpochs(), Log()
-    regressor = LaplaceRegressor(hidden_layer_sizes=(4,), max_epochs=7, callbacks=[counter, ("log", log)],
-                                 random_state=0)
+    counter, listed, log = CountEpochs(), CountEpochs(), Log()
+    regressor = LaplaceRegressor(hidden_layer_sizes=(4,), max_epochs=7,
+                                 callbacks=[counter, ["listed", listed], ("log", log)], random_state=0)
     regressor.fit(X, X[:, 0])
-    assert counter.epochs == 0
+    assert counter.epochs == listed.epochs == 0
     assert len(log.losses) == 7  # what a callback holds stays the user's
     assert dict(regressor.net_.callbacks_)["CountEpochs"].epochs == 7
     DeepEnsembleRegressor(hidden_layer_sizes=(4,), max_epochs=7, n_estimators=2, prior_std=1.0, noise_std=1.0,
@@ -411,9 +411,14 @@ def test_each_training_takes_a_copy_of_the_callbacks_and_the_users_stay_as_they_
 @pytest.mark.parametrize("callback, message", [
     (EarlyStopping(), "EarlyStopping monitors 'valid_loss'"),
     (("stop", EarlyStopping(monitor="valid_acc")), "EarlyStopping monitors 'valid_acc'"),
+    (["stop", EarlyStopping()], "EarlyStopping monitors 'valid_loss'"),
+    (EarlyStopping, "EarlyStopping monitors 'valid_loss'"),  # a class: skorch makes it, with every default
     (Checkpoint(), "skorch's Checkpoint reads"),
     (Checkpoint(monitor=None), "skorch's Checkpoint reads"),
+    (Checkpoint, "skorch's Checkpoint reads"),
     (TrainEndCheckpoint(), "skorch's TrainEndCheckpoint reads"),
+    (LoadInitState(Checkpoint(monitor=None)), "skorch's LoadInitState reads"),
+    (WandbLogger(object()), r"WandbLogger\(save_model=True\)"),
 ])
 def test_a_callback_the_trainings_cannot_run_is_refused_before_them(callback, message):
     # No rows are held out, and no epoch's batches recorded: these ended the fit deep in skorch with a

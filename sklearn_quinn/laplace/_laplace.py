@@ -154,9 +154,9 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
     callbacks : list of skorch callbacks, default=None
         Extra callbacks for the skorch net of MAP training, copied for it (the trained net's
         are in ``net_.callbacks_``). The training holds no rows out: a callback monitors
-        ``'train_loss'``, not a validation score; skorch's checkpoints, which
-        read a record of batches the training does not keep, are refused
-        (pickle the fitted estimator).
+        ``'train_loss'``, not a validation score; skorch's checkpoints and
+        ``LoadInitState``, which read a record of batches the training does
+        not keep, are refused (pickle the fitted estimator).
     normalize_X : bool, default=True
         Standardise each input column internally by its training mean and std
         (ddof=0; a constant column is only centred), as ``StandardScaler``
