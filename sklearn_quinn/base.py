@@ -256,10 +256,8 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
         they were and nothing carries from one training to the next; what a callback holds (a log
         writer, a list it appends to) stays the user's, shared, as a deep copy would not (and could
         not copy a writer's lock)."""
-        if self.callbacks is None:
-            return None
         return [(callback[0], copy.copy(callback[1])) if is_named_callback(callback) else copy.copy(callback)
-                for callback in self.callbacks]
+                for callback in self.callbacks or []]
 
     def _begin_fit(self, X, y):
         """Check the parameters and the data, set up torch and draw the seeds.

@@ -172,7 +172,7 @@ class VariationalMixin:
                 lr_schedule=self.lr_schedule,
                 max_epochs=n_epochs,
                 optimizer=self.optimizer,
-                callbacks=list(self._callbacks() or []) + weighting + prior_callbacks,
+                callbacks=self._callbacks() + weighting + prior_callbacks,
                 device=self._device,
                 verbose=self.verbose,
                 iterator=TensorBatches,
