@@ -662,7 +662,8 @@ class PosteriorNet(NeuralNet):
     (``benchmarks/bench_training_overhead.py``). Here an epoch sets the
     training mode once, takes its optimizer steps with nothing around them,
     and records its mean loss (``train_loss``, weighted by the batch rows, as
-    skorch's scoring does) and its duration (``dur``); skorch's own step, its
+    skorch's scoring does, and ``train_loss_best``, whether it is the lowest
+    so far) and its duration (``dur``); skorch's own step, its
     per-batch history and notifications run only when a callback defines a
     batch or gradient hook, or the fit passes parameters to the module.
     """
@@ -701,6 +702,7 @@ class PosteriorNet(NeuralNet):
     def on_train_begin(self, net, X=None, y=None, **kwargs):
         super().on_train_begin(net, X=X, y=y, **kwargs)
         self._hooks_within_epochs = any(_acts_within_epochs(callback) for _, callback in self.callbacks_)
+        self._lowest_train_loss = math.inf
 
     def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
         if iterator is None:
@@ -720,7 +722,11 @@ class PosteriorNet(NeuralNet):
                 self.history.record_batch(prefix + "_loss", step["loss"].item())
                 self.history.record_batch(prefix + "_batch_size", n_rows)
                 self.notify("on_batch_end", batch=batch, training=training, **step)
-        self.history.record(prefix + "_loss", float(total) / rows)
+        loss = float(total) / rows
+        self.history.record(prefix + "_loss", loss)
+        if training:  # what skorch's scoring of the training loss records beside it, which callbacks may read
+            self.history.record("train_loss_best", loss < self._lowest_train_loss)
+            self._lowest_train_loss = min(loss, self._lowest_train_loss)
 
     def _optimizer_step(self, batch):
         """skorch's ``train_step`` for tensor batches and one optimizer, in

@@ -70,6 +70,24 @@ def test_history_records_each_epoch_without_per_batch_entries():
     assert net.history[-1, "batches"] == []
 
 
+def test_history_marks_the_lowest_training_loss_so_far_as_skorch_does():
+    """``train_loss_best``, which skorch's scoring records and its callbacks (``EarlyStopping``,
+    ``PrintLog``'s highlight) read: True where an epoch's loss is below every earlier one. A constant
+    learning rate of 0.3 makes some epochs' losses rise, so that both values occur."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(50, 3)
+    Y = X @ rng.randn(3, 1) + 0.1 * rng.randn(50, 1)
+    torch.manual_seed(0)
+    module = build_mlp(3, 1, (8,), "relu").double()
+    net = fit_map(module, X, Y, prior_precision=1.0, likelihood=gaussian_likelihood(Y, None, torch.float64, "cpu"),
+                  lr=0.3, lr_schedule="constant", max_epochs=30, batch_size=16, optimizer=torch.optim.Adam,
+                  callbacks=None, device="cpu", seed=0, verbose=0, finish=False)
+    losses = net.history[:, "train_loss"]
+    expected = [loss < min(losses[:epoch], default=np.inf) for epoch, loss in enumerate(losses)]
+    assert net.history[:, "train_loss_best"] == expected
+    assert True in expected and False in expected
+
+
 def test_batch_hooks_reach_callbacks_and_the_epoch_loss_is_the_row_weighted_mean():
     """A callback with a batch hook gets every batch (50 rows in batches of 16: 16, 16, 16, 2)
     and skorch's per-batch history; the epoch's loss weights each batch by its rows, as skorch's
