@@ -15,7 +15,7 @@ from sklearn_quinn._core.log_posterior import hierarchical_log_posterior
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 from sklearn_quinn._core.rng import standard_normal
 from sklearn_quinn.mcmc import _kernels, _nuts, adaptive_metropolis, effective_sample_size, hmc, mala, nuts
-from sklearn_quinn.mcmc._adaptation import DualAveraging, slow_window_ends
+from sklearn_quinn.mcmc._adaptation import DualAveraging, WindowedVariance, slow_window_ends
 from sklearn_quinn.mcmc._gibbs import within_gibbs
 from sklearn_quinn.mcmc._kernels import hmc_proposal, metropolis_accept
 from sklearn_quinn.mcmc._sampling import PILOT_STEPS, SAMPLERS, Sampler, run_chains
@@ -242,6 +242,46 @@ def test_mala_correction_removes_the_langevin_bias():
         if t >= 100:
             draws.append(state.position)
     assert float(torch.stack(draws).var()) == pytest.approx(1.0, rel=0.05)
+
+
+def test_mala_accepts_with_the_hand_written_hastings_ratio():
+    """One step of 12 chains on ``log p(x) = -sum(x^4 / 4 + x^2 / 2)`` at step sizes 0.3-0.8: the
+    acceptance probability is ``min(1, p(x') q(x | x') / (p(x) q(x' | x)))`` with ``q(b | a) =
+    N(b; a + eps^2 / 2 grad log p(a), eps^2 I)``, written out here in numpy, to rounding. The
+    variance test above is statistical: a drift a tenth off in the proposal density moved it 5%."""
+
+    def log_p(x):
+        return -(x**4 / 4 + x**2 / 2).sum(-1)
+
+    def log_q(to, start, eps):
+        drift = start + 0.5 * eps**2 * (-(start**3) - start)
+        return stats.norm.logpdf(to, drift, eps).sum(-1)
+
+    init, step = mala(lambda x: -(x.pow(4) / 4 + x.square() / 2).sum(-1))
+    x = np.random.RandomState(0).randn(12, 3)
+    eps = np.linspace(0.3, 0.8, 12)
+    state = init(torch.as_tensor(x), 1.0)._replace(step_size=torch.as_tensor(eps))
+    _, info = step(torch.Generator().manual_seed(0), state)
+    proposed = info.proposed_position.numpy()
+    log_ratio = log_p(proposed) - log_p(x) + log_q(x, proposed, eps[:, None]) - log_q(proposed, x, eps[:, None])
+    np.testing.assert_allclose(info.acceptance_probability.numpy(), np.minimum(1.0, np.exp(log_ratio)), rtol=1e-12)
+    assert ((0.2 < info.acceptance_probability) & (info.acceptance_probability < 0.95)).sum() >= 4  # ratios below 1
+
+
+def test_windowed_variance_is_stans_regularised_variance():
+    """After n positions of 4 chains, each chain's inverse mass is Stan's ``n / (n + 5) var + 1e-3 *
+    5 / (n + 5)``, ``var`` the unbiased variance of its window, to rounding; a reset forgets the window.
+    (The mass test of a whole run reads it within 30%.)"""
+    positions = torch.as_tensor(np.random.RandomState(0).randn(12, 4, 3) * [0.1, 1.0, 30.0])
+    window = WindowedVariance()
+    for position in positions[:5]:
+        window.update(position)
+    window.reset()
+    for position in positions[5:]:
+        window.update(position)
+    n = len(positions) - 5
+    expected = n / (n + 5) * positions[5:].numpy().var(axis=0, ddof=1) + 1e-3 * 5 / (n + 5)
+    np.testing.assert_allclose(window.inverse_mass().numpy(), expected, rtol=1e-12)
 
 
 def test_adaptive_metropolis_covariance_is_haarios():
