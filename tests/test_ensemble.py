@@ -32,12 +32,12 @@ from .test_map import assert_flat_loss_is_the_criterions
 NOISE, PRIOR_STD = 0.3, 1.0
 
 
-def linear_rms(n_estimators, **params):
+def linear_rms(n_estimators, noise_std=NOISE, prior_std=PRIOR_STD, **params):
     return RMSRegressor(
         hidden_layer_sizes=(),
         n_estimators=n_estimators,
-        noise_std=NOISE,
-        prior_std=PRIOR_STD,
+        noise_std=noise_std,
+        prior_std=prior_std,
         normalize_X=False,
         normalize_y=False,
         lr=0.1,
@@ -52,18 +52,47 @@ def small(estimator=DeepEnsembleRegressor, **params):
     return estimator(**{**dict(hidden_layer_sizes=(8,), max_epochs=40, random_state=0), **params})
 
 
-def test_rms_members_are_exact_posterior_draws(linear_data, device):
+@pytest.mark.parametrize("noise_std, prior_std", [(NOISE, PRIOR_STD), (3.0, 0.3)], ids=["data", "prior"])
+def test_rms_members_are_exact_posterior_draws(linear_data, device, noise_std, prior_std):
     """J = 500 members of a linear model: mean within 4 Monte Carlo standard
     errors of the exact posterior mean, every covariance entry within 4 standard
-    errors of a sample covariance, ``sqrt((S_ij^2 + S_ii S_jj) / J)``."""
+    errors of a sample covariance, ``sqrt((S_ij^2 + S_ii S_jj) / J)``. Where the
+    data dominate and where the prior holds most of the precision (noise 3, 40 rows:
+    a weight's data precision about 4 against the prior's 11), at a prior std
+    other than 1, where an anchor drawn at the prior's variance for its std looks the same."""
     X, y = linear_data
     n_members = 500
-    draws = linear_rms(n_members, device=device).fit(X, y).posterior_.samples.cpu().numpy()
-    exact = BayesianLinearRegression(X, y, NOISE, PRIOR_STD)
+    draws = linear_rms(n_members, noise_std, prior_std, device=device).fit(X, y).posterior_.samples.cpu().numpy()
+    exact = BayesianLinearRegression(X, y, noise_std, prior_std)
     cov = exact.covariance
     assert (np.abs(draws.mean(0) - exact.mean) < 4 * np.sqrt(np.diag(cov) / n_members)).all()
     cov_error = np.sqrt((cov**2 + np.outer(np.diag(cov), np.diag(cov))) / n_members)
     assert (np.abs(np.cov(draws.T) - cov) < 4 * cov_error).all()
+
+
+def test_rms_degrees_of_freedom_are_the_fits_covariance_with_the_perturbations(linear_data, monkeypatch):
+    """Three members of a linear model with a learned noise: ``degrees_of_freedom_`` is
+    ``sum_j <f_j - f_mean, eps_j> / ((J - 1) noise)`` of the members' outputs on the training rows
+    and their standard-normal perturbations, read from the fit and written out here, to rounding
+    (the statistical test of 500 members could not tell ``J`` from ``J - 1``)."""
+    from sklearn_quinn.ensemble._ensemble import BaseEnsembleRegressor, EnsembleMixin
+
+    seen = {}
+    members_noise, own_noise = BaseEnsembleRegressor._members_noise, EnsembleMixin._members_noise
+
+    def spy(self, X, Y, theta, likelihoods, perturbations):
+        seen.update(X=X, theta=theta, perturbations=perturbations,
+                    noise=own_noise(self, X, Y, theta, likelihoods, perturbations))
+        return members_noise(self, X, Y, theta, likelihoods, perturbations)
+
+    monkeypatch.setattr(BaseEnsembleRegressor, "_members_noise", spy)
+    X, y = linear_data
+    reg = RMSRegressor(hidden_layer_sizes=(), n_estimators=3, normalize_X=False, normalize_y=False,
+                       max_epochs=100, random_state=0).fit(X, y)
+    outputs = reg._model(seen["theta"], torch.as_tensor(seen["X"])).detach().numpy()[..., 0]  # (J, N)
+    eps = seen["perturbations"].numpy()[..., 0]
+    by_hand = ((outputs - outputs.mean(0)) * eps).sum() / (2 * float(seen["noise"][0, 0]))
+    assert reg.degrees_of_freedom_ == pytest.approx(by_hand, rel=1e-10)
 
 
 @pytest.mark.parametrize("polished", [False, True])
