@@ -452,6 +452,27 @@ def misfit_added_at(model, posterior, X, Y, likelihood, scale):
     return added_misfit(model, posterior.mean, check_deviations(posterior), X, Y, likelihood, 1.0, math.log(scale))
 
 
+@pytest.mark.parametrize("scale", [0.3, 4.0])
+def test_the_added_misfit_is_the_scaled_draws_by_hand(scale):
+    """For ``f = X w + b`` under unit Gaussian noise the draws ``m + sqrt(c) d_s`` add to the mean's
+    misfit ``-sqrt(c) r^T X d_s + c |X d_s|^2 / 2`` each (``r`` the mean's residuals), times the
+    rows' weight, averaged over the draws: written out here in numpy, to rounding. (The test below
+    reads its target from the same function, so that alone could not tell the draws' scale.)"""
+    from sklearn_quinn._core.likelihoods import GaussianLikelihood
+    from sklearn_quinn.swag._scale import added_misfit
+
+    model, X, Y = linear_table()
+    mean = torch.tensor([0.9, -1.9, 0.6, 0.8], dtype=torch.float64)  # weights, then the bias
+    deviations = torch.as_tensor(np.random.RandomState(1).randn(5, 4) * 0.1)
+    likelihood = GaussianLikelihood(torch.tensor([1.0], dtype=torch.float64)).frozen(1)
+    design = np.column_stack([X.numpy(), np.ones(len(X))])
+    residuals = Y.numpy()[:, 0] - design @ mean.numpy()
+    moved = design @ deviations.numpy().T  # (N, S)
+    by_hand = 2.5 * np.mean(-np.sqrt(scale) * residuals @ moved + scale * (moved**2).sum(0) / 2)
+    assert added_misfit(model, mean, deviations, X, Y, likelihood, 2.5, math.log(scale)) == pytest.approx(
+        by_hand, rel=1e-10)
+
+
 def test_the_draws_keep_a_scale_they_agree_with_and_find_one_they_refute():
     """``draws_scale`` on a linear model, whose misfit is quadratic: the scale the quadratic model
     gives is kept; one a million times too large (the draws' added misfit a million times its
