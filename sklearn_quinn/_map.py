@@ -23,6 +23,7 @@ import threading
 import cloudpickle
 import numpy as np
 import torch
+from sklearn.exceptions import ConvergenceWarning
 from skorch import NeuralNet
 from skorch.callbacks import Callback, EpochTimer, LRScheduler
 from skorch.utils import to_device, to_tensor
@@ -41,6 +42,7 @@ from ._core.kronecker import KroneckerUnsupportedError, kronecker_layers
 from ._core.likelihoods import GaussianLikelihood
 from ._core.network import FunctionalModel, in_eval_mode
 from ._core.row_subsets import random_subset
+from ._warnings import warn
 
 #: The evidence is maximised after every twentieth of the epochs from the
 #: second to the sixteenth: none in the first tenth (the network first fits the
@@ -1080,7 +1082,43 @@ def fit_map(module, X, Y, *, prior_precision, likelihood, lr, lr_schedule, max_e
             polish(net.module_, net.criterion_, X, Y)
         else:
             evidence.finish(net)
+    warn_unless_below_zero_weights(net, X, Y, lr)
     return net
+
+
+#: Rows the check of a trained network's fit evaluates at a time.
+_CHECK_ROWS = 2**16
+
+
+def warn_unless_below_zero_weights(net, X, Y, lr):
+    """Warn where a trained network fits its training rows worse than itself with every weight at zero.
+
+    The prior's penalty is non-negative and zero at zero weights, so at the MAP the negative log
+    posterior is at most its value there, and so is the data's misfit alone. A training that ends
+    above it has not reached the MAP: it diverged (steps too large for the data's scale), or
+    stopped early, and a posterior built about it is confidently wrong. A training that ends near
+    a poorer mode (every unit dead: the output bias alone fits the targets' mean) passes.
+    """
+    module, criterion = net.module_, net.criterion_
+    device = next(module.parameters()).device
+    zeros = {name: torch.zeros_like(parameter) for name, parameter in module.named_parameters()}
+    trained = at_zero = 0.0
+    with torch.no_grad(), in_eval_mode(module):
+        for rows in batch_slices(len(X), _CHECK_ROWS):
+            X_rows, Y_rows = to_tensor(X[rows], device=device), to_tensor(Y[rows], device=device)
+            trained += float(criterion.misfit(module(X_rows), Y_rows)) * len(X_rows)
+            at_zero += float(criterion.misfit(torch.func.functional_call(module, zeros, (X_rows,)), Y_rows)) \
+                * len(X_rows)
+    trained, at_zero = trained / len(X), at_zero / len(X)
+    tolerance = math.sqrt(torch.finfo(zeros[next(iter(zeros))].dtype).eps) * (1.0 + abs(at_zero))
+    if not trained <= at_zero + tolerance:  # NaN warns too
+        warn(ConvergenceWarning(
+            f"The MAP training ended at weights that fit the training rows worse than the same network with "
+            f"every weight at zero (negative log likelihood {trained:.4g} a row, against {at_zero:.4g}), where "
+            "the prior's penalty is least: it did not reach a mode, and the uncertainty built on it is not to be "
+            f"trusted. Lower the learning rate (lr={lr}), scale the inputs (normalize_X=True) or train longer "
+            "(max_epochs)."
+        ))
 
 
 def gaussian_likelihood(Y, noise_std, dtype, device, leading_shape=()):

@@ -1,15 +1,17 @@
 """The skorch training loop of the package (``_map.train_net``): what its history records, and its batch hooks."""
 
 import threading
+import warnings
 
 import numpy as np
 import pytest
 import torch
+from sklearn.exceptions import ConvergenceWarning
 from skorch.callbacks import Callback, Checkpoint, EarlyStopping, LoadInitState, TrainEndCheckpoint, WandbLogger
 from skorch.dataset import Dataset
 from torch import nn
 
-from sklearn_quinn import DeepEnsembleRegressor, LaplaceRegressor
+from sklearn_quinn import DeepEnsembleRegressor, LaplaceClassifier, LaplaceRegressor
 from sklearn_quinn._core.evidence import ParameterGroups
 from sklearn_quinn._core.likelihoods import CategoricalLikelihood
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
@@ -86,6 +88,25 @@ def test_history_marks_the_lowest_training_loss_so_far_as_skorch_does():
     expected = [loss < min(losses[:epoch], default=np.inf) for epoch, loss in enumerate(losses)]
     assert net.history[:, "train_loss_best"] == expected
     assert True in expected and False in expected
+
+
+@pytest.mark.parametrize("estimator", [LaplaceRegressor, LaplaceClassifier])
+def test_a_training_that_ends_worse_than_zero_weights_warns(estimator):
+    """At lr=300 Adam throws the weights into the thousands, and the trained network fits its training
+    rows worse than itself with every weight at zero, which no mode of a posterior under a zero-mean
+    prior can: the fit says so (it had said nothing, with a regressor's training RMSE 90 times the
+    targets' spread on diabetes at lr=30). At the default rate it does not."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(400, 3)
+    y = X[:, 0] + np.sin(X[:, 1]) + 0.3 * rng.randn(400)
+    X, y = X[:200], (y[:200] > 0).astype(int) if estimator is LaplaceClassifier else y[:200]
+    message = "worse than the same network with every weight at zero"
+    with pytest.warns(ConvergenceWarning, match=message):
+        estimator(lr=300.0, max_epochs=100, random_state=0).fit(X, y)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        estimator(max_epochs=100, random_state=0).fit(X, y)
+    assert not [warning for warning in caught if message in str(warning.message)]
 
 
 def test_batch_hooks_reach_callbacks_and_the_epoch_loss_is_the_row_weighted_mean():
