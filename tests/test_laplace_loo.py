@@ -40,6 +40,32 @@ def test_cavities_equal_removing_the_row_in_weight_space():
         torch.testing.assert_close(cavity_covariance[i], jacobians[i] @ torch.linalg.solve(without, jacobians[i].T))
 
 
+def test_a_row_whose_site_holds_all_its_precision_or_more_has_an_improper_cavity():
+    """Sites ``Lambda_i`` against output covariances ``V_i = diag(2, 1)``: ``V_1 Lambda_1 = diag(1, 0.3)``
+    leaves no cavity (``I - V Lambda`` singular), ``V_2 Lambda_2 = diag(1.2, 0.3)`` a negative variance;
+    those rows are NaN, and row 0's cavity is ``diag(2 / 0.7, 1 / 0.7)``. The solve had raised for the
+    whole batch at the first, and passed the second on."""
+    covariance = torch.diag(torch.tensor([2.0, 1.0], dtype=torch.float64)).expand(3, 2, 2)
+    hessian = torch.diag_embed(torch.tensor([[0.15, 0.3], [0.5, 0.3], [0.6, 0.3]], dtype=torch.float64))
+    mean, gradient = torch.zeros(3, 2, dtype=torch.float64), torch.ones(3, 2, dtype=torch.float64)
+    cavity_mean, cavity_covariance = site_cavities(mean, covariance, gradient, hessian)
+    assert torch.isnan(cavity_covariance[1:]).all() and torch.isnan(cavity_mean[1:]).all()
+    torch.testing.assert_close(cavity_covariance[0], torch.diag(torch.tensor([2 / 0.7, 1 / 0.7], dtype=torch.float64)))
+
+
+def test_loo_at_weights_that_are_no_mode_falls_back_to_the_evidences_posterior():
+    """A training at lr=300 ends far from a mode (weights in the thousands), where some rows' cavities
+    are improper: ``cov_scale_`` is 1, with a warning, where the fit had ended in torch's LinAlgError."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(400, 3)
+    y = ((X[:, 0] + np.sin(X[:, 1]) + 0.3 * rng.randn(400)) > 0).astype(int)
+    clf = LaplaceClassifier(lr=300.0, max_epochs=100, random_state=0)
+    with pytest.warns(UserWarning, match="leave-one-out cavities are improper"):
+        clf.fit(X[:200], y[:200])
+    assert clf.cov_scale_ == 1.0
+    assert np.all(np.isfinite(clf.predict_proba(X)))
+
+
 @pytest.mark.slow
 def test_loo_tempers_clean_labels_and_keeps_the_spread_of_noisy_ones():
     """With clean labels the evidence's posterior (s = 1) is too wide and 'loo'

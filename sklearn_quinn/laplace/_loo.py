@@ -17,6 +17,8 @@ that at ``s = 1`` and its covariance that at ``s = 1`` divided by ``s``, so
 the cavities are taken once, at ``s = 1``.
 """
 
+import math
+
 import torch
 
 
@@ -39,6 +41,9 @@ def site_cavities(mean, covariance, gradient, hessian):
     -------
     cavity_mean : tensor of shape (N, O)
     cavity_covariance : tensor of shape (N, O, O)
+        NaN, with the row's mean, where the cavity is improper: the row's site holds all of the
+        posterior's precision along some direction of its outputs (``I - V_i Lambda_i`` singular)
+        or more (the cavity not positive definite), as at weights that are no mode.
 
     References
     ----------
@@ -47,6 +52,11 @@ def site_cavities(mean, covariance, gradient, hessian):
     models", JMLR 17(103), 2016.
     """
     eye = torch.eye(mean.shape[-1], dtype=mean.dtype, device=mean.device)
-    cavity = torch.linalg.solve(eye - covariance @ hessian, covariance)
+    cavity, singular = torch.linalg.solve_ex(eye - covariance @ hessian, covariance)
     cavity = 0.5 * (cavity + cavity.mT)
+    solved = (singular == 0) & torch.isfinite(cavity).all(-1).all(-1)
+    eigenvalues = torch.linalg.eigvalsh(torch.where(solved[:, None, None], cavity, eye))
+    # A variance below zero by more than rounding: the row's site holds more than the posterior's precision.
+    proper = solved & (eigenvalues[:, 0] >= -math.sqrt(torch.finfo(cavity.dtype).eps) * eigenvalues[:, -1].abs())
+    cavity = torch.where(proper[:, None, None], cavity, torch.nan)
     return mean + (cavity @ gradient.unsqueeze(-1)).squeeze(-1), cavity
