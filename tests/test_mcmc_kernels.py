@@ -244,6 +244,50 @@ def test_mala_correction_removes_the_langevin_bias():
     assert float(torch.stack(draws).var()) == pytest.approx(1.0, rel=0.05)
 
 
+def test_nuts_u_turn_criterion_reads_the_momenta_summed_between_the_ends():
+    """Betancourt's generalised criterion: ``rho = sum - (p_start + p_end) / 2`` (the sum less half of
+    each end), turning where ``p_start . rho <= 0`` or ``p_end . rho <= 0``. Ends (1, 0) and (0, 1)
+    with the sum (0.1, 1.1) turn (``rho = (-0.4, 0.6)``), with (1.5, 1.5) they do not."""
+    inverse_mass, start, end = torch.ones(2, dtype=torch.float64), torch.tensor([[1.0, 0.0]], dtype=torch.float64), \
+        torch.tensor([[0.0, 1.0]], dtype=torch.float64)
+    assert _nuts._is_turning(inverse_mass, start, end, torch.tensor([[0.1, 1.1]], dtype=torch.float64)).item()
+    assert not _nuts._is_turning(inverse_mass, start, end, torch.tensor([[1.5, 1.5]], dtype=torch.float64)).item()
+
+
+def test_nuts_acceptance_statistic_is_at_most_one_and_favours_the_new_half():
+    """The statistic a step size is tuned on is the trajectory's mean of ``min(1, exp(H_0 - H))``: at
+    most 1 (500 chains on N(0, I_3) at a step of 1.2, where some energies fall). At a step of 1e-3 and
+    depth 1 every trajectory is its start and one new point of nearly the same energy, and the
+    biased progressive sampling of Betancourt (2017) takes the new half with probability ``min(1,
+    w_new / w_old)``, near 1: every chain moves (uniform progressive sampling would move half)."""
+    init, step = nuts(lambda x: -0.5 * x.square().sum(-1))
+    generator = torch.Generator().manual_seed(0)
+    state = init(torch.randn(500, 3, generator=generator, dtype=torch.float64), step_size=1.2)
+    for _ in range(20):
+        state, info = step(generator, state)
+        assert float(info.acceptance_probability.max()) <= 1.0
+    init, step = nuts(lambda x: -0.5 * x.square().sum(-1), max_tree_depth=1)
+    state = init(torch.randn(2000, 1, generator=generator, dtype=torch.float64), step_size=1e-3)
+    _, info = step(generator, state)
+    assert float(info.is_accepted.double().mean()) > 0.99
+
+
+def test_hmc_jitters_each_chains_step_uniformly_within_a_fifth():
+    """On a flat density one leapfrog step moves a chain by ``eps_j p``, with ``eps_j = eps (1 + 0.2 (2 u
+    - 1))``: the step's draws (the jitter's uniforms, then the momenta) replayed from the generator give
+    every proposal to rounding, and the steps span [0.8, 1.2] eps."""
+    init, step = hmc(lambda x: torch.zeros(len(x), dtype=x.dtype) + 0.0 * x.sum(-1), n_leapfrog=1)
+    state = init(torch.zeros(4000, 1, dtype=torch.float64), step_size=0.5)
+    generator = torch.Generator().manual_seed(0)
+    replay = torch.Generator().set_state(generator.get_state())
+    _, info = step(generator, state)
+    uniform = torch.rand(4000, generator=replay, dtype=torch.float64)
+    momentum = torch.randn(4000, 1, generator=replay, dtype=torch.float64)
+    steps = 0.5 * (1 + 0.2 * (2 * uniform - 1))
+    torch.testing.assert_close(info.proposed_position, steps[:, None] * momentum, rtol=1e-12, atol=0)
+    assert 0.4 <= float(steps.min()) < 0.41 and 0.59 < float(steps.max()) <= 0.6
+
+
 def test_mala_accepts_with_the_hand_written_hastings_ratio():
     """One step of 12 chains on ``log p(x) = -sum(x^4 / 4 + x^2 / 2)`` at step sizes 0.3-0.8: the
     acceptance probability is ``min(1, p(x') q(x | x') / (p(x) q(x' | x)))`` with ``q(b | a) =
@@ -411,6 +455,14 @@ def test_mass_matrix_learns_the_scales():
     np.testing.assert_allclose(result.draws.reshape(-1, 6).std(0).numpy(), scales.numpy(), rtol=0.15)
 
 
+def test_window_ends_double_and_a_window_whose_successor_would_pass_the_end_runs_to_it():
+    """The windows' ends written out: a fast start of 15% of the burn-in, windows of 5% doubling, and
+    a window whose successor would pass the slow phase's end (10% or 50 steps before the burn-in's)
+    runs to that end (82: 12 + 4 = 16, then 16 + 8 = 24, whose successor would reach 40 > 32)."""
+    assert slow_window_ends(82) == [16, 32]
+    assert slow_window_ends(1000) == [200, 300, 500, 900]
+
+
 def test_window_schedule():
     # Too short for windows of at least 20 steps and the fast end (at 59 one window held one draw).
     assert slow_window_ends(10) == slow_window_ends(59) == slow_window_ends(81) == []
@@ -433,6 +485,21 @@ def test_a_short_burn_in_leaves_no_chain_stuck(sampler):
     reg = MCMCRegressor(hidden_layer_sizes=(4,), max_epochs=20, sampler=sampler, n_burnin=20, n_samples=40,
                         n_chains=4, n_leapfrog=3, max_tree_depth=5, compile=False, random_state=0).fit(X, y)
     assert np.all(reg.acceptance_rate_ > 0.5) and reg.n_divergent_ <= 4
+
+
+def test_dual_averaging_is_hoffman_and_gelmans_algorithm_5():
+    """Two updates from a step of 0.1 toward 0.8, at acceptances 0.5 then 0.9, written out: ``mu =
+    log(10 eps_0)``, ``H_t = (1 - 1/(t + 10)) H_{t-1} + (0.8 - a_t) / (t + 10)``, ``log eps_t = mu -
+    sqrt(t) / 0.05 H_t``, ``log eps_bar_t = t^-0.75 log eps_t + (1 - t^-0.75) log eps_bar_{t-1}``."""
+    search = DualAveraging(torch.tensor([0.1], dtype=torch.float64), target_acceptance=0.8)
+    mu, log_average, error = math.log(1.0), 0.0, 0.0
+    for t, acceptance in enumerate([0.5, 0.9], start=1):
+        step = search.update(torch.tensor([acceptance], dtype=torch.float64))
+        error = (1 - 1 / (t + 10)) * error + (0.8 - acceptance) / (t + 10)
+        log_step = mu - math.sqrt(t) / 0.05 * error
+        log_average = t**-0.75 * log_step + (1 - t**-0.75) * log_average
+        assert float(step) == pytest.approx(math.exp(log_step), rel=1e-12)
+        assert float(search.final_step_size) == pytest.approx(math.exp(log_average), rel=1e-12)
 
 
 def test_dual_averaging_moves_toward_the_target():
