@@ -57,6 +57,17 @@ def test_variance_and_std_reuse_the_covariance(fitted):
     assert np.isfinite(results["joint_nll"])
 
 
+def test_several_targets_variances_are_each_targets_diagonal_of_the_covariance(wave_data):
+    """With two targets ``predict(return_cov=True)`` gives ``(N, N, 2)``; the variance summary read from
+    it is each target's diagonal, ``predict(return_std=True)``'s squares."""
+    X, y = wave_data
+    Y = np.column_stack([y, 2 * y + 0.1 * X[:, 0]])
+    reg = LaplaceRegressor(hidden_layer_sizes=(12,), lr=0.01, max_epochs=60, random_state=0).fit(X, Y)
+    summaries = PredictiveSummaries(reg, X)
+    assert summaries["covariance"].shape == (len(X), len(X), 2)
+    np.testing.assert_allclose(summaries["variance"], reg.predict(X, return_std=True)[1] ** 2, rtol=1e-10)
+
+
 def test_a_pipeline_draws_through_its_last_step_and_one_name_is_one_metric(fitted):
     reg, X, y = fitted
     pipeline = make_pipeline(StandardScaler(), reg).fit(X, y)

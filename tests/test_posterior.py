@@ -43,17 +43,27 @@ def test_sample_moments_match(structure):
     assert ((cov - posterior.covariance).abs() / torch.outer(scale, scale)).max() < 0.02
 
 
-@pytest.mark.parametrize("structure", ["full", "diag"])
+@pytest.mark.parametrize("structure", ["full", "diag", "lowrank"])
 def test_project_factorises_jacobian_covariance(structure):
+    """``B B^T = J Sigma J^T``, with ``Sigma`` written out here (the precision's inverse,
+    ``diag(std^2)``, ``diag(std^2) + U U^T``), and the marginal variances its diagonal."""
     k = 5
     mean = torch.zeros(k, dtype=torch.float64)
+    std = torch.linspace(0.1, 1.0, k, dtype=torch.float64)
+    low_rank = torch.randn(k, 2, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
     if structure == "full":
+        covariance = torch.linalg.inv(_spd(k))
         posterior = GaussianPosterior.from_precision_cholesky(mean, torch.linalg.cholesky(_spd(k)))
+    elif structure == "diag":
+        covariance = torch.diag(std.square())
+        posterior = GaussianPosterior.from_std(mean, std)
     else:
-        posterior = GaussianPosterior.from_std(mean, torch.linspace(0.1, 1.0, k, dtype=torch.float64))
+        covariance = torch.diag(std.square()) + low_rank @ low_rank.T
+        posterior = GaussianPosterior.from_low_rank(mean, std, low_rank)
     jac = torch.randn(7, k, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     factor = posterior.project(jac)
-    torch.testing.assert_close(factor @ factor.T, jac @ posterior.covariance @ jac.T)
+    torch.testing.assert_close(factor @ factor.T, jac @ covariance @ jac.T)
+    torch.testing.assert_close(posterior.variance, covariance.diagonal())
 
 
 def test_sampling_never_changes_the_mean():

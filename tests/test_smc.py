@@ -585,9 +585,15 @@ def test_waste_free_particles_are_every_state_of_every_chain(n_particles):
     start plus j."""
     prior = StatePrior(GaussianPrior(1.0), 3)
     generator = torch.Generator().manual_seed(0)
+    starts = []
+
+    def walking(log_density, particles, parameters):
+        starts.append(len(particles))
+        return _walking_mutation(log_density, particles, parameters)
+
     result = run_smc(_flat, prior, prior.sample(n_particles, generator), n_mcmc_steps=4, n_leapfrog=None,
-                     mutation=_walking_mutation, waste_free=True, generator=generator)
-    assert result.lambdas == [0.0, 1.0]
+                     mutation=walking, waste_free=True, generator=generator)
+    assert result.lambdas == [0.0, 1.0] and starts == [10]
     assert result.particles.shape == (n_particles, 3) and result.step_size.shape == (n_particles,)
     padding = 50 - n_particles
     chains = torch.cat([result.particles, result.particles[-1:].expand(padding, -1) + torch.arange(
