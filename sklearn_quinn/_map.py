@@ -727,8 +727,10 @@ class PosteriorNet(NeuralNet):
         loss = float(total) / rows
         self.history.record(prefix + "_loss", loss)
         if training:  # what skorch's scoring of the training loss records beside it, which callbacks may read
-            self.history.record("train_loss_best", loss < self._lowest_train_loss)
-            self._lowest_train_loss = min(loss, self._lowest_train_loss)
+            best = loss < self._lowest_train_loss
+            self.history.record("train_loss_best", best)
+            if best:  # as skorch's: a NaN epoch is no best, and leaves the lowest as it was
+                self._lowest_train_loss = loss
 
     def _optimizer_step(self, batch):
         """skorch's ``train_step`` for tensor batches and one optimizer, in
@@ -1086,10 +1088,6 @@ def fit_map(module, X, Y, *, prior_precision, likelihood, lr, lr_schedule, max_e
     return net
 
 
-#: Rows the check of a trained network's fit evaluates at a time.
-_CHECK_ROWS = 2**16
-
-
 def warn_unless_below_zero_weights(net, X, Y, lr):
     """Warn where a trained network fits its training rows worse than itself with every weight at zero.
 
@@ -1097,27 +1095,38 @@ def warn_unless_below_zero_weights(net, X, Y, lr):
     posterior is at most its value there, and so is the data's misfit alone. A training that ends
     above it has not reached the MAP: it diverged (steps too large for the data's scale), or
     stopped early, and a posterior built about it is confidently wrong. A training that ends near
-    a poorer mode (every unit dead: the output bias alone fits the targets' mean) passes.
+    a poorer mode passes (every unit dead: the output bias alone fits the targets' mean, which
+    standardised targets put at the zero network's 0, a tie within rounding). Not checked: a
+    module whose zero weights give no finite misfit (a weight norm's parametrisation divides by
+    them), and targets equal on every row, where the zero network is the mode itself, the noise
+    has nothing to be learned from and sits at its floor, and a trained network's residuals of
+    1e-4 cost more than its exact fit without saying anything of the training.
     """
+    from .base import PREDICT_BLOCK_ROWS  # the rows a prediction takes at once: the activations' memory
+
     module, criterion = net.module_, net.criterion_
+    if bool((Y == Y[:1]).all()):
+        return
     device = next(module.parameters()).device
     zeros = {name: torch.zeros_like(parameter) for name, parameter in module.named_parameters()}
     trained = at_zero = 0.0
     with torch.no_grad(), in_eval_mode(module):
-        for rows in batch_slices(len(X), _CHECK_ROWS):
+        for rows in batch_slices(len(X), PREDICT_BLOCK_ROWS):
             X_rows, Y_rows = to_tensor(X[rows], device=device), to_tensor(Y[rows], device=device)
             trained += float(criterion.misfit(module(X_rows), Y_rows)) * len(X_rows)
             at_zero += float(criterion.misfit(torch.func.functional_call(module, zeros, (X_rows,)), Y_rows)) \
                 * len(X_rows)
     trained, at_zero = trained / len(X), at_zero / len(X)
-    tolerance = math.sqrt(torch.finfo(zeros[next(iter(zeros))].dtype).eps) * (1.0 + abs(at_zero))
-    if not trained <= at_zero + tolerance:  # NaN warns too
+    if not math.isfinite(at_zero):
+        return
+    tolerance = math.sqrt(torch.finfo(X_rows.dtype).eps) * (1.0 + abs(at_zero))
+    if not trained <= at_zero + tolerance:  # a NaN misfit of the trained network warns too
         warn(ConvergenceWarning(
             f"The MAP training ended at weights that fit the training rows worse than the same network with "
             f"every weight at zero (negative log likelihood {trained:.4g} a row, against {at_zero:.4g}), where "
             "the prior's penalty is least: it did not reach a mode, and the uncertainty built on it is not to be "
-            f"trusted. Lower the learning rate (lr={lr}), scale the inputs (normalize_X=True) or train longer "
-            "(max_epochs)."
+            f"trusted. Lower the learning rate (lr={lr}) or train longer (max_epochs); with normalize_X=False, "
+            "scale the inputs."
         ))
 
 

@@ -1,6 +1,7 @@
 """The skorch training loop of the package (``_map.train_net``): what its history records, and its batch hooks."""
 
 import threading
+import types
 import warnings
 
 import numpy as np
@@ -23,6 +24,7 @@ from sklearn_quinn._map import (
     fit_map,
     gaussian_likelihood,
     polish,
+    warn_unless_below_zero_weights,
 )
 
 from .exact import BayesianLinearRegression
@@ -107,6 +109,50 @@ def test_a_training_that_ends_worse_than_zero_weights_warns(estimator):
         warnings.simplefilter("always")
         estimator(max_epochs=100, random_state=0).fit(X, y)
     assert not [warning for warning in caught if message in str(warning.message)]
+
+
+def zero_weights_check_warns(module, Y, X=None):
+    """Whether :func:`warn_unless_below_zero_weights` warns for ``module`` on rows ``X`` (default
+    ``Y``'s count of zeros, 2 columns) and targets ``Y`` under a unit Gaussian noise."""
+    X = np.zeros((len(Y), 2)) if X is None else X
+    criterion = NegativeLogPosterior(len(Y), 1.0, gaussian_likelihood(Y, 1.0, torch.float64, "cpu"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warn_unless_below_zero_weights(types.SimpleNamespace(module_=module, criterion_=criterion), X, Y, 0.01)
+    return any("every weight at zero" in str(warning.message) for warning in caught)
+
+
+@pytest.mark.parametrize("excess, warns", [(0.5, False), (2.0, True)])
+def test_the_zero_weights_check_warns_past_its_rounding_tolerance(excess, warns):
+    """A linear module with zero weights and an output bias ``b`` on centred targets misfits by ``b^2 / 2``
+    a row more than the zero network: half the tolerance ``sqrt(eps) (1 + |misfit at zero|)`` passes,
+    twice it warns."""
+    Y = np.random.RandomState(0).randn(50, 1)
+    Y -= Y.mean()
+    at_zero = 0.5 * np.mean(Y**2) + 0.5 * np.log(2 * np.pi)
+    module = nn.Linear(2, 1).double()
+    with torch.no_grad():
+        module.weight.zero_()
+        module.bias.fill_(np.sqrt(2 * excess * np.sqrt(np.finfo(float).eps) * (1 + at_zero)))
+    assert zero_weights_check_warns(module, Y) == warns
+
+
+def test_the_zero_weights_check_warns_of_a_nan_fit_and_skips_what_it_cannot_judge():
+    """A trained misfit of NaN warns; a module whose zero weights give no finite misfit (a weight norm
+    divides by them) and targets equal on every row (the zero network is their mode, and a trained
+    network's tiny residuals cost more at a noise with nothing to learn from) are not judged: a healthy
+    weight-normed fit and a constant target's had warned."""
+    Y = np.random.RandomState(0).randn(50, 1)
+    nan_module = nn.Linear(2, 1).double()
+    with torch.no_grad():
+        nan_module.bias.fill_(float("nan"))
+    assert zero_weights_check_warns(nan_module, Y)
+    normed = nn.utils.parametrizations.weight_norm(nn.Linear(2, 1).double())
+    assert not zero_weights_check_warns(normed, Y, X=np.random.RandomState(1).randn(50, 2))
+    far_off = nn.Linear(2, 1).double()
+    with torch.no_grad():
+        far_off.bias.fill_(100.0)
+    assert not zero_weights_check_warns(far_off, np.zeros((50, 1)))
 
 
 def test_batch_hooks_reach_callbacks_and_the_epoch_loss_is_the_row_weighted_mean():
