@@ -54,8 +54,9 @@ def test_a_row_whose_site_holds_all_its_precision_or_more_has_an_improper_cavity
 
 
 def test_loo_at_weights_that_are_no_mode_falls_back_to_the_evidences_posterior():
-    """A training at lr=300 ends far from a mode (weights in the thousands), where some rows' cavities
-    are improper: ``cov_scale_`` is 1, with a warning, where the fit had ended in torch's LinAlgError."""
+    """A training at lr=300 ends far from a mode (weights in the thousands, a posterior covariance whose
+    eigenvalues span 1e-5 to 6e7), where some rows' cavities are improper in floating point:
+    ``cov_scale_`` is 1, with a warning, where the fit had ended in torch's LinAlgError."""
     rng = np.random.RandomState(0)
     X = rng.randn(400, 3)
     y = ((X[:, 0] + np.sin(X[:, 1]) + 0.3 * rng.randn(400)) > 0).astype(int)

@@ -297,10 +297,9 @@ class LaplaceClassificationMixin:
         labels = Y[:, 0].long()
         cavity_mean, cavity_covariance = self._unit_cavities(X, Y)
         if not bool(torch.isfinite(cavity_covariance).all()):
-            warn("cov_scale='loo': some training rows' leave-one-out cavities are improper (a row's own term "
-                 "holds all of the posterior's precision along some direction of its outputs, as at weights "
-                 "that are no mode), so cov_scale_ is 1. Give a float cov_scale (calibrate can choose it on "
-                 "held-out rows).")
+            warn("cov_scale='loo': some training rows' leave-one-out cavities are improper in floating point "
+                 "(the posterior is too badly conditioned, as at weights far from a mode), so cov_scale_ is 1. "
+                 "Give a float cov_scale (calibrate can choose it on held-out rows).")
             return 1.0
         rows = torch.arange(len(labels), device=labels.device)
         scores = []

@@ -41,9 +41,11 @@ def site_cavities(mean, covariance, gradient, hessian):
     -------
     cavity_mean : tensor of shape (N, O)
     cavity_covariance : tensor of shape (N, O, O)
-        NaN, with the row's mean, where the cavity is improper: the row's site holds all of the
-        posterior's precision along some direction of its outputs (``I - V_i Lambda_i`` singular)
-        or more (the cavity not positive definite), as at weights that are no mode.
+        NaN, with the row's mean, where the cavity is improper in floating point: ``I - V_i
+        Lambda_i`` singular, or a cavity variance below zero by more than rounding. A GGN's or
+        empirical Fisher's cavities are proper in exact arithmetic (the precision without a row's
+        term is at least the prior's), but a posterior as badly conditioned as that of weights far
+        from a mode (eigenvalues spanning twelve orders) loses them to rounding.
 
     References
     ----------
@@ -56,7 +58,7 @@ def site_cavities(mean, covariance, gradient, hessian):
     cavity = 0.5 * (cavity + cavity.mT)
     solved = (singular == 0) & torch.isfinite(cavity).all(-1).all(-1)
     eigenvalues = torch.linalg.eigvalsh(torch.where(solved[:, None, None], cavity, eye))
-    # A variance below zero by more than rounding: the row's site holds more than the posterior's precision.
+    # A variance below zero by more than rounding.
     proper = solved & (eigenvalues[:, 0] >= -math.sqrt(torch.finfo(cavity.dtype).eps) * eigenvalues[:, -1].abs())
     cavity = torch.where(proper[:, None, None], cavity, torch.nan)
     return mean + (cavity @ gradient.unsqueeze(-1)).squeeze(-1), cavity
