@@ -437,6 +437,23 @@ def test_the_kl_weights_count_the_batches_an_epoch_has(wave_data, monkeypatch):
     assert counts and set(counts) == {3}
 
 
+def test_each_batch_trains_under_its_own_blundell_weight(wave_data):
+    """Batch i of an epoch's n trains under Blundell's ``2^(n - i) / (2^n - 1)`` times n, i = 1..n: 48 rows
+    in batches of 16 are 12/7, 6/7, 3/7 each epoch, read from the criterion as each batch ends."""
+    from skorch.callbacks import Callback
+
+    seen = []
+
+    class Weights(Callback):
+        def on_batch_end(self, net, training=False, **kwargs):
+            if training and hasattr(net.criterion_, "kl_weight"):  # the ELBO's training, not the MAP's before it
+                seen.append(float(net.criterion_.kl_weight))
+
+    X, y = wave_data
+    small(kl_weighting="blundell", batch_size=16, max_epochs=2, callbacks=[Weights()]).fit(X[:48], y[:48])
+    np.testing.assert_allclose(seen, [12 / 7, 6 / 7, 3 / 7] * 2, rtol=1e-12)
+
+
 def test_blundell_weighting_fits(wave_data):
     X, y = wave_data
     reg = small(kl_weighting="blundell", batch_size=20, max_epochs=20).fit(X, y)

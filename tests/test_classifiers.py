@@ -196,6 +196,7 @@ def test_string_labels_and_log_proba():
     clf.fit(X_train, names[y_train])
     assert set(clf.predict(X_test)) <= set(names)
     np.testing.assert_allclose(np.exp(clf.predict_log_proba(X_test)), clf.predict_proba(X_test))
+    np.testing.assert_allclose(np.exp(clf.predict_log_proba(X_test)).sum(1), 1.0, rtol=1e-12)  # over the classes
 
 
 @pytest.mark.parametrize("estimator", [DeepEnsembleClassifier(n_estimators=2), LaplaceClassifier()],

@@ -44,6 +44,17 @@ def small(**params):
     return MCMCRegressor(**{**defaults, **params})
 
 
+def test_thinning_keeps_the_last_step_of_each_block(wave_data):
+    """``thin=2`` over 6 draws runs the 12 steps ``thin=1`` over 12 does, from the same seeds, and keeps
+    every second: steps 2, 4, ..., 12 of the kept phase, not 1, 3, ..., 11."""
+    X, y = wave_data
+    params = dict(hidden_layer_sizes=(8,), n_burnin=30, n_leapfrog=4, lr=0.01, max_epochs=30, n_chains=2,
+                  compile=False, random_state=0)
+    every = MCMCRegressor(**params, n_samples=12, thin=1).fit(X, y).chains_
+    thinned = MCMCRegressor(**params, n_samples=6, thin=2).fit(X, y).chains_
+    np.testing.assert_array_equal(thinned, every[:, 1::2])
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("sampler", ["hmc", "nuts", "mala", "amcmc"])
 def test_linear_model_posterior_is_exact(linear_data, sampler, device):

@@ -123,6 +123,21 @@ def test_mean_field_1_sign_favours_the_larger_mean():
     assert proba[0, 0] > 0.5 > proba[0, 1]
 
 
+def test_laplace_bridge_conditions_on_logits_that_sum_to_zero():
+    """The bridge of ``N(m, S)`` is that of ``z | 1^T z = 0``, written out: ``m - r (1^T m) / t`` and
+    ``S - r r^T / t`` with ``r = S 1``, ``t = 1^T S 1`` (m = (1, 2, 0), S = diag(1, 2, 3): the mean
+    (0.5, 1, -1.5)); whose own conditioning changes nothing. (The exact test below starts from
+    a covariance whose rows sum to zero, where the conditioning does nothing.)"""
+    mean = torch.tensor([[1.0, 2.0, 0.0]], dtype=DTYPE)
+    cov = torch.diag(torch.tensor([1.0, 2.0, 3.0], dtype=DTYPE))[None]
+    rows = cov.sum(-1)
+    conditioned_mean = mean - rows * mean.sum(-1, keepdim=True) / 6.0
+    conditioned_cov = cov - rows[..., :, None] * rows[..., None, :] / 6.0
+    torch.testing.assert_close(conditioned_mean, torch.tensor([[0.5, 1.0, -1.5]], dtype=DTYPE))
+    torch.testing.assert_close(laplace_bridge(mean, cov), laplace_bridge(conditioned_mean, conditioned_cov),
+                               rtol=0, atol=1e-12)
+
+
 def test_laplace_bridge_is_exact_on_its_own_image():
     """For the Gaussian the inverse bridge makes of Dir(alpha), the bridge returns alpha / sum(alpha).
 

@@ -87,6 +87,13 @@ def test_diag_sample_by_hand():
     assert posterior.low_rank is None
 
 
+def test_snapshots_are_taken_at_the_end_of_every_collect_every_th_epoch(wave_data):
+    """Epochs k, 2k, ...: 12 epochs at every 5th give 2 snapshots (at epochs 1, 6, 11 there would be 3;
+    at every 3rd both give 4)."""
+    X, y = wave_data
+    assert small(n_estimators=1, swag_epochs=12, collect_every=5).fit(X, y).n_snapshots_ == 2
+
+
 def test_fit_collects_snapshots_and_keeps_the_map(wave_data):
     """One member: SWAG around the MAP, whose net stays as trained."""
     X, y = wave_data
