@@ -31,7 +31,7 @@ from sklearn_quinn.calibration import (
     calibrate_cv,
 )
 from sklearn_quinn.laplace import _engine
-from sklearn_quinn.metrics import interval_coverage, interval_coverage_error
+from sklearn_quinn.metrics import interval_coverage, interval_coverage_error, quantile_calibration_error
 
 GRID = np.array([0.03, 0.3, 3.0, 30.0])
 
@@ -60,6 +60,20 @@ def count_curvatures(monkeypatch):
 
     monkeypatch.setattr(_engine, "curvature", counting)
     return calls
+
+
+def test_the_ece_objective_is_the_quantile_calibration_error(wave_data):
+    """``objective='ece'`` scores each value of the grid by ``metrics.quantile_calibration_error``: the same
+    scores, to rounding, as that function given itself."""
+    X, y = wave_data
+    grid = np.logspace(-2, 2, 9)
+
+    def scores(objective):
+        reg = LaplaceRegressor(hidden_layer_sizes=(12,), prior_std=1.0, lr=0.01, max_epochs=80, random_state=0)
+        return calibrate(reg.fit(X[:60], y[:60]), X[60:], y[60:], param="cov_scale", grid=grid,
+                         objective=objective).scores
+
+    np.testing.assert_allclose(scores("ece"), scores(quantile_calibration_error), rtol=1e-12)
 
 
 @pytest.mark.filterwarnings("ignore:The best")  # edge warnings have their own test

@@ -30,6 +30,16 @@ def read_csv(path):
         return list(csv.DictReader(file))
 
 
+def test_compare_scores_coverage_at_95_and_ece_over_15_bins():
+    """The table's columns by hand: a target 1.8 from its mean at std 1 is inside the 95% interval
+    (1.96) and outside the 90% one (1.645); two predictions of confidence 0.62 (right) and 0.68 (wrong)
+    fall in two of 15 bins, gaps 0.38 and 0.68, mean 0.53 (one of 10 bins: 0.15)."""
+    assert compare_module.regression_scores(np.array([0.0, 1.8]), np.zeros(2), np.ones(2))["95% coverage"] == 1.0
+    proba = np.array([[0.62, 0.38], [0.68, 0.32]])
+    ece = compare_module.classification_scores(np.array([0, 1]), proba, np.array([0, 1]))["ECE"]
+    assert ece == pytest.approx(0.53, abs=1e-12)
+
+
 def test_compare_bundled_regression(tmp_path, capsys):
     assert main(["compare", "diabetes", *TINY, "--out", str(tmp_path)]) == 0
     rows = read_csv(tmp_path / "results.csv")

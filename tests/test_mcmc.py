@@ -44,6 +44,18 @@ def small(**params):
     return MCMCRegressor(**{**defaults, **params})
 
 
+def test_the_draws_noise_is_their_weighted_root_mean_square(wave_data):
+    """The noise the predictive adds is the root of the draws' weighted mean noise variance, not their
+    mean std (the noise is drawn with the weights, so the draws' stds differ)."""
+    X, y = wave_data
+    reg = MCMCRegressor(hidden_layer_sizes=(8,), n_samples=30, n_burnin=30, n_leapfrog=4, lr=0.01, max_epochs=30,
+                        random_state=0).fit(X, y)
+    noise = reg._draw_noise[:, 0].double().numpy()
+    assert np.ptp(noise) > 0
+    expected = np.sqrt(reg.posterior_.weights.double().numpy() @ noise**2)
+    np.testing.assert_allclose(float(reg._noise_std[0]), expected, rtol=1e-6)
+
+
 def test_thinning_keeps_the_last_step_of_each_block(wave_data):
     """``thin=2`` over 6 draws runs the 12 steps ``thin=1`` over 12 does, from the same seeds, and keeps
     every second: steps 2, 4, ..., 12 of the kept phase, not 1, 3, ..., 11."""

@@ -65,6 +65,26 @@ def test_rmse_and_chi_squared_by_hand():
     assert M.chi_squared_error(y, mean, std) == pytest.approx(1 / 3)
 
 
+def test_chi_squared_averages_over_every_value_of_several_targets():
+    """Squared standardised residuals 4, 0, 0, 0 over two rows of two targets: their mean, 1 (a sum over the
+    targets per row, averaged over the rows, gave 2)."""
+    assert M.chi_squared([[2.0, 0.0], [0.0, 0.0]], np.zeros((2, 2)), np.ones((2, 2))) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_quantile_calibration_error_averages_the_absolute_gaps():
+    """Targets 0, 0.1, 10, 10 under N(0, 1): the central 10% interval (half-width 0.126) and the 90% one
+    (1.645) each cover 2 of 4, gaps +0.4 and -0.4; the mean of their absolute values is 0.4 (the absolute
+    value of their mean, 0)."""
+    y = [0.0, 0.1, 10.0, 10.0]
+    assert M.quantile_calibration_error(y, np.zeros(4), np.ones(4), levels=[0.1, 0.9]) == pytest.approx(0.4, abs=1e-12)
+
+
+def test_coverage_curve_reads_the_levels_0_05_to_0_95_by_default():
+    levels, observed = M.coverage_curve([0.0], [0.0], [1.0])
+    np.testing.assert_allclose(levels, np.arange(1, 20) / 20)
+    assert observed.shape == (19,)
+
+
 def test_interval_coverage_and_width_by_hand():
     # The 95% half-width is 1.96 std: 1.9 is inside, 2.0 outside.
     y = np.array([0.0, 1.9, -1.9, 2.0, -2.0])
