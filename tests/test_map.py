@@ -53,16 +53,16 @@ class GradientCalls(Callback):
         self.calls_ += 1
 
 
-def train(callbacks=None, batch_size=16, max_epochs=3):
+def train(callbacks=None, batch_size=16, max_epochs=3, lr=0.01, lr_schedule="cosine", finish=True):
     rng = np.random.RandomState(0)
     X = rng.randn(50, 3)
     Y = X @ rng.randn(3, 1) + 0.1 * rng.randn(50, 1)
     torch.manual_seed(0)
     module = build_mlp(3, 1, (8,), "relu").double()
     likelihood = gaussian_likelihood(Y, None, torch.float64, "cpu")
-    net = fit_map(module, X, Y, prior_precision=1.0, likelihood=likelihood, lr=0.01, lr_schedule="cosine",
+    net = fit_map(module, X, Y, prior_precision=1.0, likelihood=likelihood, lr=lr, lr_schedule=lr_schedule,
                   max_epochs=max_epochs, batch_size=batch_size, optimizer=torch.optim.Adam,
-                  callbacks=callbacks, device="cpu", seed=0, verbose=0)
+                  callbacks=callbacks, device="cpu", seed=0, verbose=0, finish=finish)
     return net, module
 
 
@@ -78,14 +78,7 @@ def test_history_marks_the_lowest_training_loss_so_far_as_skorch_does():
     """``train_loss_best``, which skorch's scoring records and its callbacks (``EarlyStopping``,
     ``PrintLog``'s highlight) read: True where an epoch's loss is below every earlier one. A constant
     learning rate of 0.3 makes some epochs' losses rise, so that both values occur."""
-    rng = np.random.RandomState(0)
-    X = rng.randn(50, 3)
-    Y = X @ rng.randn(3, 1) + 0.1 * rng.randn(50, 1)
-    torch.manual_seed(0)
-    module = build_mlp(3, 1, (8,), "relu").double()
-    net = fit_map(module, X, Y, prior_precision=1.0, likelihood=gaussian_likelihood(Y, None, torch.float64, "cpu"),
-                  lr=0.3, lr_schedule="constant", max_epochs=30, batch_size=16, optimizer=torch.optim.Adam,
-                  callbacks=None, device="cpu", seed=0, verbose=0, finish=False)
+    net, _ = train(max_epochs=30, lr=0.3, lr_schedule="constant", finish=False)
     losses = net.history[:, "train_loss"]
     expected = [loss < min(losses[:epoch], default=np.inf) for epoch, loss in enumerate(losses)]
     assert net.history[:, "train_loss_best"] == expected
