@@ -65,10 +65,21 @@ PILOT_STEPS = 10
 
 
 class GradientCount:
-    """A log density that counts its batched gradient evaluations (``n_calls``)."""
+    """A log density that counts its batched gradient evaluations (``n_calls``), and those of the
+    densities it gives: with the hyperparameters held (``given_hyperparameters``, which a kernel
+    within Gibbs takes its gradients from) and over some rows of those (``select``)."""
 
-    def __init__(self, log_density):
-        self.log_density, self.n_calls = log_density, 0
+    def __init__(self, log_density, counter=None):
+        self.log_density = log_density
+        self._counter = [0] if counter is None else counter  # shared with the densities it gives
+
+    @property
+    def n_calls(self):
+        return self._counter[0]
+
+    @n_calls.setter
+    def n_calls(self, value):
+        self._counter[0] = value
 
     def __call__(self, rows):
         return self.log_density(rows)
@@ -89,6 +100,18 @@ class GradientCount:
             return force(rows)
 
         return counted
+
+    def given_hyperparameters(self):
+        """The density's ``given_hyperparameters()``, counted; None where it has none."""
+        given = getattr(self.log_density, "given_hyperparameters", None)
+        held = None if given is None else given()
+        return None if held is None else GradientCount(held, self._counter)
+
+    def hold(self, rows):
+        self.log_density.hold(rows)
+
+    def select(self, index):
+        return GradientCount(self.log_density.select(index), self._counter)
 
 
 def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin=1000, thin=1,
