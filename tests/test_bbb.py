@@ -310,11 +310,15 @@ def test_pruning_warns_only_where_every_path_from_the_inputs_is_cut(pruned, warn
             for w in record] == ([True] if warns else [])
 
 
-@pytest.mark.parametrize("params, precision", [({"prior_std": 0.5}, 4.0),
-                                               ({"prior_pi": 0.5, "prior_sigma1": 1.0, "prior_sigma2": 0.5}, 1.6)])
+@pytest.mark.parametrize("params, precision", [
+    ({"prior_std": 0.5}, 4.0),
+    ({"prior_pi": 0.5, "prior_sigma1": 1.0, "prior_sigma2": 0.5}, 1.6),
+    ({"prior_pi": 0.25, "prior_sigma1": 1.0, "prior_sigma2": 0.5}, 1 / 0.4375),
+])
 def test_prior_precisions_of_a_fixed_prior(wave_data, params, precision):
     """``prior_std**-2`` for every group; for a scale mixture (which ignores
-    ``prior_std``) one over its variance, here 1 / (0.5 * 1 + 0.5 * 0.25)."""
+    ``prior_std``) one over its variance ``pi s1**2 + (1 - pi) s2**2``, here 1 / (0.5 * 1 + 0.5 * 0.25)
+    and 1 / (0.25 * 1 + 0.75 * 0.25)."""
     reg = small(max_epochs=2, **params).fit(*wave_data)
     names = ParameterGroups.of(FunctionalModel(build_mlp(2, 1, [8], linear_skip=True))).names
     assert reg.prior_precisions_ == {name: pytest.approx(precision, rel=1e-12) for name in names}

@@ -834,6 +834,40 @@ def test_the_prior_is_learned_by_default(estimator):
     assert estimator().prior_std is None
 
 
+def evidence_maximisation(X, Y):
+    return EvidenceMaximisation(None, torch.as_tensor(X), torch.as_tensor(Y), None, learn_prior=True,
+                                learn_noise=True, epochs={1})
+
+
+def test_the_noise_may_grow_until_the_first_target_reaches_its_own_spread():
+    """Each target's noise is bounded by its spread (the std about its mean, a constant predictor's
+    noise), and the common factor the noise may grow by is the smallest of spread / noise: here
+    the first target's, 2 / 0.5 against 10 / 1 (not the largest, nor a variance's)."""
+    rng = np.random.RandomState(0)
+    Y = rng.randn(200, 2) * [2.0, 10.0] + [5.0, -3.0]
+    spread = Y.std(0)
+    search = evidence_maximisation(rng.randn(200, 3), Y)
+    expected = min(spread[0] / 0.5, spread[1] / 1.0)
+    assert search._max_noise_scale(torch.tensor([0.5, 1.0], dtype=torch.float64)) == pytest.approx(expected, rel=1e-12)
+
+
+def test_sharing_the_noise_by_residuals_keeps_its_geometric_mean():
+    """A network whose outputs are all zero leaves the targets as residuals: the outputs' noise
+    stds are set in the ratios of their root mean squares, at the geometric mean they had."""
+    rng = np.random.RandomState(1)
+    X, Y = rng.randn(50, 2), rng.randn(50, 2) * [0.3, 3.0]
+    linear = nn.Linear(2, 2).double()
+    nn.init.zeros_(linear.weight)
+    nn.init.zeros_(linear.bias)
+    search = evidence_maximisation(X, Y)
+    search.model, search._output_dof = FunctionalModel(linear), None
+    old = np.log([0.5, 8.0])  # geometric mean 2
+    likelihood = SimpleNamespace(log_noise_std=torch.tensor(old))
+    search._share_noise_by_residuals(likelihood)
+    log_rms = np.log(np.sqrt((Y**2).mean(0)))
+    np.testing.assert_allclose(likelihood.log_noise_std.numpy(), log_rms - log_rms.mean() + old.mean(), rtol=1e-12)
+
+
 def test_learned_noise_stays_within_the_targets_spread():
     """Inputs far from standardised (mean 100) and a short training leave the
     network far from a mode at the early updates, where MacKay's SSE / (N -
@@ -931,26 +965,69 @@ def test_the_classifier_keeps_the_class_frequencies_where_the_inputs_say_little(
     assert log_loss(y_test, clf.predict_proba(X_test), labels=range(12)) < as_frequencies + 0.01
 
 
+def climb_on(log_evidence, base):
+    """``_climb_scale`` from ``base`` where a converged state's log evidence is ``log_evidence`` of the
+    log2 of its precisions over ``base``: the steps it visits, and the state it chooses."""
+    steps = []
+
+    def converged_state(net, precision=None):
+        steps.append(math.log2(precision[0] / base[0]))
+        return {"record": {"log_evidence": log_evidence(steps[-1])}, "precision": precision}
+
+    search = EvidenceMaximisation.__new__(EvidenceMaximisation)
+    search._converged_state, search._restore = converged_state, lambda net, state: None
+    return steps, search._climb_scale(None, base, np.ones(2, dtype=bool))
+
+
 @pytest.mark.parametrize("maximiser, visited", [
     (-2.3, [0, -1, -2, -3, -2.3]),  # weaker: the climb, then the vertex of its last three states
     (1.3, [0, -1, 1, 2, 1.3]),  # stronger, after the weaker step lost
     (-0.02, [0, -1, 1]),  # within the first bracket: the parabola promises under 0.1 nats, no vertex
+    # The vertex promises 3 * 0.15**2 = 0.0675 nats, (above - below)**2 / (8 curvature), under 0.1:
+    # no vertex (with 4 for 8 it promised 0.135, and was visited).
+    (0.15, [0, -1, 1]),
 ])
 def test_the_scale_search_ends_at_the_maximiser_of_a_parabolic_evidence(maximiser, visited):
     """The climb along the common scale in steps of 2 brackets the maximum, and the step of
     parabolic interpolation lands on it where the evidence is a parabola in the log scale."""
     base = np.array([8.0, 2.0])
-    steps = []
-
-    def converged_state(net, precision=None):
-        steps.append(math.log2(precision[0] / base[0]))
-        return {"record": {"log_evidence": -3.0 * (steps[-1] - maximiser) ** 2}, "precision": precision}
-
-    search = EvidenceMaximisation.__new__(EvidenceMaximisation)
-    search._converged_state, search._restore = converged_state, lambda net, state: None
-    chosen = search._climb_scale(None, base, np.ones(2, dtype=bool))
+    steps, chosen = climb_on(lambda step: -3.0 * (step - maximiser) ** 2, base)
     np.testing.assert_allclose(steps, visited, atol=1e-12)
     np.testing.assert_allclose(chosen["precision"], base * 2.0 ** visited[-1] if len(visited) > 3 else base)
+
+
+def test_the_scale_search_keeps_the_scale_on_a_flat_evidence():
+    """A step must gain at least 0.1 nats: on a flat evidence the climb tries one step each way and
+    takes neither (accepting any loss under 0.1 nats, it walked to the end of its range)."""
+    base = np.array([8.0, 2.0])
+    steps, chosen = climb_on(lambda step: 0.0, base)
+    np.testing.assert_allclose(steps, [0, -1, 1], atol=1e-12)
+    np.testing.assert_allclose(chosen["precision"], base)
+
+
+def test_a_scaled_prior_climbs_from_the_evidence_maximiser():
+    """``prior_std_scale=16`` (a precision factor of 2**8): the climb starts at the last update's
+    precisions over the factor, the evidence's maximisers, finds the evidence's maximum 0.3 steps
+    above them (a parabola) and ends at the factor times it. From the scaled precisions it would
+    need 8 steps back, more than the climb takes."""
+    unscaled, factor = np.array([8.0, 2.0]), 2.0**8
+    current = {"precision": factor * unscaled}
+    visited = []
+
+    def converged_state(net, precision=None):
+        current["precision"] = precision
+        visited.append(math.log2(precision[0] / unscaled[0]))
+        return {"record": {"log_evidence": -3.0 * (visited[-1] - 0.3) ** 2}, "precision": precision}
+
+    search = EvidenceMaximisation.__new__(EvidenceMaximisation)
+    search.precision_factor, search.groups = factor, [0, 1]
+    search.model = SimpleNamespace(output_bias=None)
+    search._precision = lambda net: current["precision"]
+    search._converged_state = converged_state
+    search._restore = lambda net, state: current.update(precision=state["precision"])
+    chosen = search._climb_scales(None)
+    assert visited[0] == pytest.approx(0.0, abs=1e-12)
+    np.testing.assert_allclose(chosen["precision"], factor * 2**0.3 * unscaled, rtol=1e-9)
 
 
 @pytest.mark.parametrize("predicted, bias", [

@@ -128,6 +128,28 @@ def test_hierarchical_linear_model_posterior_is_exact(linear_data, sampler):
     assert reg.n_divergent_ == 0
 
 
+
+def test_the_chains_start_at_each_layers_mean_of_its_columns_precisions():
+    """``hyperprior='gamma'`` starts the chains at the learned hyperparameters: the log of every
+    group's precision, then of each layer's mean over its input columns' precisions (the mean
+    that the columns' Gamma prior is about)."""
+    from types import SimpleNamespace
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(30, 3)
+    y = X @ [1.0, -0.5, 0.0] + 0.1 * rng.randn(30)
+    reg = MCMCRegressor(hidden_layer_sizes=(3,), n_chains=2, n_burnin=2, n_samples=2, max_epochs=20,
+                        random_state=0).fit(X, y)
+    precisions = reg.prior_precisions_
+    layers = {}
+    for name, value in precisions.items():
+        if "[:, " in name:
+            layers.setdefault(name.split("[")[0], []).append(value)
+    assert sorted(layers) == ["linear.weight", "mlp.0.weight"] and all(len(v) == 3 for v in layers.values())
+    expected = np.log(np.r_[list(precisions.values()), [np.mean(values) for values in layers.values()]])
+    state = reg._empirical_state(SimpleNamespace(n_state_columns=0), 2).numpy()
+    np.testing.assert_allclose(state, np.tile(expected, (2, 1)), rtol=1e-10)
+
 def test_nuts_reports_its_trajectory_lengths_and_warns_when_they_hit_the_maximum(linear_data):
     """On the linear posterior NUTS's trajectories turn back long before 2**10
     steps, with no warning; at max_tree_depth=1 every trajectory is the one

@@ -198,6 +198,13 @@ def test_the_rule_keeps_the_default_when_the_best_gain_is_within_the_folds_noise
     assert one_standard_error_rule("scale", 1.0)(results) == 0
 
 
+def test_the_rule_moves_on_a_gain_beyond_its_standard_error_though_within_the_folds_spread():
+    # Gains +0.5, -0.1, +0.5, -0.1: mean 0.2, above the standard error of the mean 0.173 (the folds'
+    # std 0.346 over the root of 4 folds), below the std itself.
+    results = cv_results([1.0, 2.0], [[-1.0, -2.0, -1.0, -2.0], [-0.5, -2.1, -0.5, -2.1]])
+    assert one_standard_error_rule("scale", 1.0)(results) == 1
+
+
 def test_the_rule_keeps_the_best_of_several_defaults():
     """With a second parameter in the grid, the reference is the best candidate at the default."""
     results = cv_results([1.0, 1.0, 2.0], [[-1.0, -2.0, -1.0], [-0.9, -1.9, -0.9], [-0.95, -1.9, -0.95]])

@@ -1,5 +1,7 @@
 """Stochastic-gradient MCMC (SGLD, SGHMC with a cyclical step size) against an exact posterior."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -107,7 +109,9 @@ def test_the_cyclical_schedule():
     sizes, sampling, keep = cyclical_schedule(n_samples=6, thin=2, n_cycles=2, step_size=0.1)
     assert len(sizes) == 2 * 6 * 2  # each cycle's first half is as long as its sampling half
     cycle = sizes[:12]
-    assert cycle[0] == pytest.approx(0.1) and torch.all(cycle[1:] < cycle[:-1]) and cycle[-1] > 0
+    # Zhang et al. (2020): the squared step falls along half a cosine over the cycle.
+    t = torch.arange(12, dtype=cycle.dtype)
+    torch.testing.assert_close(cycle.square(), 0.1**2 * (torch.cos(math.pi * t / 12) + 1) / 2, rtol=1e-12, atol=0)
     torch.testing.assert_close(sizes[12:], cycle)
     assert sampling[:12].tolist() == [False] * 6 + [True] * 6
     assert torch.nonzero(keep)[:, 0].tolist() == [7, 9, 11, 19, 21, 23]  # every 2nd sampling step

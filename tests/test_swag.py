@@ -419,6 +419,37 @@ def test_misfit_scale_of_the_exact_linear_posterior_by_hand(factor, low_rank):
     assert scale == pytest.approx(expected, rel=1e-9)
 
 
+def test_a_refuted_quadratic_model_scales_the_draws_to_add_half_the_well_determined_weights():
+    """A ReLU network whose hidden units are dead at the mean: only the output bias carries
+    curvature, ``N / s**2``, so ``gamma = (N / s**2) / (N / s**2 + delta)``. The hidden biases'
+    wide stds, flat at the mean, put ``gamma / tr(G Sigma)`` far out; the check's draws there
+    revive the units and refute it, and the scale is then the one at which those draws add
+    ``gamma / 2`` to the mean's misfit (MacKay's expected misfit of a quadratic posterior)."""
+    from torch import nn
+
+    from sklearn_quinn._core.evidence import ParameterGroups
+    from sklearn_quinn._core.likelihoods import GaussianLikelihood
+    from sklearn_quinn._core.network import FunctionalModel
+    from sklearn_quinn._core.posterior import GaussianPosterior
+    from sklearn_quinn.swag._scale import misfit_scale
+
+    rng = np.random.RandomState(0)
+    n_rows, noise_std, delta = 40, 0.5, 1.0
+    X, Y = torch.as_tensor(rng.randn(n_rows, 1)), torch.as_tensor(rng.randn(n_rows, 1))
+    model = FunctionalModel(nn.Sequential(nn.Linear(1, 3), nn.ReLU(), nn.Linear(3, 1)).double())
+    # The hidden weights (3), hidden biases (3), output weights (3) and the output bias.
+    mean = torch.tensor([0.0] * 3 + [-5.0] * 3 + [1.0] * 3 + [float(Y.mean())], dtype=torch.float64)
+    std = torch.tensor([1e-3] * 3 + [2.0] * 3 + [1e-3] * 4, dtype=torch.float64)
+    posterior = GaussianPosterior.from_std(mean, std)
+    likelihood = GaussianLikelihood(torch.tensor([noise_std], dtype=torch.float64)).frozen(1)
+    scale = misfit_scale(model, posterior, X, Y, likelihood, ParameterGroups.of(model),
+                         torch.tensor(delta, dtype=torch.float64))
+    curvature = n_rows / noise_std**2
+    gamma = curvature / (curvature + delta)
+    assert scale < gamma / (curvature * 1e-6) / 100  # the quadratic model's scale, refuted
+    assert misfit_added_at(model, posterior, X, Y, likelihood, scale) == pytest.approx(gamma / 2, rel=1e-3)
+
+
 def linear_table(n_rows=50):
     """``f = X w + b`` under Gaussian noise: the module, its design's rows and targets (tensors)."""
     from torch import nn
