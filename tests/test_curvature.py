@@ -248,3 +248,17 @@ def test_largest_eigenvalue_of_a_zero_ggn_is_zero(problem):
     its largest eigenvalue (the QR of a zero block gives no NaN)."""
     model, theta, X, Y, _ = problem
     assert largest_ggn_eigenvalue(model, theta, X, gaussian(torch.tensor([math.inf, math.inf]))) == 0.0
+
+
+def test_the_largest_ggn_eigenvalue_converges_relative_to_its_scale():
+    """The subspace iteration's tolerance is relative: a GGN of a large noise (eigenvalues near
+    2e-7) converges to its largest eigenvalue as tightly as one of unit noise (an absolute
+    tolerance stopped it after one iteration, at a quarter of it)."""
+    torch.manual_seed(0)
+    model = FunctionalModel(build_mlp(2, 2, (5,), "tanh").double())
+    X = torch.randn(9, 2, dtype=torch.float64)
+    likelihood = GaussianLikelihood(torch.tensor([1e4, 1e4], dtype=torch.float64))
+    theta = model.flatten()
+    full = curvature(model, theta, X, None, likelihood, "ggn", "full")
+    largest = largest_ggn_eigenvalue(model, theta, X, likelihood)
+    assert largest == pytest.approx(float(torch.linalg.eigvalsh(full)[-1]), rel=1e-5)

@@ -17,6 +17,7 @@ from scipy.optimize import brentq, minimize, minimize_scalar
 from scipy.special import softmax
 from scipy.stats import multivariate_normal, norm
 from sklearn.base import is_classifier
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import log_loss
 from torch import nn
 
@@ -1161,8 +1162,6 @@ def test_a_jittered_factor_warns_with_its_jitter_and_a_clean_one_is_silent():
     """STYLE's rule for a curvature made positive definite: a ConvergenceWarning with the number."""
     import warnings
 
-    from sklearn.exceptions import ConvergenceWarning
-
     singular = torch.tensor([[1.0, 1.0], [1.0, 1.0]], dtype=torch.float64)
     eps = torch.finfo(torch.float64).eps
     with pytest.warns(ConvergenceWarning, match=r"The test matrix \(largest diagonal entry 1\) needed a diagonal "
@@ -1172,3 +1171,68 @@ def test_a_jittered_factor_warns_with_its_jitter_and_a_clean_one_is_silent():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         evidence_module.jittered_cholesky(torch.eye(2, dtype=torch.float64), eps, "The identity")
+
+
+def test_categorical_whitening_squares_to_the_softmax_hessian():
+    """``S_n^T S_n = diag(p) - p p^T`` for the ``C - 1`` rows of the categorical whitening."""
+    torch.manual_seed(3)
+    logits = torch.randn(5, 4, dtype=torch.float64)
+    factor = CategoricalLikelihood().whitened_jacobian(torch.eye(4, dtype=torch.float64).expand(5, -1, -1), logits)
+    assert factor.shape == (5, 3, 4)
+    p = torch.softmax(logits, -1)
+    torch.testing.assert_close(factor.mT @ factor, torch.diag_embed(p) - p[:, :, None] * p[:, None, :])
+
+
+def test_the_gaussian_data_fit_and_its_derivative_in_the_noise_scale():
+    """``log p(D | theta*)`` at noise ``c * noise_std``: the normal density, and its derivative in
+    ``log c`` that of the value (central differences)."""
+    torch.manual_seed(0)
+    outputs, y = torch.randn(7, 2, dtype=torch.float64), torch.randn(7, 2, dtype=torch.float64)
+    noise = torch.tensor([0.5, 2.0], dtype=torch.float64)
+    fit = GaussianLikelihood(noise).evidence_data_fit(outputs, y)
+    for log_c in (-0.7, 0.0, 0.4):
+        value, derivative = fit(log_c)
+        expected = norm.logpdf(y.numpy(), outputs.numpy(), math.exp(log_c) * noise.numpy()).sum()
+        assert value == pytest.approx(expected, rel=1e-12)
+        h = 1e-5
+        assert derivative == pytest.approx((fit(log_c + h)[0] - fit(log_c - h)[0]) / (2 * h), rel=1e-6)
+
+
+def test_the_output_bias_gain_leaves_out_a_direction_the_data_do_not_inform():
+    """The docstring's gain by hand over the same grid, with the direction whose posterior variance
+    is the prior's (``1 / precision``: 0.25 at a precision of 4) left out as uninformed (compared
+    with a variance of 1, it was kept and its gain grew without bound)."""
+    precision = 4.0
+    bias = torch.tensor([0.3, 1.0], dtype=torch.float64)
+    covariance = torch.diag(torch.tensor([1 / precision, 0.1], dtype=torch.float64))
+    maximiser, gain = output_bias_maximiser(bias, precision, covariance)
+    grid = precision * 2.0 ** np.linspace(-20.0, 0.0, 201)
+    moved, variance, start = grid - precision, 0.1, 1.0**2  # the informed direction alone
+    widened = 1.0 + moved * variance
+    expected = (-moved * start / widened - np.log(widened)) / 2 + np.log(grid / precision) / 2
+    assert maximiser == pytest.approx(grid[np.argmax(expected)], rel=1e-9)
+    assert gain == pytest.approx(expected.max(), rel=1e-9)
+
+
+def test_the_column_hyperprior_is_about_the_columns_arithmetic_mean():
+    """``a sum_c log(delta_c / m)``, ``m`` the columns' arithmetic mean precision: zero for tied
+    columns, below zero for spread ones (with ``m`` their geometric mean it was zero always)."""
+    model = FunctionalModel(build_mlp(3, 1, (4,), "tanh").double())
+    groups = ParameterGroups.of(model)
+    hyperprior = ColumnHyperprior(groups, shape=0.5)
+    (columns,) = groups.column_layers()
+    assert len(columns) == 3
+    precision = torch.ones(len(groups), dtype=torch.float64)
+    assert hyperprior.log_density(precision) == 0.0
+    precision[columns] = torch.tensor([0.5, 2.0, 8.0], dtype=torch.float64)
+    expected = 0.5 * np.log(np.array([0.5, 2.0, 8.0]) / 3.5).sum()
+    assert hyperprior.log_density(precision) == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_singular_matrix_far_from_unit_scale_takes_a_jitter_relative_to_its_scale():
+    """The jitter starts at ``eps`` times the largest diagonal entry: a singular matrix of entries
+    1e12 factorises, with a warning, as one of entries 1 does."""
+    singular = 1e12 * torch.ones(2, 2, dtype=torch.float64)
+    with pytest.warns(ConvergenceWarning, match="needed a diagonal jitter"):
+        factor = evidence_module.jittered_cholesky(singular, torch.finfo(torch.float64).eps, "The test matrix")
+    torch.testing.assert_close(factor @ factor.mT, singular, rtol=1e-9, atol=0.0)

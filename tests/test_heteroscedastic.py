@@ -748,3 +748,24 @@ def test_a_refit_refused_by_its_warning_as_an_error_keeps_the_earlier_fit():
         with pytest.raises(UserWarning, match="normalize_y=False"):
             model.set_params(normalize_y=False).fit(X, y)
     np.testing.assert_array_equal(model.set_params(normalize_y=True).predict(X), before)
+
+
+def test_the_sampled_gradient_past_the_noise_heads_clip_is_autograd_of_its_value():
+    """Log-std outputs past the clip (the head's bias at +-12): the samplers' closed-form gradient
+    takes the clip's leaky slope, as autograd of the value does."""
+    torch.manual_seed(1)
+    X, Y = torch.randn(25, 3, dtype=torch.float64), torch.randn(25, 1, dtype=torch.float64)
+    model = FunctionalModel(nn.Linear(3, 2).double())
+    state = HeteroscedasticGaussianLikelihood().state_log_likelihood(model, X, Y)
+    rows = 0.3 * torch.randn(3, model.n_params, dtype=torch.float64)
+    rows[:, -1] = torch.tensor([12.0, -12.0, 0.0], dtype=torch.float64)  # the log-std head's bias
+    expected = torch.func.vmap(torch.func.grad(lambda row: state(row[None])[0]))(rows)
+    torch.testing.assert_close(state.value_and_grad(rows)[1], expected)
+
+
+def test_the_warm_up_cap_is_the_log_of_the_targets_largest_distance_from_their_mean():
+    """Targets not centred (``normalize_y=False``): the cap reads their distance from their mean,
+    not from zero (log 1.67 here, where log 103 let the warm-up's noise far past the data's)."""
+    Y = torch.tensor([[100.0], [101.0], [103.0]], dtype=torch.float64)
+    likelihood = HeteroscedasticGaussianLikelihood.for_targets(Y)
+    assert likelihood.beta_log_std_cap == pytest.approx(math.log(103.0 - 304.0 / 3), rel=1e-12)

@@ -379,3 +379,20 @@ def with_entry(array, index, value):
 def test_wrapper_rejects_bad_input(mean, cov, kwargs, message):
     with pytest.raises(ValueError, match=message):
         predict_proba_from_gaussian(mean, cov, **kwargs)
+
+
+def test_laplace_bridge_is_the_papers_formula_by_hand():
+    """Hobbhahn, Kristiadi & Hennig (2022), the docstring's steps in numpy: condition on a zero sum,
+    scale the variances by ``sqrt(C/2) / sum`` and the means by its square root, then the
+    Dirichlet mean of the bridge's ``alpha``."""
+    mean = np.array([1.0, -0.5, 0.3])
+    cov = np.array([[2.0, 0.3, -0.2], [0.3, 3.0, 0.1], [-0.2, 0.1, 0.5]])
+    n_classes = 3
+    row_sums, total = cov.sum(1), cov.sum()
+    mu = mean - row_sums * mean.sum() / total
+    variances = np.diag(cov) - row_sums**2 / total
+    scale = variances.sum() / math.sqrt(n_classes / 2)
+    mu, variances = mu / math.sqrt(scale), variances / scale
+    alpha = (1 - 2 / n_classes + np.exp(mu) / n_classes**2 * np.exp(-mu).sum()) / variances
+    got = laplace_bridge(torch.tensor(mean)[None], torch.tensor(cov)[None])[0].numpy()
+    np.testing.assert_allclose(got, alpha / alpha.sum(), rtol=1e-10)

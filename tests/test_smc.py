@@ -8,7 +8,7 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 import torch
-from scipy.stats import logistic
+from scipy.stats import logistic, norm
 from sklearn.exceptions import ConvergenceWarning
 from torch import nn
 
@@ -1029,3 +1029,32 @@ def test_several_targets_take_the_noise_ratios_the_evidence_learns():
                        random_state=0).fit(X, Y)
     np.testing.assert_allclose(reg.noise_std_, [0.1, 1.0], rtol=0.3)
     assert reg.evidence_history_  # the MAP whose evidence set the ratios
+
+
+def test_state_log_likelihood_with_noise_ratios_is_the_normal_density():
+    """Rows ``[theta | log s]``: output k's noise is ``s * ratio_k``, and the value is the sum of the
+    normal log densities at those noises, each row's constant included (SMC's evidence reads the
+    absolute level, where differences alone move a sampler)."""
+    torch.manual_seed(0)
+    X, Y = torch.randn(20, 3, dtype=torch.float64), torch.randn(20, 2, dtype=torch.float64)
+    model = FunctionalModel(nn.Linear(3, 2).double())
+    ratio = torch.tensor([0.25, 1.0], dtype=torch.float64)
+    state = GaussianStateLikelihood(model, X, Y, noise_ratio=ratio)
+    rows = torch.cat([0.3 * torch.randn(3, model.n_params, dtype=torch.float64),
+                      torch.tensor([[-0.5], [0.0], [0.7]], dtype=torch.float64)], dim=1)
+    outputs = model(rows[:, :-1], X).numpy()
+    expected = [norm.logpdf(Y.numpy(), outputs[s], math.exp(float(rows[s, -1])) * ratio.numpy()).sum()
+                for s in range(len(rows))]
+    np.testing.assert_allclose(state.value_and_grad(rows)[0].numpy(), expected, rtol=1e-12)
+    np.testing.assert_allclose(state(rows).numpy(), expected, rtol=1e-12)
+
+
+def test_a_sampled_noise_starts_at_the_trained_noise_of_every_output():
+    """The sampled scale is the noisiest output's noise std (no near-exact output drags it to 0),
+    each output's ratio to it at most 1, and the start gives back every output's trained noise."""
+    noise = torch.tensor([0.2, 0.05, 0.6], dtype=torch.float64)
+    likelihood = GaussianLikelihood(noise, learn_noise=True)
+    start = likelihood.initial_state(4)
+    np.testing.assert_allclose(start.numpy(), np.full((4, 1), math.log(0.6)), rtol=1e-12)
+    np.testing.assert_allclose(likelihood.noise_from_state(start, 3).numpy(), np.tile(noise.numpy(), (4, 1)),
+                               rtol=1e-12)
