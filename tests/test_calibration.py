@@ -468,3 +468,23 @@ def test_calibrate_cv_refuses_a_fold_whose_training_rows_lack_a_class_before_any
         warnings.simplefilter("ignore", UserWarning)  # scikit-learn's of the least populated class
         with pytest.raises(ValueError, match=r"fold \d hold class\(es\) \[.rare.\] that its training rows lack"):
             calibrate_cv(laplace_classifier(), X, y, param="cov_scale", cv=3)
+
+
+def test_calibrate_cv_refuses_a_fold_whose_held_out_rows_hold_a_class_its_training_rows_lack():
+    """Class 2 has one row: the fold that holds it out trains without it, and calibrate_cv
+    names that fold (not one whose training rows hold a class its held-out rows lack, which
+    is harmless) and that class."""
+    from sklearn.model_selection import StratifiedKFold
+
+    from sklearn_quinn import LaplaceClassifier
+    from sklearn_quinn.calibration import calibrate_cv
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(13, 2)
+    y = np.array([0] * 6 + [1] * 6 + [2])
+    clf = LaplaceClassifier(hidden_layer_sizes=(2,), max_epochs=2, random_state=0)
+    with pytest.warns(UserWarning):
+        folds = list(StratifiedKFold(3).split(X, y))
+    fold = next(index for index, (_, test) in enumerate(folds) if 12 in test)
+    with pytest.warns(UserWarning), pytest.raises(ValueError, match=rf"rows of fold {fold} hold class\(es\) \[2\] "):
+        calibrate_cv(clf, X, y, param="cov_scale", grid=[1.0, 2.0], cv=3)

@@ -306,3 +306,19 @@ def test_laplace_probabilities_in_a_callers_torch_context(context):
     expected = clf.predict_proba(X)
     with context():
         np.testing.assert_array_equal(clf.predict_proba(X), expected)
+
+
+@pytest.mark.parametrize("predictive", ["mc_bridge", "laplace_bridge", "mean_field_2"])
+def test_float32_classifier_probabilities_sum_to_one_in_float64(predictive):
+    """``predict_proba`` is float64 with rows summing to one to float64 rounding, also where the
+    network and its predictive run in float32 (whose own sums are off by about 1e-7)."""
+    from sklearn.datasets import load_iris
+
+    from sklearn_quinn import LaplaceClassifier
+
+    X, y = load_iris(return_X_y=True)
+    clf = LaplaceClassifier(hidden_layer_sizes=(4,), max_epochs=10, predictive=predictive, dtype="float32",
+                            random_state=0).fit(X, y)
+    proba = clf.predict_proba(X)
+    assert proba.dtype == np.float64
+    np.testing.assert_allclose(proba.sum(1), 1.0, rtol=0, atol=1e-12)

@@ -1,6 +1,7 @@
 """MC dropout: the masks by hand, the linear model's closed form, the MAP at rate 0, and the estimators."""
 
 import copy
+import math
 import pickle
 
 import numpy as np
@@ -404,3 +405,40 @@ def test_pickle_round_trip(wave_data):
     labels = (y > np.median(y)).astype(int)
     clf = MCDropoutClassifier(hidden_layer_sizes=(8,), max_epochs=30, random_state=0).fit(X, labels)
     np.testing.assert_array_equal(clf.predict_proba(X), pickle.loads(pickle.dumps(clf)).predict_proba(X))
+
+
+def test_bernoulli_entropy_closed_form():
+    """``H(p) = -p log p - (1 - p) log(1 - p)``: log 2 at one half, 0.5004024 at 0.2 (and at
+    0.8, by symmetry), zero at 0."""
+    from sklearn_quinn.dropout._engine import bernoulli_entropy
+
+    rates = torch.tensor([0.0, 0.2, 0.5, 0.8], dtype=torch.float64)
+    expected = torch.tensor([0.0, 0.5004024235381879, math.log(2), 0.5004024235381879], dtype=torch.float64)
+    torch.testing.assert_close(bernoulli_entropy(rates), expected, rtol=1e-12, atol=1e-15)
+
+
+def test_the_masks_shortfall_is_from_their_mean_variance_over_the_training_rows(linear_data, monkeypatch):
+    """Past the Kronecker factors (patched) each mask carries what the masks' variance, averaged
+    over the training rows, falls short of ``noise**2 gamma / N``: at a rate of 1e-3 about six of
+    2000 draws drop a column, and the masks' variance differs from row to row (0.0015 on average,
+    0.0052 at most, against 0.0079), so their mean, not their largest or their sum, is what is
+    taken off (written out from the draws)."""
+    from sklearn_quinn import MCDropoutRegressor, _local_posterior
+    from sklearn_quinn._core.rng import prediction_generator
+    from sklearn_quinn.dropout._engine import DropoutPosterior
+
+    from .exact import BayesianLinearRegression
+
+    X, y = linear_data
+    monkeypatch.setattr(_local_posterior, "choose_model_structure", lambda model, theta: ("diag", "patched"))
+    reg = MCDropoutRegressor(module=linear_module(), normalize_X=False, normalize_y=False, random_state=0).fit(X, y)
+    reg.posterior_ = DropoutPosterior(reg.posterior_.theta, reg.posterior_.blocks, 1e-3)
+    reg.n_samples = 2000
+    posterior = BayesianLinearRegression.at_precisions(X, y, reg.noise_std_, reg.prior_precisions_)
+    draws = reg.posterior_.sample(reg.n_samples, prediction_generator(reg._sample_seed)).numpy()
+    masks = (posterior.design(X) @ draws.T).var(1, ddof=1)
+    assert np.ptp(masks) > 0.5 * masks.mean() > 0
+    target = reg.noise_std_**2 * posterior.well_determined() / len(X)
+    assert target > masks.max()  # a shortfall either way: the mean and the largest differ
+    local = float(reg._local_variance(X, y[:, None], torch.tensor([reg.noise_std_])))
+    assert local == pytest.approx(target - masks.mean(), rel=1e-6)

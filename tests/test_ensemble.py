@@ -555,3 +555,21 @@ def test_members_of_an_instance_warn_of_the_parameters_no_reset_reaches():
     X = np.random.RandomState(0).randn(20, 3)
     with pytest.warns(UserWarning, match="'scale' belong to no layer with reset_parameters.*callable"):
         DeepEnsembleRegressor(module=Scaled(), n_estimators=2, max_epochs=2).fit(X, X[:, 0])
+
+
+def test_deep_ensemble_degrees_of_freedom_count_every_row_of_a_big_table(wave_data, monkeypatch):
+    """Above ``SUBSET_ROWS`` rows the MAP network's residuals are read from a random half of the
+    table: the degrees of freedom are the whole table's, ``N / n`` times the subset's
+    ``n - RSS_subset / noise**2`` (the MAP network's residuals written out over those rows, from a
+    LaplaceRegressor of the same settings, which trains the same network)."""
+    from sklearn_quinn._core import row_subsets
+    from sklearn_quinn._core.row_subsets import random_rows
+
+    X, y = wave_data
+    monkeypatch.setattr(row_subsets, "SUBSET_ROWS", len(X) // 2)
+    reg = DeepEnsembleRegressor(hidden_layer_sizes=(8,), n_estimators=2, max_epochs=40, random_state=0).fit(X, y)
+    map_network = LaplaceRegressor(hidden_layer_sizes=(8,), max_epochs=40, random_state=0).fit(X, y)
+    rows = random_rows(len(X), len(X) // 2, reg._split_seed)
+    noise = reg.evidence_history_[-1]["noise_std"][0] * y.std()
+    subset_dof = len(rows) - np.sum((map_network.predict(X[rows]) - y[rows]) ** 2) / noise**2
+    assert reg.degrees_of_freedom_ == pytest.approx(len(X) / len(rows) * subset_dof, rel=1e-6)

@@ -1058,3 +1058,97 @@ def test_a_sampled_noise_starts_at_the_trained_noise_of_every_output():
     np.testing.assert_allclose(start.numpy(), np.full((4, 1), math.log(0.6)), rtol=1e-12)
     np.testing.assert_allclose(likelihood.noise_from_state(start, 3).numpy(), np.tile(noise.numpy(), (4, 1)),
                                rtol=1e-12)
+
+
+def test_squared_jumping_distance_is_mahalanobis_per_leapfrog_step_times_acceptance():
+    """``sum_d (proposal - start)**2 / m_d / L * acceptance``, written out for two particles;
+    a non-finite jump counts zero."""
+    from sklearn_quinn.smc._tuning import squared_jumping_distance
+
+    start = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64)
+    proposal = torch.tensor([[1.0, 2.0], [1.0, 4.0]], dtype=torch.float64)
+    inverse_mass = torch.tensor([[4.0, 0.5], [4.0, 0.5]], dtype=torch.float64)
+    n_leapfrog = torch.tensor([2, 3])
+    acceptance = torch.tensor([0.5, 1.0], dtype=torch.float64)
+    jumps = squared_jumping_distance(start, proposal, inverse_mass, n_leapfrog, acceptance)
+    expected = [(1 / 4 + 4 / 0.5) / 2 * 0.5, (0 / 4 + 9 / 0.5) / 3 * 1.0]
+    torch.testing.assert_close(jumps, torch.tensor(expected, dtype=torch.float64), rtol=1e-12, atol=0)
+    # No trajectory lengths: no division; an infinite proposal's jump is zero.
+    proposal[1, 0] = math.inf
+    jumps = squared_jumping_distance(start, proposal, inverse_mass, None, acceptance)
+    torch.testing.assert_close(jumps, torch.tensor([(1 / 4 + 4 / 0.5) * 0.5, 0.0], dtype=torch.float64))
+
+
+def test_initial_trajectory_lengths_cover_one_to_n_leapfrog():
+    """``L`` uniform on ``{1, ..., n_leapfrog}``: both ends are drawn, each about a third of
+    3000 times for ``n_leapfrog=3``; ``n_leapfrog=1`` gives 1 everywhere; the step sizes
+    lie in ``(0, step_size)`` with mean ``step_size / 2``."""
+    from sklearn_quinn.smc._tuning import initial_parameters
+
+    epsilon, length = initial_parameters(3000, 0.4, 3, torch.Generator().manual_seed(0))
+    counts = np.bincount(length.numpy(), minlength=4)
+    assert counts[0] == 0 and (np.abs(counts[1:] - 1000) < 100).all()
+    assert ((epsilon > 0) & (epsilon < 0.4)).all() and abs(float(epsilon.mean()) - 0.2) < 0.01
+    _, length = initial_parameters(10, 0.4, 1, torch.Generator().manual_seed(0))
+    assert (length == 1).all()
+    assert initial_parameters(10, 0.4, None, torch.Generator().manual_seed(0))[1] is None
+
+
+def test_step_sizes_shrink_below_the_acceptance_floor_and_never_grow_above_it():
+    """``epsilon * exp(min(acceptance - floor, 0))``: below the floor by 0.15 the steps are
+    ``exp(-0.15)`` times smaller; at or above it they are left as they are."""
+    from sklearn_quinn.smc._tuning import shrink_step_sizes
+
+    step_size = torch.tensor([0.1, 0.4], dtype=torch.float64)
+    torch.testing.assert_close(shrink_step_sizes(step_size, 0.5, 0.65), step_size * math.exp(-0.15))
+    assert torch.equal(shrink_step_sizes(step_size, 0.65, 0.65), step_size)
+    assert torch.equal(shrink_step_sizes(step_size, 0.95, 0.65), step_size)
+
+
+def test_smc_sample_y_draws_particles_in_proportion_to_their_weights(linear_data):
+    """``sample_y`` picks each draw's particle by weight: with the whole weight on the two
+    particles whose predictions at a row are highest (each particle's prediction read from
+    ``predict`` with all the weight on it), the draws' mean there is those two's mean within 5
+    Monte Carlo standard errors, and far from the mean of all the particles."""
+    from sklearn_quinn import SMCRegressor
+    from sklearn_quinn._core.posterior import SamplePosterior
+
+    X, y = linear_data
+    reg = SMCRegressor(hidden_layer_sizes=(), prior_std=1.0, noise_std=0.3, n_particles=40, n_leapfrog=5,
+                       n_mcmc_steps=2, compile=False, random_state=0).fit(X, y)
+    samples = reg.posterior_.samples
+    row = X[:1]
+    # The particles' own predictions at the row, one weight at a time.
+    predictions = []
+    for index in range(len(samples)):
+        weights = torch.zeros(len(samples), dtype=samples.dtype)
+        weights[index] = 1.0
+        reg.posterior_ = SamplePosterior(samples, weights)
+        predictions.append(reg.predict(row)[0])
+    first, second = np.argsort(predictions)[-2:]  # the two highest
+    weights = torch.zeros(len(samples), dtype=samples.dtype)
+    weights[[int(first), int(second)]] = 0.5
+    reg.posterior_ = SamplePosterior(samples, weights)
+    draws = reg.sample_y(row, n_samples=20_000, random_state=0)[0]
+    expected = 0.5 * (predictions[first] + predictions[second])
+    assert abs(draws.mean() - expected) < 5 * draws.std() / np.sqrt(len(draws))
+    assert abs(np.mean(predictions) - expected) > 10 * draws.std() / np.sqrt(len(draws))
+
+
+def test_perturbed_step_sizes_are_a_normal_truncated_to_positive_values():
+    """A parent step of 0.005, a third of the perturbation's std 0.015: the children are
+    ``N(0.005, 0.015**2)`` restricted to ``(0, inf)``, whose mean is
+    ``c + s phi(a) / (1 - Phi(a))``, ``a = -c / s`` (0.01398), within 4 standard errors over
+    4000 draws, and none sits at the clamp (a normal clamped at zero would put 37% there)."""
+    from scipy.stats import truncnorm
+
+    from sklearn_quinn.smc._tuning import STEP_SIZE_PERTURBATION, perturb_parameters
+
+    centre, scale = 0.005, STEP_SIZE_PERTURBATION
+    step_size = torch.tensor([centre, 0.3], dtype=torch.float64).repeat(2000)
+    jumps = torch.tensor([1.0, 0.0], dtype=torch.float64).repeat(2000)
+    epsilon, length = perturb_parameters(step_size, None, jumps, torch.Generator().manual_seed(0))
+    assert length is None
+    exact = truncnorm(-centre / scale, np.inf, loc=centre, scale=scale)
+    assert abs(float(epsilon.mean()) - exact.mean()) < 4 * exact.std() / np.sqrt(len(epsilon))
+    assert float(epsilon.min()) > 1e-8
