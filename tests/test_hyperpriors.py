@@ -138,24 +138,33 @@ def test_the_compile_pilots_counter_keeps_the_held_hyperparameters():
     (:class:`~sklearn_quinn.mcmc._sampling.GradientCount`), and the rest through it too where it
     decides not to compile. A kernel within Gibbs must still take its forces from the posterior with
     the hyperparameters held, whose prior terms are computed once per Gibbs draw (behind the counter
-    they were the whole prior's gradient at every leapfrog step: a third of the default
-    ``MCMCRegressor``'s sampling time on diabetes); to the bit the same forces, every one counted."""
+    they were the whole prior's value and gradient at every leapfrog step: a quarter of the default
+    ``MCMCRegressor``'s sampling time on diabetes); to the bit the same forces, every one counted.
+    A density without ``select`` gives a counter without one."""
     model, _, log_posterior, _ = _problem("regression")
     log_posterior.set_force_dtype(torch.float32)  # the default kicks'
     rows = log_posterior.log_prior.sample(4, torch.Generator().manual_seed(3))
     moved = rows[:, : model.n_params] + 0.1 * torch.randn(4, model.n_params, **DOUBLE)
-    counted = GradientCount(log_posterior)
-    conditional, direct = ConditionalDensity(counted, model.n_params), ConditionalDensity(log_posterior, model.n_params)
-    assert isinstance(conditional.held_density, GradientCount)
-    for density in (conditional, direct):
-        density.condition_on(rows)
-    torch.testing.assert_close(conditional.force(moved), direct.force(moved), rtol=0, atol=0)
     index = torch.tensor([3, 1])
-    torch.testing.assert_close(conditional.select(index).force(moved[index]), direct.select(index).force(moved[index]),
-                               rtol=0, atol=0)
+    direct = ConditionalDensity(log_posterior, model.n_params)
+    direct.condition_on(rows)
+    expected = direct.force(moved), direct.select(index).force(moved[index])
+    counted = GradientCount(log_posterior)
+    conditional = ConditionalDensity(counted, model.n_params)
+    conditional.condition_on(rows)
+
+    def whole_prior(rows):
+        raise AssertionError("a kick took the whole prior's value and gradient")
+
+    log_posterior.log_prior.value_and_grad = whole_prior
+    torch.testing.assert_close(conditional.force(moved), expected[0], rtol=0, atol=0)
+    torch.testing.assert_close(conditional.select(index).force(moved[index]), expected[1], rtol=0, atol=0)
     conditional.value_and_grad(moved)
     assert counted.n_calls == 3
-    assert GradientCount(LeadingColumns(log_posterior.log_likelihood, model.n_params)).given_hyperparameters() is None
+    likelihood_alone = LeadingColumns(log_posterior.log_likelihood, model.n_params)
+    assert GradientCount(likelihood_alone).given_hyperparameters() is None
+    assert GradientCount(likelihood_alone).select is None
+
 
 def test_hierarchical_prior_draws():
     """40k prior rows: E[log delta] = digamma(a) - log(b) within 4 standard errors

@@ -110,8 +110,14 @@ class GradientCount:
     def hold(self, rows):
         self.log_density.hold(rows)
 
-    def select(self, index):
-        return GradientCount(self.log_density.select(index), self._counter)
+    @property
+    def select(self):
+        """The density's ``select(index)``, counted; None where it has none (a kernel then keeps
+        every row going to the end of its trajectory)."""
+        select = getattr(self.log_density, "select", None)
+        if select is None:
+            return None
+        return lambda index: GradientCount(select(index), self._counter)
 
 
 def run_chains(log_density, position, *, sampler="hmc", n_samples=1000, n_burnin=1000, thin=1,
