@@ -21,8 +21,9 @@ of 200 calls:
 
 and the ratios of 2 to 3 and of 4 to 5. ``--fit`` then times ``MCMCRegressor()`` fits on
 diabetes (inputs standardised, ``random_state=0``, median of ``--repeats``), and their
-sampling apart from the MAP training: run it under two versions of the package side by side
-(``PYTHONPATH`` set to each checkout) to compare them.
+sampling apart from the MAP training (the chains, and the diagnostics read from them):
+run it under two versions of the package side by side (``PYTHONPATH`` set to each
+checkout) to compare them.
 
     python benchmarks/bench_hyperprior_overhead.py [--tables 442x10 927x8 7373x8] [--fit] [--repeats 3]
 """
@@ -72,7 +73,7 @@ def kick_times(n_rows, n_features, n_chains=4, n_calls=200, n_runs=5):
 
 def fit_seconds(repeats):
     """Seconds of each of ``repeats`` ``MCMCRegressor()`` fits on diabetes, and of their sampling
-    alone (the chains after the MAP training)."""
+    alone (the chains after the MAP training, with their diagnostics)."""
     from sklearn.datasets import load_diabetes
     from sklearn.preprocessing import StandardScaler
 

@@ -410,8 +410,6 @@ def test_pickle_round_trip(wave_data):
 def test_bernoulli_entropy_closed_form():
     """``H(p) = -p log p - (1 - p) log(1 - p)``: log 2 at one half, 0.5004024 at 0.2 (and at
     0.8, by symmetry), zero at 0."""
-    from sklearn_quinn.dropout._engine import bernoulli_entropy
-
     rates = torch.tensor([0.0, 0.2, 0.5, 0.8], dtype=torch.float64)
     expected = torch.tensor([0.0, 0.5004024235381879, math.log(2), 0.5004024235381879], dtype=torch.float64)
     torch.testing.assert_close(bernoulli_entropy(rates), expected, rtol=1e-12, atol=1e-15)
@@ -423,11 +421,7 @@ def test_the_masks_shortfall_is_from_their_mean_variance_over_the_training_rows(
     2000 draws drop a column, and the masks' variance differs from row to row (0.0015 on average,
     0.0052 at most, against 0.0079), so their mean, not their largest or their sum, is what is
     taken off (written out from the draws)."""
-    from sklearn_quinn import MCDropoutRegressor, _local_posterior
-    from sklearn_quinn._core.rng import prediction_generator
-    from sklearn_quinn.dropout._engine import DropoutPosterior
-
-    from .exact import BayesianLinearRegression
+    from sklearn_quinn import _local_posterior
 
     X, y = linear_data
     monkeypatch.setattr(_local_posterior, "choose_model_structure", lambda model, theta: ("diag", "patched"))

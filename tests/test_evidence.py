@@ -1006,26 +1006,38 @@ def test_the_scale_search_keeps_the_scale_on_a_flat_evidence():
     np.testing.assert_allclose(chosen["precision"], base)
 
 
+def search_of_the_scales(precision, log_evidence, precision_factor, groups, output_bias=None, **state):
+    """An ``EvidenceMaximisation`` for ``_climb_scales`` whose last update left ``precision`` and
+    whose converged state at a precision has the log evidence ``log_evidence(precision)`` (and the
+    further entries ``state``); the current precision is ``current["precision"]``."""
+    current = {"precision": precision}
+
+    def converged_state(net, precision=None):
+        current["precision"] = precision
+        return {"record": {"log_evidence": log_evidence(precision)}, "precision": precision, **state}
+
+    search = EvidenceMaximisation.__new__(EvidenceMaximisation)
+    search.precision_factor, search.groups = precision_factor, groups
+    search.model = SimpleNamespace(output_bias=output_bias)
+    search._precision = lambda net: current["precision"]
+    search._converged_state = converged_state
+    search._restore = lambda net, state: current.update(precision=state["precision"])
+    return search, current
+
+
 def test_a_scaled_prior_climbs_from_the_evidence_maximiser():
     """``prior_std_scale=16`` (a precision factor of 2**8): the climb starts at the last update's
     precisions over the factor, the evidence's maximisers, finds the evidence's maximum 0.3 steps
     above them (a parabola) and ends at the factor times it. From the scaled precisions it would
     need 8 steps back, more than the climb takes."""
     unscaled, factor = np.array([8.0, 2.0]), 2.0**8
-    current = {"precision": factor * unscaled}
     visited = []
 
-    def converged_state(net, precision=None):
-        current["precision"] = precision
+    def log_evidence(precision):
         visited.append(math.log2(precision[0] / unscaled[0]))
-        return {"record": {"log_evidence": -3.0 * (visited[-1] - 0.3) ** 2}, "precision": precision}
+        return -3.0 * (visited[-1] - 0.3) ** 2
 
-    search = EvidenceMaximisation.__new__(EvidenceMaximisation)
-    search.precision_factor, search.groups = factor, [0, 1]
-    search.model = SimpleNamespace(output_bias=None)
-    search._precision = lambda net: current["precision"]
-    search._converged_state = converged_state
-    search._restore = lambda net, state: current.update(precision=state["precision"])
+    search, _ = search_of_the_scales(factor * unscaled, log_evidence, factor, [0, 1])
     chosen = search._climb_scales(None)
     assert visited[0] == pytest.approx(0.0, abs=1e-12)
     np.testing.assert_allclose(chosen["precision"], factor * 2**0.3 * unscaled, rtol=1e-9)
@@ -1042,23 +1054,14 @@ def test_the_output_bias_climbs_its_own_scale_after_the_common_one(predicted, bi
     from the maximiser of its own evidence where that promises a gain: where the bias is
     pinned at zero the evidence is flat in its precision, and a climb from there would not
     move; where it promises none, there is no climb."""
-    base = np.array([8.0, 2.0**10])
-    current = {"precision": base}
-
-    def converged_state(net, precision=None):
+    def log_evidence(precision):
         weights, bias = np.log2(precision)
-        current["precision"] = precision
-        return {"record": {"log_evidence": -3.0 * (weights - 4) ** 2 - 3.0 * (min(bias, 5) - 2) ** 2},
-                "precision": precision, "bias_covariance": None}
+        return -3.0 * (weights - 4) ** 2 - 3.0 * (min(bias, 5) - 2) ** 2
 
-    search = EvidenceMaximisation.__new__(EvidenceMaximisation)
-    search.precision_factor = 1.0
-    search.groups = ParameterGroups(["0.weight", "0.bias"], [0, 1], [0, 1], ["0.weight", "0.bias"],
-                                    [torch.Size([1, 1]), torch.Size([1])])
-    search.model = SimpleNamespace(output_bias="0.bias")
-    search._precision = lambda net: current["precision"]
-    search._converged_state = converged_state
-    search._restore = lambda net, state: current.update(precision=state["precision"])
+    groups = ParameterGroups(["0.weight", "0.bias"], [0, 1], [0, 1], ["0.weight", "0.bias"],
+                             [torch.Size([1, 1]), torch.Size([1])])
+    search, current = search_of_the_scales(np.array([8.0, 2.0**10]), log_evidence, 1.0, groups,
+                                           output_bias="0.bias", bias_covariance=None)
     search._output_bias_maximiser = lambda net, precision, covariance: predicted
     chosen = search._climb_scales(SimpleNamespace(criterion_=SimpleNamespace(likelihood=CategoricalLikelihood())))
     # The common scale climbs one step, to the weights' maximiser, the bias's precision to 2^11.

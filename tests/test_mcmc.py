@@ -2,6 +2,7 @@
 
 import pickle
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -130,11 +131,10 @@ def test_hierarchical_linear_model_posterior_is_exact(linear_data, sampler):
 
 
 def test_the_chains_start_at_each_layers_mean_of_its_columns_precisions():
-    """``hyperprior='gamma'`` starts the chains at the learned hyperparameters: the log of every
-    group's precision, then of each layer's mean over its input columns' precisions (the mean
-    that the columns' Gamma prior is about)."""
-    from types import SimpleNamespace
-
+    """At the default ``hyperprior='gamma'`` the chains start at the MAP's learned precisions,
+    mapped to the state's columns: the log of every group's precision, then of each layer's mean
+    over its input columns' precisions (the mean that the columns' Gamma prior is about). Read
+    here on the precisions the fit keeps, the draws' means."""
     rng = np.random.RandomState(0)
     X = rng.randn(30, 3)
     y = X @ [1.0, -0.5, 0.0] + 0.1 * rng.randn(30)

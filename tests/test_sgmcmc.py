@@ -109,7 +109,8 @@ def test_the_cyclical_schedule():
     sizes, sampling, keep = cyclical_schedule(n_samples=6, thin=2, n_cycles=2, step_size=0.1)
     assert len(sizes) == 2 * 6 * 2  # each cycle's first half is as long as its sampling half
     cycle = sizes[:12]
-    # Zhang et al. (2020): the squared step falls along half a cosine over the cycle.
+    # Zhang et al. (2020), "Cyclical stochastic gradient MCMC for Bayesian deep learning": the
+    # squared step falls along half a cosine over the cycle.
     t = torch.arange(12, dtype=cycle.dtype)
     torch.testing.assert_close(cycle.square(), 0.1**2 * (torch.cos(math.pi * t / 12) + 1) / 2, rtol=1e-12, atol=0)
     torch.testing.assert_close(sizes[12:], cycle)

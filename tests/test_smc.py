@@ -35,7 +35,15 @@ from sklearn_quinn.smc._tempering import (
     reweight,
     uniform_log_weights,
 )
-from sklearn_quinn.smc._tuning import MutationParameters, inverse_mass, particle_variance, perturb_parameters
+from sklearn_quinn.smc._tuning import (
+    MutationParameters,
+    initial_parameters,
+    inverse_mass,
+    particle_variance,
+    perturb_parameters,
+    shrink_step_sizes,
+    squared_jumping_distance,
+)
 
 from .exact import BayesianLinearRegression, HierarchicalLinearRegression
 
@@ -1063,8 +1071,6 @@ def test_a_sampled_noise_starts_at_the_trained_noise_of_every_output():
 def test_squared_jumping_distance_is_mahalanobis_per_leapfrog_step_times_acceptance():
     """``sum_d (proposal - start)**2 / m_d / L * acceptance``, written out for two particles;
     a non-finite jump counts zero."""
-    from sklearn_quinn.smc._tuning import squared_jumping_distance
-
     start = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64)
     proposal = torch.tensor([[1.0, 2.0], [1.0, 4.0]], dtype=torch.float64)
     inverse_mass = torch.tensor([[4.0, 0.5], [4.0, 0.5]], dtype=torch.float64)
@@ -1083,8 +1089,6 @@ def test_initial_trajectory_lengths_cover_one_to_n_leapfrog():
     """``L`` uniform on ``{1, ..., n_leapfrog}``: both ends are drawn, each about a third of
     3000 times for ``n_leapfrog=3``; ``n_leapfrog=1`` gives 1 everywhere; the step sizes
     lie in ``(0, step_size)`` with mean ``step_size / 2``."""
-    from sklearn_quinn.smc._tuning import initial_parameters
-
     epsilon, length = initial_parameters(3000, 0.4, 3, torch.Generator().manual_seed(0))
     counts = np.bincount(length.numpy(), minlength=4)
     assert counts[0] == 0 and (np.abs(counts[1:] - 1000) < 100).all()
@@ -1097,8 +1101,6 @@ def test_initial_trajectory_lengths_cover_one_to_n_leapfrog():
 def test_step_sizes_shrink_below_the_acceptance_floor_and_never_grow_above_it():
     """``epsilon * exp(min(acceptance - floor, 0))``: below the floor by 0.15 the steps are
     ``exp(-0.15)`` times smaller; at or above it they are left as they are."""
-    from sklearn_quinn.smc._tuning import shrink_step_sizes
-
     step_size = torch.tensor([0.1, 0.4], dtype=torch.float64)
     torch.testing.assert_close(shrink_step_sizes(step_size, 0.5, 0.65), step_size * math.exp(-0.15))
     assert torch.equal(shrink_step_sizes(step_size, 0.65, 0.65), step_size)
@@ -1110,7 +1112,6 @@ def test_smc_sample_y_draws_particles_in_proportion_to_their_weights(linear_data
     particles whose predictions at a row are highest (each particle's prediction read from
     ``predict`` with all the weight on it), the draws' mean there is those two's mean within 5
     Monte Carlo standard errors, and far from the mean of all the particles."""
-    from sklearn_quinn import SMCRegressor
     from sklearn_quinn._core.posterior import SamplePosterior
 
     X, y = linear_data
@@ -1142,7 +1143,7 @@ def test_perturbed_step_sizes_are_a_normal_truncated_to_positive_values():
     4000 draws, and none sits at the clamp (a normal clamped at zero would put 37% there)."""
     from scipy.stats import truncnorm
 
-    from sklearn_quinn.smc._tuning import STEP_SIZE_PERTURBATION, perturb_parameters
+    from sklearn_quinn.smc._tuning import STEP_SIZE_PERTURBATION
 
     centre, scale = 0.005, STEP_SIZE_PERTURBATION
     step_size = torch.tensor([centre, 0.3], dtype=torch.float64).repeat(2000)
