@@ -1161,16 +1161,19 @@ def test_the_learned_noise_of_a_few_dozen_rows_does_not_collapse():
     assert 0.1 < LaplaceRegressor(random_state=5).fit(X, y[:20]).noise_std_ < 0.9
 
 
-def test_a_jittered_factor_warns_with_its_jitter_and_a_clean_one_is_silent():
-    """STYLE's rule for a curvature made positive definite: a ConvergenceWarning with the number."""
+@pytest.mark.parametrize("scale, entry, jitter", [(1.0, "1", r"2\.22e-16"), (1e12, r"1e\+12", r"0\.000222")])
+def test_a_jittered_factor_warns_with_its_jitter_and_a_clean_one_is_silent(scale, entry, jitter):
+    """STYLE's rule for a curvature made positive definite: a ConvergenceWarning with the number.
+    The jitter starts at ``eps`` times the largest diagonal entry, so a singular matrix of entries
+    1e12 factorises as one of entries 1 does (an absolute jitter failed on it)."""
     import warnings
 
-    singular = torch.tensor([[1.0, 1.0], [1.0, 1.0]], dtype=torch.float64)
+    singular = scale * torch.ones(2, 2, dtype=torch.float64)
     eps = torch.finfo(torch.float64).eps
-    with pytest.warns(ConvergenceWarning, match=r"The test matrix \(largest diagonal entry 1\) needed a diagonal "
-                                                r"jitter of \d.*e-1\d to factorise: why"):
+    with pytest.warns(ConvergenceWarning, match=rf"The test matrix \(largest diagonal entry {entry}\) needed a "
+                                                rf"diagonal jitter of {jitter} to factorise: why"):
         factor = evidence_module.jittered_cholesky(singular, eps, "The test matrix", ": why")
-    assert torch.allclose(factor @ factor.mT, singular, atol=1e-12)
+    torch.testing.assert_close(factor @ factor.mT, singular, rtol=1e-9, atol=0.0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         evidence_module.jittered_cholesky(torch.eye(2, dtype=torch.float64), eps, "The identity")
@@ -1231,11 +1234,3 @@ def test_the_column_hyperprior_is_about_the_columns_arithmetic_mean():
     expected = 0.5 * np.log(np.array([0.5, 2.0, 8.0]) / 3.5).sum()
     assert hyperprior.log_density(precision) == pytest.approx(expected, rel=1e-12)
 
-
-def test_a_singular_matrix_far_from_unit_scale_takes_a_jitter_relative_to_its_scale():
-    """The jitter starts at ``eps`` times the largest diagonal entry: a singular matrix of entries
-    1e12 factorises, with a warning, as one of entries 1 does."""
-    singular = 1e12 * torch.ones(2, 2, dtype=torch.float64)
-    with pytest.warns(ConvergenceWarning, match="needed a diagonal jitter"):
-        factor = evidence_module.jittered_cholesky(singular, torch.finfo(torch.float64).eps, "The test matrix")
-    torch.testing.assert_close(factor @ factor.mT, singular, rtol=1e-9, atol=0.0)

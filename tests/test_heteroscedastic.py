@@ -557,6 +557,14 @@ def test_the_warm_up_cap_is_the_targets_spread_not_the_means_variances_after_the
     np.testing.assert_allclose(trained.likelihood.beta_log_std_cap, np.log(np.abs(Y).max()), rtol=1e-12)
 
 
+def test_the_warm_up_cap_is_the_log_of_the_targets_largest_distance_from_their_mean():
+    """Targets not centred (``normalize_y=False``): the cap reads their distance from their mean,
+    not from zero (log 1.67 here, where reading it from zero gave log 103)."""
+    Y = torch.tensor([[100.0], [101.0], [103.0]], dtype=torch.float64)
+    likelihood = HeteroscedasticGaussianLikelihood.for_targets(Y)
+    assert likelihood.beta_log_std_cap == pytest.approx(math.log(103.0 - 304.0 / 3), rel=1e-12)
+
+
 # ------------------------------------------------------------------ the estimators
 def test_laplace_with_a_constant_noise_head_is_the_gaussian_laplace(linear_data):
     """The same MAP, posterior and predictive, whether the noise is a fixed
@@ -761,11 +769,3 @@ def test_the_sampled_gradient_past_the_noise_heads_clip_is_autograd_of_its_value
     rows[:, -1] = torch.tensor([12.0, -12.0, 0.0], dtype=torch.float64)  # the log-std head's bias
     expected = torch.func.vmap(torch.func.grad(lambda row: state(row[None])[0]))(rows)
     torch.testing.assert_close(state.value_and_grad(rows)[1], expected)
-
-
-def test_the_warm_up_cap_is_the_log_of_the_targets_largest_distance_from_their_mean():
-    """Targets not centred (``normalize_y=False``): the cap reads their distance from their mean,
-    not from zero (log 1.67 here, where log 103 let the warm-up's noise far past the data's)."""
-    Y = torch.tensor([[100.0], [101.0], [103.0]], dtype=torch.float64)
-    likelihood = HeteroscedasticGaussianLikelihood.for_targets(Y)
-    assert likelihood.beta_log_std_cap == pytest.approx(math.log(103.0 - 304.0 / 3), rel=1e-12)
