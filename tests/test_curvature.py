@@ -8,7 +8,13 @@ from torch.func import grad, hessian
 
 from sklearn_quinn._core import curvature as curvature_module
 from sklearn_quinn._core import kronecker as kronecker_module
-from sklearn_quinn._core.curvature import check_full_fits, curvature, curvature_matmul, largest_ggn_eigenvalue
+from sklearn_quinn._core.curvature import (
+    check_full_fits,
+    curvature,
+    curvature_matmul,
+    curvature_operator,
+    largest_ggn_eigenvalue,
+)
 from sklearn_quinn._core.last_layer import LastLayerModel
 from sklearn_quinn._core.likelihoods import CategoricalLikelihood, GaussianLikelihood, HeteroscedasticGaussianLikelihood
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
@@ -221,7 +227,9 @@ def _likelihood_and_targets(name, noise, Y):
 @pytest.mark.parametrize("name", ["gaussian", "heteroscedastic", "categorical"])
 def test_ggn_products_and_largest_eigenvalue_are_the_assembled_ggn_s(problem, monkeypatch, name, chunk_bytes):
     """Jacobian-free products ``G V`` (the targets unread) equal the assembled
-    GGN's, whole or in chunks of rows and blocks of vectors, and the subspace
+    GGN's, whole or in chunks of rows and blocks of vectors, and so do an
+    eigensolver's (through the whitened Jacobian, formed once where it fits one
+    chunk, otherwise the same Jacobian-free products), and the subspace
     iteration finds its largest eigenvalue, for every likelihood's weighting of
     the outputs (a two-output network read as two means, as a mean and a log
     std, or as two logits). The heteroscedastic case puts some log stds past
@@ -239,6 +247,8 @@ def test_ggn_products_and_largest_eigenvalue_are_the_assembled_ggn_s(problem, mo
         monkeypatch.setattr(curvature_module, "_CHUNK_BYTES", chunk_bytes)
     vectors = torch.randn(3, theta.shape[0], dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     torch.testing.assert_close(curvature_matmul(model, theta, X, None, likelihood, "ggn", vectors.T), full @ vectors.T)
+    operator = curvature_operator(model, theta, X, None, likelihood, "ggn")
+    torch.testing.assert_close(operator(vectors.T), full @ vectors.T)
     largest = largest_ggn_eigenvalue(model, theta, X, likelihood)
     assert largest == pytest.approx(float(torch.linalg.eigvalsh(full)[-1]), rel=1e-5)
 

@@ -6,7 +6,7 @@ import torch
 from numpy.testing import assert_allclose
 
 from sklearn_quinn import LaplaceClassifier, LaplaceRegressor
-from sklearn_quinn._core.curvature import curvature, curvature_matmul
+from sklearn_quinn._core.curvature import curvature, curvature_matmul, curvature_operator
 from sklearn_quinn._core.likelihoods import GaussianLikelihood
 from sklearn_quinn._core.low_rank import LowRankEigenbasis, top_eigenpairs
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
@@ -76,8 +76,9 @@ def test_curvature_products_are_the_curvature_times_the_vectors():
     likelihood = GaussianLikelihood(torch.full((2,), 0.5)).double().frozen(2)
     vectors = torch.randn(len(theta), 3, dtype=torch.float64)
     for kind in ("ggn", "ef"):
-        torch.testing.assert_close(curvature_matmul(model, theta, X, Y, likelihood, kind, vectors),
-                                   curvature(model, theta, X, Y, likelihood, kind, "full") @ vectors)
+        full = curvature(model, theta, X, Y, likelihood, kind, "full")
+        torch.testing.assert_close(curvature_matmul(model, theta, X, Y, likelihood, kind, vectors), full @ vectors)
+        torch.testing.assert_close(curvature_operator(model, theta, X, Y, likelihood, kind)(vectors), full @ vectors)
 
 
 def test_the_frame_posterior_agrees_with_its_covariance():

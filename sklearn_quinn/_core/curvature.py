@@ -21,7 +21,9 @@ blocks of basis vectors (its diagonal never forms the full matrix). Products
 the GGN's come from forward- and reverse-mode products over chunks of rows
 (the module must support forward-mode differentiation, as every torch layer
 does; a custom ``autograd.Function`` needs its ``jvp``), the empirical
-Fisher's from the per-point gradients.
+Fisher's from the per-point gradients. An eigensolver's many products at one
+point (:func:`curvature_operator`) go through ``C``'s square root, formed once,
+where it is small.
 """
 
 import os
@@ -242,8 +244,7 @@ def curvature_matmul(model, theta, X, Y, likelihood, kind, vectors):
     -------
     tensor of shape (K, m)
     """
-    if kind not in ("ggn", "ef"):
-        raise ValueError(f"curvature products are taken of the GGN or the empirical Fisher, not {kind!r}.")
+    _check_product_kind(kind)
     if kind == "ggn":
         return _ggn_matmul(model, theta, X, likelihood, vectors)
     total = torch.zeros_like(vectors)
@@ -252,13 +253,36 @@ def curvature_matmul(model, theta, X, Y, likelihood, kind, vectors):
     return total
 
 
+def curvature_operator(model, theta, X, Y, likelihood, kind):
+    """The map ``V -> C V`` of :func:`curvature_matmul` at one ``theta``, for many
+    products there (an iterative eigensolver's): where the square root ``F``
+    (``C = F^T F``) of every row fits one chunk of ``_CHUNK_BYTES``, it is formed
+    once and each product is two matrix products with it, instead of a pass of
+    forward- and reverse-mode products over the rows at each call; otherwise each
+    call is :func:`curvature_matmul`'s."""
+    _check_product_kind(kind)
+    if len(_square_root_row_chunks(model, theta, X)) > 1:
+        return lambda vectors: curvature_matmul(model, theta, X, Y, likelihood, kind, vectors)
+    (root,) = _square_root_chunks(model, theta, X, Y, likelihood, kind)
+    return lambda vectors: root.T @ (root @ vectors)
+
+
+def _check_product_kind(kind):
+    if kind not in ("ggn", "ef"):
+        raise ValueError(f"curvature products are taken of the GGN or the empirical Fisher, not {kind!r}.")
+
+
+def _square_root_row_chunks(model, theta, X):
+    """The chunks of data rows :func:`_square_root_chunks` takes at a time."""
+    n_outputs = model.single(theta, X[:1]).shape[-1]
+    return _row_chunks(X.shape[0], 2 * n_outputs * theta.shape[0] * theta.element_size())
+
+
 def _square_root_chunks(model, theta, X, Y, likelihood, kind):
     """The rows of ``F`` with ``C = F^T F`` (the GGN's whitened Jacobians, the
     empirical Fisher's per-point gradients), one chunk of data rows at a time."""
     n_params = theta.shape[0]
-    n_outputs = model.single(theta, X[:1]).shape[-1]
-    row_bytes = 2 * n_outputs * n_params * theta.element_size()
-    for rows in _row_chunks(X.shape[0], row_bytes):
+    for rows in _square_root_row_chunks(model, theta, X):
         outputs, jac = outputs_and_jacobian(model, theta, X[rows])
         if kind == "ggn":
             yield likelihood.whitened_jacobian(jac, outputs).reshape(-1, n_params)
@@ -329,7 +353,7 @@ def _ggn_products(model, theta, X, likelihood):
 
 def largest_ggn_eigenvalue(model, theta, X, likelihood):
     """The largest eigenvalue of the GGN at ``theta``, by subspace iteration
-    on :func:`curvature_matmul` products: the Rayleigh-Ritz value of a block
+    on :func:`curvature_operator` products: the Rayleigh-Ritz value of a block
     of ``_EIGEN_BLOCK`` vectors, once its vector's residual ``||G q - lambda q||``
     is within ``_EIGEN_TOLERANCE`` of ``lambda`` (0 for a zero GGN, every
     unit dead).
@@ -350,9 +374,10 @@ def largest_ggn_eigenvalue(model, theta, X, likelihood):
     n_params = theta.shape[0]
     generator = torch.Generator(device=theta.device).manual_seed(0)
     block = standard_normal(generator, theta, (n_params, min(_EIGEN_BLOCK, n_params)))
+    ggn_matmul = curvature_operator(model, theta, X, None, likelihood, "ggn")
     for _ in range(_EIGEN_MAX_ITERATIONS):
         basis = torch.linalg.qr(block).Q
-        block = curvature_matmul(model, theta, X, None, likelihood, "ggn", basis)
+        block = ggn_matmul(basis)
         values, vectors = torch.linalg.eigh(basis.T @ block)
         value, top = float(values[-1]), basis @ vectors[:, -1]
         residual = float(torch.linalg.vector_norm(block @ vectors[:, -1] - value * top))

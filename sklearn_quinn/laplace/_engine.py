@@ -42,7 +42,7 @@ import torch
 from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 
-from .._core.curvature import curvature, curvature_matmul, kronecker_curvature
+from .._core.curvature import curvature, curvature_operator, kronecker_curvature
 from .._core.evidence import jittered_cholesky
 from .._core.kronecker import KroneckerEigenbasis
 from .._core.last_layer import outputs_and_jacobian
@@ -122,9 +122,10 @@ class LaplaceApproximation:
         elif structure == "lowrank":
             refuse_factored_hessian(structure, kind)
             root = 1.0 if self._prior_root is None else self._prior_root[:, None]
+            curvature_product = curvature_operator(model, theta, X, Y, likelihood, kind)
 
             def whitened_matmul(vectors):
-                return curvature_matmul(model, theta, X, Y, likelihood, kind, vectors / root) / root
+                return curvature_product(vectors / root) / root
 
             values, vectors = top_eigenpairs(whitened_matmul, len(theta), rank, theta.dtype, theta.device, seed)
             self.basis = LowRankEigenbasis(values, vectors, self._prior_root)
