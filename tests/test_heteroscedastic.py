@@ -665,23 +665,31 @@ def wave():
 
 #: 95% coverage in the lowest- and the highest-noise third of the test inputs.
 COVERAGE = (0.88, 0.99)
-#: The heteroscedastic fit's test NLL per point is at least this much below the family's own
-#: homoscedastic fit's (the best homoscedastic predictive, the true mean with the constant std
-#: that fits the noise best, is 0.28 above the true heteroscedastic predictive).
+#: The heteroscedastic fit's test NLL per point is at least this much below the best homoscedastic
+#: predictive's (0.26 above the true heteroscedastic predictive's on the test rows).
 NLL_GAIN = 0.1
+
+
+def best_homoscedastic_nll(X_test, y_test):
+    """The test NLL of the true mean with the one std that fits the test rows best, the root mean
+    square of their noise: no predictive with one noise std for every input scores lower, up to
+    the chance of the test noise, and so no family's own homoscedastic fit, whose std varies only
+    by its epistemic part (benchmarks/bench_heteroscedastic_wave.py prints each one's)."""
+    true_mean = np.sin(X_test[:, 0])
+    root_mean_square = np.sqrt(np.mean((y_test - true_mean) ** 2))
+    return metrics.gaussian_nll(y_test, true_mean, np.full_like(y_test, root_mean_square))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("estimator", REGRESSORS, ids=by_name)
 def test_heteroscedastic_fit_follows_noise_growing_with_x(estimator, wave):
     """300 rows of ``sin(x) + (0.1 + 0.4 |x|) eps`` on [-3, 3], each family at its
-    defaults, against its own homoscedastic fit."""
+    defaults, against the best that a homoscedastic fit could do."""
     (X, y, _), (X_test, y_test, noise) = wave
     model = estimator(likelihood="heteroscedastic", random_state=0).fit(X, y)
     parts = model.predict_uncertainty(X_test)
-    mean, std = estimator(random_state=0).fit(X, y).predict(X_test, return_std=True)
     nll = metrics.gaussian_nll(y_test, parts.mean, parts.std)
-    assert nll <= metrics.gaussian_nll(y_test, mean, std) - NLL_GAIN
+    assert nll <= best_homoscedastic_nll(X_test, y_test) - NLL_GAIN
     thirds = np.digitize(noise, np.quantile(noise, [1 / 3, 2 / 3]))
     for third in (0, 2):
         rows = thirds == third
