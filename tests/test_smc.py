@@ -1111,7 +1111,8 @@ def test_smc_sample_y_draws_particles_in_proportion_to_their_weights(linear_data
     """``sample_y`` picks each draw's particle by weight: with the whole weight on the two
     particles whose predictions at a row are highest (each particle's prediction read from
     ``predict`` with all the weight on it), the draws' mean there is those two's mean within 5
-    Monte Carlo standard errors, and far from the mean of all the particles."""
+    Monte Carlo standard errors, and far from the mean of all the particles; their variance is
+    the two's equal mixture's, the noise's plus the means' spread, within 4 standard errors."""
     from sklearn_quinn._core.posterior import SamplePosterior
 
     X, y = linear_data
@@ -1134,6 +1135,9 @@ def test_smc_sample_y_draws_particles_in_proportion_to_their_weights(linear_data
     expected = 0.5 * (predictions[first] + predictions[second])
     assert abs(draws.mean() - expected) < 5 * draws.std() / np.sqrt(len(draws))
     assert abs(np.mean(predictions) - expected) > 10 * draws.std() / np.sqrt(len(draws))
+    # The two particles' equal mixture of N(prediction, 0.3**2): the noise's variance and the means' spread.
+    variance = 0.3**2 + (0.5 * (predictions[first] - predictions[second])) ** 2
+    assert abs(draws.var() - variance) < 4 * variance * np.sqrt(2 / len(draws))
 
 
 def test_perturbed_step_sizes_are_a_normal_truncated_to_positive_values():
