@@ -6,7 +6,7 @@ from torch import nn
 from torch.func import jacrev
 
 from sklearn_quinn._core import network
-from sklearn_quinn._core.network import FunctionalModel, build_mlp
+from sklearn_quinn._core.network import FunctionalModel, LinearSkipMLP, build_mlp
 
 from .test_user_modules import Flat
 
@@ -226,6 +226,39 @@ def test_in_place_passes_leave_the_callers_tensors_and_match_autograd(per_row_in
     assert torch.equal(X, X_before) and torch.equal(cotangent, cotangent_before)
 
 
+@pytest.mark.parametrize("linear_skip", [False, True], ids=["alone", "in a linear skip"])
+@pytest.mark.parametrize("per_row_inputs", [False, True], ids=["shared X", "X per row"])
+def test_a_sequential_ending_in_an_activation_runs_the_fast_path_exactly(per_row_inputs, linear_skip):
+    """An nn.Sequential whose last step is an activation (a sigmoid on the outputs), alone or
+    inside a :class:`LinearSkipMLP`, still runs the fast path: its outputs, per-example Jacobian
+    and vector-Jacobian product equal autograd's through the module; the activation's backward
+    pass, the first of the pullback, runs on the caller's cotangent, which it must leave as it
+    was, and on the activation's own outputs, not on them plus the skip's (which the skip's
+    Jacobian and gradient had read, off by up to 5 in this module); and no bias is the output bias,
+    since the last bias is added before the activation."""
+    torch.manual_seed(4)
+    module = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2), nn.Sigmoid()).double()
+    if linear_skip:
+        module = LinearSkipMLP(module, 3, 2).double()
+    model = FunctionalModel(module)
+    assert model.fast_path and model.output_bias is None
+    generic = FunctionalModel(module)
+    generic._plan = None
+    theta = model.flatten() + 0.1 * torch.randn(3, model.n_params, dtype=torch.float64)
+    X = torch.randn(3, 7, 3, dtype=torch.float64) if per_row_inputs else _inputs()
+    cotangent = torch.randn(3, 7, 2, dtype=torch.float64)
+    cotangent_before = cotangent.clone()
+    outputs, vjp = model.forward_and_vjp(theta, X)
+    gradient = vjp(cotangent)
+    rows = theta.clone().requires_grad_(True)
+    (expected,) = torch.autograd.grad((generic(rows, X) * cotangent).sum(), rows)
+    torch.testing.assert_close(outputs, generic(theta, X))
+    torch.testing.assert_close(gradient, expected)
+    assert torch.equal(cotangent, cotangent_before)
+    if not per_row_inputs:
+        torch.testing.assert_close(model.jacobian(theta[0], X), jacrev(lambda t: generic.single(t, X))(theta[0]))
+
+
 def test_linear_skip_mlp_adds_a_linear_map_of_the_inputs():
     torch.manual_seed(0)
     module = build_mlp(3, 2, (5,), "relu", linear_skip=True).double()
@@ -332,6 +365,22 @@ def test_outputs_without_gradients_go_in_tiles_of_rows_and_points(module, shared
     assert calls == [(rows, points) for rows in (2, 2, 1) for points in (3, 3, 3, 2)]
     model(theta, X)
     assert calls[-1] == (5, 11)
+
+
+def test_outputs_of_too_many_rows_on_few_points_go_in_tiles_of_rows(monkeypatch):
+    """Every point fits one tile but the rows do not: the outputs still go in tiles of 2 rows (a
+    budget of 2 rows x 11 points x 8 units), the same outputs as in one pass."""
+    model = FunctionalModel(build_mlp(3, 2, (8,)).double())
+    theta = torch.randn(5, model.n_params, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    X = _inputs(n=11)
+    whole = model(theta, X).detach()
+    calls = []
+    monkeypatch.setattr(network, "CPU_INFERENCE_TILE_ELEMENTS", 2 * 11 * model.max_width)
+    monkeypatch.setattr(model, "_outputs", lambda theta, X: calls.append((len(theta), X.shape[-2]))
+                        or FunctionalModel._outputs(model, theta, X))
+    with torch.no_grad():
+        torch.testing.assert_close(model(theta, X), whole)
+    assert calls == [(2, 11), (2, 11), (1, 11)]
 
 
 def test_outputs_off_a_cpu_go_in_blocks_of_points_with_every_row():

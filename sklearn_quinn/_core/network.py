@@ -384,6 +384,7 @@ class FunctionalModel:
                 h = h @ theta[start:stop].view(shape).T
                 if bias is not None:
                     h = h + theta[bias[0] : bias[1]]
+        inputs.append(h)  # the MLP's outputs, which a last activation's backward pass reads, before the skip
         if self._skip:
             start, stop, shape = self._skip
             h = h + X @ theta[start:stop].view(shape).T
@@ -395,8 +396,7 @@ class FunctionalModel:
         for index in reversed(range(len(self._plan))):
             step, a = self._plan[index], inputs[index]
             if isinstance(step, _Activation):
-                output = inputs[index + 1] if index + 1 < len(inputs) else h
-                delta = step.backward(delta, output.unsqueeze(1))
+                delta = step.backward(delta, inputs[index + 1].unsqueeze(1))
                 continue
             (start, stop, shape), bias = step
             jac[:, :, start:stop] = (delta.unsqueeze(-1) * a[:, None, None, :]).flatten(2)
@@ -430,7 +430,7 @@ class FunctionalModel:
             for index in reversed(range(len(self._plan))):
                 step = self._plan[index]
                 if isinstance(step, _Activation):
-                    output = inputs[index + 1] if index + 1 < len(inputs) else h
+                    output = inputs[index + 1]
                     # In place where the cotangent is one this pass made (a layer's product), not the caller's.
                     cotangent = step.backward(cotangent, output, in_place=own_cotangent)
                     continue
@@ -461,7 +461,8 @@ class FunctionalModel:
         the pre-activations are contiguous along the points (what a compiled
         graph vectorises best). Returns ``h (S, O, N)`` (transpose for the
         outputs) and, with ``keep_inputs``, each step's input (the first ``X^T``; an
-        activation's, where it ran in place, holds its output, which is the next step's input)."""
+        activation's, where it ran in place, holds its output, which is the next step's input)
+        followed by the MLP's outputs before a linear skip adds its own."""
         n_rows = theta.shape[0]
         inputs, h = [], X.transpose(-1, -2)
         fresh = False  # whether h is a layer's product that nothing else holds
@@ -480,6 +481,7 @@ class FunctionalModel:
                 h = torch.matmul(weight, h)
             else:
                 h = torch.baddbmm(theta[:, bias[0] : bias[1]].unsqueeze(-1), weight, h.expand(n_rows, -1, -1))
+        inputs.append(h)  # the MLP's outputs, before the skip
         if self._skip:
             start, stop, shape = self._skip
             h = torch.baddbmm(h, theta[:, start:stop].view(n_rows, *shape), inputs[0].expand(n_rows, -1, -1))
