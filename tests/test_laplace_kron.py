@@ -10,7 +10,7 @@ from sklearn_quinn import LaplaceClassifier, LaplaceRegressor
 from sklearn_quinn._core import curvature as curvature_module
 from sklearn_quinn._core.curvature import curvature
 from sklearn_quinn._core.evidence import ParameterGroups
-from sklearn_quinn._core.kronecker import KroneckerEigenbasis, kronecker_factors, kronecker_layers
+from sklearn_quinn._core.kronecker import KroneckerEigenbasis, KroneckerLayer, kronecker_factors, kronecker_layers
 from sklearn_quinn._core.likelihoods import CategoricalLikelihood, GaussianLikelihood
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 from sklearn_quinn._core.posterior import GaussianPosterior
@@ -180,6 +180,40 @@ def test_the_eigenbasis_posterior_is_one_gaussian():
     scale = covariance.diagonal().sqrt()
     error = (torch.cov(draws.T) - covariance) / torch.outer(scale, scale)
     assert float(error.abs().max()) < 5 * (2 / 40_000) ** 0.5
+
+
+def test_the_eigenbasis_with_weights_in_no_layer_diagonalises_the_dense_curvature():
+    """A layer ``(2 x 3)`` at positions 0..5 and two weights in no layer, under a prior root constant
+    within each input column: ``B = P^(-1/2) Q`` must turn the dense curvature (``G (x) A`` on the
+    layer, the diagonal elsewhere) into ``diag(eigenvalues)``, ``B^T C B``, exactly; ``squared_apply``
+    is the diagonal of ``B diag(v) B^T``; and ``leverage`` of the whitened Jacobian rows ``W``
+    (``b a~^T`` per row, flattened row-major, zero on the rest) is ``diag(W B diag(r) B^T W^T)``."""
+    generator = torch.Generator().manual_seed(1)
+
+    def spd(n):
+        root = torch.randn(n, n, generator=generator, dtype=torch.float64)
+        return root @ root.T + 0.1 * torch.eye(n, dtype=torch.float64)
+
+    layer = KroneckerLayer("", torch.arange(6), 2, 3)
+    rest = torch.tensor([6, 7])
+    G, A = spd(2), spd(3)
+    rest_curvature = torch.tensor([2.5, 0.4], dtype=torch.float64)
+    root = torch.tensor([1.5, 0.7, 2.0, 1.5, 0.7, 2.0, 0.5, 3.0], dtype=torch.float64)
+    basis = KroneckerEigenbasis([layer], [(G, A)], rest, rest_curvature, 8, root)
+    curvature = torch.zeros(8, 8, dtype=torch.float64)
+    curvature[:6, :6] = torch.kron(G, A)
+    curvature[6, 6], curvature[7, 7] = rest_curvature
+    dense = basis.apply(torch.eye(8, dtype=torch.float64)).T  # B, column by column
+    torch.testing.assert_close(dense.T @ curvature @ dense, torch.diag(basis.eigenvalues))
+    torch.testing.assert_close(dense @ dense.T, torch.diag(root**-2))
+    values = torch.rand(8, generator=generator, dtype=torch.float64) + 0.1
+    torch.testing.assert_close(basis.squared_apply(values), (dense @ torch.diag(values) @ dense.T).diagonal())
+    inputs = torch.randn(4, 3, generator=generator, dtype=torch.float64)
+    gradients = torch.randn(2, 4, 2, generator=generator, dtype=torch.float64)
+    rows = torch.zeros(2, 4, 8, dtype=torch.float64)
+    rows[..., :6] = (gradients[..., :, None] * inputs[:, None, :]).flatten(-2)
+    expected = ((rows @ dense).square() * values).sum(-1)
+    torch.testing.assert_close(basis.leverage([inputs], [gradients], values), expected)
 
 
 def test_the_classifier_takes_kron(data):

@@ -103,6 +103,21 @@ def test_the_frame_posterior_agrees_with_its_covariance():
     torch.testing.assert_close(samples.T.cov(), expected, rtol=0, atol=0.03 * float(expected.abs().max()))
 
 
+def test_the_frame_s_squared_apply_is_the_diagonal_for_any_coordinate_values():
+    """``squared_apply(v)`` is the diagonal of ``B diag(v) B^T`` for every ``v`` of ``R + K``
+    entries, the frame's ``K`` complement coordinates unequal among themselves too (a posterior
+    gives them one value, which hides a term that only matters when they differ): against ``B``
+    formed column by column from ``apply``."""
+    generator = torch.Generator().manual_seed(3)
+    n_params, rank = 9, 3
+    vectors = torch.linalg.qr(torch.randn(n_params, rank, generator=generator, dtype=torch.float64))[0]
+    root = torch.rand(n_params, generator=generator, dtype=torch.float64) + 0.5
+    basis = LowRankEigenbasis(torch.tensor([5.0, 2.0, 1.0], dtype=torch.float64), vectors, root)
+    dense = basis.apply(torch.eye(rank + n_params, dtype=torch.float64)).T  # B, (K, R + K)
+    values = torch.rand(rank + n_params, generator=generator, dtype=torch.float64) + 0.1
+    torch.testing.assert_close(basis.squared_apply(values), ((dense * values) @ dense.T).diagonal())
+
+
 def test_classifier_with_the_whole_spectrum_is_the_full_laplace():
     # 3 classes on 20 rows: the softmax GGN has rank at most 20 x 2, within max_rank 45 (a sketch of
     # 55 columns of the 3-16-3 network's 115 weights, with its linear skip 124).
