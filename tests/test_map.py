@@ -1,5 +1,6 @@
 """The skorch training loop of the package (``_map.train_net``): what its history records, and its batch hooks."""
 
+import math
 import threading
 import types
 import warnings
@@ -14,16 +15,20 @@ from torch import nn
 
 from sklearn_quinn import DeepEnsembleRegressor, LaplaceClassifier, LaplaceRegressor
 from sklearn_quinn._core.evidence import ParameterGroups
-from sklearn_quinn._core.likelihoods import CategoricalLikelihood
+from sklearn_quinn._core.likelihoods import CategoricalLikelihood, HeteroscedasticGaussianLikelihood
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 from sklearn_quinn._map import (
+    EvidenceMaximisation,
     FlatPosteriorLoss,
     NegativeLogPosterior,
     PosteriorNet,
     TensorBatches,
+    batch_slices,
+    evidence_epochs,
     fit_map,
     gaussian_likelihood,
     polish,
+    train_net,
     warn_unless_below_zero_weights,
 )
 
@@ -148,6 +153,46 @@ def test_the_zero_weights_check_warns_of_a_nan_fit_and_skips_what_it_cannot_judg
     assert not zero_weights_check_warns(far_off, np.zeros((50, 1)))
 
 
+def test_the_zero_weights_check_tolerance_grows_with_the_size_of_a_negative_misfit():
+    """Under a noise of 0.01 the zero network's misfit of targets near 0 is negative (the log of the
+    noise dominates), and the tolerance is ``sqrt(eps) (1 + |misfit at zero|)``: an output bias that
+    costs half of it passes, twice it warns. Read as ``1 + misfit``, the tolerance would be below
+    zero, and a tie with the zero network warn."""
+    rng = np.random.RandomState(0)
+    Y = 1e-3 * rng.randn(50, 1)
+    Y -= Y.mean()
+    noise = 0.01
+    at_zero = 0.5 * np.mean(Y**2) / noise**2 + np.log(noise) + 0.5 * np.log(2 * np.pi)
+    assert at_zero < -1
+    criterion = NegativeLogPosterior(50, 1.0, gaussian_likelihood(Y, noise, torch.float64, "cpu"))
+    for excess, warns in [(0.5, False), (2.0, True)]:
+        module = nn.Linear(2, 1).double()
+        with torch.no_grad():
+            module.weight.zero_()
+            # A bias b adds b**2 / (2 noise**2) a row to the misfit of centred targets.
+            module.bias.fill_(noise * np.sqrt(2 * excess * np.sqrt(np.finfo(float).eps) * (1 + abs(at_zero))))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            warn_unless_below_zero_weights(types.SimpleNamespace(module_=module, criterion_=criterion),
+                                           np.zeros((50, 2)), Y, 0.01)
+        assert any("every weight at zero" in str(warning.message) for warning in caught) == warns
+
+
+def test_a_learned_noise_starts_at_the_targets_std_and_a_fixed_one_as_given():
+    """``gaussian_likelihood``: a learned noise (``noise_std=None``) starts at the std of the targets
+    (ddof 0, here 2.0 for -2 and 2), at least 1e-3 (constant targets), one per output and leading
+    index; a fixed one is the given std, not trained."""
+    Y = np.array([[-2.0, 1.0], [2.0, 1.0]])
+    learned = gaussian_likelihood(Y, None, torch.float64, "cpu", leading_shape=(3,))
+    torch.testing.assert_close(learned.log_noise_std.exp(), torch.full((3, 2), np.std(Y), dtype=torch.float64))
+    assert learned.log_noise_std.requires_grad
+    constant = gaussian_likelihood(np.ones((4, 1)), None, torch.float64, "cpu")
+    torch.testing.assert_close(constant.log_noise_std.exp(), torch.full((1,), 1e-3, dtype=torch.float64))
+    fixed = gaussian_likelihood(Y, np.array([0.5, 0.25]), torch.float64, "cpu")
+    torch.testing.assert_close(fixed.log_noise_std.exp(), torch.tensor([0.5, 0.25], dtype=torch.float64))
+    assert not fixed.log_noise_std.requires_grad
+
+
 def test_batch_hooks_reach_callbacks_and_the_epoch_loss_is_the_row_weighted_mean():
     """A callback with a batch hook gets every batch (50 rows in batches of 16: 16, 16, 16, 2)
     and skorch's per-batch history; the epoch's loss weights each batch by its rows, as skorch's
@@ -193,6 +238,83 @@ def test_the_lean_step_goes_through_infer_and_get_loss():
                     train_split=None, iterator_train=TensorBatches, batch_size=16, verbose=0).fit(X, Y)
     assert not net._hooks_within_epochs  # the lean path, not skorch's train_step
     assert calls == ["infer", ("get_loss", True)] * 8
+
+
+def test_the_training_is_adam_over_seeded_shuffled_minibatches_under_a_cosine_schedule():
+    """Without the polish, fit_map's training is exactly plain Adam on the negative log posterior
+    per point (the Gaussian misfit averaged over the batch plus ``delta ||theta||^2 / (2 N)``),
+    over the rows in a fresh permutation of a generator seeded with ``seed`` each epoch, in batches
+    of 16 (50 rows: 16, 16, 16, 2), at the rate ``lr (1 + cos(pi e / E)) / 2`` in epoch ``e`` of
+    ``E``; each epoch's recorded loss is the row-weighted mean of its steps' losses before their
+    updates. A hand-written torch loop doing the same steps gives the same weights to rounding."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(50, 3)
+    Y = X @ rng.randn(3, 1) + 0.3 * rng.randn(50, 1)
+    noise, precision, lr, epochs, seed = 0.5, 0.7, 0.05, 4, 3
+    torch.manual_seed(0)
+    module = nn.Linear(3, 1).double()
+    reference = [p.detach().clone().requires_grad_() for p in module.parameters()]
+    net = fit_map(module, X, Y, prior_precision=precision, likelihood=gaussian_likelihood(Y, noise, torch.float64,
+                  "cpu"), lr=lr, lr_schedule="cosine", max_epochs=epochs, batch_size=16, optimizer=torch.optim.Adam,
+                  callbacks=None, device="cpu", seed=seed, verbose=0, finish=False)
+
+    X_t, Y_t = torch.as_tensor(X), torch.as_tensor(Y)
+    optimizer = torch.optim.Adam(reference, lr=lr)
+    generator = torch.Generator().manual_seed(seed)
+    epoch_losses = []
+    for epoch in range(epochs):
+        for group in optimizer.param_groups:
+            group["lr"] = lr * (1 + math.cos(math.pi * epoch / epochs)) / 2
+        order = torch.randperm(50, generator=generator)
+        total = 0.0
+        for rows in (order[0:16], order[16:32], order[32:48], order[48:50]):
+            weight, bias = reference
+            residual = Y_t[rows] - (X_t[rows] @ weight.T + bias)
+            misfit = (0.5 * (residual / noise) ** 2 + math.log(noise) + 0.5 * math.log(2 * math.pi)).mean()
+            loss = misfit + 0.5 * precision * sum(p.square().sum() for p in reference) / 50
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total += float(loss.detach()) * len(rows)
+        epoch_losses.append(total / 50)
+
+    for trained, expected in zip(module.parameters(), reference):
+        torch.testing.assert_close(trained.detach(), expected.detach(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(net.history[:, "train_loss"], epoch_losses, rtol=1e-12)
+
+
+def test_an_epochs_loss_under_lbfgs_is_its_closures_first_at_the_starting_weights():
+    """L-BFGS calls the step's closure many times, at the points of its line search; the step's loss,
+    as skorch records it, is the first call's, at the weights the step started from: for one epoch of
+    one full batch, the negative log posterior per point of the initial weights, by hand."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(30, 2)
+    Y = X @ rng.randn(2, 1) + 0.3 * rng.randn(30, 1)
+    noise, precision = 0.5, 2.0
+    torch.manual_seed(0)
+    module = nn.Linear(2, 1).double()
+    weight, bias = module.weight.detach().numpy().copy(), module.bias.detach().numpy().copy()
+    misfit = np.mean(0.5 * ((Y - X @ weight.T - bias) / noise) ** 2) + np.log(noise) + 0.5 * np.log(2 * np.pi)
+    expected = misfit + 0.5 * precision * (np.sum(weight**2) + np.sum(bias**2)) / 30
+    net = fit_map(module, X, Y, prior_precision=precision, likelihood=gaussian_likelihood(Y, noise, torch.float64,
+                  "cpu"), lr=1.0, lr_schedule="constant", max_epochs=1, batch_size=30, optimizer=torch.optim.LBFGS,
+                  callbacks=None, device="cpu", seed=0, verbose=0, finish=False)
+    assert not np.allclose(module.weight.detach().numpy(), weight)  # the step moved the weights
+    assert net.history[-1, "train_loss"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_an_epoch_that_ties_the_lowest_loss_is_not_the_best():
+    """skorch marks an epoch best only where its loss is strictly below every earlier one: at a
+    learning rate of 0 on one full batch of equal rows (whose order rounds no sum otherwise) every
+    epoch's loss is the first's, to the bit, and only the first is best."""
+    X, Y = np.ones((20, 2)), np.full((20, 1), 3.0)
+    torch.manual_seed(0)
+    net = fit_map(nn.Linear(2, 1).double(), X, Y, prior_precision=1.0, likelihood=gaussian_likelihood(
+                  Y, 1.0, torch.float64, "cpu"), lr=0.0, lr_schedule="constant", max_epochs=3, batch_size=20,
+                  optimizer=torch.optim.SGD, callbacks=None, device="cpu", seed=0, verbose=0, finish=False)
+    losses = net.history[:, "train_loss"]
+    assert losses[0] == losses[1] == losses[2]
+    assert net.history[:, "train_loss_best"] == [True, False, False]
 
 
 @pytest.mark.parametrize("batch_size", [40, 16])
@@ -336,6 +458,15 @@ def test_tensor_batches_take_at_most_max_batches_an_epoch(n_rows, max_batches, s
     assert n_rows == 1 or not torch.equal(rows, torch.cat(second))
 
 
+@pytest.mark.parametrize("n_rows", [1, 2, 5])
+def test_batches_of_one_row_stay_one_row_each(n_rows):
+    """A last batch of one row joins the one before it, unless every batch is one row, as asked: then
+    each row is its own batch."""
+    assert batch_slices(n_rows, 1) == [slice(row, row + 1) for row in range(n_rows)]
+    dataset = Dataset(np.arange(float(n_rows))[:, None], np.zeros((n_rows, 1)))
+    assert [len(X_batch) for X_batch, _ in TensorBatches(dataset, 1)] == [1] * n_rows
+
+
 def test_a_batch_norm_module_trains_whatever_rows_are_left_over():
     """201 rows in batches of 200 left a batch of one row, on which a user's batch-norm layer
     cannot train ("Expected more than 1 value per channel")."""
@@ -345,6 +476,37 @@ def test_a_batch_norm_module_trains_whatever_rows_are_left_over():
     module = nn.Sequential(nn.Linear(3, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 1)).double()
     reg = LaplaceRegressor(module=module, batch_size=200, max_epochs=3, random_state=0).fit(X, X[:, 0])
     assert np.isfinite(reg.predict(X, return_std=True)[1]).all()
+
+
+class WarmUpWeights(Callback):
+    """Keeps the heteroscedastic likelihood's warm-up weight ``beta`` of every epoch."""
+
+    def __init__(self, likelihood):
+        self.likelihood = likelihood
+
+    def on_train_begin(self, net, **kwargs):
+        self.betas_ = []
+
+    def on_epoch_end(self, net, **kwargs):
+        self.betas_.append(self.likelihood.beta)
+
+
+@pytest.mark.parametrize("max_epochs, betas", [(6, [1.0, 2 / 3, 1 / 3, 0.0, 0.0, 0.0]), (1, [1.0])])
+def test_the_mean_first_warm_up_falls_linearly_over_half_the_epochs_and_ends_at_zero(max_epochs, betas):
+    """The heteroscedastic likelihood's warm-up weight is ``1 - (e - 1) / (E / 2)`` in epoch ``e`` of
+    ``E``, never below 0: 1 in the first epoch, 0 from epoch ``E / 2 + 1`` on; whatever the epochs, the
+    training leaves it at 0, the likelihood itself, for the polish and the posterior (one epoch ran
+    at 1)."""
+    rng = np.random.RandomState(0)
+    X, Y = rng.randn(20, 1), rng.randn(20, 1)
+    likelihood = HeteroscedasticGaussianLikelihood.for_targets(Y)
+    recorder = WarmUpWeights(likelihood)
+    torch.manual_seed(0)
+    train_net(nn.Linear(1, 2).double(), NegativeLogPosterior(20, 1.0, likelihood), X, Y, lr=0.01,
+              lr_schedule="constant", max_epochs=max_epochs, optimizer=torch.optim.Adam,
+              callbacks=[("warm_up_weights", recorder)], device="cpu", verbose=0, batch_size=20)
+    np.testing.assert_allclose(recorder.betas_, betas, rtol=1e-15, atol=0)
+    assert likelihood.beta == 0.0
 
 
 @pytest.fixture
@@ -505,3 +667,40 @@ def test_a_callback_the_trainings_cannot_run_is_refused_before_them(callback, me
     with pytest.raises(ValueError, match=f"callbacks: {message}"):
         regressor.fit(np.zeros((10, 2)), np.arange(10.0))
     assert not hasattr(regressor, "net_")
+
+
+@pytest.mark.parametrize("max_epochs, epochs", [
+    (1, {1}),
+    (5, {1, 2, 3, 4}),
+    (20, set(range(2, 17))),
+    (100, set(range(10, 81, 5))),
+])
+def test_the_evidence_updates_after_the_second_to_sixteenth_twentieths_of_the_epochs(max_epochs, epochs):
+    """After epochs ``floor(k E / 20)`` for ``k`` from 2 to 16, none before epoch 1: a training of one or
+    a few epochs updates after its first (none at epoch 0, which never ends), and none updates in the
+    last fifth of the epochs."""
+    assert evidence_epochs(max_epochs) == epochs
+
+
+def scale_climber(log_evidence):
+    """An :class:`EvidenceMaximisation` whose converged state at the precisions ``2**s`` (one group,
+    base 1) has the log evidence ``log_evidence(s)``, and the scales ``s`` it converged at."""
+    climber = object.__new__(EvidenceMaximisation)
+    climber.visited = []
+
+    def converged_state(net, precision=None):
+        step = math.log2(float(precision[0]))
+        climber.visited.append(step)
+        return {"record": {"log_evidence": log_evidence(step)}, "step": step}
+
+    climber._converged_state = converged_state
+    climber._restore = lambda net, state: None
+    return climber
+
+
+def test_the_scale_climb_stops_six_steps_of_two_from_the_base():
+    """An evidence that rises without end along the stronger prior: the climb takes six steps of a
+    factor of two, and stops at 64 times the base (no step past it, nor a parabola beyond its end)."""
+    climber = scale_climber(lambda step: step)
+    state = climber._climb_scale(None, np.ones(1), np.ones(1, dtype=bool))
+    assert state["step"] == 6 and max(climber.visited) == 6

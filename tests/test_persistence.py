@@ -201,6 +201,15 @@ def test_device_availability():
     assert device_available(torch.device("meta"))
 
 
+def test_a_cuda_device_is_available_up_to_the_machines_count(monkeypatch):
+    """On a machine with two CUDA devices (as torch reports them) 'cuda', 'cuda:0' and 'cuda:1' are
+    there and 'cuda:2' is not: the indices run from 0 to the count less one."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert all(device_available(torch.device(name)) for name in ("cuda", "cuda:0", "cuda:1"))
+    assert not device_available(torch.device("cuda:2"))
+
+
 def test_a_full_laplace_pickles_one_matrix_of_its_weights_and_predicts_the_same_bits(data):
     """The full curvature and the posterior's Cholesky factor pickle as their lower triangles, and the
     curvature's last factor and its eigenvectors, caches, not at all: one ``K x K`` matrix's bytes in

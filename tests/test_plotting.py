@@ -227,6 +227,19 @@ def test_band_from_predictions_bad_input(kwargs, message):
         PredictiveBandDisplay.from_predictions(**arguments)
 
 
+def test_band_takes_an_epistemic_std_equal_to_the_total_within_rounding():
+    """Without observation noise the epistemic std is the total: equal, or above it by the rounding of
+    the square root of a sum (a relative 1e-12 here), it is accepted, and the two bands coincide."""
+    x = np.arange(3.0)
+    y_std = np.array([0.5, 1.0, 2.0])
+    display = PredictiveBandDisplay.from_predictions(x, x, y_std, y_epistemic_std=y_std * (1 + 1e-12))
+    for band in (display.band_, display.epistemic_band_):
+        vertices = band.get_paths()[0].vertices[:, 1]
+        assert vertices.min() == pytest.approx(-2.0) and vertices.max() == pytest.approx(6.0)
+    display = PredictiveBandDisplay.from_predictions(x, x, y_std, y_epistemic_std=y_std)
+    assert_array_equal(display.y_epistemic_std, y_std)
+
+
 def test_regression_calibration_from_estimator_is_the_coverage_curve(regressor, wave, tmp_path):
     X, y = wave
     display = RegressionCalibrationDisplay.from_estimator(regressor, X, y)
