@@ -199,23 +199,46 @@ def test_forward_and_vjp_with_per_row_inputs_and_bias_free_layers(per_row_inputs
     _assert_forward_and_vjp_match(model, generic, theta, X)
 
 
+def _in_place_passes():
+    return nn.Sequential(nn.Tanh(), nn.Linear(3, 5), nn.ReLU(), nn.Sigmoid(), nn.Linear(5, 1))
+
+
+def _sigmoid_head():
+    return nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2), nn.Sigmoid())
+
+
+#: Fast-path modules whose passes have traps, and the name of each one's output bias.
+FAST_PATH_TRAPS = {
+    # An activation first (on the caller's X), two in a row (the first's output is the second's input, which
+    # the first's backward pass reads), and one output unit (its backward product an outer product).
+    "in-place passes": (_in_place_passes, "4.bias"),
+    # The last step an activation: its backward pass is the pullback's first, on the caller's cotangent, and
+    # no bias is the output bias, since the last one is added before it.
+    "a sigmoid head": (_sigmoid_head, None),
+    # The same inside a linear skip: the activation's backward pass reads its own outputs, not them plus the
+    # skip's (which the Jacobian and the gradient had read, off by up to 5 here).
+    "a sigmoid head in a linear skip": (lambda: LinearSkipMLP(_sigmoid_head(), 3, 2), None),
+}
+
+
 @pytest.mark.parametrize("per_row_inputs", [False, True], ids=["shared X", "X per row"])
-def test_in_place_passes_leave_the_callers_tensors_and_match_autograd(per_row_inputs):
-    """The fast path runs activations in place on a layer's product and their
-    backward passes in place on a cotangent it made, and a single output
-    unit's backward product as an outer product: an activation first (on the
-    caller's X), two in a row (the first's output is the second's input,
-    which the first's backward pass reads) and one output unit."""
+@pytest.mark.parametrize("trap", FAST_PATH_TRAPS)
+def test_the_fast_path_leaves_the_callers_tensors_and_matches_autograd(trap, per_row_inputs):
+    """The fast path runs activations in place on a layer's product and their backward passes in
+    place on a cotangent it made: through modules that set traps for both, its outputs, its
+    vector-Jacobian product and its per-example Jacobian equal autograd's through the module, and
+    the caller's X and cotangent are left as they were."""
+    build, output_bias = FAST_PATH_TRAPS[trap]
     torch.manual_seed(3)
-    module = nn.Sequential(nn.Tanh(), nn.Linear(3, 5), nn.ReLU(), nn.Sigmoid(), nn.Linear(5, 1)).double()
+    module = build().double()
     model = FunctionalModel(module)
-    assert model._plan is not None
+    assert model.fast_path and model.output_bias == output_bias
     generic = FunctionalModel(module)
     generic._plan = None
     theta = model.flatten() + 0.1 * torch.randn(4, model.n_params, dtype=torch.float64)
     X = torch.randn(4, 7, 3, dtype=torch.float64) if per_row_inputs else _inputs()
     X_before = X.clone()
-    cotangent = torch.randn(4, 7, 1, dtype=torch.float64)
+    cotangent = torch.randn(*generic(theta, X).shape, dtype=torch.float64)
     cotangent_before = cotangent.clone()
     outputs, vjp = model.forward_and_vjp(theta, X)
     gradient = vjp(cotangent)
@@ -224,37 +247,6 @@ def test_in_place_passes_leave_the_callers_tensors_and_match_autograd(per_row_in
     torch.testing.assert_close(outputs, generic(theta, X))
     torch.testing.assert_close(gradient, expected)
     assert torch.equal(X, X_before) and torch.equal(cotangent, cotangent_before)
-
-
-@pytest.mark.parametrize("linear_skip", [False, True], ids=["alone", "in a linear skip"])
-@pytest.mark.parametrize("per_row_inputs", [False, True], ids=["shared X", "X per row"])
-def test_a_sequential_ending_in_an_activation_runs_the_fast_path_exactly(per_row_inputs, linear_skip):
-    """An nn.Sequential whose last step is an activation (a sigmoid on the outputs), alone or
-    inside a :class:`LinearSkipMLP`, still runs the fast path: its outputs, per-example Jacobian
-    and vector-Jacobian product equal autograd's through the module; the activation's backward
-    pass, the first of the pullback, runs on the caller's cotangent, which it must leave as it
-    was, and on the activation's own outputs, not on them plus the skip's (which the skip's
-    Jacobian and gradient had read, off by up to 5 in this module); and no bias is the output bias,
-    since the last bias is added before the activation."""
-    torch.manual_seed(4)
-    module = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2), nn.Sigmoid()).double()
-    if linear_skip:
-        module = LinearSkipMLP(module, 3, 2).double()
-    model = FunctionalModel(module)
-    assert model.fast_path and model.output_bias is None
-    generic = FunctionalModel(module)
-    generic._plan = None
-    theta = model.flatten() + 0.1 * torch.randn(3, model.n_params, dtype=torch.float64)
-    X = torch.randn(3, 7, 3, dtype=torch.float64) if per_row_inputs else _inputs()
-    cotangent = torch.randn(3, 7, 2, dtype=torch.float64)
-    cotangent_before = cotangent.clone()
-    outputs, vjp = model.forward_and_vjp(theta, X)
-    gradient = vjp(cotangent)
-    rows = theta.clone().requires_grad_(True)
-    (expected,) = torch.autograd.grad((generic(rows, X) * cotangent).sum(), rows)
-    torch.testing.assert_close(outputs, generic(theta, X))
-    torch.testing.assert_close(gradient, expected)
-    assert torch.equal(cotangent, cotangent_before)
     if not per_row_inputs:
         torch.testing.assert_close(model.jacobian(theta[0], X), jacrev(lambda t: generic.single(t, X))(theta[0]))
 
