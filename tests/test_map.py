@@ -174,7 +174,7 @@ def test_the_zero_weights_check_tolerance_grows_with_the_size_of_a_negative_misf
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             warn_unless_below_zero_weights(types.SimpleNamespace(module_=module, criterion_=criterion),
-                                           np.zeros((50, 2)), Y, 0.01)
+                                           np.zeros((50, 2)), Y, lr=0.01)
         assert any("every weight at zero" in str(warning.message) for warning in caught) == warns
 
 
@@ -243,7 +243,7 @@ def test_the_lean_step_goes_through_infer_and_get_loss():
 def test_the_training_is_adam_over_seeded_shuffled_minibatches_under_a_cosine_schedule():
     """Without the polish, fit_map's training is exactly plain Adam on the negative log posterior
     per point (the Gaussian misfit averaged over the batch plus ``delta ||theta||^2 / (2 N)``),
-    over the rows in a fresh permutation of a generator seeded with ``seed`` each epoch, in batches
+    over the rows in a fresh permutation each epoch from one generator seeded with ``seed``, in batches
     of 16 (50 rows: 16, 16, 16, 2), at the rate ``lr (1 + cos(pi e / E)) / 2`` in epoch ``e`` of
     ``E``; each epoch's recorded loss is the row-weighted mean of its steps' losses before their
     updates. A hand-written torch loop doing the same steps gives the same weights to rounding."""

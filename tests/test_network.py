@@ -30,13 +30,15 @@ def _inputs(n=7, d=3):
 
 def _assert_forward_and_vjp_match(model, reference, theta, X):
     """``model.forward_and_vjp`` against ``reference``'s forward and autograd
-    through it, for a random cotangent."""
+    through it, for a random cotangent, which the pullback leaves as it was."""
     cotangent = torch.randn(*reference(theta, X).shape, dtype=torch.float64)
+    cotangent_before = cotangent.clone()
     outputs, vjp = model.forward_and_vjp(theta, X)
     rows = theta.clone().requires_grad_(True)
     (expected,) = torch.autograd.grad((reference(rows, X) * cotangent).sum(), rows)
     torch.testing.assert_close(outputs, reference(theta, X))
     torch.testing.assert_close(vjp(cotangent), expected)
+    assert torch.equal(cotangent, cotangent_before)
 
 
 @pytest.mark.parametrize("activation", ["identity", "logistic", "tanh", "relu"])
@@ -216,7 +218,7 @@ FAST_PATH_TRAPS = {
     # no bias is the output bias, since the last one is added before it.
     "a sigmoid head": (_sigmoid_head, None),
     # The same inside a linear skip: the activation's backward pass reads its own outputs, not them plus the
-    # skip's (which the Jacobian and the gradient had read, off by up to 5 here).
+    # skip's (which the Jacobian and the gradient had read).
     "a sigmoid head in a linear skip": (lambda: LinearSkipMLP(_sigmoid_head(), 3, 2), None),
 }
 
@@ -238,15 +240,8 @@ def test_the_fast_path_leaves_the_callers_tensors_and_matches_autograd(trap, per
     theta = model.flatten() + 0.1 * torch.randn(4, model.n_params, dtype=torch.float64)
     X = torch.randn(4, 7, 3, dtype=torch.float64) if per_row_inputs else _inputs()
     X_before = X.clone()
-    cotangent = torch.randn(*generic(theta, X).shape, dtype=torch.float64)
-    cotangent_before = cotangent.clone()
-    outputs, vjp = model.forward_and_vjp(theta, X)
-    gradient = vjp(cotangent)
-    rows = theta.clone().requires_grad_(True)
-    (expected,) = torch.autograd.grad((generic(rows, X) * cotangent).sum(), rows)
-    torch.testing.assert_close(outputs, generic(theta, X))
-    torch.testing.assert_close(gradient, expected)
-    assert torch.equal(X, X_before) and torch.equal(cotangent, cotangent_before)
+    _assert_forward_and_vjp_match(model, generic, theta, X)
+    assert torch.equal(X, X_before)
     if not per_row_inputs:
         torch.testing.assert_close(model.jacobian(theta[0], X), jacrev(lambda t: generic.single(t, X))(theta[0]))
 
@@ -337,42 +332,30 @@ def test_row_blocks_hold_a_budget_of_bytes(monkeypatch):
     assert (density.n_gradient_rows, density.n_gradient_blocks) == (10, 5)
 
 
+@pytest.mark.parametrize("tile_points, point_tiles", [(3, (3, 3, 3, 2)), (11, (11,))],
+                         ids=["points in tiles", "every point in one tile"])
 @pytest.mark.parametrize("module", [build_mlp(3, 2, (8,)).double(), TwoHeads()], ids=["mlp", "generic"])
 @pytest.mark.parametrize("shared_inputs", [True, False])
-def test_outputs_without_gradients_go_in_tiles_of_rows_and_points(module, shared_inputs, monkeypatch):
+def test_outputs_without_gradients_go_in_tiles_of_rows_and_points(module, shared_inputs, tile_points, point_tiles,
+                                                                  monkeypatch):
     """Predictions of many rows on many points: on a CPU they go in tiles of rows and points whose
-    activations stay under the budget, and the outputs are the same; with gradients, in one pass."""
+    activations stay under the budget (2 rows a tile here), even where every point fits one tile,
+    and the outputs are the same; with gradients, in one pass."""
     model = FunctionalModel(module)
     generator = torch.Generator().manual_seed(0)
     theta = torch.randn(5, model.n_params, generator=generator, dtype=torch.float64)
     X = _inputs(n=11) if shared_inputs else torch.randn(5, 11, 3, generator=generator, dtype=torch.float64)
     whole = model(theta, X)
     calls = []
-    monkeypatch.setattr(network, "CPU_INFERENCE_TILE_POINTS", 3)
-    monkeypatch.setattr(network, "CPU_INFERENCE_TILE_ELEMENTS", 2 * 3 * model.max_width)  # 2 rows a tile
+    monkeypatch.setattr(network, "CPU_INFERENCE_TILE_POINTS", tile_points)
+    monkeypatch.setattr(network, "CPU_INFERENCE_TILE_ELEMENTS", 2 * tile_points * model.max_width)
     monkeypatch.setattr(model, "_outputs", lambda theta, X: calls.append((len(theta), X.shape[-2]))
                         or FunctionalModel._outputs(model, theta, X))
     with torch.no_grad():
         torch.testing.assert_close(model(theta, X), whole.detach())
-    assert calls == [(rows, points) for rows in (2, 2, 1) for points in (3, 3, 3, 2)]
+    assert calls == [(rows, points) for rows in (2, 2, 1) for points in point_tiles]
     model(theta, X)
     assert calls[-1] == (5, 11)
-
-
-def test_outputs_of_too_many_rows_on_few_points_go_in_tiles_of_rows(monkeypatch):
-    """Every point fits one tile but the rows do not: the outputs still go in tiles of 2 rows (a
-    budget of 2 rows x 11 points x 8 units), the same outputs as in one pass."""
-    model = FunctionalModel(build_mlp(3, 2, (8,)).double())
-    theta = torch.randn(5, model.n_params, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    X = _inputs(n=11)
-    whole = model(theta, X).detach()
-    calls = []
-    monkeypatch.setattr(network, "CPU_INFERENCE_TILE_ELEMENTS", 2 * 11 * model.max_width)
-    monkeypatch.setattr(model, "_outputs", lambda theta, X: calls.append((len(theta), X.shape[-2]))
-                        or FunctionalModel._outputs(model, theta, X))
-    with torch.no_grad():
-        torch.testing.assert_close(model(theta, X), whole)
-    assert calls == [(2, 11), (2, 11), (1, 11)]
 
 
 def test_outputs_off_a_cpu_go_in_blocks_of_points_with_every_row():
