@@ -261,9 +261,10 @@ def curvature_operator(model, theta, X, Y, likelihood, kind):
     forward- and reverse-mode products over the rows at each call; otherwise each
     call is :func:`curvature_matmul`'s."""
     _check_product_kind(kind)
-    if len(_square_root_row_chunks(model, theta, X)) > 1:
+    chunks = _square_root_row_chunks(model, theta, X)
+    if len(chunks) > 1:
         return lambda vectors: curvature_matmul(model, theta, X, Y, likelihood, kind, vectors)
-    (root,) = _square_root_chunks(model, theta, X, Y, likelihood, kind)
+    (root,) = _square_root_chunks(model, theta, X, Y, likelihood, kind, chunks)
     return lambda vectors: root.T @ (root @ vectors)
 
 
@@ -278,11 +279,12 @@ def _square_root_row_chunks(model, theta, X):
     return _row_chunks(X.shape[0], 2 * n_outputs * theta.shape[0] * theta.element_size())
 
 
-def _square_root_chunks(model, theta, X, Y, likelihood, kind):
+def _square_root_chunks(model, theta, X, Y, likelihood, kind, chunks=None):
     """The rows of ``F`` with ``C = F^T F`` (the GGN's whitened Jacobians, the
-    empirical Fisher's per-point gradients), one chunk of data rows at a time."""
+    empirical Fisher's per-point gradients), one chunk of data rows at a time
+    (``chunks``, where the caller has them, or :func:`_square_root_row_chunks`')."""
     n_params = theta.shape[0]
-    for rows in _square_root_row_chunks(model, theta, X):
+    for rows in _square_root_row_chunks(model, theta, X) if chunks is None else chunks:
         outputs, jac = outputs_and_jacobian(model, theta, X[rows])
         if kind == "ggn":
             yield likelihood.whitened_jacobian(jac, outputs).reshape(-1, n_params)
