@@ -40,14 +40,13 @@ from uci_protocol import fmt
 
 import sklearn_quinn.variational._bbb as bbb
 from sklearn_quinn import BBBRegressor, metrics
+from sklearn_quinn.datasets import make_heteroscedastic_wave
 
 
 def wave_split(seed, n_train=300, n_test=3000):
     """Training and test rows of ``sin(x) + (0.1 + 0.4 |x|) eps``, ``x`` uniform on [-3, 3]."""
-    rng = np.random.RandomState(seed)
-    x = rng.uniform(-3, 3, n_train + n_test)
-    y = np.sin(x) + (0.1 + 0.4 * np.abs(x)) * rng.randn(n_train + n_test)
-    return x[:n_train, None], x[n_train:, None], y[:n_train], y[n_train:]
+    X, y = make_heteroscedastic_wave(n_train + n_test, random_state=seed)
+    return X[:n_train], X[n_train:], y[:n_train], y[n_train:]
 
 
 TABLES = {"wave": (wave_split, {"likelihood": "heteroscedastic"}),

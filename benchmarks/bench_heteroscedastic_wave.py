@@ -34,16 +34,14 @@ from sklearn_quinn import (
     SWAGRegressor,
     metrics,
 )
+from sklearn_quinn.datasets import make_heteroscedastic_wave
 
 FAMILIES = {"laplace": LaplaceRegressor, "de": DeepEnsembleRegressor, "rms": RMSRegressor, "swag": SWAGRegressor,
             "bbb": BBBRegressor, "dropout": MCDropoutRegressor, "mcmc": MCMCRegressor, "smc": SMCRegressor}
 
 
 def noisy_wave(n_rows, seed):
-    rng = np.random.RandomState(seed)
-    x = rng.uniform(-3, 3, n_rows)
-    noise = 0.1 + 0.4 * np.abs(x)
-    return x[:, None], np.sin(x) + noise * rng.randn(n_rows), noise
+    return make_heteroscedastic_wave(n_rows, random_state=seed, return_noise_std=True)
 
 
 def main():

@@ -1,4 +1,4 @@
-"""Loaders for benchmark data.
+"""Loaders for benchmark data, and a generator of heteroscedastic toy data.
 
 The UCI regression benchmark is read from a directory given at run time, one
 folder per data set holding ``data.txt``, ``index_features.txt``,
@@ -16,6 +16,8 @@ from numbers import Integral
 from pathlib import Path
 
 import numpy as np
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, validate_params
 
 UCI_DATASETS = {
     "boston": "bostonHousing",
@@ -118,3 +120,47 @@ def _method_name(title):
     """'MC dropout, 2018 re-run' -> 'MC dropout 2018'; 'PBP (H-L&A 2015)' -> 'PBP'."""
     title = re.sub(r"\([^)]*\)", "", title).replace("re-run", "").replace(",", " ")
     return " ".join(title.split())
+
+
+@validate_params(
+    {"n_samples": [Interval(Integral, 1, None, closed="left")], "random_state": ["random_state"],
+     "return_noise_std": ["boolean"]},
+    prefer_skip_nested_validation=True,
+)
+def make_heteroscedastic_wave(n_samples=300, *, random_state=None, return_noise_std=False):
+    """One input, a sine wave, and a noise that grows with the input's size.
+
+    ``x`` is uniform on ``[-3, 3]`` and ``y = sin(x) + (0.1 + 0.4 |x|) eps`` with
+    ``eps`` standard normal: the noise std runs from 0.1 at the centre to 1.3
+    at the ends, so that a predictive with one noise std for every input is
+    too wide in the middle and too narrow at the edges, and a
+    ``likelihood='heteroscedastic'`` fit is not. The true mean is ``sin(x)``.
+
+    Parameters
+    ----------
+    n_samples : int, default=300
+        The number of rows.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the inputs and the noise.
+    return_noise_std : bool, default=False
+        Also return each row's noise std.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, 1)
+    y : ndarray of shape (n_samples,)
+    noise_std : ndarray of shape (n_samples,)
+        Only with ``return_noise_std=True``: ``0.1 + 0.4 |x|``.
+
+    Examples
+    --------
+    >>> from sklearn_quinn.datasets import make_heteroscedastic_wave
+    >>> X, y, noise_std = make_heteroscedastic_wave(5, random_state=0, return_noise_std=True)
+    >>> X.shape, y.shape, bool((noise_std >= 0.1).all())
+    ((5, 1), (5,), True)
+    """
+    rng = check_random_state(random_state)
+    x = rng.uniform(-3, 3, n_samples)
+    noise_std = 0.1 + 0.4 * np.abs(x)
+    y = np.sin(x) + noise_std * rng.randn(n_samples)
+    return (x[:, None], y, noise_std) if return_noise_std else (x[:, None], y)

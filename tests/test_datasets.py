@@ -1,12 +1,18 @@
 """The UCI split loader, on the shared benchmark data when present and on a
-tiny folder written by the test otherwise."""
+tiny folder written by the test otherwise; the heteroscedastic toy data."""
 
 from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy import stats
 
-from sklearn_quinn.datasets import load_uci_reference, load_uci_split, uci_n_splits
+from sklearn_quinn.datasets import (
+    load_uci_reference,
+    load_uci_split,
+    make_heteroscedastic_wave,
+    uci_n_splits,
+)
 
 SHARED_UCI = Path(__file__).resolve().parents[2] / "shared" / "data" / "uci"
 
@@ -70,3 +76,32 @@ def test_shared_reference_tables_cover_every_data_set():
     for table in reference.values():
         assert set(table) == {"boston", "concrete", "energy", "kin8nm", "naval", "power", "protein", "wine", "yacht"}
         assert set(table["yacht"]) == {"VI", "PBP", "MC dropout", "MC dropout 2018", "Deep ensembles"}
+
+
+def test_the_heteroscedastic_wave_is_a_sine_with_noise_growing_with_the_input():
+    X, y, noise_std = make_heteroscedastic_wave(20000, random_state=0, return_noise_std=True)
+    x = X[:, 0]
+    assert X.shape == (20000, 1) and y.shape == noise_std.shape == (20000,)
+    assert x.min() >= -3 and x.max() <= 3
+    np.testing.assert_allclose(noise_std, 0.1 + 0.4 * np.abs(x), rtol=1e-15)
+    # The standardised residuals are standard normal: a Kolmogorov-Smirnov test at a fixed seed, and
+    # their mean and variance within 5 standard errors (0.007 and 0.01 over 20,000 rows).
+    residual = (y - np.sin(x)) / noise_std
+    assert stats.kstest(residual, "norm").pvalue > 0.01
+    assert abs(residual.mean()) < 5 * 0.0071 and abs(residual.var() - 1) < 5 * 0.01
+    assert stats.kstest((x + 3) / 6, "uniform").pvalue > 0.01
+
+
+def test_the_heteroscedastic_wave_follows_its_seed():
+    first, again = make_heteroscedastic_wave(50, random_state=3), make_heteroscedastic_wave(50, random_state=3)
+    np.testing.assert_array_equal(first[0], again[0])
+    np.testing.assert_array_equal(first[1], again[1])
+    other = make_heteroscedastic_wave(50, random_state=4)
+    assert not np.array_equal(first[1], other[1])
+    assert len(make_heteroscedastic_wave(50, random_state=3, return_noise_std=False)) == 2
+
+
+@pytest.mark.parametrize("n_samples", [0, -1, 2.5, "10"])
+def test_the_heteroscedastic_wave_refuses_a_row_count_that_is_not_a_positive_integer(n_samples):
+    with pytest.raises(ValueError, match="n_samples"):
+        make_heteroscedastic_wave(n_samples)

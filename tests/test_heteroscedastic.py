@@ -27,6 +27,7 @@ from sklearn_quinn._core.likelihoods import GaussianLikelihood, HeteroscedasticG
 from sklearn_quinn._core.network import FunctionalModel
 from sklearn_quinn._map import fit_map
 from sklearn_quinn.calibration import calibrate, calibrate_cv
+from sklearn_quinn.datasets import make_heteroscedastic_wave
 from sklearn_quinn.ensemble._engine import finish_members, train_members
 
 FAST = dict(hidden_layer_sizes=(8,), max_epochs=40, random_state=0)
@@ -652,10 +653,7 @@ def test_unknown_likelihood_is_refused(estimator, linear_data):
 
 # ------------------------------------------------------------- noise growing with |x|
 def noisy_wave(n_rows, seed):
-    rng = np.random.RandomState(seed)
-    x = rng.uniform(-3, 3, n_rows)
-    noise = 0.1 + 0.4 * np.abs(x)
-    return x[:, None], np.sin(x) + noise * rng.randn(n_rows), noise
+    return make_heteroscedastic_wave(n_rows, random_state=seed, return_noise_std=True)
 
 
 @pytest.fixture(scope="module")

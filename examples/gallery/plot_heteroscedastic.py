@@ -30,14 +30,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from sklearn_quinn import DeepEnsembleRegressor, LaplaceRegressor
+from sklearn_quinn.datasets import make_heteroscedastic_wave
 from sklearn_quinn.plotting import PredictiveBandDisplay
 
 QUICK = os.environ.get("SKLEARN_QUINN_QUICK", "0") not in ("", "0")
 
-rng = np.random.RandomState(0)
-x = rng.uniform(-3, 3, size=300)
-noise_std = 0.1 + 0.4 * np.abs(x)
-X, y = x[:, None], np.sin(x) + noise_std * rng.randn(len(x))
+X, y = make_heteroscedastic_wave(300, random_state=0)
 grid = np.linspace(-4.5, 4.5, 200)
 common = {"random_state": 0, "max_epochs": 400 if QUICK else 1000}
 
