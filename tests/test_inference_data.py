@@ -1,14 +1,17 @@
 """to_inference_data: the MCMC and SMC draws as ArviZ's InferenceData, value for value."""
 
+import copy
 import sys
 import warnings
 
 import numpy as np
 import pytest
+import torch
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.exceptions import NotFittedError
 
 from sklearn_quinn import MCMCClassifier, MCMCRegressor, SMCRegressor
+from sklearn_quinn.mcmc._diagnostics import split_rhat
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", FutureWarning)  # ArviZ 0.2x announces its 1.0 refactor
@@ -60,6 +63,34 @@ def test_sample_stats_summarise_each_thinning_block(hmc):
     assert stats.attrs["sampler"] == "hmc" and stats.attrs["thin"] == 2
 
 
+def test_sample_stats_reduce_each_run_of_thin_consecutive_steps_to_its_draw(hmc):
+    """Draw d of a chain is kept after steps 2d and 2d + 1 (thin=2): its acceptance rate is their
+    mean, it diverged if either did, and its leapfrog steps (NUTS's) are their sum. Per-step records
+    set by hand on a copy of the fit, where each rule gives other values than a strided grouping
+    (steps d and d + 40), a divergence of both steps, or a mean of the steps would."""
+    model = copy.copy(hmc)
+    steps = torch.arange(3 * 80).reshape(3, 80)
+    model._acceptance = steps.to(torch.float64) / 240
+    model._divergent = ((steps % 6 == 0) | (steps % 10 == 1)).clone()
+    model._n_leapfrog = steps.clone()
+    stats = model.to_inference_data().sample_stats
+    pairs = np.arange(3 * 80).reshape(3, 40, 2)  # chain-major steps, two to a draw
+    even, odd = pairs[..., 0], pairs[..., 1]
+    assert_allclose(stats["acceptance_rate"].values, (even + odd) / 2 / 240, rtol=1e-12)
+    assert_array_equal(stats["diverging"].values, (even % 6 == 0) | (odd % 10 == 1))
+    assert 0 < stats["diverging"].values.sum() < 120
+    assert_array_equal(stats["n_steps"].values, even + odd)
+
+
+def test_the_dataset_names_its_dimensions_and_its_source(hmc, data):
+    """The dimensions of the documentation, which arviz.summary and the plots label with."""
+    idata = hmc.to_inference_data(*data)
+    assert idata.posterior["noise_std"].dims == ("chain", "draw", "target")
+    assert idata.posterior["prior_precision"].dims == ("chain", "draw", "group")
+    assert idata.log_likelihood["y"].dims == ("chain", "draw", "y_dim_0")
+    assert idata.attrs["inference_library"] == "sklearn_quinn"
+
+
 def test_sample_stats_describe_the_fit_whatever_set_params_says_after_it(data):
     """``thin`` changed after fit made to_inference_data fail reshaping the per-step statistics,
     and a changed ``sampler`` or ``n_burnin`` was written as the draws' own. So was a pickle's
@@ -88,8 +119,14 @@ def test_arviz_diagnostics_agree_with_the_fitted_ones(hmc):
     hyper = np.concatenate([idata.posterior["noise_std"].values, idata.posterior["prior_precision"].values], axis=-1)
     columns = slice(hmc._model.n_params, hmc._model.n_params + hyper.shape[-1])
     assert_allclose([float(arviz.ess(hyper[..., i])) for i in range(hyper.shape[-1])], hmc.ess_[columns], rtol=1e-6)
-    assert_allclose([float(arviz.rhat(np.log(hyper[..., i]))) for i in range(hyper.shape[-1])], hmc.rhat_[columns],
-                    rtol=1e-6)
+    # The exported logs are the sampled columns shifted by the targets' scale, to rounding; and that
+    # rounding can break the tie that the folded draws' median makes between its two middle draws (an
+    # even count), which moves R-hat by 2e-3 (seen with two threads). So ArviZ's R-hat of the exported
+    # logs is compared with the package's of the same logs.
+    shift = np.log(hyper) - hmc.chains_[..., columns]
+    assert_allclose(shift, np.broadcast_to(shift[:1, :1], shift.shape), rtol=0, atol=1e-12)
+    assert_allclose([float(arviz.rhat(np.log(hyper[..., i]))) for i in range(hyper.shape[-1])],
+                    split_rhat(np.log(hyper)), rtol=1e-6)
 
 
 def test_nuts_reports_its_leapfrog_steps_and_each_divergence(data):
@@ -143,6 +180,16 @@ def test_smc_particles_are_one_weighted_chain(data, waste_free):
     # The precisions it samples by default, as MCMC's (the particles' were dropped).
     assert_array_equal(idata.posterior["prior_precision"].values.reshape(32, -1), smc.prior_precision_samples_)
     np.testing.assert_allclose(smc.weights_ @ smc.prior_precision_samples_, list(smc.prior_precisions_.values()))
+
+
+def test_smc_stages_are_the_sample_stats_attributes(data):
+    """Each stage's record under its own name, and each particle's step size and leapfrog steps."""
+    smc = SMCRegressor(hidden_layer_sizes=(3,), n_particles=16, n_mcmc_steps=1, n_leapfrog=3, random_state=1).fit(*data)
+    stats = smc.to_inference_data().sample_stats
+    assert_array_equal(stats.attrs["ess_history"], smc.ess_history_)
+    assert_array_equal(stats.attrs["acceptance_history"], smc.acceptance_history_)
+    assert_array_equal(stats.attrs["lambdas"], smc.lambdas_)
+    assert_array_equal(stats["step_size"].values, smc.step_size_[None])
 
 
 def test_without_arviz_the_error_says_how_to_install_it(hmc, monkeypatch):

@@ -240,6 +240,52 @@ def test_band_takes_an_epistemic_std_equal_to_the_total_within_rounding():
     assert_array_equal(display.y_epistemic_std, y_std)
 
 
+def test_band_legend_names_each_part_and_the_split_band_takes_the_mean_colour():
+    """Every part of the band has its legend entry (the draws once, on their first line), and on
+    Axes that already show a band, the second's epistemic band is filled in its own mean's colour."""
+    x = np.array([0.0, 1.0, 2.0])
+    first = PredictiveBandDisplay.from_predictions(
+        x, x, np.ones(3), [[0.0, 1.0], [1.0, 2.0], [2.0, 3.0]], [0.5], [0.7], y_epistemic_std=np.full(3, 0.5),
+        name="nn",
+    )
+    legend = [text.get_text() for text in first.ax_.get_legend().get_texts()]
+    assert legend == ["nn: predictive mean", "nn: mean ± 2 total std", "nn: mean ± 2 epistemic std",
+                      "nn: predictive draws", "nn: data"]
+    assert [line.get_label().startswith("_") for line in first.draw_lines_] == [False, True]
+    second = PredictiveBandDisplay.from_predictions(x, -x, np.ones(3), y_epistemic_std=np.full(3, 0.5), ax=first.ax_)
+    colour = matplotlib.colors.to_rgb(second.line_.get_color())
+    assert colour != matplotlib.colors.to_rgb(first.line_.get_color())
+    assert tuple(second.epistemic_band_.get_facecolor()[0][:3]) == colour
+
+
+def test_band_replotted_under_a_new_name_takes_that_name():
+    display = PredictiveBandDisplay.from_predictions([0.0, 1.0], [0.0, 1.0], [1.0, 1.0], name="old")
+    display.plot(name="new")
+    legend = [text.get_text() for text in display.ax_.get_legend().get_texts()]
+    assert legend == ["new: predictive mean", "new: mean ± 2 std"]
+
+
+def test_band_with_one_draw_draws_one_line(regressor, wave):
+    """n_draws=1 is one draw of y, not none."""
+    display = PredictiveBandDisplay.from_estimator(regressor, wave[0], n_draws=1, random_state=2)
+    assert display.y_samples.shape == (200, 1) and len(display.draw_lines_) == 1
+    assert_array_equal(display.draw_lines_[0].get_ydata(), display.y_samples[:, 0])
+
+
+def test_band_compares_the_epistemic_std_with_the_total_at_the_same_point():
+    """Unsorted x: each epistemic std is checked against its own point's total, before or after the
+    sort alike; equal to the total at every point, it is accepted and both bands are the same
+    (the check against the sorted totals refused it: 2 > 1 at x=1)."""
+    x = np.array([1.0, 0.0])
+    y_std = np.array([2.0, 1.0])
+    display = PredictiveBandDisplay.from_predictions(x, np.zeros(2), y_std, y_epistemic_std=y_std.copy())
+    assert_array_equal(display.y_epistemic_std, [1.0, 2.0])
+    # fill_between's path: the lower edge along x, then the upper edge back.
+    for band in (display.band_, display.epistemic_band_):
+        vertices = band.get_paths()[0].vertices
+        assert {tuple(v) for v in vertices} >= {(0.0, -2.0), (1.0, -4.0), (0.0, 2.0), (1.0, 4.0)}
+
+
 def test_regression_calibration_from_estimator_is_the_coverage_curve(regressor, wave, tmp_path):
     X, y = wave
     display = RegressionCalibrationDisplay.from_estimator(regressor, X, y)
@@ -258,6 +304,39 @@ def test_regression_calibration_from_predictions_takes_levels():
     )
     assert_array_equal(display.levels, [0.2, 0.9])
     assert_array_equal(display.observed, [1 / 3, 2 / 3])
+
+
+class FixedGaussianRegressor:
+    """A fitted regressor stand-in: predicts N(0, 1) for every row."""
+
+    def predict(self, X, return_std=False):
+        zeros = np.zeros(len(X))
+        return (zeros, zeros + 1.0) if return_std else zeros
+
+
+def test_regression_calibration_from_estimator_passes_levels_and_name():
+    """Targets 0, 0.5 and 3 under N(0, 1): the central 20% interval is |y| <= 0.2533 (one in three),
+    the 90% one |y| <= 1.6449 (two in three)."""
+    y_true = np.array([0.0, 0.5, 3.0])
+    display = RegressionCalibrationDisplay.from_estimator(
+        FixedGaussianRegressor(), np.zeros((3, 1)), y_true, levels=[0.2, 0.9], name="fixed"
+    )
+    assert_array_equal(display.line_.get_xydata(), [[0.2, 1 / 3], [0.9, 2 / 3]])
+    assert [text.get_text() for text in display.ax_.get_legend().get_texts()] == ["perfectly calibrated", "fixed"]
+
+
+def test_calibration_displays_label_their_axes_and_default_curve_names():
+    coverage = RegressionCalibrationDisplay.from_predictions([0.0], [0.0], [1.0])
+    assert coverage.ax_.get_xlabel() == "expected coverage of the central interval"
+    assert coverage.ax_.get_ylabel() == "observed coverage"
+    assert coverage.line_.get_label() == "observed"
+    coverage.plot(name="renamed")
+    assert coverage.ax_.get_lines()[-1].get_label() == "renamed"
+    reliability = ReliabilityDisplay.from_predictions([0, 1], [[0.9, 0.1], [0.2, 0.8]], name="first")
+    assert reliability.ax_.get_xlabel() == "confidence (top-class probability)"
+    assert reliability.ax_.get_ylabel() == "accuracy"
+    reliability.plot(name="second")
+    assert reliability.line_.get_label().startswith("second (ECE")
 
 
 def test_reliability_from_estimator_is_the_binned_accuracy(classification, tmp_path):
@@ -304,6 +383,35 @@ def test_reliability_from_predictions_uses_labels():
     assert_array_equal(display.counts, [0, 2])
 
 
+class FixedProbaClassifier:
+    """A fitted classifier stand-in over the classes a, b, c, with fixed probabilities."""
+
+    classes_ = np.array(["a", "b", "c"])
+
+    def predict_proba(self, X):
+        return np.array([[0.10, 0.65, 0.25], [0.15, 0.30, 0.55], [0.30, 0.45, 0.25], [0.02, 0.03, 0.95]])
+
+
+def test_reliability_from_estimator_on_rows_without_one_class_bins_by_the_estimators_classes():
+    """A held-out set may lack a class (here 'a'): the columns are still the estimator's classes_, not
+    the labels found in y. By hand, with 5 bins of width 0.2: confidences 0.65 (b, right), 0.55 (c,
+    right), 0.45 (b, wrong: c) and 0.95 (c, wrong: b) fill bins 2 (0.55, 0.45), 3 and 4."""
+    y = np.array(["b", "c", "c", "b"])
+    display = ReliabilityDisplay.from_estimator(FixedProbaClassifier(), np.zeros((4, 1)), y, n_bins=5)
+    assert_array_equal(display.counts, [0, 0, 2, 1, 1])
+    np.testing.assert_allclose(display.line_.get_xydata(), [[0.5, 0.5], [0.65, 1.0], [0.95, 0.0]], rtol=1e-12)
+    # ECE: (2 |0.5 - 0.5| + |1 - 0.65| + |0 - 0.95|) / 4
+    assert display.ece == pytest.approx(1.3 / 4, rel=1e-12)
+
+
+def test_reliability_from_predictions_scores_accuracy_by_the_given_labels():
+    """Columns labelled b, a: both rows are right (with the sorted labels a, b both were wrong)."""
+    y_proba = np.array([[0.9, 0.1], [0.2, 0.8]])
+    display = ReliabilityDisplay.from_predictions(["b", "a"], y_proba, n_bins=2, labels=["b", "a"])
+    assert_array_equal(display.accuracy, [np.nan, 1.0])
+    np.testing.assert_allclose(display.line_.get_xydata(), [[0.85, 1.0]], rtol=1e-12)
+
+
 def test_trace_from_samples_draws_every_chain(tmp_path):
     samples = np.random.default_rng(0).normal(size=(3, 50, 6))
     samples[0, :, 1] += 2.0  # one chain elsewhere: a large R-hat in the title
@@ -342,6 +450,37 @@ def test_trace_draws_on_given_axes():
     assert list(display.axes_) == list(axes)
     with pytest.raises(ValueError, match="one Axes per selected parameter"):
         TraceDisplay.from_samples(np.zeros((2, 20, 5)), [0, 1, 2], ax=axes)
+
+
+def test_trace_titles_give_each_selected_parameters_own_rhat():
+    """Parameters 5 and 2 shown in that order: 5's chains sit 3 apart (R-hat far above 1), 2's mix,
+    as do 0 and 1 (the R-hat of the first columns was written under the selected ones)."""
+    chains = np.random.default_rng(4).normal(size=(2, 40, 6))
+    chains[1, :, 5] += 3.0
+    display = TraceDisplay.from_estimator(ChainsHolder(chains), params=[5, 2])
+    assert display.rhat[0] > 1.5 and display.rhat[1] < 1.1
+    assert_array_equal(display.rhat, split_rhat(chains[:, :, [5, 2]]))
+    assert display.axes_[0].get_title() == f"parameter 5: split R-hat = {display.rhat[0]:.3f}"
+
+
+def test_trace_takes_a_single_parameter_index():
+    samples = np.random.default_rng(5).normal(size=(2, 20, 5))
+    display = TraceDisplay.from_samples(samples, 3)
+    assert_array_equal(display.params, [3])
+    assert display.lines_.shape == (1, 2)
+    assert_array_equal(display.lines_[0, 1].get_ydata(), samples[1, :, 3])
+
+
+def test_trace_from_estimator_draws_on_given_axes_and_labels_the_bottom_panel():
+    _, axes = plt.subplots(2, 1)
+    chains = np.random.default_rng(6).normal(size=(2, 20, 5))
+    display = TraceDisplay.from_estimator(ChainsHolder(chains), [0, 4], ax=axes)
+    assert list(display.axes_) == list(axes)
+    assert (axes[0].get_xlabel(), axes[1].get_xlabel()) == ("", "draw")
+    # One Axes too many would leave an empty panel: refused as one too few is.
+    _, three = plt.subplots(3, 1)
+    with pytest.raises(ValueError, match="one Axes per selected parameter"):
+        TraceDisplay.from_samples(chains, [0, 1], ax=three)
 
 
 @pytest.mark.parametrize(
