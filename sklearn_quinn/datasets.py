@@ -67,11 +67,13 @@ def load_uci_split(data_dir, name, split):
     n_splits = uci_n_splits(data_dir, name)
     if isinstance(split, bool) or not isinstance(split, Integral) or not 0 <= split < n_splits:
         raise ValueError(f"split must be in [0, {n_splits - 1}] for {name!r}, got {split}.")
-    data = np.loadtxt(folder / "data.txt")
-    features = np.loadtxt(folder / "index_features.txt", dtype=int)
+    data = np.loadtxt(folder / "data.txt", ndmin=2)
+    # ndmin=1: a one-line index file (one input column, one test row) would read as a scalar index,
+    # which drops the array's axis.
+    features = np.loadtxt(folder / "index_features.txt", dtype=int, ndmin=1)
     target = int(np.loadtxt(folder / "index_target.txt"))
-    train = np.loadtxt(folder / f"index_train_{split}.txt", dtype=int)
-    test = np.loadtxt(folder / f"index_test_{split}.txt", dtype=int)
+    train = np.loadtxt(folder / f"index_train_{split}.txt", dtype=int, ndmin=1)
+    test = np.loadtxt(folder / f"index_test_{split}.txt", dtype=int, ndmin=1)
     X, y = data[:, features], data[:, target]
     return X[train], X[test], y[train], y[test]
 

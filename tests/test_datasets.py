@@ -105,3 +105,45 @@ def test_the_heteroscedastic_wave_follows_its_seed():
 def test_the_heteroscedastic_wave_refuses_a_row_count_that_is_not_a_positive_integer(n_samples):
     with pytest.raises(ValueError, match="n_samples"):
         make_heteroscedastic_wave(n_samples)
+
+
+def test_a_boolean_split_is_refused_where_true_would_be_a_split(tiny_uci):
+    """True == 1: with two splits, True would silently load split 1."""
+    data_dir, _ = tiny_uci
+    folder = data_dir / "yacht"
+    np.savetxt(folder / "n_splits.txt", [2], fmt="%d")
+    np.savetxt(folder / "index_train_1.txt", [1, 3], fmt="%d")
+    np.savetxt(folder / "index_test_1.txt", [0, 2, 4], fmt="%d")
+    assert load_uci_split(data_dir, "yacht", 1)[1].shape == (3, 3)
+    with pytest.raises(ValueError, match=r"split must be in \[0, 1\]"):
+        load_uci_split(data_dir, "yacht", True)
+
+
+def test_a_data_set_folder_without_its_data_is_refused(tiny_uci):
+    data_dir, _ = tiny_uci
+    (data_dir / "yacht" / "data.txt").unlink()
+    with pytest.raises(ValueError, match="No UCI data for 'yacht' under .*yacht: data.txt is missing"):
+        uci_n_splits(data_dir, "yacht")
+
+
+def test_a_reference_cell_that_is_not_a_figure_gives_no_figure(tmp_path):
+    """'n/a' for a method the README has no figure of: the other rows are read as before."""
+    (tmp_path / "README.md").write_text(
+        "| data set | VI | PBP |\n|---|---|---|\n| boston | -2.90 ± 0.07 | n/a |\n"
+        "| yacht | -3.43 ± 0.16 | -1.63 ± 0.02 |\n\n"
+        "| data set | VI | PBP |\n|---|---|---|\n| yacht | 6.89 ± 0.67 | 1.02 ± 0.05 |\n"
+    )
+    reference = load_uci_reference(tmp_path)
+    assert "PBP" not in reference["log_likelihood"].get("boston", {})
+    assert reference["log_likelihood"]["yacht"] == {"VI": (-3.43, 0.16), "PBP": (-1.63, 0.02)}
+
+
+def test_one_line_index_files_keep_the_arrays_two_dimensional(tiny_uci):
+    """A data set of one input (index_features.txt of one line) gives X of shape (n, 1), and a split
+    of one test row a target of shape (1,): numpy reads a one-line file as a scalar by default."""
+    data_dir, data = tiny_uci
+    np.savetxt(data_dir / "yacht" / "index_features.txt", [2], fmt="%d")
+    np.savetxt(data_dir / "yacht" / "index_test_0.txt", [1], fmt="%d")
+    X_train, X_test, y_train, y_test = load_uci_split(data_dir, "yacht", 0)
+    np.testing.assert_array_equal(X_train, data[[0, 2, 4]][:, [2]])
+    assert X_test.shape == (1, 1) and y_test.shape == (1,)
