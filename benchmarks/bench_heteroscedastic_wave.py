@@ -40,17 +40,14 @@ FAMILIES = {"laplace": LaplaceRegressor, "de": DeepEnsembleRegressor, "rms": RMS
             "bbb": BBBRegressor, "dropout": MCDropoutRegressor, "mcmc": MCMCRegressor, "smc": SMCRegressor}
 
 
-def noisy_wave(n_rows, seed):
-    return make_heteroscedastic_wave(n_rows, random_state=seed, return_noise_std=True)
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--methods", nargs="+", choices=FAMILIES, default=list(FAMILIES))
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     pin_threads(args.threads)
-    (X, y, _), (X_test, y_test, noise) = noisy_wave(300, 0), noisy_wave(3000, 1)
+    X, y = make_heteroscedastic_wave(300, random_state=0)
+    X_test, y_test, noise = make_heteroscedastic_wave(3000, random_state=1, return_noise_std=True)
     true_mean = np.sin(X_test[:, 0])
     root_mean_square = np.sqrt(np.mean((y_test - true_mean) ** 2))
     best_homoscedastic = metrics.gaussian_nll(y_test, true_mean, np.full_like(y_test, root_mean_square))

@@ -288,9 +288,8 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
         --------
         >>> import numpy as np
         >>> from sklearn_quinn import LaplaceRegressor
-        >>> rng = np.random.RandomState(0)
-        >>> X = rng.uniform(-3, 3, size=(200, 1))
-        >>> y = np.sin(X[:, 0]) + (0.1 + 0.4 * np.abs(X[:, 0])) * rng.randn(200)
+        >>> from sklearn_quinn.datasets import make_heteroscedastic_wave
+        >>> X, y = make_heteroscedastic_wave(200, random_state=0)
         >>> model = LaplaceRegressor(likelihood="heteroscedastic", max_epochs=300, random_state=0).fit(X, y)
         >>> parts = model.predict_uncertainty([[0.0], [2.5]])
         >>> bool(parts.aleatoric_std[1] > 2 * parts.aleatoric_std[0])  # the noise grows with |x|

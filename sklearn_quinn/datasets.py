@@ -150,9 +150,11 @@ def make_heteroscedastic_wave(n_samples=300, *, random_state=None, return_noise_
     Returns
     -------
     X : ndarray of shape (n_samples, 1)
+        The inputs, uniform on ``[-3, 3]``.
     y : ndarray of shape (n_samples,)
+        The noisy targets.
     noise_std : ndarray of shape (n_samples,)
-        Only with ``return_noise_std=True``: ``0.1 + 0.4 |x|``.
+        Only with ``return_noise_std=True``: each row's noise std, ``0.1 + 0.4 |x|``.
 
     Examples
     --------

@@ -31,6 +31,8 @@ from sklearn_quinn._cli.references import GPR_MAX_ROWS, REFERENCES, RowSubsample
 from sklearn_quinn._cli.uci_protocol import fmt, run_split, score_fit
 from sklearn_quinn.datasets import load_uci_split
 
+from .uci_folders import write_uci_set
+
 SHARED_UCI = Path(__file__).resolve().parents[2] / "shared" / "data" / "uci"
 TINY = ["--methods", "laplace", "de", "--max-epochs", "5", "--threads", "1"]
 
@@ -424,18 +426,9 @@ def _tiny_uci(folder):
     """A UCI data directory of two data sets (yacht: 2 splits and 7 hidden units; concrete: 1 split, no
     n_hidden.txt) and a README of published figures for yacht only."""
     data = np.arange(24.0).reshape(6, 4)
-    for name, n_splits, hidden in (("yacht", 2, 7), ("concrete", 1, None)):
-        set_folder = folder / name
-        set_folder.mkdir(parents=True)
-        np.savetxt(set_folder / "data.txt", data)
-        np.savetxt(set_folder / "index_features.txt", [0, 1, 2], fmt="%d")
-        np.savetxt(set_folder / "index_target.txt", [3], fmt="%d")
-        np.savetxt(set_folder / "n_splits.txt", [n_splits], fmt="%d")
-        for split in range(n_splits):
-            np.savetxt(set_folder / f"index_train_{split}.txt", [[0, 1, 2, 3], [2, 3, 4, 5]][split], fmt="%d")
-            np.savetxt(set_folder / f"index_test_{split}.txt", [[4, 5], [0, 1]][split], fmt="%d")
-        if hidden:
-            np.savetxt(set_folder / "n_hidden.txt", [hidden], fmt="%d")
+    splits = [([0, 1, 2, 3], [4, 5]), ([2, 3, 4, 5], [0, 1])]
+    write_uci_set(folder / "yacht", data, splits, n_hidden=7)
+    write_uci_set(folder / "concrete", data, splits[:1])
     (folder / "README.md").write_text(
         "| data set | VI (H-L&A 2015) | PBP (H-L&A 2015) |\n|---|---|---|\n| yacht | -3.43 ± 0.16 | -1.63 ± 0.02 |\n\n"
         "Test RMSE:\n\n| data set | VI | PBP |\n|---|---|---|\n| yacht | 6.89 ± 0.67 | 1.02 ± 0.05 |\n")
@@ -745,6 +738,18 @@ def test_quick_budgets_are_those_the_help_gives(name, settings):
     epochs; SMC 100 particles of 10-step trajectories."""
     params = make_estimator(name, False, quick=True).get_params()
     assert {key: params[key] for key in settings} == settings
+
+
+def test_the_help_gives_the_quick_budgets_and_the_defaults_tested_here(capsys):
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert ("300 training epochs instead of 1000; MCMC 200 burn-in + 200 draws per chain instead of 500 + 500; "
+            "SWAG 50 collection epochs instead of 100; SMC 100 particles of 10-step trajectories instead of 200 "
+            "of 50") in help_text
+    for default in ("(default: diabetes)", "held-out fraction (default: 0.2)", "(default: sklearn-quinn-report)",
+                    "seeds the split and the fits (default: 0)"):
+        assert default in help_text
 
 
 def test_command_line_defaults_are_those_the_help_gives():

@@ -504,7 +504,8 @@ def test_warm_up_weights_keeping_their_total_are_divided_by_their_mean():
     constant = torch.tensor([[0.5, -3.0], [2.0, -3.0], [1.0, -3.0]], dtype=torch.float64)
     torch.testing.assert_close(likelihood.log_prob(constant, y),
                                HeteroscedasticGaussianLikelihood().log_prob(constant, y))
-    fitted = BBBRegressor(**FAMILIES[BBBRegressor], likelihood="heteroscedastic").fit(*noisy_wave(40, 0)[:2])
+    fitted = BBBRegressor(**FAMILIES[BBBRegressor], likelihood="heteroscedastic")
+    fitted.fit(*make_heteroscedastic_wave(40, random_state=0))
     assert fitted.net_.criterion_.likelihood.beta_keeps_total
 
 
@@ -652,13 +653,10 @@ def test_unknown_likelihood_is_refused(estimator, linear_data):
 
 
 # ------------------------------------------------------------- noise growing with |x|
-def noisy_wave(n_rows, seed):
-    return make_heteroscedastic_wave(n_rows, random_state=seed, return_noise_std=True)
-
-
 @pytest.fixture(scope="module")
 def wave():
-    return noisy_wave(300, 0), noisy_wave(3000, 1)
+    return (make_heteroscedastic_wave(300, random_state=0, return_noise_std=True),
+            make_heteroscedastic_wave(3000, random_state=1, return_noise_std=True))
 
 
 #: 95% coverage in the lowest- and the highest-noise third of the test inputs.

@@ -443,13 +443,19 @@ def test_trace_shows_all_params_when_fewer_than_four():
     assert_array_equal(display.params, [0, 1])
 
 
-def test_trace_draws_on_given_axes():
-    _, axes = plt.subplots(1, 2)
-    samples = np.random.default_rng(3).normal(size=(2, 20, 5))
-    display = TraceDisplay.from_samples(samples, [0, 4], ax=axes)
+@pytest.mark.parametrize("source", ["samples", "estimator"])
+def test_trace_draws_on_given_axes_one_per_parameter_with_the_draws_labelled_below(source):
+    _, axes = plt.subplots(2, 1)
+    chains = np.random.default_rng(6).normal(size=(2, 20, 5))
+    make = TraceDisplay.from_samples if source == "samples" else TraceDisplay.from_estimator
+    display = make(chains if source == "samples" else ChainsHolder(chains), [0, 4], ax=axes)
     assert list(display.axes_) == list(axes)
-    with pytest.raises(ValueError, match="one Axes per selected parameter"):
-        TraceDisplay.from_samples(np.zeros((2, 20, 5)), [0, 1, 2], ax=axes)
+    assert (axes[0].get_xlabel(), axes[1].get_xlabel()) == ("", "draw")
+    # One Axes too few or too many (which would leave an empty panel) is refused.
+    for n_axes in (1, 3):
+        _, wrong = plt.subplots(n_axes, 1)
+        with pytest.raises(ValueError, match="one Axes per selected parameter"):
+            make(chains if source == "samples" else ChainsHolder(chains), [0, 4], ax=np.atleast_1d(wrong))
 
 
 def test_trace_titles_give_each_selected_parameters_own_rhat():
@@ -469,18 +475,6 @@ def test_trace_takes_a_single_parameter_index():
     assert_array_equal(display.params, [3])
     assert display.lines_.shape == (1, 2)
     assert_array_equal(display.lines_[0, 1].get_ydata(), samples[1, :, 3])
-
-
-def test_trace_from_estimator_draws_on_given_axes_and_labels_the_bottom_panel():
-    _, axes = plt.subplots(2, 1)
-    chains = np.random.default_rng(6).normal(size=(2, 20, 5))
-    display = TraceDisplay.from_estimator(ChainsHolder(chains), [0, 4], ax=axes)
-    assert list(display.axes_) == list(axes)
-    assert (axes[0].get_xlabel(), axes[1].get_xlabel()) == ("", "draw")
-    # One Axes too many would leave an empty panel: refused as one too few is.
-    _, three = plt.subplots(3, 1)
-    with pytest.raises(ValueError, match="one Axes per selected parameter"):
-        TraceDisplay.from_samples(chains, [0, 1], ax=three)
 
 
 @pytest.mark.parametrize(

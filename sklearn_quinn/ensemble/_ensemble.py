@@ -330,7 +330,9 @@ _SHARED_PARAMETERS = """
     lr_schedule : {'cosine', 'constant'}, default='cosine'
     max_epochs : int or 'auto', default='auto'
         Epochs over each member's rows; 'auto' is 1000, or fewer where they
-        would take more than 200,000 minibatch steps.
+        would take more than 200,000 minibatch steps. As for
+        :class:`~sklearn_quinn.LaplaceRegressor`, a training too short for
+        the network to fit the data learns too strong a prior.
     batch_size : int or 'auto', default='auto'
         Rows per member per step; 'auto' is ``min(200, rows per member)``.
     optimizer : torch optimizer class, default=torch.optim.Adam

@@ -147,9 +147,9 @@ class LaplaceRegressor(LaplaceMixin, BaseBayesianRegressor):
         Epochs of MAP training; 'auto' is 1000, or fewer where they would
         take more than 200,000 minibatch steps (above 40,000 rows at the
         default batch size). A learned prior (``prior_std=None``) is read
-        from the weights during this training: one too short for the
-        network to fit the data (tens of full-batch steps at ``lr=0.01``)
-        learns too strong a prior, and the fit under-fits without a warning.
+        from the weights during this training: a training too short for the
+        network to fit the data learns too strong a prior, and the fit
+        under-fits without a warning (see the user guide's evidence page).
     batch_size : int or 'auto', default='auto'
         Minibatch size of MAP training; 'auto' is ``min(200, n_samples)``.
     optimizer : torch.optim.Optimizer class, default=torch.optim.Adam
