@@ -32,6 +32,7 @@ from sklearn_quinn._core.evidence import (
     bias_alone_covariance,
     output_bias_maximiser,
 )
+from sklearn_quinn._core.kernel_grams import KernelGrams
 from sklearn_quinn._core.kronecker import kronecker_factors
 from sklearn_quinn._core.likelihoods import (
     CategoricalLikelihood,
@@ -602,6 +603,19 @@ def test_the_columns_hyperprior_keeps_many_columns_for_the_rows_calibrated(shape
         assert coverage >= 0.92 and nll < reference_nll
     else:
         assert coverage < 0.9
+
+
+def test_the_gram_matrices_counted_for_the_memory_budget_are_those_the_kernel_holds():
+    """``KernelGrams.count``, which sizes the memory budget, counts one ``M x M`` matrix per whole
+    tensor and one per layer of input columns, however many columns (groups) the layer has: 3
+    tensors (the hidden bias, the output weight and bias) and 2 layers (the hidden and the skip
+    weights, 4 columns each) make 5 of the 11 groups; as many as a ``KernelGrams`` keeps."""
+    groups = ParameterGroups.of(FunctionalModel(build_mlp(4, 3, (5,), "tanh", linear_skip=True).double()))
+    assert len(groups) == 11 and len(groups.input_layers()) == 2
+    assert KernelGrams.count(groups) == 5
+    factor = torch.randn(6, len(groups.index), dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    grams = KernelGrams(factor, torch.randn(2, 4, dtype=torch.float64), groups)
+    assert len(grams._grams) + len(grams._layers) == 5
 
 
 def test_the_kernel_is_refused_where_its_gram_matrices_exceed_the_memory_budget():

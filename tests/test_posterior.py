@@ -24,16 +24,20 @@ def test_full_gaussian_covariance_is_inverse_precision():
     torch.testing.assert_close(posterior.variance, torch.linalg.inv(precision).diagonal())
 
 
-@pytest.mark.parametrize("structure", ["full", "diag"])
+@pytest.mark.parametrize("structure", ["full", "diag", "lowrank"])
 def test_sample_moments_match(structure):
     """200k draws: mean within 5 standard errors, covariance within 2%."""
     k, n = 3, 200_000
     mean = torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64)
+    std = torch.tensor([0.5, 1.0, 2.0], dtype=torch.float64)
     if structure == "full":
         precision = _spd(k)
         posterior = GaussianPosterior.from_precision_cholesky(mean, torch.linalg.cholesky(precision))
-    else:
-        posterior = GaussianPosterior.from_std(mean, torch.tensor([0.5, 1.0, 2.0], dtype=torch.float64))
+    elif structure == "diag":
+        posterior = GaussianPosterior.from_std(mean, std)
+    else:  # SWAG's diag(std^2) + U U^T: the low-rank draws carry as much of the variance as the diagonal's
+        low_rank = torch.tensor([[1.0, 0.0], [-1.0, 0.5], [0.5, 2.0]], dtype=torch.float64)
+        posterior = GaussianPosterior.from_low_rank(mean, std, low_rank)
     draws = posterior.sample(n, torch.Generator().manual_seed(0))
     assert draws.shape == (n, k)
     standard_error = posterior.variance.sqrt() / math.sqrt(n)
@@ -66,6 +70,47 @@ def test_project_factorises_jacobian_covariance(structure):
     torch.testing.assert_close(posterior.variance, covariance.diagonal())
 
 
+class _OrthonormalBasis:
+    """``B``, a ``(K, R)`` matrix of orthonormal columns written out, as the operator a posterior in a
+    basis reads (``apply``, ``transpose_apply``, ``squared_apply``), for ``Sigma = B diag(std^2) B^T``."""
+
+    def __init__(self, matrix):
+        self.matrix = matrix
+
+    def apply(self, coordinates):  # (n, R) -> (n, K)
+        return coordinates @ self.matrix.T
+
+    def transpose_apply(self, jacobian):  # (M, K) -> (M, R)
+        return jacobian @ self.matrix
+
+    def squared_apply(self, values):  # (R,) -> (K,)
+        return self.matrix.square() @ values
+
+
+def _basis_posterior(mean, std):
+    basis = torch.linalg.qr(torch.randn(len(mean), len(std), generator=torch.Generator().manual_seed(3),
+                                        dtype=torch.float64))[0]
+    return GaussianPosterior.from_basis(mean, _OrthonormalBasis(basis), std), basis @ torch.diag(std.square()) @ basis.T
+
+
+def test_a_posterior_in_a_basis_has_the_covariance_written_out():
+    """``Sigma = B diag(std^2) B^T`` (a Kronecker or low-rank eigenbasis's): its covariance, variances,
+    projection ``J Sigma J^T``, scaling and draws' moments against the dense matrix."""
+    mean = torch.tensor([1.0, -2.0, 0.5, 0.0], dtype=torch.float64)
+    posterior, covariance = _basis_posterior(mean, torch.tensor([0.5, 1.0, 2.0, 3.0], dtype=torch.float64))
+    torch.testing.assert_close(posterior.covariance, covariance)
+    torch.testing.assert_close(posterior.variance, covariance.diagonal())
+    jac = torch.randn(7, 4, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    factor = posterior.project(jac)
+    torch.testing.assert_close(factor @ factor.T, jac @ covariance @ jac.T)
+    scaled = posterior.scaled(2.5)  # keeps its basis: the std alone scaled would be a diagonal's
+    torch.testing.assert_close(scaled.covariance, 2.5 * covariance)
+    torch.testing.assert_close(scaled.variance, 2.5 * covariance.diagonal())
+    draws = posterior.sample(200_000, torch.Generator().manual_seed(0))
+    scale = covariance.diagonal().sqrt()
+    assert ((torch.cov(draws.T) - covariance).abs() / torch.outer(scale, scale)).max() < 0.02
+
+
 def test_sampling_never_changes_the_mean():
     mean = torch.ones(3, dtype=torch.float64)
     posterior = GaussianPosterior.from_std(mean.clone(), torch.ones(3, dtype=torch.float64))
@@ -86,6 +131,15 @@ def test_sample_posterior_draws_in_proportion_to_weights():
     assert (draws != 1.0).all()
     # Binomial standard error of the frequency is sqrt(0.16 / 50k) = 0.0018.
     assert abs(float((draws == 2.0).double().mean()) - 0.8) < 0.01
+    torch.testing.assert_close(posterior.mean, torch.tensor([1.6], dtype=torch.float64))
+
+
+def test_sample_posterior_normalises_its_weights():
+    """Weights of any total (unnormalised importance weights) are divided by their sum: the mean is
+    the weighted average, here ``(0 * 1 + 1 * 0 + 2 * 4) / 5 = 1.6``."""
+    samples = torch.tensor([[0.0], [1.0], [2.0]], dtype=torch.float64)
+    posterior = SamplePosterior(samples, torch.tensor([1.0, 0.0, 4.0], dtype=torch.float64))
+    torch.testing.assert_close(posterior.weights, torch.tensor([0.2, 0.0, 0.8], dtype=torch.float64))
     torch.testing.assert_close(posterior.mean, torch.tensor([1.6], dtype=torch.float64))
 
 

@@ -1,5 +1,6 @@
 """Linear and nonlinear pushforward of a weight posterior to the outputs."""
 
+import numpy as np
 import pytest
 import torch
 
@@ -8,6 +9,7 @@ from sklearn_quinn._core.last_layer import LastLayerModel
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 from sklearn_quinn._core.posterior import GaussianPosterior
 from sklearn_quinn._core.pushforward import (
+    GaussianPredictive,
     SampledPredictive,
     linear_pushforward,
     nonlinear_pushforward,
@@ -138,6 +140,86 @@ def test_sampled_predictive_with_a_local_variance_is_the_gaussian_mixture():
     torch.testing.assert_close(spread.expectation(lognormal), bare.expectation(lognormal) * torch.exp(2.0 * local))
     torch.testing.assert_close(bare.expectation(lognormal), torch.exp(2.0 * draws).mean(0))
     torch.testing.assert_close(spread.columns(slice(1, 2)).variance, bare.variance[:, 1:] + local[1:])
+
+
+def test_a_diagonal_posterior_over_many_outputs_keeps_the_factor():
+    """The layers' route reads the posterior's ``(K, K)`` covariance, which a full posterior holds in
+    its factor; a diagonal one would have to form it (a dense matrix of every pair of weights) for
+    what its factor gives in ``O(N O K)``: it keeps the factor where a full one would not."""
+    torch.manual_seed(5)
+    model = FunctionalModel(build_mlp(3, 6, (4,), "tanh").double())
+    X = torch.randn(40, 3, dtype=torch.float64)  # the full posterior's layered case above
+    std = torch.linspace(0.1, 0.5, model.n_params, dtype=torch.float64)
+    predictive = linear_pushforward(model, GaussianPosterior.from_std(model.flatten(), std), X)
+    assert predictive._output_covariance is None
+    jac = model.jacobian(model.flatten(), X)
+    torch.testing.assert_close(predictive.output_covariance(), torch.einsum("nok,k,npk->nop", jac, std**2, jac))
+
+
+def test_gaussian_predictive_expectation_takes_the_log_moment_of_its_mean_and_variance():
+    """``E[exp(2 f)]`` for ``f ~ N(m, v)`` is ``exp(2 m + 2 v)``: the log moment reads the variance
+    ``B B^T``'s diagonal (not the std), per point and output."""
+    mean = torch.tensor([[0.1, -0.4], [1.0, 0.3]], dtype=torch.float64)
+    factor = torch.tensor([[[0.5, 0.2], [0.0, 1.5]], [[0.3, 0.3], [2.0, 0.1]]], dtype=torch.float64)
+    predictive = GaussianPredictive(mean, factor)
+    variance = torch.tensor([[0.29, 2.25], [0.18, 4.01]], dtype=torch.float64)  # rows of B squared and summed
+    torch.testing.assert_close(predictive.variance, variance)
+    expected = torch.exp(2.0 * mean + 2.0 * variance)
+    torch.testing.assert_close(predictive.expectation(lambda m, v: 2.0 * m + 2.0 * v), expected)
+
+
+def test_weighted_sampled_predictive_statistics_are_the_unbiased_weighted_ones():
+    """SMC's particles carry unequal weights: the mean is the weighted average, and the variances
+    and covariances the reliability-weighted unbiased estimates, numpy's ``cov(aweights=w)``
+    (divided by ``1 - sum w^2`` for normalised weights), not the equal-weight ones."""
+    rng = torch.Generator().manual_seed(3)
+    draws = torch.randn(30, 4, 2, generator=rng, dtype=torch.float64)
+    weights = torch.rand(30, generator=rng, dtype=torch.float64) ** 3
+    weights = weights / weights.sum()
+    predictive = SampledPredictive(draws, weights)
+    flat = draws.reshape(30, -1).numpy()
+    expected_mean = np.average(flat, axis=0, weights=weights.numpy())
+    expected_cov = np.cov(flat.T, aweights=weights.numpy())  # (N O, N O), point-major
+    np.testing.assert_allclose(predictive.mean.reshape(-1).numpy(), expected_mean, rtol=1e-12)
+    np.testing.assert_allclose(predictive.variance.reshape(-1).numpy(), np.diag(expected_cov), rtol=1e-12)
+    blocks = expected_cov.reshape(4, 2, 4, 2)
+    np.testing.assert_allclose(predictive.covariance().numpy(), blocks.transpose(1, 3, 0, 2).diagonal(axis1=0, axis2=1)
+                               .transpose(2, 0, 1), rtol=1e-12)
+    np.testing.assert_allclose(predictive.output_covariance().numpy(), blocks.diagonal(axis1=0, axis2=2)
+                               .transpose(2, 0, 1), rtol=1e-12)
+    # Each particle's outputs are a log-moment's draw: E[exp(f)] is the weighted average of exp(f).
+    np.testing.assert_allclose(predictive.expectation(lambda m, v: m + v / 2).reshape(-1).numpy(),
+                               np.average(np.exp(flat), axis=0, weights=weights.numpy()), rtol=1e-12)
+
+
+def test_a_local_variance_per_point_spreads_each_point_by_its_own():
+    """A local variance ``(N, O)`` (one per point and output: a heteroscedastic noise) adds its own
+    entry to each point's variance, to each output's covariance across points on the diagonal in
+    the points' order, and to each point's covariance across outputs as ``diag(v_n)``."""
+    draws = torch.randn(20, 3, 2, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    local = torch.tensor([[0.1, 1.0], [0.2, 2.0], [0.4, 4.0]], dtype=torch.float64)
+    bare, spread = SampledPredictive(draws), SampledPredictive(draws, local_variance=local)
+    torch.testing.assert_close(spread.variance, bare.variance + local)
+    torch.testing.assert_close(spread.covariance(), bare.covariance() + torch.stack([torch.diag(local[:, 0]),
+                                                                                     torch.diag(local[:, 1])]))
+    torch.testing.assert_close(spread.output_covariance(), bare.output_covariance() + torch.stack([
+        torch.diag(row) for row in local]))
+
+
+def test_nonlinear_pushforward_keeps_the_weights_and_the_local_variance(model_and_inputs):
+    """The draws' weights and local variance reach the predictive: its mean is the weighted average
+    of the rows' outputs and its variance the weighted one plus the local variance."""
+    model, X = model_and_inputs
+    theta = model.flatten() + 0.1 * torch.randn(3, model.n_params, generator=torch.Generator().manual_seed(2),
+                                                dtype=torch.float64)
+    weights = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
+    local = torch.tensor([0.3, 0.7], dtype=torch.float64)
+    predictive = nonlinear_pushforward(model, theta, X, weights, local)
+    outputs = torch.stack([model.single(row, X) for row in theta])
+    mean = torch.einsum("s,sno->no", weights, outputs)
+    scatter = torch.einsum("s,sno->no", weights, (outputs - mean).square()) / (1 - weights.square().sum())
+    torch.testing.assert_close(predictive.mean, mean)
+    torch.testing.assert_close(predictive.variance, scatter + local)
 
 
 def test_nonlinear_pushforward_runs_every_row(model_and_inputs):
