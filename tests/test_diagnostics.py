@@ -106,18 +106,23 @@ def reference_cases():
     heavy_tailed_ties[0, :, 0] += 1.0
     heavy_tailed_ties[1, :, 1] *= 3.0
     heavy_tailed_ties[:, :, 2] = np.round(heavy_tailed_ties[:, :, 2])
+    stuck = rng.normal(size=(4, 200, 2))
+    stuck[0, :, 0] = 0.25  # one whole chain stuck at one value
+    stuck[1, 100:, 1] = stuck[1, 99, 1]  # one half-chain stuck
     return {
         "odd_length": odd_length,
         "shortest": shortest,
         "autoregressive": autoregressive,
         "heavy_tailed_ties": heavy_tailed_ties,
+        "stuck": stuck,
     }
 
 
 # arviz 0.23.4: rhat(x[:, :, j], method="rank") and ess(x[:, :, j], method="bulk"), one
 # parameter at a time. The cases cover an odd number of draws (middle draw dropped), the
 # 4-draw minimum (no Geyer pair beyond lag 1), negative autocorrelation (the last even term
-# and the S log10 S cap), a shifted and a wider chain, and ties.
+# and the S log10 S cap), a shifted and a wider chain, ties, and chains stuck at one value
+# while the others move (only a parameter constant over every chain has the ESS of all draws).
 ARVIZ = {
     "odd_length": (
         [0.9981149632515938, 1.0120804230591465],
@@ -132,6 +137,7 @@ ARVIZ = {
         [1.063802312403563, 1.1067398599354628, 0.998881103459195],
         [49.931801644999, 1153.7048448078929, 1291.674519988852],
     ),
+    "stuck": ([1.5246548780990965, 1.2533578475002602], [727.3704052183991, 12.029389616991574]),
 }
 
 

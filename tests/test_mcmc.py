@@ -3,6 +3,7 @@
 import pickle
 import warnings
 from types import SimpleNamespace
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -563,3 +564,110 @@ def test_default_is_near_bayesian_ridge_on_linear_data():
     nll, coverage = scores(MCMCRegressor(random_state=0))
     assert nll <= reference + 0.05
     assert 0.92 <= coverage <= 0.98
+
+
+
+class CountingState(NamedTuple):
+    position: torch.Tensor  # (C, K)
+    log_density: torch.Tensor  # (C,)
+    step_size: torch.Tensor  # (C,)
+    inverse_mass: torch.Tensor  # (C, K)
+
+
+def counting_kernel(acceptance, seen):
+    """A kernel whose chains move by +1 a step, chain c's steps accepted with probability
+    ``acceptance[c]``, and which records the step size and inverse mass every step gave the first
+    chain: burn-in's and thinning's bookkeeping then has a closed form."""
+
+    def kernel(log_density):
+        def init(position, step_size):
+            zeros = torch.zeros(len(position), dtype=position.dtype)
+            return CountingState(position, zeros, zeros + step_size, torch.ones_like(position))
+
+        def step(generator, state):
+            seen.append((float(state.step_size[0]), float(state.inverse_mass[0, 0])))
+            info = SimpleNamespace(acceptance_probability=torch.tensor(acceptance, dtype=state.position.dtype),
+                                   is_divergent=torch.zeros(len(state.position), dtype=torch.bool), n_leapfrog=None)
+            return state._replace(position=state.position + 1), info
+
+        return init, step
+
+    return kernel
+
+
+def test_burn_in_retunes_at_the_window_ends_and_thinning_keeps_the_last_step_of_each_block(monkeypatch):
+    """200 burn-in steps: a fast start of int(0.15 * 200) = 30 steps, then windows of 10, 20 and 90
+    steps (the last runs to 50 steps before the end; ``slow_window_ends(200) == [40, 60, 150]``). Each
+    window's draws are consecutive integers, whose variance is ``n (n + 1) / 12``: the inverse mass is
+    Stan's regularised ``n / (n + 5) var + 1e-3 * 5 / (n + 5)`` of the window's n draws, from the step
+    after the window's last on (steps 40, 60 and 150). With the first chain's acceptance at the target, dual
+    averaging's error stays 0, so each search steps at ten times the step size it (re)started from:
+    0.1 from 0.01, then 1, 10 and 100 from the second step after each window's end (the first still
+    takes the step its last update gave), and 100, the averaged step, while sampling. Thinning
+    by 3 keeps steps 3, 6, ... of the sampling phase, counted from its first step."""
+    from sklearn_quinn.mcmc._sampling import SAMPLERS, Sampler, run_chains
+
+    seen = []
+    monkeypatch.setitem(SAMPLERS, "counting", Sampler(counting_kernel([0.65, 0.95], seen), (), target_acceptance=0.8,
+                                                      adapt_mass=True))
+    reports = []
+    start = torch.tensor([[0.0], [10.0]], dtype=torch.float64)
+    result = run_chains(None, start, sampler="counting", n_samples=4, n_burnin=200, thin=3, step_size=0.01,
+                        target_acceptance=0.65, progress=lambda done, rate: reports.append((done, rate)))
+
+    def regularised(n):
+        return n / (n + 5) * n * (n + 1) / 12 + 1e-3 * 5 / (n + 5)
+
+    steps = np.arange(212)
+    expected_mass = np.select([steps < 40, steps < 60, steps < 150], [1.0, regularised(10), regularised(20)],
+                              regularised(90))
+    expected_step = np.select([steps == 0, steps <= 40, steps <= 60, steps <= 150], [0.01, 0.1, 1.0, 10.0], 100.0)
+    step_sizes, masses = np.array(seen).T
+    np.testing.assert_allclose(masses, expected_mass, rtol=1e-12)
+    np.testing.assert_allclose(step_sizes, expected_step, rtol=1e-12)
+    np.testing.assert_allclose(result.inverse_mass.numpy(), regularised(90), rtol=1e-12)
+    assert float(result.step_size[0]) == pytest.approx(100.0, rel=1e-12)
+    # Step t leaves the chains at start + t + 1; the kept draws end the steps 200 + 3, 6, 9 and 12.
+    np.testing.assert_array_equal(result.draws[:, :, 0].numpy(), start.numpy() + [203, 206, 209, 212])
+    assert result.acceptance.shape == result.divergent.shape == (2, 12)
+    assert reports == [(t, pytest.approx(0.8, rel=1e-12)) for t in range(1, 213)]  # the chains' mean
+
+
+def test_burn_in_without_step_size_adaptation_keeps_the_step_size_and_the_unit_mass(monkeypatch):
+    """``adapt_step_size=False`` adapts neither the step size nor (MCMCRegressor's documentation) the
+    mass: every step, burn-in's and sampling's, runs at the given step and the unit inverse mass."""
+    from sklearn_quinn.mcmc._sampling import SAMPLERS, Sampler, run_chains
+
+    seen = []
+    monkeypatch.setitem(SAMPLERS, "counting", Sampler(counting_kernel([0.3, 0.3], seen), (), target_acceptance=0.8,
+                                                      adapt_mass=True))
+    result = run_chains(None, torch.zeros(2, 1, dtype=torch.float64), sampler="counting", n_samples=5, n_burnin=200,
+                        step_size=0.01, adapt_step_size=False)
+    assert seen == [(0.01, 1.0)] * 205
+    assert result.step_size.tolist() == [0.01, 0.01] and result.inverse_mass.tolist() == [[1.0], [1.0]]
+
+
+def test_acceptance_by_quarter_is_the_mean_over_chains_of_each_quarter_of_the_steps():
+    """10 sampling steps in quarters of 3, 3, 2 and 2 steps (the first quarters take the remainder),
+    averaged over both chains' steps in each."""
+    from sklearn_quinn.mcmc._sampling import acceptance_by_quarter
+
+    acceptance = torch.tensor([[1.0, 1.0, 1.0, 0.5, 0.5, 0.5, 0.0, 0.0, 0.2, 0.2],
+                               [0.0, 0.0, 0.0, 0.5, 0.5, 0.5, 1.0, 1.0, 0.6, 0.6]], dtype=torch.float64)
+    np.testing.assert_allclose(acceptance_by_quarter(acceptance), [0.5, 0.5, 0.5, 0.4], rtol=1e-12)
+
+
+def test_gaussian_draws_keep_an_infinite_mean_and_take_the_spread_s_infinity_against_it():
+    """``mean + std z`` element by element, from the generator's standard normals z (here 1.54, -0.29,
+    -2.18, 0.57, -1.08, -1.40): an infinite mean with a finite spread stays that infinity, an infinite
+    spread about a finite mean is the spread's, and against a mean of the other sign (inf - inf, NaN)
+    the spread's infinity too."""
+    from sklearn_quinn._core.rng import gaussian_draws
+
+    mean = torch.tensor([1.0, torch.inf, -torch.inf, 2.0, torch.inf, -torch.inf], dtype=torch.float64)
+    std = torch.tensor([2.0, 3.0, 1.0, torch.inf, torch.inf, torch.inf], dtype=torch.float64)
+    z = torch.randn(6, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    assert z[0] > 0 and z[4] < 0 and z[5] < 0  # the signs the infinities below follow
+    draws = gaussian_draws(torch.Generator().manual_seed(0), mean, std)
+    assert float(draws[0]) == pytest.approx(1.0 + 2.0 * float(z[0]), rel=1e-15)
+    assert draws[1:].tolist() == [torch.inf, -torch.inf, torch.inf, -torch.inf, -torch.inf]

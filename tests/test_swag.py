@@ -87,6 +87,33 @@ def test_diag_sample_by_hand():
     assert posterior.low_rank is None
 
 
+def test_a_weight_that_never_moved_has_a_spread_of_zero_not_nan():
+    """Three equal snapshots 0.1: the running mean and mean of squares round to 0.10000000000000002
+    and 0.010000000000000002, whose difference is -1.7e-18; its square root was NaN, and every draw
+    of every weight with it (the low-rank term mixes the coordinates). The variance is clipped at 0."""
+    state = moments_of(torch.tensor([[0.1, 0.2]] * 3, dtype=torch.float64), max_rank=3)
+    assert float(state.sq_mean[0] - state.mean[0].square()) < 0  # the rounding the clip is for
+    for cov_type in ("diag", "lowrank"):
+        posterior = moments.gaussian_posterior(state, cov_type)
+        draws = posterior.sample(4, torch.Generator().manual_seed(0))
+        assert posterior.std.tolist() == [0.0, 0.0]
+        torch.testing.assert_close(draws, state.mean.expand(4, 2), rtol=0, atol=1e-15)
+
+
+def test_each_trajectory_s_gaussian_is_built_from_its_own_snapshots():
+    """Two trajectories side by side (MultiSWAG): component j's covariance is
+    ``diag(var_j) / 2 + D_j D_j^T / (2 (k - 1))`` with ``var_j`` and the deviations ``D_j`` from row j's
+    snapshots alone, here the rows of SNAPSHOTS and of 10 - 2 SNAPSHOTS."""
+    rows = torch.stack([SNAPSHOTS, 10 - 2 * SNAPSHOTS], dim=1)  # (4 snapshots, 2 trajectories, 3 weights)
+    mixture = moments.mixture_posterior(moments_of(rows, max_rank=3), "lowrank")
+    for component, snapshots in zip(mixture.components, (SNAPSHOTS, 10 - 2 * SNAPSHOTS)):
+        mean = snapshots.mean(0)
+        var = snapshots.var(0, correction=0)
+        D = (snapshots[1:] - mean).T  # the last k = 3 snapshots' deviations as columns
+        torch.testing.assert_close(component.mean, mean)
+        torch.testing.assert_close(component.covariance, torch.diag(var) / 2 + D @ D.T / 4)
+
+
 def test_snapshots_are_taken_at_the_end_of_every_collect_every_th_epoch(wave_data):
     """Epochs k, 2k, ...: 12 epochs at every 5th give 2 snapshots (at epochs 1, 6, 11 there would be 3;
     at every 3rd both give 4)."""
@@ -481,6 +508,49 @@ def test_rate_of_rows_weighted_equals_the_rate_of_the_rows_repeated(batch_size, 
     weighted = sampling_rate(model, theta, X, Y, *args, row_weight=4.0)
     assert weighted == pytest.approx(repeated, rel=1e-9)
     assert (weighted != pytest.approx(sampling_rate(model, theta, X, Y, *args), rel=1e-3)) == weight_matters
+
+
+def test_an_interpolating_fit_has_no_gradient_noise_and_gets_the_stable_rate():
+    """Integer rows and targets that ``f = X w + b`` fits exactly at integer weights: every per-point
+    gradient is exactly 0, so is the noise's trace, and Mandt's ``2 S gamma / (N tr C)`` is a division
+    by zero; the rate is the stability cap ``2 f N / lambda_max(G)``, ``G = A^T A / s^2`` with
+    ``A = [X, 1]``."""
+    from torch import nn
+
+    from sklearn_quinn._core.evidence import ParameterGroups
+    from sklearn_quinn._core.likelihoods import GaussianLikelihood
+    from sklearn_quinn._core.network import FunctionalModel
+    from sklearn_quinn.swag._rate import STABILITY_FRACTION, sampling_rate
+
+    X = np.random.RandomState(0).randint(-3, 4, size=(40, 2)).astype(np.float64)
+    y = X @ [2.0, -1.0] + 3.0
+    model = FunctionalModel(nn.Linear(2, 1).double())
+    theta = torch.tensor([2.0, -1.0, 3.0], dtype=torch.float64)  # the exact fit
+    likelihood = GaussianLikelihood(torch.tensor([0.5], dtype=torch.float64)).frozen(1)
+    rate = sampling_rate(model, theta, torch.as_tensor(X), torch.as_tensor(y[:, None]), likelihood,
+                         ParameterGroups.of(model), torch.tensor(1.0, dtype=torch.float64), 4)
+    design = np.c_[X, np.ones(len(X))]
+    largest = np.linalg.eigvalsh(design.T @ design / 0.5**2)[-1]
+    assert rate == pytest.approx(2 * STABILITY_FRACTION * len(X) / largest, rel=1e-9)
+
+
+def test_the_capped_rate_widens_the_stiffest_direction_by_a_quarter():
+    """The module's promise, by hand: SGD at rate ``eps`` along a direction of per-point curvature
+    ``lambda`` settles at ``2 / (2 - eps lambda)`` times the continuous law's variance. At the cap,
+    ``eps = 2 f N / lambda_max(G)`` and the per-point loss's ``lambda = lambda_max(G) / N``, so the
+    stiffest direction is widened by ``2 / (2 - 2 f)``, which is 1.25."""
+    from sklearn_quinn._core.evidence import ParameterGroups
+    from sklearn_quinn._core.likelihoods import GaussianLikelihood
+    from sklearn_quinn.swag._rate import sampling_rate
+
+    model, X, Y = linear_table()
+    theta = torch.tensor([0.9, -1.9, 0.6, 0.8], dtype=torch.float64)
+    likelihood = GaussianLikelihood(torch.tensor([1.3], dtype=torch.float64)).frozen(1)
+    rate = sampling_rate(model, theta, X, Y, likelihood, ParameterGroups.of(model),
+                         torch.tensor(2.0, dtype=torch.float64), 10**6)  # a batch that puts Mandt's rate above the cap
+    design = np.c_[X.numpy(), np.ones(len(X))]
+    per_point = np.linalg.eigvalsh(design.T @ design / 1.3**2)[-1] / len(X)
+    assert 2 / (2 - rate * per_point) == pytest.approx(1.25, rel=1e-9)
 
 
 def misfit_added_at(model, posterior, X, Y, likelihood, scale):
