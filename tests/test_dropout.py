@@ -436,3 +436,50 @@ def test_the_masks_shortfall_is_from_their_mean_variance_over_the_training_rows(
     assert target > masks.max()  # a shortfall either way: the mean and the largest differ
     local = float(reg._local_variance(X, y[:, None], torch.tensor([reg.noise_std_])))
     assert local == pytest.approx(target - masks.mean(), rel=1e-6)
+
+
+def test_a_fixed_rate_is_held_fixed_in_training_not_learned(wave_data):
+    """dropout_rate=0.3 trains behind masks of rate 0.3 (a buffer), not behind learned Concrete
+    rates that the posterior then ignores."""
+    X, y = wave_data
+    reg = small(dropout_rate=0.3, max_epochs=5).fit(X, y)
+    dropout = reg.net_.module_
+    assert dropout.rate == 0.3 and "rate_logits" not in dict(dropout.named_parameters())
+    np.testing.assert_array_equal(dropout.rates.numpy(), np.full(len(reg.dropout_rates_), 0.3))
+    np.testing.assert_array_equal(reg.dropout_rates_, 0.3)
+
+
+def test_at_rate_zero_either_prior_learning_is_the_one_map_training(wave_data):
+    """At dropout_rate=0 there is no dropout training to hold a prior fixed for: 'evidence' is the
+    MAP training with its learned prior, as 'joint' is, not a second training under the first's."""
+    X, y = wave_data
+    y = (y > np.median(y)).astype(int)
+    clf = MCDropoutClassifier(hidden_layer_sizes=(8,), max_epochs=20, dropout_rate=0.0, random_state=0)
+    evidence = clone(clf).set_params(prior_learning="evidence").fit(X, y)
+    joint = clone(clf).set_params(prior_learning="joint").fit(X, y)
+    torch.testing.assert_close(evidence.posterior_.theta, joint.posterior_.theta, rtol=0, atol=0)
+    assert evidence.evidence_history_ == joint.evidence_history_
+
+
+def test_evidence_prior_learning_trains_its_map_network_at_the_prior_std_scale(wave_data):
+    """prior_learning='evidence' takes the prior of the MAP network trained at prior_std_scale
+    (the same estimator at dropout_rate=0), not at the evidence's own scale 1."""
+    X, y = wave_data
+    scaled = small(prior_learning="evidence", prior_std_scale=2.0, max_epochs=20)
+    map_network = clone(scaled).set_params(dropout_rate=0.0).fit(X, y)
+    unscaled_map = clone(scaled).set_params(dropout_rate=0.0, prior_std_scale=1.0).fit(X, y)
+    dropout = scaled.fit(X, y)
+    assert dropout.prior_precisions_ == map_network.prior_precisions_
+    assert dropout.prior_precisions_ != unscaled_map.prior_precisions_
+
+
+def test_documented_defaults_and_parameters_are_kept():
+    """The docstrings' defaults: the classifier learns its prior from the MAP network's evidence
+    ('evidence'), the regressor jointly; 100 draws; learned rates. Parameters are stored as given."""
+    for estimator, prior_learning in [(MCDropoutRegressor(), "joint"), (MCDropoutClassifier(), "evidence")]:
+        params = estimator.get_params()
+        assert params["prior_learning"] == prior_learning
+        assert params["n_samples"] == 100 and params["dropout_rate"] == "auto"
+    assert MCDropoutClassifier().get_params()["moment_match"] is False
+    given = MCDropoutClassifier(moment_match=True, predictive="mean_field_1", n_samples=7).get_params()
+    assert (given["moment_match"], given["predictive"], given["n_samples"]) == (True, "mean_field_1", 7)

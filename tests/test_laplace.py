@@ -412,3 +412,29 @@ def test_log_marginal_likelihood_refuses_a_bad_prior_precision(wave_data, value)
     with pytest.raises(ValueError, match="prior_precision must be a finite positive number"):
         reg.log_marginal_likelihood(value)
     assert np.isfinite(reg.log_marginal_likelihood(np.float32(2.0)))
+
+
+@pytest.mark.parametrize("prior_precision", ["marglik", "gridsearch"])
+def test_one_row_is_refused_where_the_prior_precision_is_searched(prior_precision):
+    """A fixed prior_std and noise_std learn nothing from the rows, so one row fits; a searched
+    prior precision is learned from them, and one row holds no spread to learn it from."""
+    fixed = dict(hidden_layer_sizes=(4,), prior_std=1.0, noise_std=0.5, max_epochs=1, random_state=0)
+    LaplaceRegressor(**fixed, prior_precision=2.0).fit([[0.0]], [1.0])
+    with pytest.raises(ValueError, match=r"one row \(n_samples=1\)"):
+        LaplaceRegressor(**fixed, prior_precision=prior_precision).fit([[0.0]], [1.0])
+
+
+def test_documented_defaults():
+    """The defaults the docstring states, which the fit and the user guide's figures assume."""
+    params = LaplaceRegressor().get_params()
+    expected = dict(
+        hidden_layer_sizes=(50,), activation="relu", linear_skip=True, prior_std=None, prior_std_scale=1.0,
+        noise_std=None, likelihood="gaussian", hessian_structure="auto", memory_budget="auto", max_rank=100,
+        subset_of_weights="all", curvature="ggn", cov_scale=1.0, pushforward="linear", prior_precision=None,
+        calibration_objective="nll", validation_fraction=0.1, n_samples=100, lr=0.01, lr_schedule="cosine",
+        max_epochs="auto", batch_size="auto", optimizer=torch.optim.Adam, normalize_X=True, normalize_y=True,
+        dtype="float64", device="cpu", random_state=None, verbose=0,
+    )
+    assert {name: params[name] for name in expected} == expected
+    given = LaplaceRegressor(n_samples=7, validation_fraction=0.3, pushforward="nonlinear").get_params()
+    assert (given["n_samples"], given["validation_fraction"], given["pushforward"]) == (7, 0.3, "nonlinear")

@@ -5,7 +5,7 @@ import pytest
 from scipy.integrate import quad
 from scipy.stats import norm
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.linear_model import LogisticRegression
+from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
@@ -345,3 +345,97 @@ def test_grid_search_with_a_scoring_dict_and_refit(wave_data):
     assert search.best_params_ == search.cv_results_["params"][best]
     assert all(np.isfinite(search.cv_results_[f"mean_test_{name}"]).all() for name in scoring)
     assert search.predict(X[:3]).shape == (3,)
+
+
+class _FixedGaussian(RegressorMixin, BaseEstimator):
+    """A stand-in regressor whose predictive is fixed: N(X[:, 0], X[:, 1]**2)."""
+
+    def predict(self, X, return_std=False):
+        return (X[:, 0], X[:, 1]) if return_std else X[:, 0]
+
+
+def test_every_regression_scorer_is_minus_its_weighted_metric_at_its_level():
+    """Each scorer is minus its metric (greater is better), reads its level, and passes the
+    weights on; the expected values are computed by hand from the z-scores."""
+    mean, std = np.array([0.0, 1.0, -1.0, 2.0, 0.5]), np.array([1.0, 2.0, 0.5, 1.0, 3.0])
+    y = np.array([0.5, -3.0, -1.2, 2.0, 4.0])
+    weights = np.array([1.0, 3.0, 0.5, 2.0, 1.0])
+    X, z = np.c_[mean, std], (y - mean) / std
+    chi_squared_error = abs(np.average(z**2, weights=weights) - 1)
+    covered = np.abs(z) <= norm.ppf(0.9)  # the central 80% interval
+    coverage_error = abs(np.average(covered, weights=weights) - 0.8)
+    width = np.average(2 * norm.ppf(0.9) * std, weights=weights)
+    nll = np.average(-norm.logpdf(y, mean, std), weights=weights)
+    cases = [
+        (M.neg_nll_scorer, nll),
+        (M.neg_chi_squared_error_scorer, chi_squared_error),
+        (M.coverage_scorer(0.8), coverage_error),
+        (M.neg_interval_width_scorer(0.8), width),
+        (M.neg_crps_scorer, M.crps_gaussian(y, mean, std, sample_weight=weights)),
+        (M.neg_quantile_calibration_error_scorer, M.quantile_calibration_error(y, mean, std, sample_weight=weights)),
+    ]
+    for scorer, expected in cases:
+        assert expected > 0
+        assert scorer(_FixedGaussian(), X, y, sample_weight=weights) == pytest.approx(-expected), scorer
+    # The level is the scorer's, not the metric's default of 0.95.
+    stand_in = _FixedGaussian()
+    assert M.coverage_scorer(0.8)(stand_in, X, y) != pytest.approx(M.coverage_scorer(0.95)(stand_in, X, y))
+
+
+@pytest.mark.parametrize("factory", [M.coverage_scorer, M.neg_interval_width_scorer])
+@pytest.mark.parametrize("level", [0.0, 1.0, 1.5])
+def test_scorer_factories_refuse_a_level_outside_0_1(factory, level):
+    with pytest.raises(ValueError, match="level"):
+        factory(level)
+
+
+class _FixedProba(BaseEstimator):
+    """A stand-in classifier of three classes with fixed probabilities, one row per point."""
+
+    _estimator_type = "classifier"
+    classes_ = np.array([0, 1, 2])
+
+    def __sklearn_tags__(self):
+        from sklearn.utils import ClassifierTags, Tags, TargetTags
+
+        return Tags(estimator_type="classifier", target_tags=TargetTags(required=True),
+                    classifier_tags=ClassifierTags())
+
+    def predict_proba(self, X):
+        return np.asarray(X, dtype=float)
+
+
+def test_classification_scorers_read_the_classes_and_weigh_a_fold_missing_a_class():
+    """A test fold without class 1 is scored over the estimator's three classes (labels from
+    classes_, not from y), with the weights passed on; NLL and Brier by hand."""
+    proba = np.array([[0.7, 0.2, 0.1], [0.2, 0.3, 0.5], [0.1, 0.1, 0.8]])
+    y, weights = np.array([0, 0, 2]), np.array([1.0, 2.0, 3.0])
+    nll = -(1 * np.log(0.7) + 2 * np.log(0.2) + 3 * np.log(0.8)) / 6
+    brier = (1 * (0.09 + 0.04 + 0.01) + 2 * (0.64 + 0.09 + 0.25) + 3 * (0.01 + 0.01 + 0.04)) / 6
+    assert M.neg_nll_scorer(_FixedProba(), proba, y, sample_weight=weights) == pytest.approx(-nll)
+    assert M.neg_brier_scorer(_FixedProba(), proba, y, sample_weight=weights) == pytest.approx(-brier)
+    # Bins of width 1/15: 0.7 (right, weight 1), 0.5 (wrong, weight 2), 0.8 (right, weight 3).
+    ece = (1 * 0.3 + 2 * 0.5 + 3 * 0.2) / 6
+    assert M.neg_ece_scorer(_FixedProba(), proba, y, sample_weight=weights) == pytest.approx(-ece)
+
+
+def test_a_scorer_told_not_to_take_weights_ignores_those_routed():
+    """``set_score_request(sample_weight=False)`` scores without the weights that routing carries
+    to other consumers (None, unset, would raise UnsetMetadataPassedError instead)."""
+    import sklearn
+    from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping, process_routing
+
+    mean, std = np.array([0.0, 1.0, 2.0]), np.array([1.0, 1.0, 2.0])
+    y, X = np.array([1.0, 1.0, -2.0]), np.c_[mean, std]
+    with sklearn.config_context(enable_metadata_routing=True):
+        scorer = M.neg_nll_scorer.set_score_request(sample_weight=False)
+        to_score = MethodMapping().add(caller="score", callee="score")
+        to_fit = MethodMapping().add(caller="score", callee="fit")
+        # Routing refuses weights that no consumer takes: a regressor's fit takes them here.
+        router = MetadataRouter(owner="test").add(scorer=scorer, method_mapping=to_score).add(
+            regressor=LinearRegression().set_fit_request(sample_weight=True), method_mapping=to_fit)
+        routed = process_routing(router, "score", sample_weight=np.array([1.0, 5.0, 1.0]))
+        assert routed.scorer.score == {}
+        renamed = M.neg_nll_scorer.set_score_request(sample_weight="test_weights")
+        assert renamed.get_metadata_routing().score.requests["sample_weight"] == "test_weights"
+    assert scorer(_FixedGaussian(), X, y) == pytest.approx(-np.mean(-norm.logpdf(y, mean, std)))

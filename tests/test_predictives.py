@@ -356,6 +356,10 @@ def with_entry(array, index, value):
         (MEAN, with_entry(np.stack([np.eye(3)] * 2), (0, 1, 1), -1.0), {}, "cov has negative variances"),
         (MEAN, with_entry(np.stack([np.eye(3)] * 2), (0, 0, 1), 0.5), {}, "cov must be symmetric"),
         (MEAN, np.stack([[[1.0, 2.0, 0.0], [2.0, 1.0, 0.0], [0.0, 0.0, 1.0]]] * 2), {}, "positive semi-definite"),
+        # Eigenvalue -0.001 is far beyond rounding of this point's scale (2), though not of the
+        # other point's (1e6): the tolerance is each point's own.
+        (MEAN, np.stack([1e6 * np.eye(3), [[1.0, 1.001, 0.0], [1.001, 1.0, 0.0], [0.0, 0.0, 1.0]]]), {},
+         "positive semi-definite"),
         (MEAN, VARIANCES, {"predictive": "probit"}, "Unknown predictive 'probit'.*'mean_field_0'"),
         (MEAN, VARIANCES, {"n_samples": 0}, "n_samples must be a positive integer"),
         (MEAN, VARIANCES, {"n_samples": True}, "n_samples must be a positive integer"),
@@ -371,6 +375,7 @@ def with_entry(array, index, value):
         "negative-covariance-diagonal",
         "asymmetric",
         "not-psd",
+        "not-psd-beside-a-wide-point",
         "unknown-predictive",
         "no-samples",
         "a-flag-for-a-count",
@@ -396,3 +401,30 @@ def test_laplace_bridge_is_the_papers_formula_by_hand():
     alpha = (1 - 2 / n_classes + np.exp(mu) / n_classes**2 * np.exp(-mu).sum()) / variances
     got = laplace_bridge(torch.tensor(mean)[None], torch.tensor(cov)[None])[0].numpy()
     np.testing.assert_allclose(got, alpha / alpha.sum(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("name", sorted(PREDICTIVES))
+def test_wrapper_accepts_singular_covariances_and_zero_variances(name):
+    """Positive semi-definite means singular too: a rank-one covariance (its smallest eigenvalue
+    comes out of LAPACK as about -1e-16), a zero variance, and all-zero variances, which give
+    exactly the softmax of the mean (by hand)."""
+    cov = singular_covariances(n_classes=5).numpy()
+    mean = np.random.RandomState(0).randn(len(cov), 5)
+    proba = predict_proba_from_gaussian(mean, cov, predictive=name, n_samples=50)
+    np.testing.assert_allclose(proba.sum(1), 1.0, rtol=0, atol=1e-12)
+    softmax = np.exp(mean) / np.exp(mean).sum(1, keepdims=True)
+    at_zero = predict_proba_from_gaussian(mean, np.zeros_like(mean), predictive=name, n_samples=50)
+    np.testing.assert_allclose(at_zero, softmax, rtol=1e-12, atol=0)
+
+
+def test_wrapper_draws_n_samples_from_the_seeded_generator():
+    """'mc_bridge' takes n_samples draws from the generator seeded by random_state: the same as
+    the torch function on a generator seeded as the docstring's random_state says."""
+    from sklearn_quinn._core.rng import prediction_generator
+    from sklearn_quinn.base import _MAX_SEED
+
+    mean, cov = random_gaussians(8, n_points=4)
+    generator = prediction_generator(np.random.RandomState(3).randint(_MAX_SEED))
+    expected = mc_bridge(mean, cov, 7, generator).numpy()
+    got = predict_proba_from_gaussian(mean.numpy(), cov.numpy(), n_samples=7, random_state=3)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)
