@@ -671,3 +671,130 @@ def test_gaussian_draws_keep_an_infinite_mean_and_take_the_spread_s_infinity_aga
     draws = gaussian_draws(torch.Generator().manual_seed(0), mean, std)
     assert float(draws[0]) == pytest.approx(1.0 + 2.0 * float(z[0]), rel=1e-15)
     assert draws[1:].tolist() == [torch.inf, -torch.inf, torch.inf, -torch.inf, -torch.inf]
+
+
+def test_the_regressor_hands_each_of_its_parameters_to_the_engine(wave_data, monkeypatch):
+    """Every sampling parameter reaches ``run_chains`` as set (each a value apart from its default, so a
+    parameter dropped, or passed as its default, shows), from ``n_chains`` starts, and the fitted
+    attributes are the engine's draws: ``chains_`` as it returns them (chain, draw, column), the posterior's
+    samples those rows chain by chain with equal weights."""
+    from sklearn_quinn.mcmc import _mcmc
+
+    calls, run_chains = [], _mcmc.run_chains
+
+    def recording(log_density, position, **keywords):
+        result = run_chains(log_density, position, **keywords)
+        calls.append(dict(keywords, n_chains=len(position), result=result))
+        return result
+
+    monkeypatch.setattr(_mcmc, "run_chains", recording)
+    X, y = wave_data
+    settings = dict(sampler="hmc", n_samples=3, n_burnin=5, thin=2, n_chains=2, step_size=0.02, n_leapfrog=3,
+                    max_tree_depth=4, target_acceptance=0.7, adapt_step_size=False, gamma=0.5, adapt_start=2,
+                    adapt_every=3)
+    reg = MCMCRegressor(hidden_layer_sizes=(2,), prior_std=1.0, noise_std=0.2, init="prior", compile=False,
+                        random_state=0, **settings).fit(X[:20], y[:20])
+    (call,) = calls
+    expected = {name: value for name, value in settings.items() if name != "n_chains"}
+    assert {name: call[name] for name in expected} == expected
+    assert call["n_chains"] == 2 and call["compile"] is False and call["gibbs"] is None
+    draws = call["result"].draws.numpy()
+    assert draws.shape[:2] == (2, 3)
+    np.testing.assert_array_equal(reg.chains_, draws)
+    # Rows chain by chain: chain 0's three draws, then chain 1's.
+    np.testing.assert_array_equal(reg.posterior_.samples.numpy(), np.concatenate([draws[0], draws[1]]))
+    np.testing.assert_allclose(reg.posterior_.weights.numpy(), np.full(6, 1 / 6))
+    # The per-chain diagnostics in the chains' order: each chain's mean acceptance over its steps.
+    result = call["result"]
+    np.testing.assert_array_equal(reg.acceptance_rate_, result.acceptance.mean(1).numpy())
+    np.testing.assert_array_equal(reg.step_size_, result.step_size.numpy())
+    assert reg.n_divergent_ == int(result.divergent.sum())
+
+
+@pytest.mark.parametrize("classifier", [False, True], ids=["regressor", "classifier"])
+def test_the_defaults_are_the_documented_ones(classifier):
+    """The defaults MCMCRegressor's docstring gives (the classifier's are "as for" the regressor's),
+    written out here rather than read from either class."""
+    from sklearn_quinn import MCMCClassifier
+
+    documented = dict(hidden_layer_sizes=(50,), activation="relu", linear_skip=True, prior_std=None,
+                      hyperprior="gamma", hyperprior_shape=0.5, hyperprior_rate=0.01, sampler="hmc",
+                      n_samples=500, n_burnin=500, thin=1, n_chains=4, step_size="auto", n_leapfrog=10,
+                      max_tree_depth=10, n_cycles=4, target_acceptance=None, adapt_step_size=True, gamma=1.0,
+                      adapt_start=100, adapt_every=10, init="map", normalize_X=True, dtype="float64",
+                      device="cpu", compile="auto", leapfrog_dtype="float32", n_jobs=None)
+    params = (MCMCClassifier if classifier else MCMCRegressor)().get_params()
+    assert {name: params[name] for name in documented} == documented
+
+
+def test_sampled_hyperparameters_reach_the_chains_as_their_gibbs_updates(wave_data, monkeypatch):
+    """With ``prior_std=None`` the chains get the hierarchical posterior's Gibbs updates of the precisions
+    and the noise: HMC over every column targets the same posterior, so the exactness tests cannot tell
+    the two apart."""
+    from sklearn_quinn.mcmc import _mcmc
+
+    built, passed = [], []
+    hierarchical_posterior, run_chains = MCMCRegressor._hierarchical_posterior, _mcmc.run_chains
+
+    def building(self, *args):
+        built.append(hierarchical_posterior(self, *args))
+        return built[-1]
+
+    def recording(log_density, position, **keywords):
+        passed.append((log_density, keywords["gibbs"]))
+        return run_chains(log_density, position, **keywords)
+
+    monkeypatch.setattr(MCMCRegressor, "_hierarchical_posterior", building)
+    monkeypatch.setattr(_mcmc, "run_chains", recording)
+    X, y = wave_data
+    MCMCRegressor(hidden_layer_sizes=(2,), n_samples=2, n_burnin=2, n_leapfrog=2, n_chains=2, init="prior",
+                  compile=False, random_state=0).fit(X[:20], y[:20])
+    ((log_density, gibbs),) = built
+    assert gibbs is not None and passed == [(log_density, gibbs)]
+
+
+def test_a_map_start_in_the_units_of_far_off_targets_warns_under_a_fixed_prior_and_noise(wave_data):
+    """``init='map'`` trains a network, in y's units with ``normalize_y=False``, even where the prior and
+    the noise are fixed: targets of a std of 1e4 warn, as for any training (only ``init='prior'`` with
+    both fixed trains nothing and is exempt)."""
+    X, y = wave_data
+    params = dict(hidden_layer_sizes=(2,), prior_std=1.0, noise_std=1.0, normalize_y=False, n_samples=2,
+                  n_burnin=2, n_leapfrog=2, n_chains=1, max_epochs=2, compile=False, random_state=0)
+    with pytest.warns(UserWarning, match="normalize_y=False: the network trains in the units of y"):
+        MCMCRegressor(init="map", **params).fit(X[:20], 1e4 * y[:20])
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="normalize_y=False")
+        MCMCRegressor(init="prior", **params).fit(X[:20], 1e4 * y[:20])
+
+
+@pytest.mark.parametrize("n_jobs, groups", [(None, [[0, 1]]), (1, [[0, 1]]), (2, [[0], [1]]), (3, [[0], [1]])])
+def test_the_chains_split_into_at_most_one_group_per_chain(n_jobs, groups):
+    """Two chains take one joblib group each however many workers ``n_jobs`` asks for: a third worker
+    would get no chain, and an empty start."""
+    reg = MCMCRegressor(n_chains=2, n_jobs=n_jobs)
+    assert [list(group) for group in reg._chain_groups()] == groups
+
+
+def test_the_classifier_keeps_each_sampling_parameter_as_given():
+    """Each value apart from its default comes back from ``get_params`` (which reads what ``__init__``
+    stored), so that a fit, a clone or a search sees it: an ``__init__`` that stored a constant would
+    pass for the default alone."""
+    from sklearn_quinn import MCMCClassifier
+
+    given = dict(sampler="nuts", n_samples=7, n_burnin=9, thin=3, n_chains=5, step_size=0.02, n_leapfrog=6,
+                 max_tree_depth=4, n_cycles=2, target_acceptance=0.7, adapt_step_size=False, gamma=0.5,
+                 adapt_start=3, adapt_every=4, init="prior", hyperprior="empirical", hyperprior_shape=2.0,
+                 hyperprior_rate=0.5, compile=False, leapfrog_dtype="float64", n_jobs=2)
+    params = MCMCClassifier(**given).get_params()
+    assert {name: params[name] for name in given} == given
+
+
+@pytest.mark.parametrize("n_samples, finite", [(3, False), (4, True)])
+def test_split_rhat_and_ess_from_four_draws_a_chain(wave_data, n_samples, finite):
+    """Split R-hat halves each chain: from 4 draws on (two halves of two) it and the ESS are computed;
+    below, NaN."""
+    X, y = wave_data
+    reg = MCMCRegressor(hidden_layer_sizes=(2,), prior_std=1.0, noise_std=0.2, init="prior", n_samples=n_samples,
+                        n_burnin=2, n_leapfrog=2, n_chains=2, compile=False, random_state=0).fit(X[:20], y[:20])
+    assert np.isfinite(reg.rhat_).all() == finite and np.isfinite(reg.ess_).all() == finite
+    assert np.isnan(reg.rhat_).all() != finite

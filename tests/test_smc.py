@@ -852,6 +852,8 @@ def test_verbose_progress(wave_data, capsys):
         (dict(leapfrog_dtype=torch.float32), "'leapfrog_dtype' parameter"),
         (dict(step_size=0.0), "'step_size' parameter"),
         (dict(resample_threshold=1.5), "'resample_threshold' parameter"),
+        # 0 would never resample (an ESS is never below 0); 1 resamples at every stage and is admitted.
+        (dict(resample_threshold=0.0), "'resample_threshold' parameter"),
         (dict(prior="cauchy"), "'prior' parameter"),
         (dict(hyperprior="inverse_gamma"), "'hyperprior' parameter"),
         (dict(hyperprior_shape=0.0), "'hyperprior_shape' parameter"),
@@ -1157,3 +1159,130 @@ def test_perturbed_step_sizes_are_a_normal_truncated_to_positive_values():
     exact = truncnorm(-centre / scale, np.inf, loc=centre, scale=scale)
     assert abs(float(epsilon.mean()) - exact.mean()) < 4 * exact.std() / np.sqrt(len(epsilon))
     assert float(epsilon.min()) > 1e-8
+
+
+# ------------------------------------------------------------------ the estimator's plumbing
+
+
+def test_the_regressor_hands_each_of_its_parameters_to_the_engine(wave_data, monkeypatch):
+    """Every SMC parameter reaches ``run_smc`` as set (each a value apart from its default, so a
+    parameter dropped, or passed as its default, shows), and the fitted attributes are the engine's
+    result: its particles and normalised weights, its stages, and the weighted posterior."""
+    from sklearn_quinn.smc import _smc
+
+    calls = []
+
+    def recording(log_likelihood, log_prior, particles, **keywords):
+        calls.append(dict(keywords, n_particles=len(particles)))
+        result = run_smc(log_likelihood, log_prior, particles, **keywords)
+        calls[-1]["result"] = result
+        return result
+
+    monkeypatch.setattr(_smc, "run_smc", recording)
+    X, y = wave_data
+    reg = SMCRegressor(hidden_layer_sizes=(2,), prior_std=1.0, noise_std=0.2, n_particles=12, target_ess=0.3,
+                       resample_threshold=0.7, n_mcmc_steps=2, step_size=0.25, n_leapfrog=3, waste_free=True,
+                       compile=False, random_state=0).fit(X[:20], y[:20])
+    (call,) = calls
+    assert {name: call[name] for name in ("n_particles", "target_ess", "resample_threshold", "n_mcmc_steps",
+                                           "step_size", "n_leapfrog", "waste_free")} == dict(
+        n_particles=12, target_ess=0.3, resample_threshold=0.7, n_mcmc_steps=2, step_size=0.25, n_leapfrog=3,
+        waste_free=True)
+    assert call["mutation"] is _smc.hmc_mutation  # fixed hyperparameters: HMC moves alone, no Gibbs draws
+    result = call["result"]
+    # The weights are the engine's normalised log weights, exponentiated, and the posterior carries them.
+    weights = result.log_weights.exp().numpy()
+    np.testing.assert_allclose(reg.weights_, weights, rtol=1e-12)
+    np.testing.assert_allclose(reg.posterior_.weights.numpy(), weights, rtol=1e-12)
+    np.testing.assert_array_equal(reg.particles_, result.particles.numpy())
+    np.testing.assert_array_equal(reg.posterior_.samples.numpy(), result.particles.numpy())  # all weights
+    np.testing.assert_array_equal(reg.lambdas_, result.lambdas)
+    np.testing.assert_array_equal(reg.ess_history_, result.ess)
+    np.testing.assert_array_equal(reg.acceptance_history_, result.acceptance)
+    assert reg.n_stages_ == len(result.ess)
+
+
+def test_the_classifier_hands_each_of_its_parameters_to_the_engine(monkeypatch):
+    """The classifier's SMC parameters reach ``run_smc`` as set too (its own ``__init__`` stores them), and
+    its posterior carries the engine's weights."""
+    from sklearn_quinn.smc import _smc
+
+    calls = []
+
+    def recording(log_likelihood, log_prior, particles, **keywords):
+        result = run_smc(log_likelihood, log_prior, particles, **keywords)
+        calls.append(dict(keywords, n_particles=len(particles), result=result))
+        return result
+
+    monkeypatch.setattr(_smc, "run_smc", recording)
+    rng = np.random.RandomState(0)
+    X = rng.randn(20, 2)
+    y = (X[:, 0] > 0).astype(int)
+    clf = SMCClassifier(hidden_layer_sizes=(2,), prior_std=1.0, n_particles=12, target_ess=0.3,
+                        resample_threshold=0.7, n_mcmc_steps=2, step_size=0.25, n_leapfrog=3, waste_free=True,
+                        compile=False, random_state=0).fit(X, y)
+    (call,) = calls
+    assert {name: call[name] for name in ("n_particles", "target_ess", "resample_threshold", "n_mcmc_steps",
+                                           "step_size", "n_leapfrog", "waste_free")} == dict(
+        n_particles=12, target_ess=0.3, resample_threshold=0.7, n_mcmc_steps=2, step_size=0.25, n_leapfrog=3,
+        waste_free=True)
+    np.testing.assert_allclose(clf.posterior_.weights.numpy(), call["result"].log_weights.exp().numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("estimator", [SMCRegressor, SMCClassifier])
+def test_the_defaults_are_the_documented_ones(estimator):
+    """The defaults the docstrings give (SMCRegressor's Parameters; the classifier's are "as for"
+    the regressor's), written out here rather than read from either class."""
+    documented = dict(hidden_layer_sizes=(50,), activation="relu", linear_skip=True, prior_std=None,
+                      prior="gaussian", hyperprior="gamma", hyperprior_shape=0.5, hyperprior_rate=0.01,
+                      n_particles=200, target_ess=0.5, resample_threshold=0.5, n_mcmc_steps=5, step_size=0.5,
+                      n_leapfrog=50, waste_free=False, compile="auto", leapfrog_dtype="float32",
+                      normalize_X=True, dtype="float64", device="cpu")
+    params = estimator().get_params()
+    assert {name: params[name] for name in documented} == documented
+
+
+def test_prior_logistic_anneals_from_the_logistic_density(wave_data, monkeypatch):
+    """``prior='logistic'`` hands the engine the logistic density of the weights: at a point, the
+    log prior is the sum of the logistic log densities of std ``prior_std`` (scale
+    ``std * sqrt(3) / pi``), which is not the Gaussian's of the same std."""
+    from sklearn_quinn.smc import _smc
+
+    seen = {}
+
+    def recording(log_likelihood, log_prior, particles, **keywords):
+        point = torch.linspace(-8, 8, particles.shape[1], dtype=particles.dtype)[None]
+        seen["value"], seen["point"] = float(log_prior(point)[0]), point.numpy()[0]
+        return run_smc(log_likelihood, log_prior, particles, **keywords)
+
+    monkeypatch.setattr(_smc, "run_smc", recording)
+    X, y = wave_data
+    SMCRegressor(hidden_layer_sizes=(2,), prior="logistic", prior_std=2.0, noise_std=0.2, n_particles=8,
+                 n_mcmc_steps=1, n_leapfrog=2, compile=False, random_state=0).fit(X[:20], y[:20])
+    expected = logistic.logpdf(seen["point"], scale=2.0 * math.sqrt(3) / math.pi).sum()
+    assert seen["value"] == pytest.approx(expected, rel=1e-12)
+    assert abs(expected - norm.logpdf(seen["point"], scale=2.0).sum()) > 1  # the Gaussian's is another
+
+
+def test_sampled_hyperparameters_move_by_the_gibbs_mutation(wave_data, monkeypatch):
+    """With ``prior_std=None`` (the hyperprior sampled) the engine moves the particles by the mutation
+    that interleaves exact Gibbs draws of the precisions and the noise with the HMC moves: plain HMC
+    targets the same posterior, so the evidence tests cannot tell the two apart."""
+    from sklearn_quinn.smc import _smc
+
+    made, passed, gibbs_mutation = [], [], _smc.gibbs_mutation
+
+    def making(gibbs):
+        made.append(gibbs_mutation(gibbs))
+        return made[-1]
+
+    def recording(log_likelihood, log_prior, particles, **keywords):
+        passed.append(keywords["mutation"])
+        return run_smc(log_likelihood, log_prior, particles, **keywords)
+
+    monkeypatch.setattr(_smc, "gibbs_mutation", making)
+    monkeypatch.setattr(_smc, "run_smc", recording)
+    X, y = wave_data
+    SMCRegressor(hidden_layer_sizes=(2,), n_particles=8, n_mcmc_steps=1, n_leapfrog=2, compile=False,
+                 random_state=0).fit(X[:20], y[:20])
+    assert len(made) == 1 and passed == made
