@@ -775,6 +775,30 @@ def test_the_chains_split_into_at_most_one_group_per_chain(n_jobs, groups):
     assert [list(group) for group in reg._chain_groups()] == groups
 
 
+def test_each_group_of_chains_draws_from_a_seed_of_its_own(linear_data, monkeypatch):
+    """With ``n_jobs=2`` the chains run in two joblib groups, each on its own generator: one seed
+    for both would give the groups the same random stream (the same momenta and accept draws), and
+    the chains of one group would move as those of the other. Run here in this process, where the
+    recorder is."""
+    import joblib
+
+    from sklearn_quinn.mcmc import _mcmc
+
+    seeds = []
+    run_group = MCMCRegressor._run_group
+
+    def recording(self, log_density, start, seed, *args, **kwargs):
+        seeds.append(seed)
+        return run_group(self, log_density, start, seed, *args, **kwargs)
+
+    monkeypatch.setattr(MCMCRegressor, "_run_group", recording)
+    monkeypatch.setattr(_mcmc, "Parallel", lambda n_jobs: joblib.Parallel(n_jobs=1))
+    X, y = linear_data
+    MCMCRegressor(hidden_layer_sizes=(), n_chains=4, n_jobs=2, n_samples=4, n_burnin=4, max_epochs=5,
+                  random_state=0).fit(X, y)
+    assert len(seeds) == 2 and seeds[0] != seeds[1]
+
+
 def test_the_classifier_keeps_each_sampling_parameter_as_given():
     """Each value apart from its default comes back from ``get_params`` (which reads what ``__init__``
     stored), so that a fit, a clone or a search sees it: an ``__init__`` that stored a constant would
