@@ -14,6 +14,8 @@ from sklearn_quinn import LaplaceRegressor
 from sklearn_quinn import metrics as M
 from sklearn_quinn.model_selection import EvidenceSearch
 
+from .stand_ins import GaussianFromColumns, ProbabilitiesAsInputs
+
 
 @pytest.fixture
 def gaussian_predictions():
@@ -347,13 +349,6 @@ def test_grid_search_with_a_scoring_dict_and_refit(wave_data):
     assert search.predict(X[:3]).shape == (3,)
 
 
-class _FixedGaussian(RegressorMixin, BaseEstimator):
-    """A stand-in regressor whose predictive is fixed: N(X[:, 0], X[:, 1]**2)."""
-
-    def predict(self, X, return_std=False):
-        return (X[:, 0], X[:, 1]) if return_std else X[:, 0]
-
-
 def test_every_regression_scorer_is_minus_its_weighted_metric_at_its_level():
     """Each scorer is minus its metric (greater is better), reads its level, and passes the
     weights on; the expected values are computed by hand from the z-scores."""
@@ -376,9 +371,9 @@ def test_every_regression_scorer_is_minus_its_weighted_metric_at_its_level():
     ]
     for scorer, expected in cases:
         assert expected > 0
-        assert scorer(_FixedGaussian(), X, y, sample_weight=weights) == pytest.approx(-expected), scorer
+        assert scorer(GaussianFromColumns(), X, y, sample_weight=weights) == pytest.approx(-expected), scorer
     # The level is the scorer's, not the metric's default of 0.95.
-    stand_in = _FixedGaussian()
+    stand_in = GaussianFromColumns()
     assert M.coverage_scorer(0.8)(stand_in, X, y) != pytest.approx(M.coverage_scorer(0.95)(stand_in, X, y))
 
 
@@ -389,22 +384,6 @@ def test_scorer_factories_refuse_a_level_outside_0_1(factory, level):
         factory(level)
 
 
-class _FixedProba(BaseEstimator):
-    """A stand-in classifier of three classes with fixed probabilities, one row per point."""
-
-    _estimator_type = "classifier"
-    classes_ = np.array([0, 1, 2])
-
-    def __sklearn_tags__(self):
-        from sklearn.utils import ClassifierTags, Tags, TargetTags
-
-        return Tags(estimator_type="classifier", target_tags=TargetTags(required=True),
-                    classifier_tags=ClassifierTags())
-
-    def predict_proba(self, X):
-        return np.asarray(X, dtype=float)
-
-
 def test_classification_scorers_read_the_classes_and_weigh_a_fold_missing_a_class():
     """A test fold without class 1 is scored over the estimator's three classes (labels from
     classes_, not from y), with the weights passed on; NLL and Brier by hand."""
@@ -412,11 +391,11 @@ def test_classification_scorers_read_the_classes_and_weigh_a_fold_missing_a_clas
     y, weights = np.array([0, 0, 2]), np.array([1.0, 2.0, 3.0])
     nll = -(1 * np.log(0.7) + 2 * np.log(0.2) + 3 * np.log(0.8)) / 6
     brier = (1 * (0.09 + 0.04 + 0.01) + 2 * (0.64 + 0.09 + 0.25) + 3 * (0.01 + 0.01 + 0.04)) / 6
-    assert M.neg_nll_scorer(_FixedProba(), proba, y, sample_weight=weights) == pytest.approx(-nll)
-    assert M.neg_brier_scorer(_FixedProba(), proba, y, sample_weight=weights) == pytest.approx(-brier)
+    assert M.neg_nll_scorer(ProbabilitiesAsInputs(), proba, y, sample_weight=weights) == pytest.approx(-nll)
+    assert M.neg_brier_scorer(ProbabilitiesAsInputs(), proba, y, sample_weight=weights) == pytest.approx(-brier)
     # Bins of width 1/15: 0.7 (right, weight 1), 0.5 (wrong, weight 2), 0.8 (right, weight 3).
     ece = (1 * 0.3 + 2 * 0.5 + 3 * 0.2) / 6
-    assert M.neg_ece_scorer(_FixedProba(), proba, y, sample_weight=weights) == pytest.approx(-ece)
+    assert M.neg_ece_scorer(ProbabilitiesAsInputs(), proba, y, sample_weight=weights) == pytest.approx(-ece)
 
 
 def test_a_scorer_told_not_to_take_weights_ignores_those_routed():
@@ -438,4 +417,4 @@ def test_a_scorer_told_not_to_take_weights_ignores_those_routed():
         assert routed.scorer.score == {}
         renamed = M.neg_nll_scorer.set_score_request(sample_weight="test_weights")
         assert renamed.get_metadata_routing().score.requests["sample_weight"] == "test_weights"
-    assert scorer(_FixedGaussian(), X, y) == pytest.approx(-np.mean(-norm.logpdf(y, mean, std)))
+    assert scorer(GaussianFromColumns(), X, y) == pytest.approx(-np.mean(-norm.logpdf(y, mean, std)))

@@ -30,6 +30,8 @@ from sklearn_quinn.plotting import (
     TraceDisplay,
 )
 
+from .stand_ins import GaussianFromColumns, ProbabilitiesAsInputs
+
 matplotlib.use("Agg")  # draw to files only, whatever the machine
 
 
@@ -306,20 +308,13 @@ def test_regression_calibration_from_predictions_takes_levels():
     assert_array_equal(display.observed, [1 / 3, 2 / 3])
 
 
-class FixedGaussianRegressor:
-    """A fitted regressor stand-in: predicts N(0, 1) for every row."""
-
-    def predict(self, X, return_std=False):
-        zeros = np.zeros(len(X))
-        return (zeros, zeros + 1.0) if return_std else zeros
-
-
 def test_regression_calibration_from_estimator_passes_levels_and_name():
     """Targets 0, 0.5 and 3 under N(0, 1): the central 20% interval is |y| <= 0.2533 (one in three),
     the 90% one |y| <= 1.6449 (two in three)."""
     y_true = np.array([0.0, 0.5, 3.0])
+    standard_normal = np.c_[np.zeros(3), np.ones(3)]
     display = RegressionCalibrationDisplay.from_estimator(
-        FixedGaussianRegressor(), np.zeros((3, 1)), y_true, levels=[0.2, 0.9], name="fixed"
+        GaussianFromColumns(), standard_normal, y_true, levels=[0.2, 0.9], name="fixed"
     )
     assert_array_equal(display.line_.get_xydata(), [[0.2, 1 / 3], [0.9, 2 / 3]])
     assert [text.get_text() for text in display.ax_.get_legend().get_texts()] == ["perfectly calibrated", "fixed"]
@@ -383,21 +378,13 @@ def test_reliability_from_predictions_uses_labels():
     assert_array_equal(display.counts, [0, 2])
 
 
-class FixedProbaClassifier:
-    """A fitted classifier stand-in over the classes a, b, c, with fixed probabilities."""
-
-    classes_ = np.array(["a", "b", "c"])
-
-    def predict_proba(self, X):
-        return np.array([[0.10, 0.65, 0.25], [0.15, 0.30, 0.55], [0.30, 0.45, 0.25], [0.02, 0.03, 0.95]])
-
-
 def test_reliability_from_estimator_on_rows_without_one_class_bins_by_the_estimators_classes():
     """A held-out set may lack a class (here 'a'): the columns are still the estimator's classes_, not
     the labels found in y. By hand, with 5 bins of width 0.2: confidences 0.65 (b, right), 0.55 (c,
     right), 0.45 (b, wrong: c) and 0.95 (c, wrong: b) fill bins 2 (0.55, 0.45), 3 and 4."""
     y = np.array(["b", "c", "c", "b"])
-    display = ReliabilityDisplay.from_estimator(FixedProbaClassifier(), np.zeros((4, 1)), y, n_bins=5)
+    proba = np.array([[0.10, 0.65, 0.25], [0.15, 0.30, 0.55], [0.30, 0.45, 0.25], [0.02, 0.03, 0.95]])
+    display = ReliabilityDisplay.from_estimator(ProbabilitiesAsInputs(("a", "b", "c")), proba, y, n_bins=5)
     assert_array_equal(display.counts, [0, 0, 2, 1, 1])
     np.testing.assert_allclose(display.line_.get_xydata(), [[0.5, 0.5], [0.65, 1.0], [0.95, 0.0]], rtol=1e-12)
     # ECE: (2 |0.5 - 0.5| + |1 - 0.65| + |0 - 0.95|) / 4
