@@ -1164,31 +1164,38 @@ def test_perturbed_step_sizes_are_a_normal_truncated_to_positive_values():
 # ------------------------------------------------------------------ the estimator's plumbing
 
 
-def test_the_regressor_hands_each_of_its_parameters_to_the_engine(wave_data, monkeypatch):
-    """Every SMC parameter reaches ``run_smc`` as set (each a value apart from its default, so a
-    parameter dropped, or passed as its default, shows), and the fitted attributes are the engine's
-    result: its particles and normalised weights, its stages, and the weighted posterior."""
+#: The SMC settings the estimators' plumbing tests set, each apart from its default.
+ENGINE_SETTINGS = dict(n_particles=12, target_ess=0.3, resample_threshold=0.7, n_mcmc_steps=2, step_size=0.25,
+                       n_leapfrog=3, waste_free=True)
+
+
+@pytest.fixture
+def engine_calls(monkeypatch):
+    """The calls an estimator makes to ``run_smc`` (its keywords, its particle count and the result),
+    which still runs."""
     from sklearn_quinn.smc import _smc
 
     calls = []
 
     def recording(log_likelihood, log_prior, particles, **keywords):
-        calls.append(dict(keywords, n_particles=len(particles)))
         result = run_smc(log_likelihood, log_prior, particles, **keywords)
-        calls[-1]["result"] = result
+        calls.append(dict(keywords, n_particles=len(particles), result=result))
         return result
 
     monkeypatch.setattr(_smc, "run_smc", recording)
+    return calls
+
+
+def test_the_regressor_hands_each_of_its_parameters_to_the_engine(wave_data, engine_calls):
+    """Every SMC parameter reaches ``run_smc`` as set (each a value apart from its default, so a
+    parameter dropped, or passed as its default, shows), and the fitted attributes are the engine's
+    result: its particles and normalised weights, its stages, and the weighted posterior."""
     X, y = wave_data
-    reg = SMCRegressor(hidden_layer_sizes=(2,), prior_std=1.0, noise_std=0.2, n_particles=12, target_ess=0.3,
-                       resample_threshold=0.7, n_mcmc_steps=2, step_size=0.25, n_leapfrog=3, waste_free=True,
-                       compile=False, random_state=0).fit(X[:20], y[:20])
-    (call,) = calls
-    assert {name: call[name] for name in ("n_particles", "target_ess", "resample_threshold", "n_mcmc_steps",
-                                           "step_size", "n_leapfrog", "waste_free")} == dict(
-        n_particles=12, target_ess=0.3, resample_threshold=0.7, n_mcmc_steps=2, step_size=0.25, n_leapfrog=3,
-        waste_free=True)
-    assert call["mutation"] is _smc.hmc_mutation  # fixed hyperparameters: HMC moves alone, no Gibbs draws
+    reg = SMCRegressor(hidden_layer_sizes=(2,), prior_std=1.0, noise_std=0.2, **ENGINE_SETTINGS, compile=False,
+                       random_state=0).fit(X[:20], y[:20])
+    (call,) = engine_calls
+    assert {name: call[name] for name in ENGINE_SETTINGS} == ENGINE_SETTINGS
+    assert call["mutation"] is smc_engine.hmc_mutation  # fixed hyperparameters: HMC moves alone, no Gibbs draws
     result = call["result"]
     # The weights are the engine's normalised log weights, exponentiated, and the posterior carries them.
     weights = result.log_weights.exp().numpy()
@@ -1202,30 +1209,16 @@ def test_the_regressor_hands_each_of_its_parameters_to_the_engine(wave_data, mon
     assert reg.n_stages_ == len(result.ess)
 
 
-def test_the_classifier_hands_each_of_its_parameters_to_the_engine(monkeypatch):
+def test_the_classifier_hands_each_of_its_parameters_to_the_engine(engine_calls):
     """The classifier's SMC parameters reach ``run_smc`` as set too (its own ``__init__`` stores them), and
     its posterior carries the engine's weights."""
-    from sklearn_quinn.smc import _smc
-
-    calls = []
-
-    def recording(log_likelihood, log_prior, particles, **keywords):
-        result = run_smc(log_likelihood, log_prior, particles, **keywords)
-        calls.append(dict(keywords, n_particles=len(particles), result=result))
-        return result
-
-    monkeypatch.setattr(_smc, "run_smc", recording)
     rng = np.random.RandomState(0)
     X = rng.randn(20, 2)
     y = (X[:, 0] > 0).astype(int)
-    clf = SMCClassifier(hidden_layer_sizes=(2,), prior_std=1.0, n_particles=12, target_ess=0.3,
-                        resample_threshold=0.7, n_mcmc_steps=2, step_size=0.25, n_leapfrog=3, waste_free=True,
-                        compile=False, random_state=0).fit(X, y)
-    (call,) = calls
-    assert {name: call[name] for name in ("n_particles", "target_ess", "resample_threshold", "n_mcmc_steps",
-                                           "step_size", "n_leapfrog", "waste_free")} == dict(
-        n_particles=12, target_ess=0.3, resample_threshold=0.7, n_mcmc_steps=2, step_size=0.25, n_leapfrog=3,
-        waste_free=True)
+    clf = SMCClassifier(hidden_layer_sizes=(2,), prior_std=1.0, **ENGINE_SETTINGS, compile=False,
+                        random_state=0).fit(X, y)
+    (call,) = engine_calls
+    assert {name: call[name] for name in ENGINE_SETTINGS} == ENGINE_SETTINGS
     np.testing.assert_allclose(clf.posterior_.weights.numpy(), call["result"].log_weights.exp().numpy(), rtol=1e-12)
 
 
