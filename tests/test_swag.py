@@ -222,8 +222,9 @@ def test_sgd_phase_blowing_up_within_the_finite_numbers_is_rerun(wave_data):
 
 
 def test_sgd_phase_diverging_at_every_rate_raises(wave_data):
+    """Four runs, at the given rate and three tenfold cuts of it, all diverge."""
     X, y = wave_data
-    with pytest.raises(FloatingPointError, match="diverged at every rate"):
+    with pytest.raises(FloatingPointError, match=r"diverged at every rate from lr_swag=1e\+06 down to 1000;"):
         small(lr_swag=1e6).fit(X, y)
 
 
@@ -770,3 +771,244 @@ def test_members_end_at_modes_on_targets_far_from_unit_scale():
     rmse = [float((reg._model(component.mean[None], inputs)[0, :, 0] - torch.as_tensor(y)).square().mean().sqrt())
             for component in reg.posterior_.components]
     assert max(rmse) < 1.5 * rmse[0]
+
+
+def test_proximal_step_shrinks_after_the_gradient_step():
+    """One step on the loss ``g . theta`` is ``(theta - lr g) / (1 + lr decay)``: the shrinkage acts
+    on the gradient step's result (the proximal map of the prior), not on the weights before it,
+    which would give ``theta / (1 + lr decay) - lr g``."""
+    theta = torch.nn.Parameter(torch.tensor([2.0, -4.0], dtype=torch.float64))
+    gradient = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    optimizer = ProximalSGD([theta], lr=0.5, decay=3.0)
+    (gradient * theta).sum().backward()
+    optimizer.step()
+    torch.testing.assert_close(theta.detach(), torch.tensor([1.5 / 2.5, -5.0 / 2.5], dtype=torch.float64))
+
+
+@pytest.mark.parametrize("collapsed", ["spread", "well_determined"])
+def test_misfit_scale_is_one_where_the_draws_add_no_misfit(monkeypatch, collapsed):
+    """A posterior collapsed to its mean (std 0, no low-rank term) adds no misfit, and a count of
+    well-determined weights rounded to or below zero (a prior that holds every weight) leaves none
+    to add: ``gamma / tr(G Sigma)`` is then x / 0 or a scale of at most 0, and the scale is 1."""
+    from sklearn_quinn._core.evidence import LaplaceEvidence, ParameterGroups
+    from sklearn_quinn._core.likelihoods import GaussianLikelihood
+    from sklearn_quinn._core.posterior import GaussianPosterior
+    from sklearn_quinn.swag._scale import misfit_scale
+
+    model, X, Y = linear_table()
+    mean = torch.tensor([0.9, -1.9, 0.6, 0.8], dtype=torch.float64)
+    std = torch.full((4,), 0.0 if collapsed == "spread" else 0.05, dtype=torch.float64)
+    if collapsed == "well_determined":
+        monkeypatch.setattr(LaplaceEvidence, "well_determined", lambda self, precision: torch.tensor([-8e-15]))
+    likelihood = GaussianLikelihood(torch.tensor([1.3], dtype=torch.float64)).frozen(1)
+    scale = misfit_scale(model, GaussianPosterior.from_std(mean, std), X, Y, likelihood, ParameterGroups.of(model),
+                         torch.tensor(2.0, dtype=torch.float64))
+    assert scale == 1.0
+
+
+class AveragingCriterion:
+    """The members' criterion as the collector sees it: the mean of the losses fed since the last reset."""
+
+    def reset_misfit(self):
+        self.fed = []
+
+    def feed(self, loss):
+        self.fed.append(loss)
+
+    @property
+    def mean_misfit(self):
+        return torch.stack(self.fed).mean(0)
+
+
+def test_snapshot_collector_keeps_every_epoch_s_own_mean_loss():
+    """Driven by hand through skorch's hooks for 4 epochs at ``every=2``: ``losses_`` holds each
+    epoch's mean loss per member, of that epoch's batches only and of every epoch (snapshot or
+    not); the moments hold the weights of epochs 2 and 4."""
+    from types import SimpleNamespace
+
+    from sklearn_quinn.swag._callbacks import CollectSnapshots
+
+    net = SimpleNamespace(criterion_=AveragingCriterion(), history=[], module_=SimpleNamespace())
+    collect = CollectSnapshots(every=2, max_rank=3)
+    collect.on_train_begin(net)
+    batch_losses = [[1.0, 3.0], [10.0, 20.0], [5.0, 7.0], [0.0, 4.0]]  # two batches an epoch, one member
+    for epoch, losses in enumerate(batch_losses, start=1):
+        net.history.append({})  # skorch's own on_epoch_begin opens the epoch's row first
+        collect.on_epoch_begin(net)
+        for loss in losses:
+            net.criterion_.feed(torch.tensor([loss]))
+        net.module_.theta = torch.tensor([[float(epoch)]])
+        collect.on_epoch_end(net)
+    assert torch.cat(collect.losses_).tolist() == [2.0, 15.0, 6.0, 2.0]
+    assert collect.state_.snapshots.flatten().tolist() == [2.0, 4.0]
+    assert int(collect.state_.n_snapshots) == 2
+
+
+def test_the_widening_warning_names_the_members_beyond_a_hundredfold():
+    """A member widened exactly 100-fold is not warned of; those above it are, with the range of
+    their factors and their count among the members."""
+    from sklearn_quinn.swag._swag import _warn_of_wide_guesses
+
+    with pytest.warns(UserWarning, match=r"spread 150 to 400 times too little .*\(2 of 4 members\)"):
+        _warn_of_wide_guesses(np.array([100.0, 150.0, 99.0, 400.0]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _warn_of_wide_guesses(np.array([100.0, 1.0]))
+
+
+def faked_phase(monkeypatch, untrained_loss, losses_by_run=(), overflow_first=False):
+    """The estimator's SGD phase with the untrained network's loss set to ``untrained_loss``; the
+    epochs' losses of run ``i`` replaced by ``losses_by_run[i]`` (one value per epoch, for every
+    member) where given, and the first run's mean of squares overflowed where ``overflow_first``.
+    Returns the list of the rates the runs had."""
+    from sklearn_quinn.swag import _swag
+
+    rates, original = [], _swag.SWAGMixin._run_sgd
+
+    def run(self, X, Y, members, likelihood, prior, lr, seeds):
+        state, losses = original(self, X, Y, members, likelihood, prior, lr, seeds)
+        if overflow_first and not rates:
+            state = state._replace(sq_mean=torch.full_like(state.sq_mean, math.inf))
+        if len(rates) < len(losses_by_run):
+            losses = [torch.full_like(losses[0], value) for value in losses_by_run[len(rates)]]
+        rates.append(lr)
+        return state, losses
+
+    monkeypatch.setattr(_swag.SWAGMixin, "_run_sgd", run)
+    monkeypatch.setattr(_swag.SWAGMixin, "_untrained_loss", lambda self, *args: untrained_loss)
+    return rates
+
+
+def test_a_phase_is_judged_by_its_mean_loss_over_the_epochs(wave_data, monkeypatch):
+    """The untrained network's loss put at 50: epochs alternating 70 and 40 (mean 55) undo the
+    training and the phase is rerun at a tenth of the rate; alternating 70 and 20 (mean 45) it
+    holds, though every other epoch is above 50."""
+    X, y = wave_data
+    rates = faked_phase(monkeypatch, 50.0, [[70.0, 40.0] * 5, [70.0, 20.0] * 5])
+    with pytest.warns(ConvergenceWarning, match="diverged at lr_swag=0.05;"):
+        reg = small(n_estimators=2, lr_swag=0.05, cov_scale=1.0).fit(X, y)
+    assert reg.lr_swag_ == pytest.approx(0.005) and len(rates) == 2
+
+
+def test_a_member_no_better_than_an_untrained_network_is_checked_for_finiteness_only(wave_data, monkeypatch):
+    """The untrained network's loss put below the members' trained losses: there is no training for
+    SGD to undo, and a phase whose losses stand far above it holds at the first rate."""
+    X, y = wave_data
+    rates = faked_phase(monkeypatch, -1e9, [[1e6] * 10])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        reg = small(n_estimators=2, lr_swag=0.05, cov_scale=1.0).fit(X, y)
+    assert reg.lr_swag_ == 0.05 and len(rates) == 1
+
+
+def test_a_phase_whose_squared_weights_overflow_is_rerun(wave_data, monkeypatch):
+    """Weights near 1e200 keep their mean finite while their squares overflow to inf, and with them
+    the variance and every draw: such a phase is rerun at a tenth of the rate."""
+    X, y = wave_data
+    rates = faked_phase(monkeypatch, -1e9, overflow_first=True)
+    with pytest.warns(ConvergenceWarning, match="diverged at lr_swag=0.05;"):
+        reg = small(n_estimators=2, lr_swag=0.05, cov_scale=1.0).fit(X, y)
+    assert reg.lr_swag_ == pytest.approx(0.005) and len(rates) == 2
+    assert all(torch.isfinite(component.std).all() for component in reg.posterior_.components)
+
+
+def test_the_sgd_phase_runs_at_lr_swag_in_noise_variance_units_under_the_prior_per_row(wave_data, monkeypatch):
+    """``lr_swag`` is a rate on half the squared error: on the per-point negative log likelihood SGD
+    runs at ``lr_swag * noise_std**2`` (here 0.05 * 0.5**2, ``normalize_y=False`` keeping y's units),
+    at that constant rate, and the prior's shrinkage is its precision per training row (1 / (2**2 80))."""
+    from sklearn_quinn.swag import _swag
+
+    X, y = wave_data
+    calls, original = [], _swag.train_members
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(_swag, "train_members", spy)
+    small(n_estimators=1, noise_std=0.5, prior_std=2.0, normalize_y=False, lr_swag=0.05, cov_scale=1.0).fit(X, y)
+    [call] = calls
+    assert call["lr"] == pytest.approx(0.05 * 0.5**2, rel=1e-12) and call["lr_schedule"] == "constant"
+    assert call["optimizer"].keywords["decay"] == pytest.approx(1 / (2.0**2 * len(X)), rel=1e-12)
+
+
+def test_the_draws_refute_a_scale_only_beyond_ten_times_their_target():
+    """The quadratic model's scale stands while the check's draws add at most ten times the target
+    misfit: kept at 9.9 times, replaced at 10.1 times by a smaller scale, the bisection's end at
+    which the draws add no more than the target (its other end, 2**-20 of a decade above, adds more)."""
+    from sklearn_quinn._core.likelihoods import GaussianLikelihood
+    from sklearn_quinn._core.posterior import GaussianPosterior
+    from sklearn_quinn.swag._scale import draws_scale
+
+    model, X, Y = linear_table()
+    posterior = GaussianPosterior.from_std(torch.tensor([0.9, -1.9, 0.6, 0.8], dtype=torch.float64),
+                                           torch.full((4,), 0.05, dtype=torch.float64))
+    likelihood = GaussianLikelihood(torch.tensor([1.0], dtype=torch.float64)).frozen(1)
+    added = misfit_added_at(model, posterior, X, Y, likelihood, 3.0)
+    assert added > 0
+    assert draws_scale(model, posterior, X, Y, likelihood, 1.0, 3.0, added / 9.9) == 3.0
+    found = draws_scale(model, posterior, X, Y, likelihood, 1.0, 3.0, added / 10.1)
+    assert found < 3.0 and misfit_added_at(model, posterior, X, Y, likelihood, found) <= added / 10.1
+
+
+class SquareRootOfLinear(torch.nn.Module):
+    """``sqrt(x w)``: NaN wherever a draw of ``w`` turns ``x w`` negative."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(1, dtype=torch.float64))
+
+    def forward(self, x):
+        return (x * self.weight).sqrt()
+
+
+def test_draws_whose_misfit_is_nan_keep_the_quadratic_model_s_scale():
+    """Draws far out can leave the finite numbers (``inf - inf`` inside a network); the check cannot
+    judge a NaN misfit and keeps the scale it was given, where a bisection on NaN comparisons would
+    return a tenth of it. Here ``sqrt(x w)`` at positive ``x`` and mean ``w = 1``, and draws of std
+    10 that make ``w`` negative."""
+    from sklearn_quinn._core.likelihoods import GaussianLikelihood
+    from sklearn_quinn._core.network import FunctionalModel
+    from sklearn_quinn._core.posterior import GaussianPosterior
+    from sklearn_quinn.swag._scale import draws_scale
+
+    model = FunctionalModel(SquareRootOfLinear())
+    X = torch.linspace(0.5, 2.0, 10, dtype=torch.float64)[:, None]
+    posterior = GaussianPosterior.from_std(torch.ones(1, dtype=torch.float64),
+                                           torch.full((1,), 10.0, dtype=torch.float64))
+    likelihood = GaussianLikelihood(torch.tensor([1.0], dtype=torch.float64)).frozen(1)
+    assert math.isnan(misfit_added_at(model, posterior, X, X.sqrt(), likelihood, 3.0))
+    assert draws_scale(model, posterior, X, X.sqrt(), likelihood, 1.0, 3.0, 0.5) == 3.0
+
+
+def test_as_many_draws_as_members_are_enough():
+    """One draw a member covers every member's Gaussian: ``n_samples == n_estimators`` is accepted,
+    one fewer refused."""
+    SWAGRegressor(n_estimators=3, n_samples=3)._check_parameters()
+    with pytest.raises(ValueError, match="cannot cover the 3 members"):
+        SWAGRegressor(n_estimators=3, n_samples=2)._check_parameters()
+
+
+def test_the_sgd_phase_s_batch_is_at_most_the_table():
+    """A table smaller than ``batch_size_swag`` takes whole-table steps, and the automatic rate reads
+    that batch (Mandt's rate grows with the rows a step averages)."""
+    assert SWAGRegressor(batch_size_swag=64)._swag_batch_size(20) == 20
+    assert SWAGRegressor(batch_size_swag=64)._swag_batch_size(100) == 64
+
+
+def test_member_losses_are_the_negative_log_likelihood_per_row(wave_data):
+    """The losses the divergence test compares with the SGD phase's per-row losses are per row too:
+    under a Gaussian of std 0.5 (``normalize_y=False``: y's units), numpy's mean of ``-log N(y; f, 0.5)``
+    over the rows, not its sum."""
+    from scipy.stats import norm
+
+    from sklearn_quinn._core.likelihoods import GaussianLikelihood
+
+    X, y = wave_data
+    reg = small(n_estimators=1, noise_std=0.5, normalize_y=False, cov_scale=1.0).fit(X, y)
+    inputs = reg._validated_inputs(X)
+    theta = torch.stack([reg._model.flatten(), reg.posterior_.components[0].mean])
+    likelihood = GaussianLikelihood(torch.tensor([0.5], dtype=torch.float64)).frozen(1)
+    losses = reg._member_losses(inputs, torch.as_tensor(y[:, None]), likelihood, theta)
+    outputs = reg._model(theta, inputs)[:, :, 0].numpy()
+    np.testing.assert_allclose(losses.numpy(), -norm.logpdf(y, outputs, 0.5).mean(1), rtol=1e-12)
