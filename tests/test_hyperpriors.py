@@ -294,3 +294,84 @@ def test_a_sampled_noise_needs_the_likelihood():
     prior = HierarchicalPrior(ParameterGroups.of(model), HYPERPRIOR, noise=True)
     with pytest.raises(ValueError, match="needs the Gaussian likelihood"):
         HyperparameterGibbs(prior)
+
+
+def test_standard_gamma_draws_of_a_tiny_shape_stay_positive():
+    """Shape 1e-3 boosts by U**1000, which underflows to 0 for half the draws: they are held at the
+    dtype's smallest normal number, so their logs (a state's log precisions) are finite."""
+    draws = standard_gamma(torch.full((1000,), 1e-3, **DOUBLE), torch.Generator().manual_seed(0))
+    assert (draws >= torch.finfo(torch.float64).tiny).all()
+    assert (draws == torch.finfo(torch.float64).tiny).any()  # the underflow this guards against occurs
+
+
+def test_a_column_shape_apart_from_the_hyperprior_shape():
+    """With the columns' shape A = 3 and the hyperprior Gamma(2, 0.5) (the defaults share 0.5, which
+    would hide a swap of the two): the columns' precisions are Gamma(A, rate A / m) in the density
+    (scipy's), and the layer's mean is drawn from x**(a - C A - 1) exp(-b x - A sum_c delta_c / x)."""
+    model = FunctionalModel(build_mlp(3, 1, (4,), "tanh").double())
+    groups = ParameterGroups.of(model)
+    hyperprior = GammaHyperprior(2.0, 0.5)
+    prior = HierarchicalPrior(groups, hyperprior, column_shape=3.0)
+    rows = prior.sample(2, torch.Generator().manual_seed(0))
+    theta, _, log_precision, log_mean = prior.split(rows)
+    gamma = stats.gamma(2.0, scale=2.0)
+    index = groups.index.numpy()
+    for row in range(2):
+        precision, mean = np.exp(log_precision[row].numpy()), math.exp(float(log_mean[row, 0]))
+        expected = (
+            stats.norm.logpdf(theta[row].numpy(), scale=precision[index] ** -0.5).sum()
+            + (stats.gamma(3.0, scale=mean / 3.0).logpdf(precision[:3]) + np.log(precision[:3])).sum()
+            + (gamma.logpdf(precision[3:]) + np.log(precision[3:])).sum()
+            + gamma.logpdf(mean) + math.log(mean)
+        )
+        assert float(prior(rows[row : row + 1])) == pytest.approx(expected, rel=1e-12)
+    drawn = prior.draw_log_means(torch.Generator().manual_seed(1), log_precision)
+    scale = 3.0 * log_precision[:, :3].exp().sum(1)
+    expected = log_generalized_inverse_gaussian(2.0 - 3 * 3.0, 0.5, scale, torch.Generator().manual_seed(1))
+    torch.testing.assert_close(drawn[:, 0], expected, rtol=0, atol=0)
+
+
+def test_holding_again_writes_the_new_hyperparameters_into_the_same_tensors():
+    """A compiled kernel keeps reading the tensors of the first hold: a second hold of as many rows
+    writes the new precisions and terms into them, and the density is the one at the new rows."""
+    model, _, log_posterior, _ = _problem("regression")
+    prior = log_posterior.log_prior
+    first, second = prior.sample(3, torch.Generator().manual_seed(0)), prior.sample(3, torch.Generator().manual_seed(1))
+    held = prior.given_hyperparameters()
+    held.hold(first)
+    precision, terms = held.precision, held.terms
+    held.hold(second)
+    assert held.precision is precision and held.terms is terms
+    value, gradient = held.value_and_grad(second)
+    torch.testing.assert_close(value, prior(second), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(gradient[:, : model.n_params], prior.weight_gradient(second), rtol=0, atol=0)
+
+
+def test_without_a_sampled_noise_the_statistics_need_no_forward_pass():
+    """A likelihood given with a prior that samples no noise is not read: no residuals are computed."""
+    model, _, log_posterior, gibbs = _problem("regression")
+    prior = HierarchicalPrior(ParameterGroups.of(model), HYPERPRIOR)
+    statistics = HyperparameterGibbs(prior, gibbs.log_likelihood).statistics(torch.zeros(2, model.n_params, **DOUBLE))
+    assert statistics.sum_of_squares is None
+
+
+# scipy's geninvgauss integrates its CDF by quadrature, which warns of its subdivisions over a
+# density this wide (the draws still pass Kolmogorov-Smirnov against it).
+@pytest.mark.filterwarnings("ignore::scipy.integrate.IntegrationWarning")
+@pytest.mark.parametrize("order", [0.0, -500.0])
+def test_log_generalized_inverse_gaussian_draws_for_a_pruned_layer(order):
+    """A layer whose columns' precisions are all near 0 (scale 1e-12): one column with a = A (order
+    0, a density some thousand units wide in log x, whose first steps to the edges are held to 1,
+    as exp overflows beyond about 700) and a thousand columns (order -500, whose mode is written
+    without the cancellation of order + root). The draws are finite and follow scipy's geninvgauss
+    (Kolmogorov-Smirnov on 2000 draws; at order -500 rate x is below 1e-15 and scale / x is
+    Gamma(500, 1), where scipy's geninvgauss loses its accuracy)."""
+    rate, scale = 0.01, 1e-12
+    draws = log_generalized_inverse_gaussian(order, rate, torch.full((2000,), scale, **DOUBLE),
+                                             torch.Generator().manual_seed(0))
+    assert torch.isfinite(draws).all()
+    if order == 0.0:
+        target = stats.geninvgauss(order, 2 * math.sqrt(rate * scale), scale=math.sqrt(scale / rate))
+        assert stats.kstest(np.exp(draws.numpy()), target.cdf).pvalue > 1e-3
+    else:
+        assert stats.kstest(scale * np.exp(-draws.numpy()), stats.gamma(-order).cdf).pvalue > 1e-3
