@@ -15,7 +15,7 @@ from skorch.callbacks import Callback
 
 from sklearn_quinn import BBBClassifier, BBBRegressor, LaplaceRegressor
 from sklearn_quinn._core.evidence import ParameterGroups
-from sklearn_quinn._core.likelihoods import GaussianLikelihood
+from sklearn_quinn._core.likelihoods import GaussianLikelihood, HeteroscedasticGaussianLikelihood
 from sklearn_quinn._core.network import FunctionalModel, build_mlp
 from sklearn_quinn._core.priors import ScaleMixturePrior
 from sklearn_quinn.metrics import gaussian_nll, interval_coverage
@@ -27,6 +27,7 @@ from sklearn_quinn.variational._engine import (
     kl_weight,
     negative_elbo,
 )
+from sklearn_quinn.variational._skorch import NegativeELBO
 
 from .exact import BayesianLinearRegression, column_log_hyperprior
 
@@ -118,6 +119,28 @@ def test_evidence_then_elbo_starts_at_the_evidence_map_under_its_prior_then_lear
     learned = torch.tensor(list(reg.prior_precisions_.values()), dtype=torch.float64)
     torch.testing.assert_close(learned, 1 / priors[-1].variances(mean, std), rtol=1e-12, atol=0)
     assert not torch.allclose(learned, evidence_precisions, rtol=0.01)
+
+
+def test_evidence_prior_learning_starts_q_at_the_backbones_initial_weights(wave_data):
+    """``prior_learning='evidence'``: q's means start where the MAP network started, at the
+    backbone's initial weights (where 'elbo' starts too, to the bit), not at the MAP it trained
+    to (where 'evidence_then_elbo' starts); every std starts at 1e-3 (``INITIAL_STD``)."""
+    starts = {}
+
+    class RecordStart(Callback):
+        def __init__(self, learning):
+            self.learning = learning
+
+        def on_train_begin(self, net, **kwargs):
+            if isinstance(net.module_, MeanFieldNetwork):
+                starts[self.learning] = net.module_.mean.detach().clone(), net.module_.std.detach().clone()
+
+    for learning in ["evidence", "elbo", "evidence_then_elbo"]:
+        small(prior_learning=learning, max_epochs=4, callbacks=[RecordStart(learning)]).fit(*wave_data)
+    assert torch.equal(starts["evidence"][0], starts["elbo"][0])
+    assert not torch.allclose(starts["evidence"][0], starts["evidence_then_elbo"][0], rtol=0.01)
+    for _, std in starts.values():
+        torch.testing.assert_close(std, torch.full_like(std, 1e-3), rtol=1e-12, atol=0)
 
 
 @pytest.mark.slow
@@ -255,16 +278,21 @@ def test_collapsed_group_stops_at_the_floor():
     assert torch.isnan(kl_divergence(mean, std, None, EmpiricalBayesPrior(groups, min_variance=0.0)))
 
 
-def test_prior_is_fixed_for_the_warmup_epochs_then_learned(wave_data):
-    """``max_epochs // 4`` epochs under N(0, 1), then the learned prior."""
+@pytest.mark.parametrize("max_epochs", [9, 7])
+def test_prior_is_fixed_for_the_warmup_epochs_then_learned(wave_data, max_epochs):
+    """``max_epochs // 4`` epochs under N(0, 1) (rounded down: one of 7, not two), then the
+    learned prior."""
     seen = []
 
     class RecordPrior(Callback):
         def on_epoch_end(self, net, **kwargs):
-            seen.append(type(net.criterion_.prior).__name__)
+            seen.append(net.criterion_.prior)
 
-    small(max_epochs=9, callbacks=[RecordPrior()]).fit(*wave_data)
-    assert seen == ["ScaleMixturePrior"] * 2 + ["EmpiricalBayesPrior"] * 7
+    small(max_epochs=max_epochs, callbacks=[RecordPrior()]).fit(*wave_data)
+    n_warmup = max_epochs // 4
+    assert [type(prior).__name__ for prior in seen] == (
+        ["ScaleMixturePrior"] * n_warmup + ["EmpiricalBayesPrior"] * (max_epochs - n_warmup))
+    assert [prior.gaussian_std for prior in seen[:n_warmup]] == [1.0] * n_warmup
 
 
 def test_pruned_weight_matrix_is_reported():
@@ -292,10 +320,12 @@ def test_pruned_weight_matrix_is_reported():
 
 
 @pytest.mark.parametrize("pruned, warns", [(["linear.weight"], False), (["mlp.0.weight"], False),
-                                           (["mlp.2.weight", "linear.weight"], True)])
+                                           (["mlp.2.weight", "linear.weight"], True),
+                                           (["mlp.0.bias", "linear.weight"], False)])
 def test_pruning_warns_only_where_every_path_from_the_inputs_is_cut(pruned, warns):
     """A pruned linear skip beside a hidden path that carries the data (or the
-    reverse) is the prior choosing one model; both cut, the outputs ignore the inputs."""
+    reverse) is the prior choosing one model; both cut, the outputs ignore the inputs.
+    A pruned bias cuts no path."""
     reg = BBBRegressor()
     reg._model = FunctionalModel(build_mlp(2, 1, [4], linear_skip=True))
     mean, std = torch.ones(reg._model.n_params, dtype=torch.float64), torch.full((reg._model.n_params,), 0.1)
@@ -308,6 +338,30 @@ def test_pruning_warns_only_where_every_path_from_the_inputs_is_cut(pruned, warn
         reg._warn_if_pruned(EmpiricalBayesPrior(groups.index), mean, std.double(), groups)
     assert [str(w.message).startswith(f"the learned prior pruned every weight of {', '.join(pruned)}")
             for w in record] == ([True] if warns else [])
+
+
+def test_a_weight_matrix_within_one_nat_of_its_prior_counts_as_pruned():
+    """``PRUNED_KL``: q need not be its prior exactly. One weight of each of the hidden path's
+    output matrix and the linear skip's at 0.1 where q's stds are 0.1 and the other means 0 is
+    a KL of ``2 log 1.25 = 0.45`` and ``0.5 log 2 = 0.35`` nats (the skip's first input column
+    a group of its own): both within 1 nat, so both paths count as cut."""
+    reg = BBBRegressor()
+    reg._model = FunctionalModel(build_mlp(2, 1, [4], linear_skip=True))
+    mean = torch.ones(reg._model.n_params, dtype=torch.float64)
+    std = torch.full((reg._model.n_params,), 0.1, dtype=torch.float64)
+    for name, piece in zip(reg._model.names, torch.arange(reg._model.n_params).split(reg._model.sizes)):
+        if name in ["mlp.2.weight", "linear.weight"]:
+            mean[piece] = 0.0
+            mean[piece[0]] = 0.1
+    groups = ParameterGroups.of(reg._model)
+    prior = EmpiricalBayesPrior(groups.index)
+    kl = prior.group_kl_divergences(mean, std)
+    tensor_kl = kl.new_zeros(len(groups.tensor_names)).index_add_(0, groups.tensors, kl)
+    by_name = dict(zip(groups.tensor_names, tensor_kl.tolist()))
+    assert by_name["mlp.2.weight"] == pytest.approx(2 * math.log(1.25), rel=1e-12)
+    assert by_name["linear.weight"] == pytest.approx(0.5 * math.log(2), rel=1e-12)
+    with pytest.warns(UserWarning, match="pruned every weight of mlp.2.weight, linear.weight"):
+        reg._warn_if_pruned(prior, mean, std, groups)
 
 
 @pytest.mark.parametrize("params, precision", [
@@ -402,6 +456,53 @@ def test_negative_elbo_by_hand():
     kl = np.sum(np.log(2.0 / s) + (s**2 + m**2) / (2 * 2.0**2) - 0.5)
     log_likelihood = norm.logpdf(y.numpy()[None], loc=outputs.numpy(), scale=0.7).mean()
     assert float(value) == pytest.approx(0.25 * kl / 50 - log_likelihood, rel=1e-12)
+
+
+def test_the_criterion_weighs_the_kl_by_its_current_batch_weight():
+    """The skorch criterion is the negative ELBO at the KL weight the callback set for the
+    batch (to the bit), and that weight moves the loss."""
+    generator = torch.Generator().manual_seed(0)
+    model = FunctionalModel(build_mlp(2, 1, [3]).double())
+    network = MeanFieldNetwork(model, model.flatten(), torch.full((model.n_params,), 0.2, dtype=torch.float64), 3)
+    X = torch.randn(5, 2, generator=generator, dtype=torch.float64)
+    y = torch.randn(5, 1, generator=generator, dtype=torch.float64)
+    outputs, theta = network(X)
+    prior, likelihood = ScaleMixturePrior(1.0, 2.0, 2.0), GaussianLikelihood(torch.tensor([0.7], dtype=torch.float64))
+    criterion = NegativeELBO(50, prior, likelihood)
+    values = {}
+    for weight in [1.0, 0.25]:
+        criterion.kl_weight = weight
+        values[weight] = criterion((outputs, theta), y, network)
+        expected = negative_elbo(outputs, y, theta, network.mean, network.std, likelihood=likelihood, prior=prior,
+                                 n_train=50, kl_weight=weight)
+        assert torch.equal(values[weight], expected)
+    assert values[0.25] < values[1.0]
+
+
+def test_the_elbo_s_heteroscedastic_warm_up_keeps_the_data_s_total_weight():
+    """Under the ELBO a heteroscedastic likelihood's warm-up weights ``sigma(x)**(2 beta)`` are
+    divided by their batch mean: at one noise std for every row (``exp(-3)``) the loss is the
+    one without the warm-up, to rounding (raw, the likelihood would weigh ``exp(-3)`` of
+    itself against the KL at ``beta = 0.5``)."""
+    generator = torch.Generator().manual_seed(0)
+    model = FunctionalModel(build_mlp(2, 2, [3]).double())
+    network = MeanFieldNetwork(model, model.flatten(), torch.full((model.n_params,), 0.2, dtype=torch.float64), 3)
+    _, theta = network(torch.randn(5, 2, generator=generator, dtype=torch.float64))
+    y = torch.randn(5, 1, generator=generator, dtype=torch.float64)
+    outputs = torch.cat([torch.randn(3, 5, 1, generator=generator, dtype=torch.float64),
+                         torch.full((3, 5, 1), -3.0, dtype=torch.float64)], dim=-1)  # means, then log stds
+    likelihood = HeteroscedasticGaussianLikelihood()
+    criterion = NegativeELBO(50, ScaleMixturePrior(1.0, 2.0, 2.0), likelihood)
+    plain = criterion((outputs, theta), y, network)
+    likelihood.beta = 0.5
+    torch.testing.assert_close(criterion((outputs, theta), y, network), plain, rtol=1e-12, atol=0)
+
+
+def test_the_kl_is_shared_over_the_training_rows_not_a_batch_s(wave_data):
+    """The criterion divides the KL by the table's ``N`` rows (the ELBO per training point),
+    not by the rows of a minibatch: 80 rows in batches of 16."""
+    reg = small(batch_size=16, max_epochs=1).fit(*wave_data)
+    assert reg.net_.criterion_.n_train == len(wave_data[0]) == 80
 
 
 def test_draws_of_one_step_are_one_batch():

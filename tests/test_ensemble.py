@@ -151,6 +151,79 @@ def test_anchors_alone_underestimate_the_linear_posterior(linear_data):
     assert (draws.std(0) < 0.3 * exact_std).all()
 
 
+def test_members_on_a_part_of_the_rows_end_at_the_mode_of_their_own_rows(linear_data):
+    """A linear model's member on ``n`` of the ``N`` rows ends at the mode of its rows' likelihood
+    times the prior raised to ``n / N``: ``(D_s^T D_s / noise**2 + (n / N) / prior_std**2)^-1
+    D_s^T y_s / noise**2``, to 1e-6 (the prior's share moves the mode by about 0.1% here)."""
+    X, y = linear_data
+    reg = DeepEnsembleRegressor(hidden_layer_sizes=(), n_estimators=2, noise_std=NOISE, prior_std=PRIOR_STD,
+                                data_fraction=0.5, normalize_X=False, normalize_y=False, max_epochs=20,
+                                random_state=0).fit(X, y)
+    subsets = reg.net_[0].get_params()["iterator_train__subsets"].numpy()
+    design = BayesianLinearRegression.design(X)
+    for member, rows in zip(reg.posterior_.samples.numpy(), subsets):
+        precision = design[rows].T @ design[rows] / NOISE**2 + len(rows) / len(X) / PRIOR_STD**2 * np.eye(4)
+        np.testing.assert_allclose(member, np.linalg.solve(precision, design[rows].T @ y[rows] / NOISE**2), rtol=1e-6)
+
+
+def test_classifier_members_on_a_part_of_the_rows_weigh_the_prior_by_their_share():
+    """A classifier's members (no polish after their minibatch training) train on their ``n``
+    rows' mean cross-entropy plus the prior's penalty over the whole table's ``N``: the ``n / N``
+    share of the prior that their rows' likelihood is weighed against."""
+    X = np.random.RandomState(0).randn(40, 2)
+    clf = RMSClassifier(hidden_layer_sizes=(4,), n_estimators=2, data_fraction=0.5, prior_std=1.0, max_epochs=2,
+                        random_state=0).fit(X, (X[:, 0] > 0).astype(int))
+    assert clf.net_[0].get_params()["iterator_train__subsets"].shape == (2, 20)
+    assert clf.net_[0].criterion_.n_train == 40
+
+
+def test_classifier_members_train_alike_in_any_joblib_grouping():
+    """A classifier's members end where their minibatch training leaves them (no polish), so
+    each member's row order comes from its own seed, whatever group it trains in: four members
+    in two joblib groups (threads) have the weights of four in one, to the bit."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(60, 2)
+    y = (X[:, 0] + 0.5 * rng.randn(60) > 0).astype(int)
+    params = dict(hidden_layer_sizes=(4,), n_estimators=4, data_fraction=0.8, prior_std=1.0, max_epochs=3,
+                  batch_size=16, random_state=0)
+    one = DeepEnsembleClassifier(**params).fit(X, y)
+    with parallel_backend("threading"):
+        two = DeepEnsembleClassifier(**params, n_jobs=2).fit(X, y)
+    assert len(two.net_) == 2
+    torch.testing.assert_close(two.posterior_.samples, one.posterior_.samples, rtol=0, atol=0)
+
+
+def test_rms_classifier_anchors_its_members_at_prior_draws():
+    """RMS's classifier members are anchored at their own draws from ``N(0, prior_std**2)``
+    (all apart; their mean square over 3 x 86 weights, divided by ``prior_std**2``, within
+    [0.65, 1.35], four standard errors of a chi-square mean); the deep ensemble's at zero."""
+    X = np.random.RandomState(0).randn(40, 2)
+    y = (X[:, 0] > 0).astype(int)
+    params = dict(hidden_layer_sizes=(16,), n_estimators=3, prior_std=0.5, max_epochs=1, random_state=0)
+    anchors = RMSClassifier(**params).fit(X, y).net_[0].criterion_.anchors
+    assert anchors.shape == (3, 86) and len(torch.unique(anchors, dim=0)) == 3
+    assert 0.65 < float((anchors / 0.5).square().mean()) < 1.35
+    assert not DeepEnsembleClassifier(**params).fit(X, y).net_[0].criterion_.anchors.any()
+
+
+def test_fixed_prior_precisions_are_one_over_the_prior_variance(wave_data):
+    """With ``prior_std`` and ``noise_std`` both fixed no MAP is trained; ``prior_precisions_``
+    is ``prior_std**-2`` for every group of the backbone."""
+    from sklearn_quinn._core.evidence import ParameterGroups
+
+    reg = small(prior_std=0.5, noise_std=0.2, n_estimators=2, max_epochs=2).fit(*wave_data)
+    names = ParameterGroups.of(FunctionalModel(build_mlp(2, 1, [8], linear_skip=True))).names
+    assert reg.prior_precisions_ == {name: pytest.approx(4.0, rel=1e-12) for name in names}
+    assert reg.evidence_history_ == []
+
+
+def test_the_nets_hold_the_members_final_weights(wave_data):
+    """After the full-batch polish the skorch nets' stacked weights are the members'
+    (``posterior_``), not where the minibatch training left them."""
+    reg = small(n_estimators=3, max_epochs=5).fit(*wave_data)
+    assert torch.equal(torch.cat([net.module_.theta.detach() for net in reg.net_]), reg.posterior_.samples)
+
+
 def test_member_subsets():
     rows = random_rows(50, 20, seed=3)
     assert len(np.unique(rows)) == 20 and rows.min() >= 0 and rows.max() < 50
@@ -159,11 +232,12 @@ def test_member_subsets():
 
 
 def test_data_fraction_gives_members_different_rows(wave_data):
-    """A member trained on half the rows fits them better than the rest."""
+    """Each member draws half the rows of its own, and fits them better than the rest."""
     X, y = wave_data
     reg = small(n_estimators=3, data_fraction=0.5, max_epochs=300, hidden_layer_sizes=(32,)).fit(X, y)
     subsets = reg.net_[0].get_params()["iterator_train__subsets"]
     assert subsets.shape == (3, 40)
+    assert len({tuple(sorted(rows)) for rows in subsets.numpy()}) == 3
     outputs = reg._model(reg.posterior_.samples, reg._validated_inputs(X)).squeeze(-1).numpy()
     y_scaled = (y - y.mean()) / y.std()
     for member, rows in enumerate(subsets.numpy()):
@@ -475,6 +549,7 @@ def test_bad_parameters(wave_data, estimator, params, message):
     (RMSRegressor, 40_000, {}, 20),  # 200 steps an epoch: 1000 epochs are exactly the 200,000-step cap
     (RMSRegressor, 40_002, {}, 5),  # capped: each member would be another capped training (40,001: 200 steps)
     (RMSClassifier, 40_002, {}, 5),
+    (RMSClassifier, 100, {}, 20),  # the classifier's members are posterior draws too
     (RMSRegressor, 10**6, {"max_epochs": 100}, 20),  # epochs fixed by the user: no cap
     (RMSRegressor, 10**6, {"n_estimators": 3}, 3),
     (DeepEnsembleRegressor, 100, {}, 5),
