@@ -561,6 +561,19 @@ def misfit_added_at(model, posterior, X, Y, likelihood, scale):
     return added_misfit(model, posterior.mean, check_deviations(posterior), X, Y, likelihood, 1.0, math.log(scale))
 
 
+def linear_table_posterior():
+    """``linear_table``'s module and data, a Gaussian posterior of std 0.05 about weights near the
+    data's (the bias last), and unit Gaussian noise."""
+    from sklearn_quinn._core.likelihoods import GaussianLikelihood
+    from sklearn_quinn._core.posterior import GaussianPosterior
+
+    model, X, Y = linear_table()
+    posterior = GaussianPosterior.from_std(torch.tensor([0.9, -1.9, 0.6, 0.8], dtype=torch.float64),
+                                           torch.full((4,), 0.05, dtype=torch.float64))
+    likelihood = GaussianLikelihood(torch.tensor([1.0], dtype=torch.float64)).frozen(1)
+    return model, X, Y, posterior, likelihood
+
+
 @pytest.mark.parametrize("scale", [0.3, 4.0])
 def test_the_added_misfit_is_the_scaled_draws_by_hand(scale):
     """For ``f = X w + b`` under unit Gaussian noise the draws ``m + sqrt(c) d_s`` add to the mean's
@@ -586,14 +599,9 @@ def test_the_draws_keep_a_scale_they_agree_with_and_find_one_they_refute():
     """``draws_scale`` on a linear model, whose misfit is quadratic: the scale the quadratic model
     gives is kept; one a million times too large (the draws' added misfit a million times its
     target) is replaced by the scale at which the same draws add the target misfit."""
-    from sklearn_quinn._core.likelihoods import GaussianLikelihood
-    from sklearn_quinn._core.posterior import GaussianPosterior
     from sklearn_quinn.swag._scale import draws_scale
 
-    model, X, Y = linear_table()
-    posterior = GaussianPosterior.from_std(torch.tensor([0.9, -1.9, 0.6, 0.8], dtype=torch.float64),
-                                           torch.full((4,), 0.05, dtype=torch.float64))
-    likelihood = GaussianLikelihood(torch.tensor([1.0], dtype=torch.float64)).frozen(1)
+    model, X, Y, posterior, likelihood = linear_table_posterior()
     target = misfit_added_at(model, posterior, X, Y, likelihood, 3.0)
     assert draws_scale(model, posterior, X, Y, likelihood, 1.0, 3.0, target) == 3.0
     found = draws_scale(model, posterior, X, Y, likelihood, 1.0, 3e6, target)
@@ -936,14 +944,9 @@ def test_the_draws_refute_a_scale_only_beyond_ten_times_their_target():
     """The quadratic model's scale stands while the check's draws add at most ten times the target
     misfit: kept at 9.9 times, replaced at 10.1 times by a smaller scale, the bisection's end at
     which the draws add no more than the target (its other end, 2**-20 of a decade above, adds more)."""
-    from sklearn_quinn._core.likelihoods import GaussianLikelihood
-    from sklearn_quinn._core.posterior import GaussianPosterior
     from sklearn_quinn.swag._scale import draws_scale
 
-    model, X, Y = linear_table()
-    posterior = GaussianPosterior.from_std(torch.tensor([0.9, -1.9, 0.6, 0.8], dtype=torch.float64),
-                                           torch.full((4,), 0.05, dtype=torch.float64))
-    likelihood = GaussianLikelihood(torch.tensor([1.0], dtype=torch.float64)).frozen(1)
+    model, X, Y, posterior, likelihood = linear_table_posterior()
     added = misfit_added_at(model, posterior, X, Y, likelihood, 3.0)
     assert added > 0
     assert draws_scale(model, posterior, X, Y, likelihood, 1.0, 3.0, added / 9.9) == 3.0
