@@ -6,8 +6,8 @@ proposal) or NUTS (``--sampler nuts``, trajectories of at most
 and mass-matrix adaptation, the prior precisions and the noise sampled by
 Gibbs draws (the package's default hyperpriors; ``--hyperprior empirical``: held at the MAP's evidence
 maximisers). Prints mean ± s.e. over splits beside the published MC-dropout and PBP columns, the chains'
-median adapted step size, their mean trajectory length (leapfrog steps a sampling step) and the wall seconds per split
-(the budget).
+median adapted step size, their mean trajectory length (leapfrog steps a sampling step), the wall seconds per split
+(the budget) and each split's test log-likelihood.
 
     python benchmarks/bench_mcmc_uci.py [--datasets yacht concrete energy] [--splits 5] [--sampler nuts]
         [--max-tree-depth 10] [--hyperprior gamma]
@@ -51,20 +51,22 @@ def main():
           f"draws, {steps}; hyperprior={args.hyperprior!r}; MAP init {args.map_epochs} epochs; "
           f"{args.threads} thread(s)\n")
     print("| data set | splits | RMSE | test LL | MC dropout LL | PBP LL | R-hat (median) | accept | step size | "
-          "trajectory | s / split |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "trajectory | s / split | test LL of each split |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.datasets:
         runs = [run_split(estimator, args.data_dir, name, split) for split in range(args.splits)]
         rhat = np.median([np.nanmedian(run["estimator"].rhat_) for run in runs])
         accept = np.mean([run["estimator"].acceptance_rate_.mean() for run in runs])
         step_size = np.median([np.median(run["estimator"].step_size_) for run in runs])
+        each_split = " ".join(f"{run['ll']:.3f}" for run in runs)
         # HMC's trajectories are n_leapfrog steps; NUTS reports its own.
         trajectory = (args.leapfrog if args.sampler == "hmc"
                       else np.mean([np.mean(run["estimator"].trajectory_length_) for run in runs]))
         print(f"| {name} | {len(runs)} | {fmt([r['rmse'] for r in runs])} | {fmt([r['ll'] for r in runs])} | "
               f"{reference(args.data_dir, name, 'log_likelihood', 'MC dropout')} | "
               f"{reference(args.data_dir, name, 'log_likelihood', 'PBP')} | {rhat:.3f} | {accept:.2f} | "
-              f"{step_size:.2e} | {trajectory:.0f} | {np.mean([r['seconds'] for r in runs]):.0f} |", flush=True)
+              f"{step_size:.2e} | {trajectory:.0f} | {np.mean([r['seconds'] for r in runs]):.0f} | "
+              f"{each_split} |", flush=True)
 
 
 if __name__ == "__main__":
