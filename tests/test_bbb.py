@@ -458,12 +458,19 @@ def test_negative_elbo_by_hand():
     assert float(value) == pytest.approx(0.25 * kl / 50 - log_likelihood, rel=1e-12)
 
 
+def small_mean_field_network(n_outputs):
+    """A seeded generator and q over a 2 -> 3 -> ``n_outputs`` MLP: means at its initial
+    weights, stds of 0.2, three draws a step."""
+    generator = torch.Generator().manual_seed(0)
+    model = FunctionalModel(build_mlp(2, n_outputs, [3]).double())
+    std = torch.full((model.n_params,), 0.2, dtype=torch.float64)
+    return generator, MeanFieldNetwork(model, model.flatten(), std, 3)
+
+
 def test_the_criterion_weighs_the_kl_by_its_current_batch_weight():
     """The skorch criterion is the negative ELBO at the KL weight the callback set for the
     batch (to the bit), and that weight moves the loss."""
-    generator = torch.Generator().manual_seed(0)
-    model = FunctionalModel(build_mlp(2, 1, [3]).double())
-    network = MeanFieldNetwork(model, model.flatten(), torch.full((model.n_params,), 0.2, dtype=torch.float64), 3)
+    generator, network = small_mean_field_network(1)
     X = torch.randn(5, 2, generator=generator, dtype=torch.float64)
     y = torch.randn(5, 1, generator=generator, dtype=torch.float64)
     outputs, theta = network(X)
@@ -484,9 +491,7 @@ def test_the_elbo_s_heteroscedastic_warm_up_keeps_the_data_s_total_weight():
     divided by their batch mean: at one noise std for every row (``exp(-3)``) the loss is the
     one without the warm-up, to rounding (raw, the likelihood would weigh ``exp(-3)`` of
     itself against the KL at ``beta = 0.5``)."""
-    generator = torch.Generator().manual_seed(0)
-    model = FunctionalModel(build_mlp(2, 2, [3]).double())
-    network = MeanFieldNetwork(model, model.flatten(), torch.full((model.n_params,), 0.2, dtype=torch.float64), 3)
+    generator, network = small_mean_field_network(2)
     _, theta = network(torch.randn(5, 2, generator=generator, dtype=torch.float64))
     y = torch.randn(5, 1, generator=generator, dtype=torch.float64)
     outputs = torch.cat([torch.randn(3, 5, 1, generator=generator, dtype=torch.float64),

@@ -212,7 +212,7 @@ def test_fixed_prior_precisions_are_one_over_the_prior_variance(wave_data):
     from sklearn_quinn._core.evidence import ParameterGroups
 
     reg = small(prior_std=0.5, noise_std=0.2, n_estimators=2, max_epochs=2).fit(*wave_data)
-    names = ParameterGroups.of(FunctionalModel(build_mlp(2, 1, [8], linear_skip=True))).names
+    names = ParameterGroups.of(reg._model).names
     assert reg.prior_precisions_ == {name: pytest.approx(4.0, rel=1e-12) for name in names}
     assert reg.evidence_history_ == []
 
