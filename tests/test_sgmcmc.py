@@ -11,7 +11,7 @@ from torch import nn
 from sklearn_quinn import MCMCClassifier, MCMCRegressor
 from sklearn_quinn._core.curvature import curvature
 from sklearn_quinn._core.priors import GaussianPrior
-from sklearn_quinn.mcmc._sgmcmc import SGState, auto_step_size, cyclical_schedule, sg_step
+from sklearn_quinn.mcmc._sgmcmc import SGState, auto_step_size, check_cycles, cyclical_schedule, sg_step
 
 from .exact import BayesianLinearRegression
 
@@ -173,3 +173,134 @@ def test_the_automatic_step_shrinks_as_the_root_of_the_batch_fraction():
     assert auto_step_size("sghmc", 200, 41_157) == pytest.approx(0.5 * (200 / 41_157) ** 0.5)
     assert auto_step_size("sgld", 200, 400) == 0.2 and auto_step_size("sghmc", 200, 400) == 0.05
     assert auto_step_size("sgld", 100, 1_000_000) == pytest.approx(auto_step_size("sgld", 400, 4_000_000))
+
+
+@pytest.mark.parametrize("sampler", ["sgld", "sghmc"])
+def test_one_step_is_the_papers_update_written_out(sampler):
+    """With the generator's standard normals z, gradient g and ``M^-1`` of each chain, step 0.3:
+    SGLD (Welling and Teh 2011) moves to ``theta + eps**2 / 2 M^-1 g + eps M^(-1/2) z``; SGHMC (Chen
+    et al. 2014) takes ``p' = 0.9 p + eps g + sqrt(2 * 0.1) M^(1/2) z`` (friction 0.1, momentum of
+    covariance M) and moves to ``theta + eps M^-1 p'``. The target is N(0, 4), so ``g = -theta / 4``."""
+    theta = torch.tensor([[1.0, -2.0], [0.5, 3.0]], dtype=torch.float64)
+    momentum = torch.tensor([[0.2, -0.1], [0.0, 0.4]], dtype=torch.float64)
+    inverse_mass = torch.tensor([[4.0, 0.25], [1.0, 9.0]], dtype=torch.float64)
+    z = torch.randn(2, 2, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    eps, g = 0.3, -theta / 4
+    state, finite = sg_step(sampler, Gaussian(4.0), SGState(theta, momentum if sampler == "sghmc" else 0 * momentum),
+                            eps, inverse_mass, torch.Generator().manual_seed(0))
+    if sampler == "sgld":
+        expected = SGState(theta + eps**2 / 2 * inverse_mass * g + eps * inverse_mass.sqrt() * z, 0 * momentum)
+    else:
+        new_momentum = 0.9 * momentum + eps * g + math.sqrt(0.2) * z / inverse_mass.sqrt()
+        expected = SGState(theta + eps * inverse_mass * new_momentum, new_momentum)
+    torch.testing.assert_close(state.position, expected.position, rtol=1e-12, atol=1e-15)
+    torch.testing.assert_close(state.momentum, expected.momentum, rtol=1e-12, atol=1e-15)
+    assert finite.tolist() == [True, True]
+
+
+@pytest.mark.parametrize("sampler", ["sgld", "sghmc"])
+def test_a_chain_whose_gradient_is_not_finite_stays_where_it_was(sampler):
+    """One coordinate's NaN gradient makes the chain's step a divergence: its position and momentum
+    are kept; the other chain moves."""
+
+    class NaNOnChainOne(Gaussian):
+        def value_and_grad(self, rows, generator):
+            value, gradient = super().value_and_grad(rows, generator)
+            gradient[1, 0] = torch.nan
+            return value, gradient
+
+    state = SGState(torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64),
+                    torch.full((2, 2), 0.5, dtype=torch.float64))
+    new, finite = sg_step(sampler, NaNOnChainOne(1.0), state, 0.1, torch.ones(2, dtype=torch.float64),
+                          torch.Generator().manual_seed(0))
+    assert finite.tolist() == [True, False]
+    assert new.position[1].tolist() == [3.0, 4.0] and new.momentum[1].tolist() == [0.5, 0.5]
+    assert bool((new.position[0] != state.position[0]).all())
+
+
+def test_the_draws_split_among_the_cycles_as_evenly_as_they_go_the_first_taking_the_remainder():
+    """7 draws in 3 cycles: 3, 2 and 2 (not 3, 3, 1), so cycles of 6, 4 and 4 steps at thin=1, each
+    restarting at the full step, each keeping every step of its second half."""
+    sizes, sampling, keep = cyclical_schedule(n_samples=7, thin=1, n_cycles=3, step_size=0.2)
+    assert len(sizes) == 14
+    assert torch.nonzero(sizes == 0.2)[:, 0].tolist() == [0, 6, 10]
+    assert sampling.tolist() == [False] * 3 + [True] * 3 + ([False] * 2 + [True] * 2) * 2
+    assert keep.tolist() == sampling.tolist()
+
+
+def test_as_many_cycles_as_draws_keep_one_draw_each_and_one_more_cycle_is_refused():
+    """A cycle keeps at least one draw: 3 cycles of 3 draws are cycles of 2 steps at thin=1, each
+    keeping its last; 4 cycles of 3 draws are refused."""
+    check_cycles(3, 3)
+    _, _, keep = cyclical_schedule(n_samples=3, thin=1, n_cycles=3, step_size=0.1)
+    assert keep.tolist() == [False, True] * 3
+    with pytest.raises(ValueError, match="n_cycles=4 is more than the n_samples=3"):
+        check_cycles(4, 3)
+
+
+def test_chains_burn_in_at_the_step_size_then_take_the_cycles_and_keep_their_draws(monkeypatch):
+    """Steps recorded through a stand-in for ``sg_step`` that moves each chain by 1 and reports chain
+    1's gradient non-finite at every third step (0-based t = 0, 3, 6, ...): 3 burn-in steps at the
+    step size 0.1, then 2 cycles of 2 draws at thin=2, each of 8 steps (half a cosine of eps**2 over
+    them). The draws are the positions after the steps 5 and 7 of each cycle (t = 8, 10, 16, 18), so
+    start + 9, 11, 17, 19; the divergences those of the cycles' second halves (t = 7-10, 15-18), and
+    progress is each step's count and the share of the chains whose gradient was finite."""
+    from sklearn_quinn.mcmc import _sgmcmc
+
+    taken = []
+
+    def counting_step(sampler, density, state, step_size, inverse_mass, generator):
+        t = len(taken)
+        taken.append(step_size)
+        return SGState(state.position + 1, state.momentum), torch.tensor([True, t % 3 != 0])
+
+    monkeypatch.setattr(_sgmcmc, "sg_step", counting_step)
+    reports = []
+    start = torch.tensor([[0.0], [100.0]], dtype=torch.float64)
+    draws, divergent = _sgmcmc.run_sg_chains(None, start, None, sampler="sgld", n_samples=4, n_burnin=3, thin=2,
+                                             step_size=0.1, n_cycles=2,
+                                             progress=lambda done, rate: reports.append((done, rate)))
+    cycle = [0.1 * math.sqrt((math.cos(math.pi * t / 8) + 1) / 2) for t in range(8)]
+    np.testing.assert_allclose(taken, [0.1] * 3 + cycle + cycle, rtol=1e-12)
+    np.testing.assert_array_equal(draws[:, :, 0].numpy(), start.numpy() + [9, 11, 17, 19])
+    assert divergent.shape == (2, 8) and not bool(divergent[0].any())
+    assert divergent[1].tolist() == [t % 3 == 0 for t in [7, 8, 9, 10, 15, 16, 17, 18]]
+    assert reports == [(t + 1, 0.5 if t % 3 == 0 else 1.0) for t in range(19)]
+
+
+def test_a_minibatch_estimate_scales_its_rows_by_n_over_b_and_a_batch_is_at_most_the_table():
+    """The estimate is ``log prior + (N / B) sum of the B drawn rows' log likelihoods`` (Welling and
+    Teh 2011, eq. 4). On 4 rows with log likelihoods ``-(y_i - theta x_i)**2 / 2`` and a prior of
+    ``-theta**2 / 2``: a batch of 1 is 4 times one row's; a batch of 10 is the table's 4 rows, drawn
+    with replacement, at weight 1, so some multiset of 4 of the rows."""
+    from itertools import combinations_with_replacement
+
+    from sklearn_quinn.mcmc._sgmcmc import MinibatchLogPosterior
+
+    X = torch.tensor([[1.0], [2.0], [-0.5], [3.0]], dtype=torch.float64)
+    Y = torch.tensor([[0.3], [-1.7], [2.2], [0.9]], dtype=torch.float64)
+
+    class RowsLikelihood:
+        def __init__(self, X, Y):
+            self.X, self.Y = X, Y
+
+        def value_and_grad(self, rows):  # rows (C, 1): theta per chain
+            residual = self.Y[:, 0] - rows * self.X[:, 0]
+            return -0.5 * residual.square().sum(1), (residual * self.X[:, 0]).sum(1, keepdim=True)
+
+    class UnitPrior:
+        def value_and_grad(self, rows):
+            return -0.5 * rows.square().sum(1), -rows
+
+    theta = torch.tensor([[0.7]], dtype=torch.float64)
+    rows = -0.5 * (Y[:, 0] - 0.7 * X[:, 0]).square()  # each row's log likelihood at theta
+    prior = -0.5 * 0.7**2
+    generator = torch.Generator().manual_seed(0)
+    one = MinibatchLogPosterior(lambda model, X, Y: RowsLikelihood(X, Y), None, X, Y, UnitPrior(), batch_size=1)
+    values = [float(one.value_and_grad(theta, generator)[0][0]) - prior for _ in range(20)]
+    assert all(min(abs(value - 4 * rows.numpy())) < 1e-12 for value in values)
+    whole = MinibatchLogPosterior(lambda model, X, Y: RowsLikelihood(X, Y), None, X, Y, UnitPrior(), batch_size=10)
+    assert whole.batch_size == 4
+    sums = [float(rows[list(chosen)].sum()) for chosen in combinations_with_replacement(range(4), 4)]
+    value = float(whole.value_and_grad(theta, generator)[0][0]) - prior
+    assert min(abs(value - np.array(sums))) < 1e-12
