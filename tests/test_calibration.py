@@ -23,7 +23,7 @@ from sklearn_quinn import (
     SWAGClassifier,
     SWAGRegressor,
 )
-from sklearn_quinn._scale_search import best_value
+from sklearn_quinn._scale_search import DEFAULT_GRIDS, best_value
 from sklearn_quinn.calibration import (
     CLASSIFICATION_HELD_OUT_OBJECTIVES,
     HELD_OUT_OBJECTIVES,
@@ -183,13 +183,36 @@ def test_a_plateau_keeps_the_value_nearest_the_fits_and_does_not_warn_at_the_edg
         warnings.simplefilter("error")
         assert best_value(grid, np.array([1.0, 0.0, 0.0]), "cov_scale", current=1.1) == 1.0
         assert best_value(grid, np.array([1.0, 0.0, 0.0]), "cov_scale", current=1.6) == 2.0
+        # Nearest in the log: 1.45 lies above the geometric midpoint of 1 and 2 (1.414), below their mean.
+        assert best_value(grid, np.array([1.0, 0.0, 0.0]), "cov_scale", current=1.45) == 2.0
+        # A grid of one value is its own edge on both sides, and no sign of an optimum beyond it.
+        assert best_value(np.array([2.0]), np.array([0.3]), "cov_scale", current=1.0) == 2.0
         assert best_value(np.logspace(-2, 2, 9), np.zeros(9), "cov_scale", current=1.0) == 1.0
     with pytest.warns(UserWarning, match="at the edge"):
         assert best_value(grid, np.array([1.0, 0.0, 0.5]), "cov_scale", current=3.0) == 1.0
 
 
+def test_best_value_is_the_lowest_finite_score():
+    """A score of -inf (an objective that diverges at some value) is no best: it loses, as +inf
+    and NaN do."""
+    grid = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert best_value(grid, np.array([0.5, 0.2, 0.3, -np.inf, np.nan]), "cov_scale", current=1.0) == 2.0
+
+
+def test_the_default_scale_grids_step_the_predictive_std_by_about_two_percent():
+    """cov_scale multiplies the posterior variance, noise_scale the noise std: from one value of their
+    default grids to the next the std moves by 10**0.01 (2.3%) at most; both hold the fit's own 1.0."""
+    cov_scale, noise_scale = DEFAULT_GRIDS["cov_scale"], DEFAULT_GRIDS["noise_scale"]
+    assert np.sqrt(cov_scale[1:] / cov_scale[:-1]).max() <= 10**0.01 * (1 + 1e-12)
+    assert (noise_scale[1:] / noise_scale[:-1]).max() <= 10**0.01 * (1 + 1e-12)
+    assert 1.0 in cov_scale and 1.0 in noise_scale
+
+
 def test_a_flat_held_out_objective_leaves_the_posterior_as_fitted(split):
-    """20 held-out rows whose coverage is the same at every value of the grid."""
+    """20 held-out rows whose coverage is the same at every value of the grid; after an earlier
+    calibration, the posterior stays as that one left it (a noise scale of 2, not the fit's 1)."""
     X, y, X_val, y_val = split
     reg = laplace().fit(X, y)
     std = reg.predict(X_val, return_std=True)[1]
@@ -197,6 +220,11 @@ def test_a_flat_held_out_objective_leaves_the_posterior_as_fitted(split):
                        objective=lambda y_true, mean, std: 0.0)
     assert result.best_value == 1.0 == reg.cov_scale_
     np.testing.assert_array_equal(reg.predict(X_val, return_std=True)[1], std)
+    calibrate(reg, X_val, y_val, param="noise_scale", grid=[2.0])
+    noise_std = reg.noise_std_
+    result = calibrate(reg, X_val, y_val, param="noise_scale", grid=[0.5, 1.0, 2.0, 4.0],
+                       objective=lambda y_true, mean, std: 0.0)
+    assert result.best_value == 2.0 and reg.noise_std_ == noise_std
 
 
 def test_best_value_at_the_edge_warns(split):
@@ -249,6 +277,10 @@ def test_estimator_option_gridsearch(wave_data):
         (dict(objective="accuracy"), "objective must be one of"),
         (dict(grid=[1.0, -1.0]), "grid must be a non-empty 1-D array of positive floats"),
         (dict(grid=[]), "grid must be a non-empty"),
+        (dict(grid=[[1.0, 2.0]]), "grid must be a non-empty 1-D array"),
+        (dict(grid=[0.0, 1.0]), "grid must be a non-empty 1-D array of positive floats"),
+        (dict(grid=[1.0, np.inf]), "grid must be a non-empty 1-D array of positive floats"),
+        (dict(objective=lambda y_true, mean, std: np.nan), "objective is not finite anywhere on the grid"),
         (dict(param="cov_scale", objective="marginal_log_likelihood"), "prior_precision only, not cov_scale"),
     ],
 )
@@ -260,9 +292,29 @@ def test_bad_calibration_requests(split, kwargs, message):
 
 
 def test_held_out_objective_needs_data(split):
-    X, y, _, _ = split
+    X, y, X_val, _ = split
+    reg = laplace(max_epochs=5).fit(X, y)
     with pytest.raises(ValueError, match="needs held-out X and y"):
-        calibrate(laplace(max_epochs=5).fit(X, y), objective="nll")
+        calibrate(reg, objective="nll")
+    with pytest.raises(ValueError, match="needs held-out X and y"):
+        calibrate(reg, X_val, objective="nll")
+
+
+@pytest.mark.filterwarnings("ignore:The best")
+def test_a_column_of_held_out_targets_scores_as_the_1d_targets(split):
+    """y of shape (n, 1), as a one-target regressor accepts it, reaches a user's objective written
+    for 1-D arrays as 1-D: paired with the (n,) predictive row by row, not broadcast against it
+    into an (n, n) table."""
+    X, y, X_val, y_val = split
+    reg = laplace(max_epochs=5).fit(X, y)
+    grid = np.logspace(-1, 1, 5)
+
+    def mean_squared_z(y_true, mean, std):
+        return np.mean(((y_true - mean) / std) ** 2)
+
+    as_1d = calibrate(reg, X_val, y_val, param="cov_scale", grid=grid, objective=mean_squared_z).scores
+    as_column = calibrate(reg, X_val, y_val[:, None], param="cov_scale", grid=grid, objective=mean_squared_z).scores
+    np.testing.assert_array_equal(as_column, as_1d)
 
 
 @pytest.mark.parametrize(
@@ -372,6 +424,21 @@ def test_bad_classifier_calibration_requests(class_split, kwargs, message):
         calibrate(laplace_classifier(max_epochs=5).fit(X, y), X_val, y_val, **kwargs)
 
 
+@pytest.mark.filterwarnings("ignore:The best")
+def test_held_out_rows_without_a_class_are_scored_by_the_classifiers_classes(class_split):
+    """Held-out rows of two of the three classes: each value's score reads the probabilities'
+    columns as classes_ names them, as the metric given those labels does at that value."""
+    X, X_val, y, y_val = class_split
+    two_classes = y_val != "virginica"
+    clf = laplace_classifier(max_epochs=5).fit(X, y)
+    result = calibrate(clf, X_val[two_classes], y_val[two_classes], param="cov_scale", grid=GRID, objective="nll")
+    nll = CLASSIFICATION_HELD_OUT_OBJECTIVES["nll"]
+    for value, score in zip(GRID, result.scores):
+        calibrate(clf, X_val, y_val, param="cov_scale", grid=[value])  # the posterior at that value
+        expected = nll(y_val[two_classes], clf.predict_proba(X_val[two_classes]), labels=clf.classes_)
+        assert score == pytest.approx(expected, rel=1e-6)
+
+
 def test_a_pipeline_calibrates_its_last_step_on_the_transformed_rows(wave_data):
     """calibrate and calibrate_cv refused a Pipeline (the README's own set-up); its last step is
     calibrated on the rows its earlier steps transform, as that step alone is."""
@@ -393,8 +460,12 @@ def test_a_heteroscedastic_noise_is_not_scaled_and_no_fold_is_fitted_to_say_so(w
     """The refusal named a classifier, and calibrate_cv fitted a fold before it."""
     X, y = wave_data
     regressor = laplace(likelihood="heteroscedastic")
+    fitted = clone(regressor).fit(X, y)
     with pytest.raises(ValueError, match="likelihood='heteroscedastic' predicts its noise per input to scale"):
-        calibrate(clone(regressor).fit(X, y), X, y, param="noise_scale")
+        calibrate(fitted, X, y, param="noise_scale")
+    fitted.set_params(likelihood="gaussian")  # for the next fit: the fitted network still predicts its noise
+    with pytest.raises(ValueError, match="predicts its noise per input"):
+        calibrate(fitted, X, y, param="noise_scale")
     monkeypatch.setattr(type(regressor), "fit", lambda *args, **kwargs: pytest.fail("a fold was fitted"))
     with pytest.raises(ValueError, match="predicts its noise per input"):
         calibrate_cv(regressor, X, y, param="noise_scale")

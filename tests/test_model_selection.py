@@ -5,7 +5,8 @@ import pickle
 import numpy as np
 import pytest
 from sklearn.datasets import load_iris
-from sklearn.linear_model import BayesianRidge, Ridge
+from sklearn.linear_model import BayesianRidge, LogisticRegression, Ridge
+from sklearn.metrics import accuracy_score, r2_score
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -161,6 +162,47 @@ def test_every_evidence_at_minus_infinity_is_refused(one_unit_data):
         EvidenceSearch(Impossible(compute_score=True), {"alpha_1": [1e-6, 10.0]}).fit(*one_unit_data)
 
 
+def test_a_candidate_at_minus_infinity_weighs_nothing_and_the_others_are_averaged(one_unit_data):
+    """Log evidences 0, -inf and log 3: probabilities 1/4, 0 and 3/4, ranks 2, 3, 1; the average's
+    mean, total std and R² are those of the two possible candidates' mixture (the search is refused
+    only when every candidate is at -inf)."""
+
+    class GivenEvidence(EvidenceRidge):
+        def fit(self, X, y):
+            super().fit(X, y)
+            self.log_evidence_ = {1e-6: 0.0, 1e-5: -np.inf, 1.0: np.log(3.0)}[self.alpha_1]
+            return self
+
+    X, y = one_unit_data
+    search = EvidenceSearch(GivenEvidence(compute_score=True), {"alpha_1": [1e-6, 1e-5, 1.0]}).fit(X, y)
+    np.testing.assert_allclose(search.results_["probability"], [0.25, 0.0, 0.75], rtol=1e-12)
+    assert search.results_["rank"].tolist() == [2, 3, 1] and search.best_params_ == {"alpha_1": 1.0}
+    (m0, s0), (m1, s1) = (search.estimators_[index].predict(X, return_std=True) for index in (0, 2))
+    mean = 0.25 * m0 + 0.75 * m1
+    variance = 0.25 * s0**2 + 0.75 * s1**2 + 0.25 * 0.75 * (m0 - m1) ** 2  # within plus between candidates
+    got_mean, got_std = search.predict(X, return_std=True)
+    np.testing.assert_allclose(got_mean, mean, rtol=1e-12)
+    np.testing.assert_allclose(got_std, np.sqrt(variance), rtol=1e-10)
+    np.testing.assert_allclose(search.predict(X), mean, rtol=1e-12)
+    assert search.score(X, y) == pytest.approx(r2_score(y, mean), rel=1e-12)
+
+
+def test_a_classifier_search_scores_the_accuracy_of_its_predicted_labels():
+    """As a classifier's score does: the fraction of the averaged labels that are right (string
+    labels included, which no regression score reads)."""
+
+    class EvidenceLogistic(LogisticRegression):
+        def fit(self, X, y):
+            super().fit(X, y)
+            self.log_evidence_ = 0.0
+            return self
+
+    X, y = load_iris(return_X_y=True)
+    labels = np.array(["setosa", "versicolor", "virginica"])[y]
+    search = EvidenceSearch(EvidenceLogistic(max_iter=1000), {"C": [0.01, 1.0]}).fit(X, labels)
+    assert search.score(X, labels) == accuracy_score(labels, search.predict(X))
+
+
 def test_an_estimator_without_evidence_in_the_grid_is_refused_before_fitting(one_unit_data, monkeypatch):
     """As one given as the search's estimator is: it was refused after every candidate's fit."""
 
@@ -206,9 +248,44 @@ def test_the_rule_moves_on_a_gain_beyond_its_standard_error_though_within_the_fo
 
 
 def test_the_rule_keeps_the_best_of_several_defaults():
-    """With a second parameter in the grid, the reference is the best candidate at the default."""
-    results = cv_results([1.0, 1.0, 2.0], [[-1.0, -2.0, -1.0], [-0.9, -1.9, -0.9], [-0.95, -1.9, -0.95]])
+    """With a second parameter in the grid, the reference is the best candidate at the default:
+    candidate 2 gains 0.025 on it (+0.05, +0.1, -0.05, 0; standard error 0.032), within the folds'
+    noise, though it gains 1.025 on the other default, candidate 0."""
+    results = cv_results([1.0, 1.0, 2.0], [[-2.0, -3.0, -2.0, -3.0], [-1.0, -2.0, -1.0, -2.0],
+                                            [-0.95, -1.9, -1.05, -2.0]])
+    assert np.argmax(results["mean_test_score"]) == 2
     assert one_standard_error_rule("scale", 1.0)(results) == 1
+
+
+def test_the_rule_passes_over_candidates_whose_fits_failed():
+    """GridSearchCV scores a failed fit NaN (error_score=np.nan): neither the failed default
+    (candidate 0) nor the failed non-default (candidate 2) is the reference or the choice, and
+    candidate 3 gains 0.15 on candidate 1 (standard error 0.029)."""
+    nan = np.nan
+    results = cv_results([1.0, 1.0, 2.0, 4.0], [[nan, nan, nan, nan], [-1.0, -2.0, -1.0, -2.0],
+                                                 [nan, nan, nan, nan], [-0.9, -1.8, -0.9, -1.8]])
+    assert one_standard_error_rule("scale", 1.0)(results) == 3
+
+
+def test_the_rule_keeps_the_default_on_one_fold():
+    """One train/validation split (cv=[(train, test)]) has no spread of gains to judge one by: a
+    gain of 1.0 there does not move the rule."""
+    assert one_standard_error_rule("scale", 1.0)(cv_results([1.0, 2.0], [[-2.0], [-1.0]])) == 0
+
+
+def test_the_rule_counts_the_folds_by_their_test_scores_only():
+    """GridSearchCV(return_train_score=True) adds split<k>_train_score: the folds are still four."""
+    results = cv_results([1.0, 2.0, 4.0], [[-1.0, -2.0, -1.0, -2.0], [-0.9, -1.8, -0.9, -1.8],
+                                            [-1.5, -2.5, -1.5, -2.5]])
+    results.update({f"split{fold}_train_score": np.zeros(3) for fold in range(4)})
+    assert one_standard_error_rule("scale", 1.0)(results) == 1
+
+
+def test_the_rule_refuses_several_scoring_metrics_by_name():
+    results = cv_results([1.0, 2.0], [[-1.0, -2.0], [-1.5, -2.5]])
+    results["mean_test_r2"] = results.pop("mean_test_score")
+    with pytest.raises(ValueError, match="needs a single scoring metric"):
+        one_standard_error_rule("scale", 1.0)(results)
 
 
 def test_the_rule_passes_over_candidates_that_do_not_set_the_parameter():
