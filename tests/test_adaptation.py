@@ -1,7 +1,8 @@
 """Burn-in adaptation (dual averaging, Stan's windows, the regularised variance), written out by hand.
 
-The schedule's common cases and Algorithm 5's first steps are in tests/test_mcmc_kernels.py and
-tests/test_mcmc.py; here the edges they leave: a restarted search, windows of one and two draws.
+Algorithm 5's first steps and a restarted search; the schedule's common cases are in
+tests/test_mcmc_kernels.py and tests/test_mcmc.py, and here the edges they leave: windows of one
+and two draws.
 Then the sampling families' shared hyperprior options (sklearn_quinn/mcmc/_hierarchical.py):
 which settings warn of unscaled targets, the Gamma the hierarchical prior is under, SMC's
 weighted precisions.
@@ -29,6 +30,14 @@ def algorithm_5(first_step, acceptances, target=0.8):
         log_average = t**-0.75 * log_step + (1 - t**-0.75) * log_average
         steps.append((math.exp(log_step), math.exp(log_average)))
     return steps
+
+
+def test_dual_averaging_is_hoffman_and_gelmans_algorithm_5():
+    """Two updates from a step of 0.1 toward 0.8, at acceptances 0.5 then 0.9."""
+    search = DualAveraging(torch.tensor([0.1], dtype=torch.float64), target_acceptance=0.8)
+    for acceptance, (step, average) in zip([0.5, 0.9], algorithm_5(0.1, [0.5, 0.9])):
+        assert float(search.update(torch.tensor([acceptance], dtype=torch.float64))) == pytest.approx(step, rel=1e-12)
+        assert float(search.final_step_size) == pytest.approx(average, rel=1e-12)
 
 
 def test_a_restarted_search_forgets_its_past_and_searches_afresh_from_the_new_step():

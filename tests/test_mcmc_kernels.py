@@ -487,21 +487,6 @@ def test_a_short_burn_in_leaves_no_chain_stuck(sampler):
     assert np.all(reg.acceptance_rate_ > 0.5) and reg.n_divergent_ <= 4
 
 
-def test_dual_averaging_is_hoffman_and_gelmans_algorithm_5():
-    """Two updates from a step of 0.1 toward 0.8, at acceptances 0.5 then 0.9, written out: ``mu =
-    log(10 eps_0)``, ``H_t = (1 - 1/(t + 10)) H_{t-1} + (0.8 - a_t) / (t + 10)``, ``log eps_t = mu -
-    sqrt(t) / 0.05 H_t``, ``log eps_bar_t = t^-0.75 log eps_t + (1 - t^-0.75) log eps_bar_{t-1}``."""
-    search = DualAveraging(torch.tensor([0.1], dtype=torch.float64), target_acceptance=0.8)
-    mu, log_average, error = math.log(1.0), 0.0, 0.0
-    for t, acceptance in enumerate([0.5, 0.9], start=1):
-        step = search.update(torch.tensor([acceptance], dtype=torch.float64))
-        error = (1 - 1 / (t + 10)) * error + (0.8 - acceptance) / (t + 10)
-        log_step = mu - math.sqrt(t) / 0.05 * error
-        log_average = t**-0.75 * log_step + (1 - t**-0.75) * log_average
-        assert float(step) == pytest.approx(math.exp(log_step), rel=1e-12)
-        assert float(search.final_step_size) == pytest.approx(math.exp(log_average), rel=1e-12)
-
-
 def test_dual_averaging_moves_toward_the_target():
     search = DualAveraging(torch.tensor([0.1]), target_acceptance=0.8)
     low = search.update(torch.tensor([0.1]))  # accepting too little: shrink

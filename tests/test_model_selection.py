@@ -112,6 +112,17 @@ class EvidenceRidge(BayesianRidge):
         return self
 
 
+class GivenEvidence(EvidenceRidge):
+    """An :class:`EvidenceRidge` whose log evidence is set by its ``alpha_1``: ``evidence[alpha_1]``."""
+
+    evidence = {}
+
+    def fit(self, X, y):
+        super().fit(X, y)
+        self.log_evidence_ = self.evidence[self.alpha_1]
+        return self
+
+
 def test_another_estimator_with_a_log_evidence_is_ranked(one_unit_data):
     X, y = one_unit_data
     search = EvidenceSearch(EvidenceRidge(compute_score=True), {"alpha_1": [1e-6, 1.0]}).fit(X, y)
@@ -152,11 +163,8 @@ def test_an_undefined_evidence_is_refused(one_unit_data, value):
 
 
 def test_every_evidence_at_minus_infinity_is_refused(one_unit_data):
-    class Impossible(EvidenceRidge):
-        def fit(self, X, y):
-            super().fit(X, y)
-            self.log_evidence_ = -np.inf
-            return self
+    class Impossible(GivenEvidence):
+        evidence = {1e-6: -np.inf, 10.0: -np.inf}
 
     with pytest.raises(ValueError, match="Every candidate's log evidence is -inf"):
         EvidenceSearch(Impossible(compute_score=True), {"alpha_1": [1e-6, 10.0]}).fit(*one_unit_data)
@@ -167,14 +175,11 @@ def test_a_candidate_at_minus_infinity_weighs_nothing_and_the_others_are_average
     mean, total std and R² are those of the two possible candidates' mixture (the search is refused
     only when every candidate is at -inf)."""
 
-    class GivenEvidence(EvidenceRidge):
-        def fit(self, X, y):
-            super().fit(X, y)
-            self.log_evidence_ = {1e-6: 0.0, 1e-5: -np.inf, 1.0: np.log(3.0)}[self.alpha_1]
-            return self
+    class OneImpossible(GivenEvidence):
+        evidence = {1e-6: 0.0, 1e-5: -np.inf, 1.0: np.log(3.0)}
 
     X, y = one_unit_data
-    search = EvidenceSearch(GivenEvidence(compute_score=True), {"alpha_1": [1e-6, 1e-5, 1.0]}).fit(X, y)
+    search = EvidenceSearch(OneImpossible(compute_score=True), {"alpha_1": [1e-6, 1e-5, 1.0]}).fit(X, y)
     np.testing.assert_allclose(search.results_["probability"], [0.25, 0.0, 0.75], rtol=1e-12)
     assert search.results_["rank"].tolist() == [2, 3, 1] and search.best_params_ == {"alpha_1": 1.0}
     (m0, s0), (m1, s1) = (search.estimators_[index].predict(X, return_std=True) for index in (0, 2))
