@@ -302,7 +302,8 @@ def one_standard_error_rule(param, default):
         The searched parameter, as named in ``param_grid`` (a pipeline's
         ``'step__name'``).
     default : object
-        Its value to keep unless beaten; some candidate must have it.
+        Its value to keep unless beaten; some candidate must have it, with a
+        fit that did not fail (a mean test score other than NaN).
 
     Returns
     -------
@@ -356,6 +357,9 @@ class _OneStandardErrorRefit:
                                      for value, masked in zip(cv_results[key], unset)])
         if not len(candidates):
             raise ValueError(f"one_standard_error_rule: no candidate has {self.param}={self.default!r} to keep.")
+        if np.isnan(mean[candidates]).all():  # error_score=np.nan: every fit at the default failed
+            raise ValueError(f"one_standard_error_rule: every candidate with {self.param}={self.default!r} failed "
+                             "to fit (a mean test score of NaN), so there is no reference to keep or to beat.")
         reference = int(candidates[np.nanargmax(mean[candidates])])
         best = int(np.nanargmax(mean))
         gain = scores[best] - scores[reference]

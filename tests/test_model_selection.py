@@ -303,6 +303,15 @@ def test_the_rule_passes_over_candidates_that_do_not_set_the_parameter():
     assert one_standard_error_rule("scale", 0.0)(results) == 0
 
 
+def test_the_rule_refuses_a_default_whose_fits_all_failed():
+    """GridSearchCV(error_score=np.nan) scores failed fits NaN: with every fit at the default failed,
+    the rule has no reference, and says so by name (numpy's "All-NaN slice" before)."""
+    nan = np.nan
+    results = cv_results([1.0, 2.0], [[nan, nan, nan], [-1.0, -2.0, -1.0]])
+    with pytest.raises(ValueError, match="every candidate with scale=1.0 failed to fit"):
+        one_standard_error_rule("scale", 1.0)(results)
+
+
 def test_the_rule_refuses_a_grid_without_the_default():
     with pytest.raises(ValueError, match="no candidate has scale=1.0"):
         one_standard_error_rule("scale", 1.0)(cv_results([2.0, 4.0], [[-1.0, -2.0], [-1.5, -2.5]]))
