@@ -34,6 +34,22 @@ from .exact import BayesianLinearRegression, column_log_hyperprior
 NOISE, PRIOR_STD = 0.3, 1.0
 
 
+class RecordQ(Callback):
+    """Where q's means and stds start (``starts``, one ``(mean, std)`` a training of q) and the
+    prior of each of q's epochs (``priors``); the MAP network's training, if any, is passed over."""
+
+    def __init__(self):
+        self.starts, self.priors = [], []
+
+    def on_train_begin(self, net, **kwargs):
+        if isinstance(net.module_, MeanFieldNetwork):
+            self.starts.append((net.module_.mean.detach().clone(), net.module_.std.detach().clone()))
+
+    def on_epoch_end(self, net, **kwargs):
+        if isinstance(net.module_, MeanFieldNetwork):
+            self.priors.append(net.criterion_.prior)
+
+
 def small(**params):
     return BBBRegressor(**{**dict(hidden_layer_sizes=(8,), max_epochs=40, random_state=0), **params})
 
@@ -95,20 +111,11 @@ def test_evidence_then_elbo_starts_at_the_evidence_map_under_its_prior_then_lear
     X, y = linear_data
     params = dict(hidden_layer_sizes=(), noise_std=NOISE, normalize_X=False, normalize_y=False, max_epochs=12,
                   random_state=0)
-    start, priors = [], []
-
-    class Record(Callback):
-        def on_train_begin(self, net, **kwargs):
-            if isinstance(net.module_, MeanFieldNetwork):
-                start.append(net.module_.mean.detach().clone())
-
-        def on_epoch_end(self, net, **kwargs):
-            if isinstance(net.module_, MeanFieldNetwork):
-                priors.append(net.criterion_.prior)
-
-    reg = BBBRegressor(**params, prior_learning="evidence_then_elbo", callbacks=[Record()]).fit(X, y)
+    record = RecordQ()
+    reg = BBBRegressor(**params, prior_learning="evidence_then_elbo", callbacks=[record]).fit(X, y)
+    priors = record.priors
     laplace = LaplaceRegressor(**params).fit(X, y)
-    torch.testing.assert_close(start[0], laplace.posterior_.mean, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(record.starts[0][0], laplace.posterior_.mean, rtol=1e-12, atol=1e-12)
     assert [type(prior).__name__ for prior in priors] == ["GaussianPrior"] * 3 + ["EmpiricalBayesPrior"] * 9
     groups = ParameterGroups.of(reg._model)
     evidence_precisions = torch.tensor([laplace.prior_precisions_[name] for name in groups.names],
@@ -126,17 +133,10 @@ def test_evidence_prior_learning_starts_q_at_the_backbones_initial_weights(wave_
     backbone's initial weights (where 'elbo' starts too, to the bit), not at the MAP it trained
     to (where 'evidence_then_elbo' starts); every std starts at 1e-3 (``INITIAL_STD``)."""
     starts = {}
-
-    class RecordStart(Callback):
-        def __init__(self, learning):
-            self.learning = learning
-
-        def on_train_begin(self, net, **kwargs):
-            if isinstance(net.module_, MeanFieldNetwork):
-                starts[self.learning] = net.module_.mean.detach().clone(), net.module_.std.detach().clone()
-
     for learning in ["evidence", "elbo", "evidence_then_elbo"]:
-        small(prior_learning=learning, max_epochs=4, callbacks=[RecordStart(learning)]).fit(*wave_data)
+        record = RecordQ()
+        small(prior_learning=learning, max_epochs=4, callbacks=[record]).fit(*wave_data)
+        (starts[learning],) = record.starts
     assert torch.equal(starts["evidence"][0], starts["elbo"][0])
     assert not torch.allclose(starts["evidence"][0], starts["evidence_then_elbo"][0], rtol=0.01)
     for _, std in starts.values():

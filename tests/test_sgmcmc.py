@@ -288,18 +288,15 @@ def test_a_minibatch_estimate_scales_its_rows_by_n_over_b_and_a_batch_is_at_most
             residual = self.Y[:, 0] - rows * self.X[:, 0]
             return -0.5 * residual.square().sum(1), (residual * self.X[:, 0]).sum(1, keepdim=True)
 
-    class UnitPrior:
-        def value_and_grad(self, rows):
-            return -0.5 * rows.square().sum(1), -rows
-
+    unit_prior = GaussianPrior(1.0)
     theta = torch.tensor([[0.7]], dtype=torch.float64)
     rows = -0.5 * (Y[:, 0] - 0.7 * X[:, 0]).square()  # each row's log likelihood at theta
-    prior = -0.5 * 0.7**2
+    prior = float(unit_prior.log_prob(theta)[0])
     generator = torch.Generator().manual_seed(0)
-    one = MinibatchLogPosterior(lambda model, X, Y: RowsLikelihood(X, Y), None, X, Y, UnitPrior(), batch_size=1)
+    one = MinibatchLogPosterior(lambda model, X, Y: RowsLikelihood(X, Y), None, X, Y, unit_prior, batch_size=1)
     values = [float(one.value_and_grad(theta, generator)[0][0]) - prior for _ in range(20)]
     assert all(min(abs(value - 4 * rows.numpy())) < 1e-12 for value in values)
-    whole = MinibatchLogPosterior(lambda model, X, Y: RowsLikelihood(X, Y), None, X, Y, UnitPrior(), batch_size=10)
+    whole = MinibatchLogPosterior(lambda model, X, Y: RowsLikelihood(X, Y), None, X, Y, unit_prior, batch_size=10)
     assert whole.batch_size == 4
     sums = [float(rows[list(chosen)].sum()) for chosen in combinations_with_replacement(range(4), 4)]
     value = float(whole.value_and_grad(theta, generator)[0][0]) - prior
