@@ -33,7 +33,7 @@ def main():
     parser.add_argument("--samples", type=int, default=500)
     parser.add_argument("--thin", type=int, default=1)
     parser.add_argument("--sampler", choices=["hmc", "nuts"], default="hmc")
-    parser.add_argument("--leapfrog", type=int, default=10)
+    parser.add_argument("--leapfrog", type=int, default=MCMCRegressor().n_leapfrog)
     parser.add_argument("--max-tree-depth", type=int, default=10)
     parser.add_argument("--map-epochs", type=int, default=1000)
     parser.add_argument("--hyperprior", choices=["gamma", "empirical"], default="gamma")

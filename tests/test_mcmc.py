@@ -719,7 +719,7 @@ def test_the_defaults_are_the_documented_ones(classifier):
 
     documented = dict(hidden_layer_sizes=(50,), activation="relu", linear_skip=True, prior_std=None,
                       hyperprior="gamma", hyperprior_shape=0.5, hyperprior_rate=0.01, sampler="hmc",
-                      n_samples=500, n_burnin=500, thin=1, n_chains=4, step_size="auto", n_leapfrog=10,
+                      n_samples=500, n_burnin=500, thin=1, n_chains=4, step_size="auto", n_leapfrog=40,
                       max_tree_depth=10, n_cycles=4, target_acceptance=None, adapt_step_size=True, gamma=1.0,
                       adapt_start=100, adapt_every=10, init="map", normalize_X=True, dtype="float64",
                       device="cpu", compile="auto", leapfrog_dtype="float32", n_jobs=None)

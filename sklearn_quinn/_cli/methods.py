@@ -30,7 +30,7 @@ class Method(NamedTuple):
 METHODS = {
     "laplace": Method("Laplace", LaplaceRegressor, LaplaceClassifier, {"max_epochs": 300}),
     "mcmc": Method("MCMC (HMC)", MCMCRegressor, MCMCClassifier,
-                   {"max_epochs": 300, "n_burnin": 200, "n_samples": 200}),
+                   {"max_epochs": 300, "n_burnin": 200, "n_samples": 200, "n_leapfrog": 10}),
     "de": Method("Deep ensemble", DeepEnsembleRegressor, DeepEnsembleClassifier, {"max_epochs": 300}),
     "rms": Method("RMS", RMSRegressor, RMSClassifier, {"max_epochs": 300}),
     "swag": Method("SWAG", SWAGRegressor, SWAGClassifier, {"max_epochs": 300, "swag_epochs": 50}),

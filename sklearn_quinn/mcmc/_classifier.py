@@ -85,7 +85,7 @@ prior_precision_samples_, evidence_history_, compiled_
         thin=1,
         n_chains=4,
         step_size="auto",
-        n_leapfrog=10,
+        n_leapfrog=40,
         max_tree_depth=10,
         n_cycles=4,
         target_acceptance=None,

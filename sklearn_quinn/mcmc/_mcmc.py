@@ -433,8 +433,12 @@ callbacks, normalize_X, normalize_y, dtype, device, random_state, verbose
         n)``, so that the minibatch noise stays below the injected noise:
         ``min(0.2, 2 sqrt(B / n))`` for SGLD, ``min(0.05, 0.5 sqrt(B / n))``
         for SGHMC.
-    n_leapfrog : int, default=10
-        Leapfrog steps per HMC proposal.
+    n_leapfrog : int, default=40
+        Leapfrog steps per HMC proposal. A network's posterior has
+        directions far wider than the step its narrowest allow, and a short
+        trajectory stays near where it started; Neal (1996) and Izmailov et
+        al. (2021, "What are Bayesian neural network posteriors really
+        like?") run long ones.
     max_tree_depth : int, default=10
         NUTS doubles a trajectory at most this many times (at most
         ``2**max_tree_depth`` leapfrog steps a step).
@@ -623,7 +627,7 @@ callbacks, normalize_X, normalize_y, dtype, device, random_state, verbose
         thin=1,
         n_chains=4,
         step_size="auto",
-        n_leapfrog=10,
+        n_leapfrog=40,
         max_tree_depth=10,
         n_cycles=4,
         target_acceptance=None,
