@@ -271,10 +271,12 @@ class SMCRegressor(SMCMixin, BaseBayesianRegressor):
         Initial trajectory lengths are uniform on ``{1, ..., n_leapfrog}``.
         The tuning draws each particle's length within one step of a parent's,
         so the lengths stay near where the first stages' selection among these
-        left them (on a network, near the top of the range), and trajectory
-        steps are most of a fit's gradients: a smaller value shortens a fit
-        about in proportion, and on a network's posterior costs evidence and
-        test log-likelihood (docs: smc, "What the trajectories' length buys").
+        left them, and trajectory steps are most of a fit's gradients: a
+        smaller value shortens a fit about in proportion, and on a network's
+        posterior costs evidence and test log-likelihood; a larger one lets
+        that selection keep longer trajectories where their jumps per
+        gradient are longer, which need not pay (docs: smc, "What the
+        trajectories' length buys").
     waste_free : bool, default=False
         Waste-free SMC (Dau & Chopin 2022): each stage resamples
         ``ceil(n_particles / (n_mcmc_steps + 1))`` particles and runs a chain
