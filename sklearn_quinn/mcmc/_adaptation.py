@@ -75,7 +75,9 @@ def slow_window_ends(n_burnin):
     position = start
     while position + window < end:
         next_end = position + window
-        if next_end + 2 * window > end:  # the last window runs to the end
+        # The window after this one would run past the slow phase: this one runs to its end (Stan's
+        # windowed_adaptation.hpp tests ``>=`` on inclusive indices, the same rule on exclusive ends).
+        if next_end + 2 * window > end:
             next_end = end
         ends.append(next_end)
         position, window = next_end, 2 * window
