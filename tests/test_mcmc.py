@@ -544,7 +544,8 @@ def test_default_is_near_bayesian_ridge_on_linear_data():
     precisions and noise) within 0.05 nats of BayesianRidge, the exact model
     here (measured 1.418 against 1.414 at 40 leapfrog steps, 1.422 at 10;
     1.443 to 1.445 over three seeds of the chains without the skip path), with
-    a 95% coverage in [0.92, 0.98] (measured 0.954)."""
+    a 95% coverage in [0.92, 0.98] (measured 0.954). Half the default draws,
+    for half the time: 1.415, coverage 0.954."""
     from sklearn.linear_model import BayesianRidge
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
@@ -561,7 +562,7 @@ def test_default_is_near_bayesian_ridge_on_linear_data():
         return metrics.gaussian_nll(y[300:], mean, std), metrics.interval_coverage(y[300:], mean, std, 0.95)
 
     reference, _ = scores(BayesianRidge())
-    nll, coverage = scores(MCMCRegressor(random_state=0))
+    nll, coverage = scores(MCMCRegressor(n_samples=250, n_burnin=250, random_state=0))
     assert nll <= reference + 0.05
     assert 0.92 <= coverage <= 0.98
 
