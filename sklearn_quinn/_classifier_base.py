@@ -11,7 +11,7 @@ from ._core.likelihoods import CategoricalLikelihood
 from ._core.link_approximations import PREDICTIVES, predictive_probabilities
 from ._core.pushforward import GaussianPredictive
 from ._core.rng import prediction_generator
-from .base import VALIDATION, BaseBayesianNetwork
+from .base import VALIDATION, BaseBayesianNetwork, dense_rows
 
 #: Logit draws of the 'mc_bridge' predictive.
 MC_BRIDGE_SAMPLES = 1000
@@ -37,6 +37,7 @@ class BaseBayesianClassifier(ClassifierMixin, BaseBayesianNetwork):
     def _validate_training_data(self, X, y):
         """Validated ``X`` and the class indices as one float column ``(N, 1)``; sets ``classes_``."""
         X, y = validate_data(self, X, y, **VALIDATION)
+        X = dense_rows(X)
         check_classification_targets(y)
         classes, index = np.unique(y, return_inverse=True)
         if len(classes) < 2:  # refused before classes_ is set: a refit on bad data leaves the earlier fit whole

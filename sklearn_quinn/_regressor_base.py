@@ -16,7 +16,7 @@ from ._core.row_subsets import random_subset
 from ._map import gaussian_likelihood
 from ._validation import check_count
 from ._warnings import warn
-from .base import _MAX_SEED, STD_RANGE, VALIDATION, BaseBayesianNetwork
+from .base import _MAX_SEED, STD_RANGE, VALIDATION, BaseBayesianNetwork, dense_rows
 
 #: The likelihood of each value of ``likelihood``: its network outputs, and how
 #: they become the means and the noise.
@@ -63,6 +63,7 @@ class BaseBayesianRegressor(RegressorMixin, BaseBayesianNetwork):
                 "predicts from the inputs; set noise_std=None or likelihood='gaussian'."
             )
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, **VALIDATION)
+        X = dense_rows(X)
         if len(y) < 2 and self._learns_from_the_rows:
             raise ValueError(
                 f"{type(self).__name__} learns its prior or its noise from the training rows, and one row "

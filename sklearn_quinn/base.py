@@ -25,6 +25,7 @@ import copy
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator
 from sklearn.preprocessing import StandardScaler
@@ -51,8 +52,16 @@ _MAX_SEED = np.iinfo(np.int32).max
 #: How every estimator validates its inputs: float64, in rows. ``torch.tensor`` keeps a
 #: column-major array's strides (a pandas DataFrame's values are column-major), the rounding of
 #: the products then follows the layout, and a sampler's chains carry a rounding difference on:
-#: one table would fit two ways.
-VALIDATION = {"dtype": np.float64, "order": "C"}
+#: one table would fit two ways. A sparse matrix (``OneHotEncoder``'s output) is taken, and
+#: :func:`dense_rows` fills it in.
+VALIDATION = {"dtype": np.float64, "order": "C", "accept_sparse": ("csr", "csc", "coo")}
+
+
+def dense_rows(X):
+    """A validated ``X`` (``VALIDATION``) as a row-major array, a sparse matrix filled in:
+    ``normalize_X`` centres its columns, which fills it anyway, and the network's first layer
+    reads dense rows."""
+    return X.toarray(order="C") if sp.issparse(X) else X
 
 #: A fixed ``prior_std`` or ``noise_std``: positive, and within a range whose squares and inverse
 #: squares (variances, precisions) are finite in float64 with room for the products they enter.
@@ -205,6 +214,11 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
     _draw_local_variance = None
 
     # ------------------------------------------------------------------ fit
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # filled in on validation (dense_rows)
+        return tags
+
     def fit(self, X, y):
         """Fit the posterior over the network's weights.
 
@@ -566,7 +580,7 @@ class BaseBayesianNetwork(DevicePortablePickle, BaseEstimator):
 
     def _validated_inputs(self, X):
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, **VALIDATION)
+        X = dense_rows(validate_data(self, X, reset=False, **VALIDATION))
         return self._tensor(self._standardised(X))
 
     def _standardised(self, X):

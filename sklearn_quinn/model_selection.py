@@ -148,6 +148,7 @@ class EvidenceSearch(MetaEstimatorMixin, BaseEstimator):
         tags.regressor_tags = inner.regressor_tags
         tags.target_tags.multi_output = inner.target_tags.multi_output
         tags.input_tags.pairwise = inner.input_tags.pairwise
+        tags.input_tags.sparse = inner.input_tags.sparse
         return tags
 
     def fit(self, X, y):
@@ -266,7 +267,7 @@ class EvidenceSearch(MetaEstimatorMixin, BaseEstimator):
     def _checked_inputs(self, X):
         """``X`` as given, after checking its width (and feature names) against the fit."""
         check_is_fitted(self)
-        validate_data(self, X, reset=False, dtype=None, ensure_all_finite=False)
+        validate_data(self, X, reset=False, dtype=None, ensure_all_finite=False, accept_sparse=True)
         return X
 
     def _weighted(self):

@@ -17,6 +17,7 @@ import pickle
 
 import numpy as np
 import pytest
+import scipy.sparse
 import torch
 from numpy.testing import assert_allclose
 from sklearn.base import clone
@@ -271,3 +272,22 @@ def test_a_column_major_table_fits_as_a_row_major_one(estimator, regression, cla
     for fitted in (in_rows, in_columns):
         for X_read in (X_test, np.asfortranarray(X_test)):
             np.testing.assert_array_equal(getattr(fitted, predict)(X_read), expected)
+
+
+@pytest.mark.parametrize("estimator", [
+    sq.LaplaceRegressor(hidden_layer_sizes=(8,), max_epochs=20, random_state=0),
+    sq.MCMCClassifier(hidden_layer_sizes=(8,), max_epochs=20, n_chains=2, n_burnin=10, n_samples=10, random_state=0),
+], ids=name)
+def test_a_sparse_table_fits_as_its_dense_array(estimator, regression, classification):
+    """A sparse matrix (``OneHotEncoder``'s output, and ``ColumnTransformer``'s where its
+    columns are mostly zeros), in each of scipy's formats, fits and predicts as its dense
+    array, to the bit."""
+    is_classifier = hasattr(estimator, "predict_proba")
+    X, y, X_test, _ = classification if is_classifier else regression
+    zeros = np.random.RandomState(1).rand(*X.shape) < 0.6
+    X = np.where(zeros, 0.0, X)
+    predict = "predict_proba" if is_classifier else "predict"
+    expected = getattr(clone(estimator).fit(X, y), predict)(X_test)
+    for layout in ("csr", "csc", "coo"):
+        fitted = clone(estimator).fit(scipy.sparse.coo_matrix(X).asformat(layout), y)
+        np.testing.assert_array_equal(getattr(fitted, predict)(scipy.sparse.csr_matrix(X_test)), expected)
