@@ -36,7 +36,8 @@ FAST = dict(hidden_layer_sizes=(16,), max_epochs=250, random_state=0)
 # MC dropout's regressor trains longer: its noisy steps at 250 epochs leave a fit whose test NLL
 # moves by 0.5 with random_state.
 DROPOUT_FAST = dict(FAST, max_epochs=500)
-CHAINS = dict(FAST, n_chains=2, n_burnin=100, n_samples=100)
+# 10 leapfrog steps, not the default 40: these tests compare devices and dtypes, not trajectory lengths.
+CHAINS = dict(FAST, n_chains=2, n_burnin=100, n_samples=100, n_leapfrog=10)
 SMC_FAST = dict(hidden_layer_sizes=(8,), n_particles=64, random_state=0)
 
 # Fits that draw nothing on the device: the same numbers as on the CPU, to rounding.
@@ -276,7 +277,8 @@ def test_a_column_major_table_fits_as_a_row_major_one(estimator, regression, cla
 
 @pytest.mark.parametrize("estimator", [
     sq.LaplaceRegressor(hidden_layer_sizes=(8,), max_epochs=20, random_state=0),
-    sq.MCMCClassifier(hidden_layer_sizes=(8,), max_epochs=20, n_chains=2, n_burnin=10, n_samples=10, random_state=0),
+    sq.MCMCClassifier(hidden_layer_sizes=(8,), max_epochs=20, n_chains=2, n_burnin=10, n_samples=10, n_leapfrog=10,
+                      random_state=0),
 ], ids=name)
 def test_a_sparse_table_fits_as_its_dense_array(estimator, regression, classification):
     """A sparse matrix (``OneHotEncoder``'s output, and ``ColumnTransformer``'s where its
