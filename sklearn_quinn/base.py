@@ -63,6 +63,7 @@ def dense_rows(X):
     reads dense rows."""
     return X.toarray(order="C") if sp.issparse(X) else X
 
+
 #: A fixed ``prior_std`` or ``noise_std``: positive, and within a range whose squares and inverse
 #: squares (variances, precisions) are finite in float64 with room for the products they enter.
 STD_RANGE = Interval(Real, 1e-100, 1e100, closed="both")
