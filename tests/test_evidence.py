@@ -731,13 +731,16 @@ def test_a_scaled_prior_is_the_evidence_maximiser_scaled_at_its_own_map():
     assert all(learned < 0.5 * np.array(list(at_scale_one.prior_precisions_.values())))
 
 
+#: The chains of the per-output noise tests' linear MCMC (10 leapfrog steps: neither test reads the length).
+LINEAR_CHAINS = dict(n_chains=2, n_burnin=200, n_samples=200, n_leapfrog=10)
+
+
 @pytest.mark.parametrize(
     "estimator",
     [
         LaplaceRegressor(hidden_layer_sizes=(), max_epochs=300, random_state=0),
         sklearn_quinn.DeepEnsembleRegressor(hidden_layer_sizes=(), n_estimators=3, max_epochs=300, random_state=0),
-        sklearn_quinn.MCMCRegressor(hidden_layer_sizes=(), max_epochs=300, n_chains=2, n_burnin=200, n_samples=200,
-                                    n_leapfrog=10, random_state=0),
+        sklearn_quinn.MCMCRegressor(hidden_layer_sizes=(), max_epochs=300, **LINEAR_CHAINS, random_state=0),
     ],
     ids=lambda estimator: type(estimator).__name__,
 )
@@ -763,8 +766,7 @@ def test_each_output_noise_is_bounded_by_its_own_spread(estimator):
     rng = np.random.RandomState(0)
     X = rng.randn(400, 3)
     Y = np.c_[X @ [1.0, -1.0, 0.5] + 0.1 * rng.randn(400), 100 * rng.randn(400)]
-    chains = dict(n_chains=2, n_burnin=200, n_samples=200, n_leapfrog=10)
-    params = chains if estimator is sklearn_quinn.MCMCRegressor else {}
+    params = LINEAR_CHAINS if estimator is sklearn_quinn.MCMCRegressor else {}
     fitted = estimator(hidden_layer_sizes=(), normalize_X=False, normalize_y=False, max_epochs=300, random_state=0,
                        **params).fit(X, Y)
     np.testing.assert_allclose(fitted.noise_std_, [0.1, Y[:, 1].std()], rtol=0.05)
