@@ -9,7 +9,7 @@ network with its linear skip, 4 chains, float32 kicks as ``MCMCRegressor``
 takes them), in one process of one thread, alternating, the median of 5 runs
 of 200 calls:
 
-1. the likelihood's force alone;
+1. the likelihood's force alone (its float32 surrogate's gradient);
 2. a kick with the prior's whole ``value_and_grad`` (its value and its
    gradient in every column), as the kicks took it before 2026-12-04;
 3. a kick with the force of the posterior with the hyperparameters held
@@ -49,15 +49,20 @@ def kick_times(n_rows, n_features, n_chains=4, n_calls=200, n_runs=5):
     hyperprior = GammaHyperprior(est.hyperprior_shape, est.hyperprior_rate)
     log_density, _ = hierarchical_log_posterior(est._model, est._groups, X, y[:, None].clone(),
                                                 est._likelihood(y[:, None].numpy()), hyperprior)
-    log_density.set_force_dtype(torch.float32)
-    prior, likelihood_force = log_density.log_prior, log_density.log_likelihood.force
+    log_density.set_surrogate_dtype(torch.float32)
+    prior, likelihood_surrogate = log_density.log_prior, log_density.log_likelihood.surrogate
     rows = prior.sample(n_chains, generator)
     held = log_density.given_hyperparameters()
     held.hold(rows)
+    held_surrogate = held.surrogate
+
+    def likelihood_force(rows):
+        return likelihood_surrogate.value_and_grad(rows)[1]
+
     calls = {
         "likelihood force": lambda: likelihood_force(rows),
         "kick, prior value_and_grad": lambda: prior.value_and_grad(rows)[1] + likelihood_force(rows),
-        "kick, prior force": lambda: held.force(rows),
+        "kick, prior force": lambda: held_surrogate.value_and_grad(rows)[1],
         "float64 value_and_grad": lambda: log_density.value_and_grad(rows),
         "float64 value_and_grad, held": lambda: held.value_and_grad(rows),
     }

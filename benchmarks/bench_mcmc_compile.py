@@ -82,7 +82,7 @@ model = FunctionalModel(build_mlp({features}, {outputs}, (50,), "relu", linear_s
 noise = torch.full(({outputs},), 0.3, dtype=torch.float64)
 densities = {{dtype: log_posterior(model, X, y, GaussianLikelihood(noise), GaussianPrior(1.0))
              for dtype in (torch.float64, torch.float32)}}
-densities[torch.float32].set_force_dtype(torch.float32)  # the kicks' gradient in float32 (leapfrog_dtype)
+densities[torch.float32].set_surrogate_dtype(torch.float32)  # the kicks' gradient in float32 (leapfrog_dtype)
 start = model.flatten()[None].repeat(4, 1)
 
 def seconds(compile, n_steps, kicks=torch.float64):

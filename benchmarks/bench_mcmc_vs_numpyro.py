@@ -39,7 +39,11 @@ start with the same fixed step size and maximum tree depth, identity mass, one
 chain, no adaptation; NumPyro's NUTS kernel in an AOT-compiled ``lax.scan``
 as for HMC. Seconds per leapfrog step (each side's tree building included),
 from the leapfrog steps each side reports (NumPyro's ``num_steps``; ours
-counted at the log density's gradient calls).
+counted at the log density's gradient calls). Ours eager and compiled on the
+exact density, and compiled with its float32 surrogate, as the estimators'
+default ``leapfrog_dtype`` runs NUTS: the trees built on the float32 density,
+each step's point then tested against the float64 one (one gradient more a
+step, at the tree's start, counted).
 
 Context: the bare gradient of each side (our hand-written batched gradient,
 eager; ``jax.jit(jax.value_and_grad(potential_fn))`` called from Python, and
@@ -306,22 +310,27 @@ def run_numpyro_nuts(compiled, state, seed):
     return clock, int(np.asarray(num_steps).sum()), float(accept.mean())
 
 
-def nuts_comparison(log_density, start, potential_fn, init_sites, step_size, depth, seconds, repeats,
+def nuts_comparison(log_density, kicked, start, potential_fn, init_sites, step_size, depth, seconds, repeats,
                     bare_ours, bare_jax_graph):
-    """Seconds per leapfrog step (gradient) inside NUTS, each side's own tree building included."""
+    """Seconds per leapfrog step (gradient) inside NUTS, each side's own tree building included;
+    ours compiled also on ``kicked``, the density with its float32 surrogate (the estimators'
+    default ``leapfrog_dtype``: the trees built on it, each step's point tested in float64)."""
     n_ours = max(5, int(seconds / (2**depth * bare_ours[0])))
     n_numpyro = max(5, int(seconds / (2**depth * bare_jax_graph[0])))
     compiled, state = numpyro_compiled_nuts(potential_fn, init_sites, step_size, depth, n_numpyro)
     run_numpyro_nuts(compiled, state, seed=0)
     compile_ours, *_ = run_ours_nuts(log_density, start, 1, step_size, depth, seed=0, compile=True)
-    ours, ours_compiled, theirs = [], [], []
+    compile_float32, *_ = run_ours_nuts(kicked, start, 1, step_size, depth, seed=0, compile=True)
+    ours, ours_compiled, ours_float32, theirs = [], [], [], []
     for repeat in range(repeats):
         ours.append(run_ours_nuts(log_density, start, n_ours, step_size, depth, seed=repeat))
         ours_compiled.append(run_ours_nuts(log_density, start, n_ours, step_size, depth, seed=repeat,
                                            compile=True))
+        ours_float32.append(run_ours_nuts(kicked, start, n_ours, step_size, depth, seed=repeat, compile=True))
         theirs.append(run_numpyro_nuts(compiled, state, seed=repeat + 1))
     per_ours = statistics.median(clock.wall / n for clock, n, _ in ours)
     per_compiled = statistics.median(clock.wall / n for clock, n, _ in ours_compiled)
+    per_float32 = statistics.median(clock.wall / n for clock, n, _ in ours_float32)
     per_theirs = statistics.median(clock.wall / n for clock, n, _ in theirs)
     print()
     print(f"NUTS: step size {step_size:g}, max_tree_depth {depth}, identity mass, 1 chain, no adaptation; "
@@ -330,10 +339,14 @@ def nuts_comparison(log_density, start, potential_fn, init_sites, step_size, dep
           + ", ".join(f"{(n - 1) / n_ours:.0f}" for _, n, _ in ours))
     print(f"{'ours (compile=True): per step':36s}{fmt_us(per_compiled):>11s}   (its first run, compiling: "
           f"{compile_ours.wall:.1f} s)")
+    print(f"{'ours (compiled, float32 trees): per':36s}{fmt_us(per_float32):>11s}   (its first run, compiling: "
+          f"{compile_float32.wall:.1f} s); acceptance {statistics.mean(a for *_, a in ours_float32):.3f}")
     print(f"{'NumPyro: per leapfrog step in NUTS':36s}{fmt_us(per_theirs):>11s}   leapfrog steps a NUTS step "
           + ", ".join(f"{n / n_numpyro:.0f}" for _, n, _ in theirs))
     print(f"{'RATIO ours (compile=True) / NumPyro':36s}{per_compiled / per_theirs:>10.2f}x   target <= {TARGET_RATIO}: "
           f"{'MET' if per_compiled <= TARGET_RATIO * per_theirs else 'NOT MET'}")
+    print(f"{'RATIO ours (float32 trees) / NumPyro':36s}{per_float32 / per_theirs:>10.2f}x   target <= "
+          f"{TARGET_RATIO}: {'MET' if per_float32 <= TARGET_RATIO * per_theirs else 'NOT MET'}")
     print(f"{'RATIO ours / NumPyro (NUTS)':36s}{per_ours / per_theirs:>10.2f}x   target <= {TARGET_RATIO}: "
           f"{'MET' if per_ours <= TARGET_RATIO * per_theirs else 'NOT MET'}; acceptance ours "
           f"{statistics.mean(a for *_, a in ours):.3f}, NumPyro {statistics.mean(a for *_, a in theirs):.3f}")
@@ -369,7 +382,7 @@ def main():
     n_features = X.shape[1]
     model, log_density = our_log_density(X, y)
     _, kicked = our_log_density(X, y)
-    kicked.set_force_dtype(torch.float32)  # the estimators' default leapfrog_dtype
+    kicked.set_surrogate_dtype(torch.float32)  # the estimators' default leapfrog_dtype
     K = model.n_params
     print(f"data: concrete split 0 train, N={X.shape[0]}, D={n_features}; MLP {n_features}-{HIDDEN}-1 "
           f"ReLU, K={K}; prior N(0,1); noise std {NOISE_STD}; float64")
@@ -524,7 +537,7 @@ def main():
           f"{sum(r[2] for r in numpyro_runs)}), ours compiled "
           f"{statistics.mean(r[1] for r in compiled_runs):.3f}")
     if args.nuts_depth:
-        nuts_comparison(log_density, start, potential_fn, init_sites, eps, args.nuts_depth, args.seconds,
+        nuts_comparison(log_density, kicked, start, potential_fn, init_sites, eps, args.nuts_depth, args.seconds,
                         args.repeats, bare_ours, bare_jax_graph)
     print(f"load average at end: {os.getloadavg()}")
 

@@ -281,13 +281,13 @@ def protein_projection(data_dir, n_particles=200):
         Y = torch.randn(len(X), 1, generator=generator, dtype=torch.float64)
         rows = 0.3 * torch.randn(n_particles, model.n_params + 1, generator=generator, dtype=torch.float64)
         likelihood = GaussianStateLikelihood(model, X, Y)
-        likelihood.set_force_dtype(torch.float32)  # the moves' kicks at the default leapfrog_dtype
+        likelihood.set_surrogate_dtype(torch.float32)  # the moves' kicks at the default leapfrog_dtype
         likelihoods[name] = (likelihood, rows)
 
     def one_round():
         """Each table's exact gradient and its kicks' float32 one, in seconds."""
         return [[median_seconds(lambda: likelihood.value_and_grad(rows), repeats=1),
-                 median_seconds(lambda: likelihood.force(rows), repeats=1)]
+                 median_seconds(lambda: likelihood.surrogate.value_and_grad(rows), repeats=1)]
                 for likelihood, rows in likelihoods.values()]
 
     seconds_each = np.median([one_round() for _ in range(5)], axis=0)

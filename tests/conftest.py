@@ -74,11 +74,11 @@ def no_compiler(request, monkeypatch):
 
 @pytest.fixture
 def float32_kicks(monkeypatch):
-    """The row counts of the float32 gradients HMC's leapfrog steps kicked with (a state
-    likelihood's ``force`` after ``set_force_dtype(torch.float32)``), call by call."""
-    from sklearn_quinn._core.likelihoods import RowBlockLikelihood
+    """The row counts of the float32 gradients a sampler's leapfrog steps took (a state
+    likelihood's ``surrogate`` after ``set_surrogate_dtype(torch.float32)``), call by call."""
+    from sklearn_quinn._core.likelihoods import CastLikelihood
 
-    rows, cheaper = [], RowBlockLikelihood._cheaper_gradient
-    monkeypatch.setattr(RowBlockLikelihood, "_cheaper_gradient",
+    rows, cheaper = [], CastLikelihood.value_and_grad
+    monkeypatch.setattr(CastLikelihood, "value_and_grad",
                         lambda self, moved: rows.append(len(moved)) or cheaper(self, moved))
     return rows

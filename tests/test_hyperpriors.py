@@ -86,7 +86,7 @@ def test_hierarchical_prior_density_is_the_product_of_its_parts():
     torch.testing.assert_close(prior.value_and_grad(rows)[1], gradient)
     torch.testing.assert_close(prior(rows), prior.value_and_grad(rows)[0], rtol=0, atol=0)
     # Held at the rows' hyperparameters: the same density and gradient in the weights, for all the
-    # rows or the leading ones, whatever weights they carry; zero gradient (and force) in the held columns.
+    # rows or the leading ones, whatever weights they carry; zero gradient in the held columns.
     held = prior.given_hyperparameters()
     held.hold(rows)
     moved = torch.cat([rows[:, : model.n_params].flip(0), rows[:, model.n_params :]], dim=1)
@@ -97,24 +97,24 @@ def test_hierarchical_prior_density_is_the_product_of_its_parts():
         torch.testing.assert_close(value, expected_value, rtol=1e-12, atol=1e-12)
         torch.testing.assert_close(gradient[:, : model.n_params], expected_gradient[:, : model.n_params])
         assert not gradient[:, model.n_params :].any()
-        # The kicks' force is the prior's own weight gradient to the bit (HMC's draws rest on it).
-        torch.testing.assert_close(held.force(these)[:, : model.n_params], prior.weight_gradient(joint), rtol=0, atol=0)
+        # The kicks' force is the prior's own weight gradient, to the bit (HMC's draws rest on it).
+        torch.testing.assert_close(gradient[:, : model.n_params], prior.weight_gradient(joint), rtol=0, atol=0)
     # Selected rows (a leapfrog's rows still going once others stopped), all of them or the leading ones.
     index = torch.tensor([2, 0])
     selected = held.select(index)
     for these in (moved[index], moved[index][:1]):
         joint = torch.cat([these[:, : model.n_params], rows[index][: len(these), model.n_params :]], dim=1)
         torch.testing.assert_close(selected(these), prior(joint), rtol=1e-12, atol=1e-12)
-        torch.testing.assert_close(selected.force(these)[:, : model.n_params], prior.weight_gradient(joint), rtol=0,
-                                   atol=0)
+        torch.testing.assert_close(selected.value_and_grad(these)[1][:, : model.n_params],
+                                   prior.weight_gradient(joint), rtol=0, atol=0)
 
 
 def test_a_conditional_density_selects_its_held_rows():
     """``ConditionalDensity.select``: the density of the moved columns over some of its held rows,
     as a leapfrog's steps take it once some rows' trajectories stopped, is the whole density's at
-    those rows (its value, gradient and float32 force), the held prior's terms selected with them."""
+    those rows (its value, gradient and float32 surrogate), the held prior's terms selected with them."""
     model, _, log_posterior, _ = _problem("regression")
-    log_posterior.set_force_dtype(torch.float32)
+    log_posterior.set_surrogate_dtype(torch.float32)
     rows = log_posterior.log_prior.sample(4, torch.Generator().manual_seed(3))
     conditional = ConditionalDensity(log_posterior, model.n_params)
     conditional.condition_on(rows)
@@ -122,14 +122,17 @@ def test_a_conditional_density_selects_its_held_rows():
     index = torch.tensor([3, 1])
     selected = conditional.select(index)
     value, gradient = conditional.value_and_grad(moved)
-    force = conditional.force(moved)
+    surrogate_value, force = conditional.surrogate.value_and_grad(moved)
     for n in (2, 1):  # the selection, or its leading rows
         these = moved[index][:n]
         selected_value, selected_gradient = selected.value_and_grad(these)
         torch.testing.assert_close(selected_value, value[index][:n], rtol=1e-12, atol=1e-12)
         torch.testing.assert_close(selected_gradient, gradient[index][:n], rtol=1e-12, atol=1e-12)
         torch.testing.assert_close(selected(these), conditional(moved)[index][:n], rtol=1e-12, atol=1e-12)
-        torch.testing.assert_close(selected.force(these), force[index][:n], rtol=1e-6, atol=1e-6)
+        these_value, these_force = selected.surrogate.value_and_grad(these)
+        torch.testing.assert_close(these_value, surrogate_value[index][:n], rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(these_force, force[index][:n], rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(selected.surrogate(these), these_value, rtol=1e-6, atol=1e-6)
 
 
 
@@ -142,13 +145,14 @@ def test_the_compile_pilots_counter_keeps_the_held_hyperparameters():
     ``MCMCRegressor``'s sampling time on diabetes); to the bit the same forces, every one counted.
     A density without ``select`` gives a counter without one."""
     model, _, log_posterior, _ = _problem("regression")
-    log_posterior.set_force_dtype(torch.float32)  # the default kicks'
+    log_posterior.set_surrogate_dtype(torch.float32)  # the default kicks'
     rows = log_posterior.log_prior.sample(4, torch.Generator().manual_seed(3))
     moved = rows[:, : model.n_params] + 0.1 * torch.randn(4, model.n_params, **DOUBLE)
     index = torch.tensor([3, 1])
     direct = ConditionalDensity(log_posterior, model.n_params)
     direct.condition_on(rows)
-    expected = direct.force(moved), direct.select(index).force(moved[index])
+    expected = (direct.surrogate.value_and_grad(moved)[1],
+                direct.select(index).surrogate.value_and_grad(moved[index])[1])
     counted = GradientCount(log_posterior)
     conditional = ConditionalDensity(counted, model.n_params)
     conditional.condition_on(rows)
@@ -157,8 +161,9 @@ def test_the_compile_pilots_counter_keeps_the_held_hyperparameters():
         raise AssertionError("a kick took the whole prior's value and gradient")
 
     log_posterior.log_prior.value_and_grad = whole_prior
-    torch.testing.assert_close(conditional.force(moved), expected[0], rtol=0, atol=0)
-    torch.testing.assert_close(conditional.select(index).force(moved[index]), expected[1], rtol=0, atol=0)
+    torch.testing.assert_close(conditional.surrogate.value_and_grad(moved)[1], expected[0], rtol=0, atol=0)
+    torch.testing.assert_close(conditional.select(index).surrogate.value_and_grad(moved[index])[1], expected[1],
+                               rtol=0, atol=0)
     conditional.value_and_grad(moved)
     assert counted.n_calls == 3
     likelihood_alone = LeadingColumns(log_posterior.log_likelihood, model.n_params)

@@ -306,11 +306,13 @@ def test_compiled_trajectories_sample_as_eager_ones(wave_data, prior_std, n_draw
 
 
 @pytest.mark.parametrize("sampler, leapfrog_dtype, kicked", [("hmc", "float32", True), ("hmc", "float64", False),
-                                                          ("nuts", "float32", False)])
-def test_hmc_kicks_with_the_gradient_in_leapfrog_dtype(wave_data, float32_kicks, sampler, leapfrog_dtype, kicked):
-    """HMC's leapfrog steps take the float32 copy's gradient by default and the exact one
-    with 'float64'; NUTS, whose trees weigh the energy of every point, the exact one
-    either way. The draws come back in float64."""
+                                                          ("nuts", "float32", True), ("nuts", "float64", False),
+                                                          ("mala", "float32", False)])
+def test_leapfrog_steps_take_the_likelihood_in_leapfrog_dtype(wave_data, float32_kicks, sampler, leapfrog_dtype,
+                                                              kicked):
+    """HMC's and NUTS's leapfrog steps take the float32 copy of the likelihood by default and
+    the exact one with 'float64'; MALA the exact one either way. The draws come back in
+    float64."""
     X, y = wave_data
     reg = small(sampler=sampler, leapfrog_dtype=leapfrog_dtype, n_samples=5, n_burnin=5).fit(X, y)
     assert bool(float32_kicks) == kicked

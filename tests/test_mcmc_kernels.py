@@ -93,6 +93,38 @@ def test_correlated_gaussian_moments(sampler):
     assert int(result.divergent.sum()) == 0
 
 
+class WithSurrogate(HandDifferentiated):
+    """A density carrying a ``surrogate``: a cheaper one the kernels may build on."""
+
+    def __init__(self, exact, surrogate):
+        super().__init__(exact.value, exact.gradient)
+        self.surrogate = surrogate
+
+
+# A surrogate far from the target: the mean shifted by (0.5, -0.5) and every variance 1.5 times the target's.
+SHIFT = torch.tensor([0.5, -0.5], dtype=torch.float64)
+WIDER = PRECISION / 1.5
+wrong_surrogate = HandDifferentiated(lambda x: -0.5 * (((x - SHIFT) @ WIDER) * (x - SHIFT)).sum(-1),
+                                     lambda x: -(x - SHIFT) @ WIDER)
+
+
+@pytest.mark.slow
+def test_nuts_on_a_surrogate_samples_the_exact_density():
+    """NUTS building its trees on a surrogate whose mean is half a std off and whose stds are
+    22% too wide, each step then tested against the exact density (the surrogate
+    transition): the correlated Gaussian's moments as in
+    :func:`test_correlated_gaussian_moments`, where the surrogate's own would fail every check
+    but the correlation."""
+    draws, result = _run(WithSurrogate(gaussian_log_density, wrong_surrogate), "nuts")
+    flat = draws.reshape(-1, 2)
+    ess = effective_sample_size(draws)
+    std = np.sqrt(np.diag(COVARIANCE.numpy()))
+    assert (np.abs(flat.mean(0)) < 4 * std / np.sqrt(ess)).all()
+    np.testing.assert_allclose(flat.std(0), std, rtol=0.10)
+    assert abs(np.corrcoef(flat.T)[0, 1] - 0.9) < 0.05
+    assert int(result.divergent.sum()) == 0
+
+
 def banana_tail(threshold):
     """``P(x2 > threshold)`` of the banana, by quadrature over x1."""
     return integrate.quad(lambda x1: stats.norm.pdf(x1) * stats.norm.sf((threshold - x1**2) / 0.5),

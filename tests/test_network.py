@@ -310,7 +310,7 @@ def test_row_blocks_give_the_unblocked_values_and_gradients(monkeypatch, likelih
 
 def test_row_blocks_hold_a_budget_of_bytes(monkeypatch):
     """A block of float32 rows holds twice the rows of a float64 block: the cache holds bytes.
-    The float32 kicks' gradient (``force``) goes in those blocks, and the likelihood counts them."""
+    The float32 surrogate's gradient (HMC's kicks) goes in those blocks, and the likelihood counts them."""
     from sklearn_quinn._core.likelihoods import GaussianStateLikelihood
 
     monkeypatch.setattr(network, "CPU_BLOCK_BYTES", 2 * 7 * 8 * 8)
@@ -326,8 +326,8 @@ def test_row_blocks_hold_a_budget_of_bytes(monkeypatch):
     assert blocks == [(2, torch.float64), (2, torch.float64), (1, torch.float64)]
     assert density.n_gradient_blocks == 3
     blocks.clear()
-    density.set_force_dtype(torch.float32)
-    density.force(rows)
+    density.set_surrogate_dtype(torch.float32)
+    density.surrogate.value_and_grad(rows)
     assert blocks == [(4, torch.float32), (1, torch.float32)]
     assert (density.n_gradient_rows, density.n_gradient_blocks) == (10, 5)
 

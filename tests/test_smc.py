@@ -267,54 +267,61 @@ def test_divergence_reads_the_same_both_ways_and_a_fall_is_none(lengths):
 
 @pytest.mark.parametrize("lengths", [6, torch.tensor([6, 3, 1])], ids=["one length", "per-row lengths"])
 def test_leapfrog_kicked_by_a_float32_force_is_reversible_and_ends_at_the_exact_value(linear_data, lengths):
-    """A density with a ``force`` (here the float32 gradient of a linear model's log
-    posterior): the kicks take it, so the end points differ from the exact gradient's
-    by its rounding alone; the values there are the density's own; and the steps are
-    reversible, the momentum flipped at the end taking every row back to its start
+    """A density with a ``surrogate`` (here its likelihood in float32, of a linear model's log
+    posterior): the kicks take the surrogate's gradient, so the end points differ from the
+    exact gradient's by its rounding alone; the values there are the density's own; and the
+    steps are reversible, the momentum flipped at the end taking every row back to its start
     within float64 rounding, which is what keeps the accept step exact."""
     X, y = linear_data
     model = FunctionalModel(build_mlp(2, 1, ()).double())
     likelihood = GaussianStateLikelihood(model, torch.tensor(X), torch.tensor(y[:, None]),
                                          torch.tensor([0.4], **DOUBLE))
-    likelihood.set_force_dtype(torch.float32)
+    likelihood.set_surrogate_dtype(torch.float32)
     density = LogPosterior(likelihood, StatePrior(GaussianPrior(1.0), model.n_params))
+
+    def force(rows):
+        return density.surrogate.value_and_grad(rows)[1]
+
     generator = torch.Generator().manual_seed(0)
     position = 0.5 * torch.randn(3, model.n_params, generator=generator, **DOUBLE)
     momentum = torch.randn(3, model.n_params, generator=generator, **DOUBLE)
     epsilon, inverse_mass = torch.full((3, 1), 0.02, **DOUBLE), torch.ones(3, model.n_params, **DOUBLE)
-    start_force = density.force(position)
-    end, end_momentum, value, force, _ = leapfrog(density, position, momentum, start_force, epsilon, inverse_mass,
-                                                  lengths)
+    end, end_momentum, value, end_force, _ = leapfrog(density, position, momentum, force(position), epsilon,
+                                                      inverse_mass, lengths)
     torch.testing.assert_close(value, density(end), rtol=0, atol=0)
-    torch.testing.assert_close(force, density.force(end), rtol=0, atol=0)
+    torch.testing.assert_close(end_force, force(end), rtol=0, atol=0)
     exact_end = leapfrog(lambda rows: density(rows), position, momentum, density.value_and_grad(position)[1], epsilon,
                          inverse_mass, lengths)[0]
     assert not torch.equal(end, exact_end)
     torch.testing.assert_close(end, exact_end, rtol=1e-5, atol=1e-6)
-    back, _, back_value, _, _ = leapfrog(density, end, -end_momentum, force, epsilon, inverse_mass, lengths)
+    back, _, back_value, _, _ = leapfrog(density, end, -end_momentum, end_force, epsilon, inverse_mass, lengths)
     torch.testing.assert_close(back, position, rtol=0, atol=1e-12)
     torch.testing.assert_close(back_value, density(position), rtol=1e-12, atol=1e-10)
 
 
-def test_a_likelihood_force_is_its_gradient_in_the_dtype_set(linear_data):
-    """``set_force_dtype``: the force is the gradient evaluated by a float32 copy of the data
-    and network (within float32 rounding of the float64 one, in float64), counted as a
-    gradient; the data's own dtype, or none set, leaves no force."""
+def test_a_likelihood_surrogate_is_the_likelihood_in_the_dtype_set(linear_data):
+    """``set_surrogate_dtype``: the surrogate is the likelihood evaluated by a float32 copy of
+    the data and network (value and gradient within float32 rounding of the float64 ones, in
+    float64), its gradients counted as the likelihood's; the data's own dtype, or none set,
+    leaves no surrogate."""
     X, y = linear_data
     model = FunctionalModel(build_mlp(2, 1, (4,)).double())
     likelihood = GaussianStateLikelihood(model, torch.tensor(X), torch.tensor(y[:, None]),
                                          torch.tensor([0.4], **DOUBLE))
-    assert likelihood.force is None
+    assert likelihood.surrogate is None
     rows = torch.randn(5, model.n_params, generator=torch.Generator().manual_seed(0), **DOUBLE)
-    _, gradient = likelihood.value_and_grad(rows)
-    likelihood.set_force_dtype(torch.float32)
-    force = likelihood.force(rows)
-    assert force.dtype == torch.float64 and likelihood.n_gradient_rows == 5 + 5
-    assert not torch.equal(force, gradient)
-    torch.testing.assert_close(force, gradient, rtol=1e-5, atol=1e-5 * float(gradient.abs().max()))
+    value, gradient = likelihood.value_and_grad(rows)
+    likelihood.set_surrogate_dtype(torch.float32)
+    surrogate_value, surrogate_gradient = likelihood.surrogate.value_and_grad(rows)
+    assert surrogate_gradient.dtype == surrogate_value.dtype == torch.float64
+    assert likelihood.n_gradient_rows == 5 + 5
+    assert not torch.equal(surrogate_gradient, gradient)
+    torch.testing.assert_close(surrogate_gradient, gradient, rtol=1e-5, atol=1e-5 * float(gradient.abs().max()))
+    torch.testing.assert_close(surrogate_value, value, rtol=1e-5, atol=0)
+    torch.testing.assert_close(likelihood.surrogate(rows), surrogate_value, rtol=0, atol=0)
     assert model.module[0].weight.dtype == torch.float64  # the copy's network is its own
-    likelihood.set_force_dtype(torch.float64)
-    assert likelihood.force is None
+    likelihood.set_surrogate_dtype(torch.float64)
+    assert likelihood.surrogate is None
 
 
 def test_leapfrog_refuses_unsorted_per_row_lengths():
@@ -428,7 +435,7 @@ def _linear_smc(X, y, noise_std, prior_std, seed, n_particles=1000, force_dtype=
     log_likelihood = GaussianStateLikelihood(
         model, torch.tensor(X), torch.tensor(y[:, None]), torch.tensor([noise_std], **DOUBLE)
     )
-    log_likelihood.set_force_dtype(force_dtype)
+    log_likelihood.set_surrogate_dtype(force_dtype)
     prior = StatePrior(GaussianPrior(prior_std), model.n_params)
     generator = torch.Generator().manual_seed(seed)
     return run_smc(log_likelihood, prior, prior.sample(n_particles, generator), target_ess=0.8, n_mcmc_steps=5,
@@ -476,7 +483,7 @@ def test_engine_evidence_with_the_hyperparameters_integrated_out(linear_data, se
     likelihood = GaussianLikelihood(torch.ones(1, **DOUBLE), learn_noise=True)
     log_posterior, gibbs = hierarchical_log_posterior(model, ParameterGroups.of(model).tied(), torch.tensor(X),
                                                       torch.tensor(y[:, None]), likelihood, GammaHyperprior(0.5, 0.01))
-    log_posterior.log_likelihood.density.set_force_dtype(force_dtype)
+    log_posterior.log_likelihood.density.set_surrogate_dtype(force_dtype)
     generator = torch.Generator().manual_seed(seed)
     particles = log_posterior.log_prior.sample(1000, generator)
     result = run_smc(log_posterior.log_likelihood, log_posterior.log_prior, particles, target_ess=0.8,

@@ -355,16 +355,12 @@ class HeldHyperparameters:
         return self.value_and_grad(rows)[0]
 
     def value_and_grad(self, rows):
+        """The value and the gradient: in the weights, ``-delta_k theta_k``; zero in the held
+        columns, which the kernels never move (the Gibbs draws do)."""
         theta = rows[:, : self.prior.n_params]
         precision = self.precision[: len(rows)]
         value = -0.5 * (precision * theta.square()).sum(-1) + self.terms[: len(rows)]
-        return value, self.force(rows)
-
-    def force(self, rows):
-        """The gradient (and so HMC's kicks): in the weights, ``-delta_k theta_k``; zero in the
-        held columns, which the kernels never move (the Gibbs draws do)."""
-        theta = rows[:, : self.prior.n_params]
-        return torch.nn.functional.pad(-self.precision[: len(rows)] * theta, (0, self.prior.n_hyperparameters))
+        return value, torch.nn.functional.pad(-precision * theta, (0, self.prior.n_hyperparameters))
 
 
 class Statistics(NamedTuple):

@@ -607,15 +607,16 @@ class RowBlockLikelihood:
     that a sampler can weigh compiling it against its cost, and :meth:`compile_gradient`
     runs the block gradient through ``torch.compile`` from then on.
 
-    :meth:`set_force_dtype` gives it a :attr:`force`: the gradient evaluated by a copy
-    of the likelihood (its data, noise and network) in a cheaper dtype, for the kicks
-    of HMC's leapfrog steps (:func:`~sklearn_quinn.mcmc._kernels.leapfrog`), whose
-    accept step still takes the log likelihood in the rows' own dtype.
+    :meth:`set_surrogate_dtype` gives it a :attr:`surrogate`: the likelihood evaluated by
+    a copy of it (its data, noise and network) in a cheaper dtype, for the kicks of HMC's
+    leapfrog steps (:func:`~sklearn_quinn.mcmc._kernels.leapfrog`) and the trees of NUTS
+    (:func:`~sklearn_quinn.mcmc.nuts`), whose accept steps still take the log likelihood in
+    the rows' own dtype.
     """
 
     n_gradient_rows = n_gradient_blocks = 0
     _compiled_gradient = None
-    _force_likelihood = None  # the copy in the force's dtype, where it differs from the data's
+    _cheaper = None  # the copy in the surrogate's dtype, where it differs from the data's
 
     def __call__(self, rows):
         return self.model.by_row_blocks(self._log_likelihood, rows, len(self.X))
@@ -634,7 +635,11 @@ class RowBlockLikelihood:
         return self.model.by_row_blocks(lambda block: self._fisher_draws(block, generator), rows, len(self.X))
 
     def _count_gradient(self, rows):
-        """Count the gradients of ``rows`` and the blocks they go in."""
+        """Count the gradients of ``rows`` and the blocks they go in, where they run eagerly: the
+        counts serve the decision to compile, and inside a compiled kernel a count (a Python int
+        it would guard on) would compile the kernel again at its first change."""
+        if torch.compiler.is_compiling():
+            return
         self.n_gradient_rows += len(rows)
         self.n_gradient_blocks += -(-len(rows) // self.model.row_block_size(len(self.X), rows.dtype))
 
@@ -642,21 +647,16 @@ class RowBlockLikelihood:
         block_gradient = self._value_and_grad if self._compiled_gradient is None else self._compiled_gradient
         return self.model.by_row_blocks(block_gradient, rows, len(self.X))
 
-    def set_force_dtype(self, dtype):
-        """Evaluate :attr:`force` in ``dtype`` from now on (None where ``dtype`` is the data's own)."""
-        self._force_likelihood = None if dtype == self.X.dtype else self._cast(dtype)
+    def set_surrogate_dtype(self, dtype):
+        """Evaluate :attr:`surrogate` in ``dtype`` from now on (None where ``dtype`` is the data's own)."""
+        self._cheaper = None if dtype == self.X.dtype else self._cast(dtype)
 
     @property
-    def force(self):
-        """The gradient ``(S, P)`` of rows ``(S, P)`` evaluated in the dtype of
-        :meth:`set_force_dtype` and returned in the rows', or None where none was set."""
-        return None if self._force_likelihood is None else self._cheaper_gradient
-
-    def _cheaper_gradient(self, rows):
-        cheaper = self._force_likelihood
-        cast = rows.to(cheaper.X.dtype)
-        self._count_gradient(cast)  # what compile='auto' weighs is the gradients the sampler takes
-        return cheaper._block_gradients(cast)[1].to(rows.dtype)
+    def surrogate(self):
+        """This log likelihood over rows ``(S, P)`` evaluated in the dtype of
+        :meth:`set_surrogate_dtype` and returned in the rows' (a :class:`CastLikelihood`), or
+        None where none was set."""
+        return None if self._cheaper is None else CastLikelihood(self._cheaper, counter=self)
 
     def _cast(self, dtype):
         """A copy of the likelihood with its data, noise and network in ``dtype``."""
@@ -666,22 +666,22 @@ class RowBlockLikelihood:
         for name, value in vars(self).items():
             if torch.is_tensor(value) and value.is_floating_point():
                 setattr(cast, name, value.to(dtype))
-        cast._compiled_gradient = cast._force_likelihood = None
+        cast._compiled_gradient = cast._cheaper = None
         return cast
 
     @property
     def gradient_compiled(self):
-        """Whether the gradient the kicks take (the :attr:`force`'s, where there is one) is compiled."""
+        """Whether the gradient the kicks take (the :attr:`surrogate`'s, where there is one) is compiled."""
         return self._kicks_likelihood._compiled_gradient is not None
 
     @property
     def _kicks_likelihood(self):
-        return self if self._force_likelihood is None else self._force_likelihood
+        return self if self._cheaper is None else self._cheaper
 
     def compile_gradient(self):
         """Evaluate the gradient's blocks through ``torch.compile`` from now on: one graph
         for any number of rows (eager, with a warning, where it cannot compile). Where there
-        is a :attr:`force`, its gradient is the one compiled: the kicks take it."""
+        is a :attr:`surrogate`, its gradient is the one compiled: the kicks take it."""
         likelihood = self._kicks_likelihood
         compiled = compiled_or_eager(likelihood._value_and_grad, dynamic=True)
 
@@ -695,6 +695,25 @@ class RowBlockLikelihood:
             return value[:1], gradient[:1]
 
         likelihood._compiled_gradient = block_gradient
+
+
+class CastLikelihood:
+    """A :class:`RowBlockLikelihood` evaluated by its copy in another dtype (``cheaper``), over
+    rows in their own dtype and returning its values and gradients in it; its gradients are
+    counted by the likelihood ``counter`` (what ``compile='auto'`` weighs is the gradients a
+    sampler takes)."""
+
+    def __init__(self, cheaper, counter):
+        self.cheaper, self.counter = cheaper, counter
+
+    def __call__(self, rows):
+        return self.cheaper(rows.to(self.cheaper.X.dtype)).to(rows.dtype)
+
+    def value_and_grad(self, rows):
+        cast = rows.to(self.cheaper.X.dtype)
+        self.counter._count_gradient(cast)
+        value, gradient = self.cheaper._block_gradients(cast)
+        return value.to(rows.dtype), gradient.to(rows.dtype)
 
 
 class GaussianStateLikelihood(RowBlockLikelihood):

@@ -52,30 +52,17 @@ class LogPosterior:
         """Hold the hyperparameter columns of ``rows`` (a posterior from :meth:`given_hyperparameters`)."""
         self.log_prior.hold(rows)
 
-    def set_force_dtype(self, dtype):
-        """The likelihood's :meth:`~sklearn_quinn._core.likelihoods.RowBlockLikelihood.set_force_dtype`."""
-        self.log_likelihood.set_force_dtype(dtype)
+    def set_surrogate_dtype(self, dtype):
+        """The likelihood's :meth:`~sklearn_quinn._core.likelihoods.RowBlockLikelihood.set_surrogate_dtype`."""
+        self.log_likelihood.set_surrogate_dtype(dtype)
 
     @property
-    def force(self):
-        """The gradient HMC's kicks take where the likelihood has a cheaper one (its ``force``:
-        :meth:`~sklearn_quinn._core.likelihoods.RowBlockLikelihood.set_force_dtype`), the prior's
-        exact (its own ``force`` where it has one: :meth:`HeldHyperparameters.force`); else None."""
-        likelihood_force = getattr(self.log_likelihood, "force", None)
-        if likelihood_force is None:
-            return None
-        # An ``is None`` test, not ``or``: torch.compile (2.11) cannot take the truth of a bound
-        # method and breaks the graph of every leapfrog step there.
-        prior_force = getattr(self.log_prior, "force", None)
-        if prior_force is None:
-
-            def prior_force(rows):
-                return self.log_prior.value_and_grad(rows)[1]
-
-        def force(rows):
-            return prior_force(rows) + self.temperature * likelihood_force(rows)
-
-        return force
+    def surrogate(self):
+        """This posterior with the likelihood's ``surrogate`` (a cheaper approximation of it:
+        :meth:`~sklearn_quinn._core.likelihoods.RowBlockLikelihood.set_surrogate_dtype`) and the
+        prior itself, or None where the likelihood has none."""
+        likelihood = getattr(self.log_likelihood, "surrogate", None)
+        return None if likelihood is None else LogPosterior(likelihood, self.log_prior, self.temperature)
 
 
 def state_prior(weight_prior, model, likelihood):
@@ -117,21 +104,19 @@ class LeadingColumns:
         value, gradient = self.density.value_and_grad(rows[:, : self.n_columns])
         return value, self._padded(gradient, rows)
 
-    def set_force_dtype(self, dtype):
-        """The density's ``set_force_dtype``."""
-        self.density.set_force_dtype(dtype)
+    def set_surrogate_dtype(self, dtype):
+        """The density's ``set_surrogate_dtype``."""
+        self.density.set_surrogate_dtype(dtype)
 
     def fisher_draws(self, rows, generator=None):
         """The density's ``fisher_draws`` over whole rows (zero in the further columns)."""
         return self._padded(self.density.fisher_draws(rows[:, : self.n_columns], generator), rows)
 
     @property
-    def force(self):
-        """The density's ``force`` over whole rows, or None where it has none."""
-        density_force = getattr(self.density, "force", None)
-        if density_force is None:
-            return None
-        return lambda rows: self._padded(density_force(rows[:, : self.n_columns]), rows)
+    def surrogate(self):
+        """The density's ``surrogate`` over whole rows, or None where it has none."""
+        surrogate = getattr(self.density, "surrogate", None)
+        return None if surrogate is None else LeadingColumns(surrogate, self.n_columns)
 
     def _padded(self, gradient, rows):
         return torch.nn.functional.pad(gradient, (0, rows.shape[1] - self.n_columns))

@@ -55,7 +55,7 @@ class ConditionalDensity:
     kernel's cached value is the joint log density at the current row. Where
     the density can hold its hyperparameters itself (a log posterior under
     :class:`~sklearn_quinn._core.hyperpriors.HierarchicalPrior`), its
-    gradients and forces are evaluated so, the terms of the held columns
+    gradients and surrogates are evaluated so, the terms of the held columns
     computed once per :meth:`condition_on` rather than at every step of a
     trajectory; its value stays the joint density's own, to the last bit, so
     that HMC's accept steps (on values alone) are those of the joint density.
@@ -99,15 +99,30 @@ class ConditionalDensity:
         return value, self._moved_columns(gradient)
 
     @property
-    def force(self):
-        """The joint density's ``force`` in the moved columns, or None where it has none."""
-        joint_force = getattr(self.differentiated, "force", None)
-        if joint_force is None:
-            return None
-        return lambda moved: self._moved_columns(joint_force(self._rows(moved)))
+    def surrogate(self):
+        """The joint density's ``surrogate`` (a cheaper approximation of it) as a density of the
+        moved columns given those held at each call, or None where it has none."""
+        joint = getattr(self.differentiated, "surrogate", None)
+        return None if joint is None else _HeldSurrogate(self, joint)
 
     def _moved_columns(self, gradient):
         return gradient[:, : self.n_moved].contiguous()  # a compiled kernel specialises on strides
+
+
+class _HeldSurrogate:
+    """A :class:`ConditionalDensity`'s surrogate: the joint density's ``surrogate`` of the moved
+    columns, given the columns the conditional holds when it is called (a kernel built before
+    the first :meth:`~ConditionalDensity.condition_on` reads them as they come)."""
+
+    def __init__(self, conditional, joint):
+        self.conditional, self.joint = conditional, joint
+
+    def __call__(self, moved):
+        return self.joint(self.conditional._rows(moved))
+
+    def value_and_grad(self, moved):
+        value, gradient = value_and_grad(self.joint, self.conditional._rows(moved))
+        return value, self.conditional._moved_columns(gradient)
 
 
 def gibbs_step(kernel_step, conditional, gibbs, temperature=1.0):

@@ -18,9 +18,10 @@ rows, the chains still moving; a density that holds something per row, as
 may offer ``select(index)``, itself over those rows, and then the rows whose
 trajectories diverged leave the block); it may carry a ``value_and_grad`` attribute
 ``(C, K) -> ((C,), (C, K))`` that the gradient-based kernels then call
-instead of autograd. A density may also carry a ``force`` (a callable ``(C, K) ->
-(C, K)``, or None): a cheaper approximation of its gradient that HMC's kicks then
-take (:func:`leapfrog`), its accept step still the density's own value.
+instead of autograd. A density may also carry a ``surrogate`` (a density of the
+same rows, or None): a cheaper approximation of it, whose gradient HMC's kicks then
+take (:func:`leapfrog`) and on which NUTS builds its trees (:func:`~sklearn_quinn.mcmc.nuts`),
+their accept steps still the density's own value.
 """
 
 import math
@@ -49,13 +50,13 @@ def value_and_grad(log_density, position):
 
 
 def value_and_force(log_density, position):
-    """Log density ``(C,)`` and the force ``(C, K)`` that HMC's kicks take: the
-    density's ``force`` where it has one (see :func:`leapfrog`), else its gradient."""
-    force = getattr(log_density, "force", None)
-    if force is None:
+    """Log density ``(C,)`` and the force ``(C, K)`` that HMC's kicks take: the gradient of the
+    density's ``surrogate`` where it has one (see :func:`leapfrog`), else its own."""
+    surrogate = getattr(log_density, "surrogate", None)
+    if surrogate is None:
         return value_and_grad(log_density, position)
     with torch.no_grad():
-        return log_density(position), force(position)
+        return log_density(position), value_and_grad(surrogate, position)[1]
 
 
 #: An energy error beyond this many nats is a divergence (Stan's and NumPyro's threshold for NUTS, NumPyro's for HMC).
@@ -288,8 +289,8 @@ def leapfrog(log_density, position, momentum, gradient, epsilon, inverse_mass, n
     lengths rather than ``C`` times the longest (``log_density`` is called on
     those leading rows alone).
 
-    Where the density has a ``force``, the kicks take it instead of the
-    gradient (``gradient`` is then the force at the start), and the density's
+    Where the density has a ``surrogate``, the kicks take its gradient, the
+    force, instead (``gradient`` is then the force at the start), and the density's
     value is evaluated once, at the end points. Each kick is a shear, so the
     steps stay a volume-preserving, reversible map for any force that is a
     function of the position alone (the argument of Neal 2011, "MCMC using
@@ -308,7 +309,7 @@ def leapfrog(log_density, position, momentum, gradient, epsilon, inverse_mass, n
     :func:`hmc_proposal` rejects it. The estimate at each point is the kinetic
     energy plus the potential's change by the trapezoidal rule on the kicks'
     own gradients, ``-sum_j (g_j + g_{j+1}) . (x_{j+1} - x_j) / 2`` (exact on a
-    Gaussian, and needing no value of the density, which the ``force`` path
+    Gaussian, and needing no value of the density, which the surrogate's path
     does not evaluate): a fall into a region of higher density raises the
     kinetic energy but not the estimate. Run backwards from its end, a
     trajectory passes through the same points with the same estimates less
@@ -324,11 +325,11 @@ def leapfrog(log_density, position, momentum, gradient, epsilon, inverse_mass, n
     Returns
     -------
     position, momentum, log_density, gradient : tensors at the end points
-        ``gradient`` is the force where the density has one; a row that
+        ``gradient`` is the force where the density has a surrogate; a row that
         stopped is left where it stopped.
     diverged : tensor of shape (C,), bool
     """
-    force = getattr(log_density, "force", None)
+    surrogate = getattr(log_density, "surrogate", None)
     # The energy estimates: the kinetic energy plus the potential's change from the start.
     start_energy = kinetic_energy(momentum, inverse_mass)
     momentum = momentum + 0.5 * epsilon * gradient
@@ -345,14 +346,14 @@ def leapfrog(log_density, position, momentum, gradient, epsilon, inverse_mass, n
             move = epsilon * inverse_mass * momentum
             position = position + move
             previous = gradient
-            if force is None:
+            if surrogate is None:
                 value, gradient = value_and_grad(log_density, position)
             else:
-                gradient = force(position)
+                gradient = value_and_grad(surrogate, position)[1]
             potential, peak = _estimates(potential, peak, previous, gradient, move, momentum, epsilon * gradient,
                                          inverse_mass)
             momentum = momentum + kick * gradient
-    if force is not None:
+    if surrogate is not None:
         with torch.no_grad():
             value = log_density(position)
     end_energy = kinetic_energy(momentum, inverse_mass) + potential
@@ -370,7 +371,7 @@ def _estimates(potential, peak, previous, gradient, move, momentum, kick, invers
 
 def _leapfrog_per_row(log_density, position, momentum, gradient, epsilon, inverse_mass, n_steps, start_energy):
     """:func:`leapfrog` with per-row lengths sorted longest first, after the first half kick
-    (the values are left empty where the density has a ``force``), with the energy estimates'
+    (the values are left empty where the density has a ``surrogate``), with the energy estimates'
     potential changes and highest values, and the rows stopped where they diverged.
 
     The steps move the leading rows still going, as views, until a row stops; from then on
@@ -383,7 +384,7 @@ def _leapfrog_per_row(log_density, position, momentum, gradient, epsilon, invers
     potential, peak = torch.zeros_like(start_energy), start_energy.clone()
     value = torch.empty(len(position), dtype=position.dtype, device=position.device)
     stopped = torch.zeros_like(start_energy, dtype=torch.bool)
-    index, force = None, getattr(log_density, "force", None)  # index None: every row, in order
+    index, surrogate = None, getattr(log_density, "surrogate", None)  # index None: every row, in order
     steps = torch.arange(int(n_steps[0]), device=n_steps.device)
     n_moving = (n_steps.unsqueeze(0) > steps.unsqueeze(1)).sum(1).tolist()
     for step in range(len(n_moving)):
@@ -393,10 +394,10 @@ def _leapfrog_per_row(log_density, position, momentum, gradient, epsilon, invers
         rows = slice(0, k) if index is None else index[:k]
         move = epsilon[rows] * inverse_mass[rows] * momentum[rows]
         moving = position[rows] + move
-        if force is None:
+        if surrogate is None:
             value[rows], new_gradient = value_and_grad(log_density, moving)
         else:
-            new_gradient = force(moving)
+            new_gradient = value_and_grad(surrogate, moving)[1]
         position[rows] = moving
         kick = epsilon[rows] * new_gradient
         potential[rows], peak[rows] = _estimates(potential[rows], peak[rows], gradient[rows], new_gradient, move,
@@ -414,7 +415,7 @@ def _leapfrog_per_row(log_density, position, momentum, gradient, epsilon, invers
             stopped[going[~keep]] = True
             index = going[keep]
             log_density = select(index)
-            force = getattr(log_density, "force", None)
+            surrogate = getattr(log_density, "surrogate", None)
             n_moving[step + 1 :] = (n_steps[index].unsqueeze(0) > steps[step + 1 :].unsqueeze(1)).sum(1).tolist()
     return position, momentum, value, gradient, potential, peak, stopped
 

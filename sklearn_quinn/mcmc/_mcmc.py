@@ -113,8 +113,8 @@ class MCMCMixin(HyperpriorMixin, MemberTrainingMixin, InferenceDataMixin, DrawsM
                 log_density = MinibatchLogPosterior(likelihood.state_log_likelihood, self._model, X, Y,
                                                     log_density.log_prior, self._batch_size(len(X)))
                 inverse_mass = self._preconditioner(start, X, Y, likelihood, prior)
-        if self.sampler == "hmc":  # the one kernel whose kicks take a force; no copy of the data for the others
-            log_density.set_force_dtype(DTYPES[self.leapfrog_dtype])
+        if self.sampler in ("hmc", "nuts"):  # the kernels that take a surrogate; no copy of the data for the others
+            log_density.set_surrogate_dtype(DTYPES[self.leapfrog_dtype])
         rows = self._sample_chains(log_density, start, gibbs, inverse_mass, n_rows=len(X))
         n_likelihood = n_params + likelihood.n_state_columns
         self._keep_draws(rows[:, :n_params], likelihood.noise_from_state(rows[:, n_params:n_likelihood], Y.shape[1]))
@@ -492,15 +492,17 @@ callbacks, normalize_X, normalize_y, dtype, device, random_state, verbose
         compiling fails. No effect on MALA, AMCMC and the stochastic-gradient
         samplers.
     leapfrog_dtype : {'float32', 'float64'}, default='float32'
-        The dtype in which HMC's leapfrog steps evaluate the likelihood's
-        gradient, from a copy of the data and the network in it; the accept
-        step takes the log density in ``dtype``, so the chains target the
-        exact posterior either way (a leapfrog step is a reversible,
-        volume-preserving map whatever force its kicks take; a float32
-        gradient's rounding, a relative error near 1e-6, costs acceptance
-        only). 'float64' (with the default ``dtype``) takes the exact
-        gradient. No effect on the other samplers, NUTS included: its trees
-        weigh the energy of every point they visit.
+        The dtype in which HMC's and NUTS's leapfrog steps evaluate the
+        likelihood, from a copy of the data and the network in it; the accept
+        steps take the log density in ``dtype``, so the chains target the
+        exact posterior either way. HMC's kicks take the float32 gradient (a
+        leapfrog step is a reversible, volume-preserving map whatever force
+        its kicks take; a float32 gradient's rounding, a relative error near
+        1e-6, costs acceptance only). NUTS builds its trees on the float32
+        log density and tests the point they choose against the exact one
+        (:func:`~sklearn_quinn.mcmc.nuts`; the test passes but for rounding).
+        'float64' (with the default ``dtype``) takes the exact density
+        throughout. No effect on the other samplers.
     n_jobs : int, default=None
         Split the chains into this many groups run by joblib workers (each
         group batched; -1: as many as there are cores, as joblib reads it);

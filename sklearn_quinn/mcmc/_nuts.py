@@ -20,6 +20,20 @@ points where its sub-trajectories start (the iterative scheme of NumPyro's
 Every chain takes its own tree; the batch steps together, one batched
 gradient per leapfrog step, and a chain whose tree has ended waits while the
 others finish theirs (its rows are evaluated and discarded).
+
+Where the density has a ``surrogate`` (a cheaper approximation of it, such as
+the likelihood evaluated in float32), the trees are built on the surrogate,
+every point's energy included, and each step ends with a Metropolis test of
+the point they chose against the exact density: the surrogate transition of
+Liu (2001, "Monte Carlo Strategies in Scientific Computing", section 9.4.3),
+the delayed acceptance of Christen & Fox (2005, "Markov chain Monte Carlo
+using an approximation"). A NUTS step satisfies detailed balance with respect
+to the density its trees weigh, so accepting its point ``x'`` from ``x`` with
+probability ``min(1, exp(d(x') - d(x)))``, ``d = log p - log p_surrogate``,
+leaves the exact density invariant; with a float32 surrogate ``d`` moves by
+rounding, and nearly every point is accepted. The step pays one evaluation of
+the surrogate at its start and one of the exact density at its end, against
+the tree's hundreds of leapfrog steps.
 """
 
 from typing import NamedTuple
@@ -28,7 +42,15 @@ import torch
 
 from .._core.compiling import compiled_or_eager
 from .._core.rng import standard_normal, standard_uniform
-from ._kernels import DIVERGENCE_THRESHOLD, Info, hamiltonian, hmc_state, value_and_grad
+from ._kernels import (
+    DIVERGENCE_THRESHOLD,
+    Info,
+    hamiltonian,
+    hmc_state,
+    metropolis_accept,
+    value_and_force,
+    value_and_grad,
+)
 
 
 def nuts(log_density, max_tree_depth=10, compile=False):
@@ -40,10 +62,11 @@ def nuts(log_density, max_tree_depth=10, compile=False):
     max_tree_depth : int, default=10
         A trajectory has at most ``2**max_tree_depth`` leapfrog steps.
     compile : bool, default=False
-        Run each leapfrog step, with the gradient and the multinomial and
-        energy bookkeeping of its new point, through ``torch.compile`` (see
+        Run each leapfrog step, with the gradient, the multinomial and
+        energy bookkeeping of its new point and its U-turn checks within its
+        half, through ``torch.compile`` (see
         :func:`~sklearn_quinn._core.compiling.compiled_or_eager`); the tree's
-        doubling and U-turn checks stay eager.
+        doubling stays eager.
 
     Returns
     -------
@@ -52,7 +75,10 @@ def nuts(log_density, max_tree_depth=10, compile=False):
         ``Info.acceptance_probability`` is the mean over the trajectory's new
         points of ``min(1, exp(H_0 - H))``, the statistic a step size is
         tuned on (Hoffman & Gelman 2014, section 3.2.1); ``Info.n_leapfrog``
-        the leapfrog steps each chain's trajectory took.
+        the leapfrog steps each chain's trajectory took. Where the density
+        has a ``surrogate`` (see the module's docstring), the trees weigh the
+        surrogate's energies and ``Info.is_accepted`` is the chains that
+        moved and passed the exact density's test.
 
     Examples
     --------
@@ -67,17 +93,38 @@ def nuts(log_density, max_tree_depth=10, compile=False):
     (torch.Size([4, 3]), torch.Size([4]))
     """
 
+    surrogate = getattr(log_density, "surrogate", None)
+    tree_density = log_density if surrogate is None else surrogate
+
     def init(position, step_size, inverse_mass=None):
-        return hmc_state(log_density, position, step_size, inverse_mass)
+        return hmc_state(log_density, position, step_size, inverse_mass, value_and_force)
 
     def add_leaf(*args):
-        return _add_leaf(log_density, *args)
+        return _add_leaf(tree_density, *args)
 
     leaf = compiled_or_eager(add_leaf) if compile else add_leaf
+    masks = {}  # the checkpoint masks by device
+
+    def trajectory(generator, state, momentum):
+        device = state.position.device
+        if device not in masks:
+            masks[device] = _checkpoint_masks(max_tree_depth, device)
+        return _trajectory(leaf, masks[device], generator, state, momentum, max_tree_depth)
 
     def step(generator, state):
         momentum = standard_normal(generator, state.position) / state.inverse_mass.sqrt()
-        return _trajectory(leaf, generator, state, momentum, max_tree_depth)
+        if surrogate is None:
+            return trajectory(generator, state, momentum)
+        # The surrogate's value and gradient where the tree starts: the state's are the exact
+        # density's value and a gradient that Gibbs draws may have rescaled since.
+        value, gradient = value_and_grad(surrogate, state.position)
+        chosen, info = trajectory(generator, state._replace(log_density=value, gradient=gradient), momentum)
+        with torch.no_grad():
+            exact = log_density(chosen.position)
+        log_ratio = (exact - chosen.log_density) - (state.log_density - value)
+        state, test = metropolis_accept(generator, log_ratio, chosen._replace(log_density=exact), state)
+        return state, info._replace(is_accepted=info.is_accepted & test.is_accepted,
+                                    is_divergent=info.is_divergent | test.is_divergent)
 
     return init, step
 
@@ -120,11 +167,26 @@ def _is_turning(inverse_mass, momentum_start, momentum_end, momentum_sum):
     return ((inverse_mass * momentum_start * rho).sum(-1) <= 0) | ((inverse_mass * momentum_end * rho).sum(-1) <= 0)
 
 
-def _add_leaf(log_density, edge, valid, half, epsilon, uniform, inverse_mass, initial_energy):
-    """One leapfrog step of signed size ``epsilon (C, 1)`` from the edge of the
-    chains still growing their half (``valid``), and the half's sums with the new point.
+class _Checkpoints(NamedTuple):
+    """The momenta, and the half's running momentum sums, saved where sub-trajectories of a half
+    start, one slot per level of the tree: each slot is written by an even leaf before an odd
+    leaf of the same half reads it."""
 
-    Returns the new edge, ``valid`` without the chains that diverged, and the :class:`_Half`.
+    momentum: torch.Tensor  # (max_tree_depth, C, K)
+    momentum_sum: torch.Tensor  # (max_tree_depth, C, K)
+
+
+def _add_leaf(log_density, edge, valid, half, checkpoints, epsilon, uniform, inverse_mass, initial_energy, save,
+              check):
+    """One leapfrog step of signed size ``epsilon (C, 1)`` from the edge of the
+    chains still growing their half (``valid``), the half's sums with the new
+    point, and its U-turn checks: the new point is saved in the checkpoint
+    slots ``save`` and checked against those of ``check`` (both
+    ``(max_tree_depth,)`` masks: :func:`_checkpoint_masks`). Masks rather than
+    slot numbers, so that every leaf of every half is one compiled graph.
+
+    Returns the new edge, ``valid`` without the chains that diverged or turned,
+    the :class:`_Half` and the :class:`_Checkpoints`.
     """
     momentum = edge.momentum + 0.5 * epsilon * edge.gradient
     position = edge.position + epsilon * inverse_mass * momentum
@@ -136,7 +198,7 @@ def _add_leaf(log_density, edge, valid, half, epsilon, uniform, inverse_mass, in
     log_weight = torch.where(valid, -energy_error, -torch.inf)
     new_log_weight = torch.logaddexp(half.log_weight, log_weight)
     pick = valid & (uniform < torch.exp(log_weight - new_log_weight))
-    return edge, valid, _Half(
+    half = _Half(
         _take(pick, edge, half.candidate),
         torch.where(valid, new_log_weight, half.log_weight),
         half.momentum_sum + torch.where(valid.unsqueeze(-1), edge.momentum, 0.0),
@@ -144,6 +206,13 @@ def _add_leaf(log_density, edge, valid, half, epsilon, uniform, inverse_mass, in
         half.n_new + (valid | diverged).to(half.n_new.dtype),  # a divergent point counts, at zero acceptance
         half.divergent | diverged,
     )
+    slots = save[:, None, None]
+    checkpoints = _Checkpoints(torch.where(slots, edge.momentum, checkpoints.momentum),
+                               torch.where(slots, half.momentum_sum, checkpoints.momentum_sum))
+    # Each checked sub-trajectory runs from its saved leaf to this one: the momenta summed over it.
+    sub_sum = half.momentum_sum - checkpoints.momentum_sum + checkpoints.momentum
+    turned = _is_turning(inverse_mass, checkpoints.momentum, edge.momentum, sub_sum) & check[:, None]
+    return edge, valid & ~turned.any(0), half, checkpoints
 
 
 def _checkpoints(leaf):
@@ -156,7 +225,24 @@ def _checkpoints(leaf):
     return high - trailing_ones + 1, high
 
 
-def _trajectory(add_leaf, generator, state, momentum, max_tree_depth):
+def _checkpoint_masks(max_tree_depth, device):
+    """For each leaf of the largest half, ``2**(max_tree_depth - 1)`` of them, the
+    ``(max_tree_depth,)`` masks of the slots it saves its momentum in and of those
+    it checks against (:func:`_checkpoints`), each pair its own tensors."""
+    masks = []
+    for leaf in range(2 ** (max_tree_depth - 1)):
+        low, high = _checkpoints(leaf)
+        save = torch.zeros(max_tree_depth, dtype=torch.bool, device=device)
+        check = torch.zeros_like(save)
+        if leaf % 2 == 0:
+            save[high] = True
+        else:
+            check[low : high + 1] = True
+        masks.append((save, check))
+    return masks
+
+
+def _trajectory(add_leaf, masks, generator, state, momentum, max_tree_depth):
     inverse_mass = state.inverse_mass
     n_chains = len(state.position)
     start = _End(state.position, momentum, state.log_density, state.gradient)
@@ -165,30 +251,25 @@ def _trajectory(add_leaf, generator, state, momentum, max_tree_depth):
     log_sum_weight = torch.zeros_like(initial_energy)  # the start's weight exp(H_0 - H_0)
     momentum_sum = momentum
     building = torch.ones(n_chains, dtype=torch.bool, device=momentum.device)
-    zeros = torch.zeros_like(initial_energy)
-    half = _Half(start, zeros, torch.zeros_like(momentum), zeros, zeros, torch.zeros_like(building))
-    # Momenta (and running sums) where sub-trajectories of a half start: each slot is written by an
-    # even leaf before an odd leaf of the same half reads it.
-    saved_momentum = momentum.new_zeros(max_tree_depth, *momentum.shape)
-    saved_sum = torch.zeros_like(saved_momentum)
+    # Distinct tensors throughout, and a fresh candidate for each half (below): a compiled leaf
+    # specialises on which of its inputs alias one another.
+    half = _Half(start, torch.zeros_like(initial_energy), torch.zeros_like(momentum), torch.zeros_like(initial_energy),
+                 torch.zeros_like(initial_energy), torch.zeros_like(building))
+    checkpoints = _Checkpoints(momentum.new_zeros(max_tree_depth, *momentum.shape),
+                               momentum.new_zeros(max_tree_depth, *momentum.shape))
     for depth in range(max_tree_depth):
         forward = standard_uniform(generator, initial_energy) < 0.5
         epsilon = torch.where(forward, 1.0, -1.0).mul(state.step_size).unsqueeze(-1)
         edge = _take(forward, right, left)
         # The new half: its multinomial candidate, log weight and momentum sum.
-        half = half._replace(candidate=edge, log_weight=torch.full_like(initial_energy, -torch.inf),
+        half = half._replace(candidate=_End(*(tensor.clone() for tensor in edge)),
+                             log_weight=torch.full_like(initial_energy, -torch.inf),
                              momentum_sum=torch.zeros_like(momentum))
         valid = building
         for leaf in range(2**depth):
             uniform = standard_uniform(generator, initial_energy)
-            edge, valid, half = add_leaf(edge, valid, half, epsilon, uniform, inverse_mass, initial_energy)
-            low, high = _checkpoints(leaf)
-            if leaf % 2 == 0:
-                saved_momentum[high], saved_sum[high] = edge.momentum, half.momentum_sum
-            else:
-                for slot in range(low, high + 1):
-                    sub_sum = half.momentum_sum - saved_sum[slot] + saved_momentum[slot]
-                    valid = valid & ~_is_turning(inverse_mass, saved_momentum[slot], edge.momentum, sub_sum)
+            edge, valid, half, checkpoints = add_leaf(edge, valid, half, checkpoints, epsilon, uniform, inverse_mass,
+                                                      initial_energy, *masks[leaf])
             if not bool(valid.any()):
                 break
         # A half that turned or diverged inside is discarded, and its chain's trajectory ends.

@@ -89,17 +89,11 @@ class GradientCount:
         return value_and_grad(self.log_density, rows)
 
     @property
-    def force(self):
-        """The density's ``force``, counted as its gradient is, or None where it has none."""
-        force = getattr(self.log_density, "force", None)
-        if force is None:
-            return None
-
-        def counted(rows):
-            self.n_calls += 1
-            return force(rows)
-
-        return counted
+    def surrogate(self):
+        """The density's ``surrogate``, its gradients counted as the density's are, or None where
+        it has none."""
+        surrogate = getattr(self.log_density, "surrogate", None)
+        return None if surrogate is None else GradientCount(surrogate, self._counter)
 
     def given_hyperparameters(self):
         """The density's ``given_hyperparameters()``, counted; None where it has none."""

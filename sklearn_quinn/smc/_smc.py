@@ -81,7 +81,7 @@ class SMCMixin(HyperpriorMixin, InferenceDataMixin, DrawsMixin):
         else:
             state_likelihood = log_likelihood = likelihood.state_log_likelihood(self._model, X, Y)
             log_prior = state_prior(weight_prior, self._model, likelihood)
-        state_likelihood.set_force_dtype(DTYPES[self.leapfrog_dtype])
+        state_likelihood.set_surrogate_dtype(DTYPES[self.leapfrog_dtype])
         if self.compile != "auto" and self.compile:  # True, or numpy's True ('boolean' admits numpy.bool_)
             state_likelihood.compile_gradient()
         particles, weights, log_evidence = self._anneal(log_likelihood, log_prior, mutation, state_likelihood)
