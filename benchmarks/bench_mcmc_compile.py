@@ -3,7 +3,7 @@
 Each fit runs in a process of its own, one torch thread, so that it pays what
 a user's first fit in a fresh Python session pays: torch's compiler starts up
 once per process. Per table (a UCI split, inputs standardised, the package's
-defaults: 4 chains of 500 burn-in + 500 draws of 10 leapfrog steps from the
+defaults: 4 chains of 500 burn-in + 500 draws of 40 leapfrog steps from the
 evidence-trained MAP, hyperpriors on the precisions and the noise):
 
 1. ``compile=False``;
@@ -20,7 +20,7 @@ rows the defaults stay eager (the first rows must match); above, they compile.
 
 ``--steps`` first measures what ``compile='auto'``'s cost model rests on, in
 one process per table ``ROWSxFEATURESxOUTPUTS`` (standard-normal features,
-a Gaussian likelihood): HMC steps (10 leapfrog steps, 4 chains, the default
+a Gaussian likelihood): HMC steps (``--leapfrog`` leapfrog steps, the default's 40, 4 chains, the default
 1x50 network) eager and compiled, side by side (median of 3 alternating runs
 of 100 steps), the compile seconds (the first compiled run, in a process
 whose compiler cache is empty), the milliseconds a step compiling saved, and
@@ -35,7 +35,7 @@ fresh process) and the HMC step's graph after it (float64 and float32 kicks),
 once with an empty compiler cache and once with the cache that run left.
 
     python benchmarks/bench_mcmc_compile.py [--datasets concrete kin8nm] [--split 0]
-        [--steps 300x8x1 927x8x1 7373x8x1 1437x64x10] [--compile-seconds 927x8x1]
+        [--steps 300x8x1 927x8x1 7373x8x1 1437x64x10] [--compile-seconds 927x8x1] [--leapfrog 40]
 """
 
 import argparse
@@ -88,7 +88,8 @@ start = model.flatten()[None].repeat(4, 1)
 def seconds(compile, n_steps, kicks=torch.float64):
     begin = time.perf_counter()
     run_chains(densities[kicks], start, sampler="hmc", n_samples=n_steps, n_burnin=0, step_size=1e-3,
-               n_leapfrog=10, adapt_step_size=False, compile=compile, generator=torch.Generator().manual_seed(0))
+               n_leapfrog={leapfrog}, adapt_step_size=False, compile=compile,
+               generator=torch.Generator().manual_seed(0))
     return time.perf_counter() - begin
 """
 
@@ -103,12 +104,13 @@ for _ in range(3):
 median = {{setting: statistics.median(times) for setting, times in runs.items()}}
 print(json.dumps(dict(eager=median[False, torch.float64], compiled=median[True, torch.float64],
                       eager_kicks32=median[False, torch.float32], compiled_kicks32=median[True, torch.float32],
-                      compile_seconds=compile_seconds, model=compiled_savings(10, 4 * {rows} * model.total_width))))
+                      compile_seconds=compile_seconds,
+                      model=compiled_savings({leapfrog}, 4 * {rows} * model.total_width))))
 """
 
 
 # The compiler's own start-up (a one-line element-wise function compiled first), then an HMC step's
-# trajectory (10 leapfrog steps, 4 chains) with the kicks in {kicks}: the seconds of each first call.
+# trajectory (--leapfrog steps, 4 chains) with the kicks in {kicks}: the seconds of each first call.
 COMPILE_WORKER = CHAINS_SETUP + """
 begin = time.perf_counter()
 torch.compile(lambda x: (x.relu() * 2).sum())(torch.randn(100, dtype=torch.float64))
@@ -129,21 +131,21 @@ def fit_in_process(data_dir, name, split, compile, cache_dir):
                                         compile=compile), cache_dir)
 
 
-def step_times(shape):
+def step_times(shape, leapfrog):
     rows, features, outputs = map(int, shape.split("x"))
     with tempfile.TemporaryDirectory() as cache_dir:
         return run_in_process(STEPS_WORKER.format(benchmarks=BENCHMARKS, rows=rows, features=features,
-                                                  outputs=outputs), cache_dir)
+                                                  outputs=outputs, leapfrog=leapfrog), cache_dir)
 
 
-def compile_seconds(shape):
+def compile_seconds(shape, leapfrog):
     """The compiler's start-up and an HMC step's own compilation, float64 and float32 kicks, each in a
     fresh process: first with an empty compiler cache, then with the cache that run left."""
     rows, features, outputs = map(int, shape.split("x"))
     runs = []
     for kicks in ("float64", "float32"):
         code = COMPILE_WORKER.format(benchmarks=BENCHMARKS, rows=rows, features=features, outputs=outputs,
-                                     kicks=kicks)
+                                     kicks=kicks, leapfrog=leapfrog)
         with tempfile.TemporaryDirectory() as cache_dir:
             runs += [(kicks, cache, run_in_process(code, cache_dir)) for cache in ("empty", "warm")]
     return runs
@@ -160,6 +162,8 @@ def main():
                              "cost model")
     parser.add_argument("--compile-seconds", nargs="*", default=[], metavar="ROWSxFEATURESxOUTPUTS",
                         help="tables on which to time the compiler's start-up and an HMC step's compilation")
+    parser.add_argument("--leapfrog", type=int, default=40,
+                        help="leapfrog steps of the HMC steps of --steps and --compile-seconds (the default's)")
     args = parser.parse_args()
 
     if args.compile_seconds:
@@ -167,7 +171,7 @@ def main():
               "HMC step's compilation s | together s |")
         print("|---|---|---|---|---|---|")
         for shape in args.compile_seconds:
-            for kicks, cache, run in compile_seconds(shape):
+            for kicks, cache, run in compile_seconds(shape, args.leapfrog):
                 print(f"| {shape} | {kicks} | {cache} | {run['start_up']:.1f} | {run['step']:.1f} | "
                       f"{run['start_up'] + run['step']:.1f} |", flush=True)
         print()
@@ -178,7 +182,7 @@ def main():
               "| eager / eager with float32 kicks |")
         print("|---|---|---|---|---|---|---|---|---|---|")
         for shape in args.steps:
-            times = step_times(shape)
+            times = step_times(shape, args.leapfrog)
             print(f"| {shape} | {1e3 * times['eager']:.2f} | {1e3 * times['compiled']:.2f} | "
                   f"{times['eager'] / times['compiled']:.2f} | {1e3 * (times['eager'] - times['compiled']):.2f} | "
                   f"{1e3 * times['model']:.2f} | {times['compile_seconds']:.1f} | "

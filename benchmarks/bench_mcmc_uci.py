@@ -11,6 +11,7 @@ median adapted step size, their mean trajectory length (leapfrog steps a samplin
 
     python benchmarks/bench_mcmc_uci.py [--datasets yacht concrete energy] [--splits 5] [--sampler nuts]
         [--max-tree-depth 10] [--hyperprior gamma] [--activation relu] [--burnin 500 --samples 500 --thin 1]
+        [--leapfrog-dtype float32]
 """
 
 import argparse
@@ -38,6 +39,7 @@ def main():
     parser.add_argument("--map-epochs", type=int, default=1000)
     parser.add_argument("--hyperprior", choices=["gamma", "empirical"], default="gamma")
     parser.add_argument("--activation", choices=["relu", "tanh"], default="relu")
+    parser.add_argument("--leapfrog-dtype", choices=["float32", "float64"], default="float32")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -46,11 +48,13 @@ def main():
         hidden_layer_sizes=(50,), activation=args.activation, sampler=args.sampler, n_chains=args.chains,
         n_burnin=args.burnin, n_samples=args.samples, thin=args.thin, n_leapfrog=args.leapfrog,
         max_tree_depth=args.max_tree_depth, max_epochs=args.map_epochs, lr=1e-2, hyperprior=args.hyperprior,
+        leapfrog_dtype=args.leapfrog_dtype,
     )
     steps = (f"{args.leapfrog} leapfrog" if args.sampler == "hmc"
              else f"trajectories of at most 2**{args.max_tree_depth} leapfrog steps")
     print(f"{args.sampler.upper()}: {args.chains} chains, {args.burnin} burn-in + {args.samples} x thin {args.thin} "
-          f"draws, {steps}; {args.activation}; hyperprior={args.hyperprior!r}; MAP init {args.map_epochs} epochs; "
+          f"draws, {steps}; {args.activation}; hyperprior={args.hyperprior!r}; leapfrog_dtype={args.leapfrog_dtype!r}; "
+          f"MAP init {args.map_epochs} epochs; "
           f"{args.threads} thread(s)\n")
     print("| data set | splits | RMSE | test LL | MC dropout LL | PBP LL | R-hat (median) | accept | step size | "
           "trajectory | s / split | test LL of each split |")

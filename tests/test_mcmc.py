@@ -321,21 +321,21 @@ def test_leapfrog_steps_take_the_likelihood_in_leapfrog_dtype(wave_data, float32
 
 def test_compile_failure_falls_back_to_eager(wave_data, no_compiler):
     X, y = wave_data
-    with pytest.warns(UserWarning, match=f"torch.compile failed \\({no_compiler}\\); running hmc_transition eagerly"):
+    with pytest.warns(UserWarning, match=f"torch.compile failed \\({no_compiler}\\); running leapfrog_step eagerly"):
         fallback = small(compile=True).fit(X, y)
     np.testing.assert_array_equal(fallback.chains_, small().fit(X, y).chains_)
 
 
 def test_auto_compiles_where_the_cost_model_says_it_pays():
-    """At the defaults (4 chains, 990 steps after the pilot, 10 leapfrog
+    """At the defaults (4 chains, 990 steps after the pilot, 40 leapfrog
     steps each, the 1x50 network with one output and its skip path: 52
-    output units) HMC compiles from about 15,500 training rows on, as the
+    output units) HMC compiles from about 2,650 training rows on, as the
     docstring says; the digits classifier's chains (1,437 rows, 70 units)
     stay eager, and NUTS's trajectories of hundreds of steps compile on a
     small table."""
-    n_gradients = 990 * 10
-    assert not compiling.compile_pays(n_gradients, 4 * 15_000 * 52)
-    assert compiling.compile_pays(n_gradients, 4 * 16_000 * 52)
+    n_gradients = 990 * MCMCRegressor().n_leapfrog
+    assert not compiling.compile_pays(n_gradients, 4 * 2_600 * 52)
+    assert compiling.compile_pays(n_gradients, 4 * 2_700 * 52)
     assert not compiling.compile_pays(n_gradients, 4 * 1_437 * 70)
     assert compiling.compile_pays(990 * 700, 4 * 300 * 52)
 

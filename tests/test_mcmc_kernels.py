@@ -215,7 +215,7 @@ def test_a_compile_decision_counts_the_pilots_gradients_and_switches_in_place(mo
     The compiler is replaced by a marker that counts the calls of what it
     compiled and runs it as it is, so the draws must equal an eager run's to
     the bit, and the compiled part must serve every step after the pilot
-    (HMC: one transition a step; NUTS: one leapfrog step a call)."""
+    (one leapfrog step a call, for both)."""
     calls = []
 
     def counting_compiler(function):
@@ -240,7 +240,7 @@ def test_a_compile_decision_counts_the_pilots_gradients_and_switches_in_place(mo
     decided, eager = run(decide), run(False)
     remaining = 50 - PILOT_STEPS
     if sampler == "hmc":
-        pilot_gradients, compiled_calls = 3 * PILOT_STEPS, remaining
+        pilot_gradients, compiled_calls = 3 * PILOT_STEPS, 3 * remaining
     else:
         longest = eager.n_leapfrog.max(0).values
         pilot_gradients, compiled_calls = int(longest[:PILOT_STEPS].sum()), int(longest[PILOT_STEPS:].sum())

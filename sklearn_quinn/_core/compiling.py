@@ -18,8 +18,14 @@ from .._warnings import warn
 SAVED_SECONDS_PER_CALL = 2.9e-4
 SAVED_SECONDS_PER_ACTIVATION = 8.5e-10
 
-#: ``torch.compile`` of an HMC or NUTS step costs 20-50 s on a CPU the first
-#: time in a process (the same benchmark): compiling pays where it saves more.
+#: What compiling an HMC or NUTS leapfrog step is taken to cost: compiling pays
+#: where it saves more. Measured (the same benchmark, ``--compile-seconds``), the
+#: compiler's start-up takes 10-12 s the first time in a process and the default
+#: network's step graph 4 s more with an empty compiler cache, 4-6 s together
+#: with a warm one. The savings above were fitted when a whole trajectory was
+#: one graph (then 20-50 s to compile), which saved more a gradient than a
+#: compiled step does between eager ones; the cost is kept at its old value,
+#: which leaves a table near the threshold eager.
 COMPILE_SECONDS = 30.0
 
 #: ``torch.compile`` of a likelihood's gradient over one block of weight rows

@@ -133,11 +133,12 @@ def hmc(log_density, n_leapfrog, step_jitter=0.2, compile=False, retry_factor=No
     2011, "MCMC using Hamiltonian dynamics", 5.4.2.2): a fixed trajectory
     length near a period of the target would otherwise return the chain to
     where it started; ``step_jitter=0`` draws nothing and keeps
-    ``step_size``. With ``compile=True`` everything
-    but the random draws runs through ``torch.compile`` (see
-    :func:`~sklearn_quinn._core.compiling.compiled_or_eager`): the batched
-    gradients and updates of all ``n_leapfrog`` steps, the energies and the
-    accept step become one compiled graph.
+    ``step_size``. With ``compile=True`` (and one ``n_leapfrog`` for every
+    chain) each leapfrog step, its batched gradient, updates and energy
+    estimates, runs through ``torch.compile`` (see
+    :func:`~sklearn_quinn._core.compiling.compiled_or_eager`): one graph
+    whatever the trajectory's length, where a graph of the whole trajectory
+    would unroll its steps and take that many times as long to compile.
 
     ``retry_factor=a`` retries the trajectories that diverged from where they
     started, with the same momenta, ``a`` times as many steps of ``1/a`` the
@@ -156,18 +157,22 @@ def hmc(log_density, n_leapfrog, step_jitter=0.2, compile=False, retry_factor=No
     def jittered(step_size, jitter):
         return step_size if jitter is None else step_size * (1 + step_jitter * (2 * jitter - 1))
 
-    def hmc_transition(state, jitter, momentum_noise, uniform):
-        proposal, log_ratio = hmc_proposal(log_density, momentum_noise, state, jittered(state.step_size, jitter),
-                                           n_leapfrog)
-        return metropolis_select(uniform, log_ratio, proposal, state, DIVERGENCE_THRESHOLD)
+    compiled_step = None  # leapfrog's own, on the density it is given
+    if compile:
+        kicked = getattr(log_density, "surrogate", None) or log_density
 
-    transition = compiled_or_eager(hmc_transition) if compile else hmc_transition
+        def leapfrog_step(*args):
+            return _leapfrog_step(kicked, *args)
+
+        compiled_step = compiled_or_eager(leapfrog_step)
 
     def step(generator, state):
         jitter = standard_uniform(generator, state.step_size) if step_jitter else None
         momentum_noise = standard_normal(generator, state.position)
         uniform = standard_uniform(generator, state.step_size)  # one per chain, for the accept step
-        moved, info = transition(state, jitter, momentum_noise, uniform)
+        proposal, log_ratio = hmc_proposal(log_density, momentum_noise, state, jittered(state.step_size, jitter),
+                                           n_leapfrog, compiled_step)
+        moved, info = metropolis_select(uniform, log_ratio, proposal, state, DIVERGENCE_THRESHOLD)
         if retry_factor is not None and bool(info.is_divergent.any()):
             moved = retry_diverged(generator, log_density, state, moved, info.is_divergent, momentum_noise,
                                    jittered(state.step_size, jitter), n_leapfrog, retry_factor)
@@ -189,13 +194,13 @@ def hmc_state(log_density, position, step_size, inverse_mass=None, evaluate=valu
                     inverse_mass.expand_as(position).clone())
 
 
-def hmc_proposal(log_density, momentum_noise, state, epsilon, n_leapfrog):
+def hmc_proposal(log_density, momentum_noise, state, epsilon, n_leapfrog, leapfrog_step=None):
     """One leapfrog trajectory from each row of an :class:`HMCState`.
 
     Takes momenta ``p ~ N(0, M)`` from standard normal draws ``momentum_noise``
     ``(C, K)`` and integrates with step sizes ``epsilon`` ``(C,)`` for
     ``n_leapfrog`` steps: an int, or a ``(C,)`` integer tensor of per-row
-    trajectory lengths.
+    trajectory lengths (``leapfrog_step``: see :func:`leapfrog`).
 
     Returns
     -------
@@ -207,16 +212,16 @@ def hmc_proposal(log_density, momentum_noise, state, epsilon, n_leapfrog):
         trajectory that diverged.
     """
     proposal, _, log_ratio = _trajectory(log_density, momentum_noise / state.inverse_mass.sqrt(), state, epsilon,
-                                         n_leapfrog)
+                                         n_leapfrog, leapfrog_step)
     return proposal, log_ratio
 
 
-def _trajectory(log_density, momentum, state, epsilon, n_leapfrog):
+def _trajectory(log_density, momentum, state, epsilon, n_leapfrog, leapfrog_step=None):
     """:func:`hmc_proposal` from the momenta themselves; also returns the end's momenta."""
     position, value, gradient, _, inverse_mass = state
     energy = hamiltonian(value, momentum, inverse_mass)
     position, momentum, value, gradient, diverged = leapfrog(
-        log_density, position, momentum, gradient, epsilon.unsqueeze(-1), inverse_mass, n_leapfrog
+        log_density, position, momentum, gradient, epsilon.unsqueeze(-1), inverse_mass, n_leapfrog, leapfrog_step
     )
     log_ratio = torch.where(diverged, -math.inf, energy - hamiltonian(value, momentum, inverse_mass))
     return state._replace(position=position, log_density=value, gradient=gradient), momentum, log_ratio
@@ -280,14 +285,16 @@ def kinetic_energy(momentum, inverse_mass):
     return 0.5 * (momentum.square() * inverse_mass).sum(-1)
 
 
-def leapfrog(log_density, position, momentum, gradient, epsilon, inverse_mass, n_steps):
+def leapfrog(log_density, position, momentum, gradient, epsilon, inverse_mass, n_steps, leapfrog_step=None):
     """``n_steps`` leapfrog steps of size ``epsilon`` from ``(position, momentum)``.
 
     ``n_steps`` is an int, or a ``(C,)`` integer tensor of per-row lengths
     sorted longest first: each step then moves only the leading rows whose
     trajectories have not ended, so that the batch costs the sum of the
     lengths rather than ``C`` times the longest (``log_density`` is called on
-    those leading rows alone).
+    those leading rows alone). With an int, ``leapfrog_step`` takes each step:
+    :func:`_leapfrog_step` on the density whose gradient the kicks take,
+    compiled (:func:`hmc`); None takes that function eagerly.
 
     Where the density has a ``surrogate``, the kicks take its gradient, the
     force, instead (``gradient`` is then the force at the start), and the density's
@@ -338,27 +345,37 @@ def leapfrog(log_density, position, momentum, gradient, epsilon, inverse_mass, n
             log_density, position, momentum, gradient, epsilon, inverse_mass, n_steps, start_energy
         )
     else:
+        if leapfrog_step is None:
+            kicked = surrogate or log_density
+
+            def leapfrog_step(*args):
+                return _leapfrog_step(kicked, *args)
+
         potential, peak = torch.zeros_like(start_energy), start_energy
         stopped = torch.zeros_like(start_energy, dtype=torch.bool)
         for step in range(n_steps):
             # The last kick is a half step.
             kick = (0.5 if step == n_steps - 1 else 1.0) * epsilon
-            move = epsilon * inverse_mass * momentum
-            position = position + move
-            previous = gradient
-            if surrogate is None:
-                value, gradient = value_and_grad(log_density, position)
-            else:
-                gradient = value_and_grad(surrogate, position)[1]
-            potential, peak = _estimates(potential, peak, previous, gradient, move, momentum, epsilon * gradient,
-                                         inverse_mass)
-            momentum = momentum + kick * gradient
+            position, momentum, value, gradient, potential, peak = leapfrog_step(
+                position, momentum, gradient, potential, peak, epsilon, kick, inverse_mass)
     if surrogate is not None:
         with torch.no_grad():
             value = log_density(position)
     end_energy = kinetic_energy(momentum, inverse_mass) + potential
     diverged = stopped | ~(peak <= torch.minimum(start_energy, end_energy) + DIVERGENCE_THRESHOLD)  # NaN too
     return position, momentum, value, gradient, diverged
+
+
+def _leapfrog_step(kicked, position, momentum, gradient, potential, peak, epsilon, kick, inverse_mass):
+    """A drift of ``epsilon (C, 1)`` and a kick of ``kick (C, 1)`` by the gradient of the density
+    ``kicked`` at the new position, after the drift's energy estimates (:func:`_estimates`).
+    Returns the position, momentum, ``kicked``'s value and gradient there, and the estimates."""
+    move = epsilon * inverse_mass * momentum
+    position = position + move
+    value, new_gradient = value_and_grad(kicked, position)
+    potential, peak = _estimates(potential, peak, gradient, new_gradient, move, momentum, epsilon * new_gradient,
+                                 inverse_mass)
+    return position, momentum + kick * new_gradient, value, new_gradient, potential, peak
 
 
 def _estimates(potential, peak, previous, gradient, move, momentum, kick, inverse_mass):
