@@ -30,8 +30,8 @@ Ours three times: eager (``compile=False``) with the exact float64 gradient,
 eager with the kicks' gradient in float32 (the estimators' default
 ``leapfrog_dtype='float32'``: each trajectory's leapfrog steps take the float32
 gradient, its end the float64 log density for the accept step, which NumPyro
-takes in float64 too), and with ``compile=True`` (the leapfrog trajectory
-through ``torch.compile``; its compile seconds, from the first run, reported
+takes in float64 too), and with ``compile=True`` (each leapfrog step through
+``torch.compile``, the trajectory's loop eager; its compile seconds, from the first run, reported
 apart as NumPyro's are), with the exact gradient and with the float32 kicks.
 
 NUTS (``--nuts-depth``, default 8; 0 skips it): both samplers from the same
@@ -441,7 +441,7 @@ def main():
     run_numpyro_compiled(compiled, state0, seed=0)  # first call: allocations, caches
 
     # ------------------------------------------------ ours, compile=True: compile
-    # The first run compiles the trajectory (torch.compile's cache then serves later runs).
+    # The first run compiles the leapfrog step (torch.compile's cache then serves later runs).
     compile_ours, *_ = run_ours(log_density, start, 2, eps, n_leapfrog, seed=0, compile=True)
     compile_kicked, *_ = run_ours(kicked, start, 2, eps, n_leapfrog, seed=0, compile=True)
     with Clock() as clock:
