@@ -157,14 +157,7 @@ def hmc(log_density, n_leapfrog, step_jitter=0.2, compile=False, retry_factor=No
     def jittered(step_size, jitter):
         return step_size if jitter is None else step_size * (1 + step_jitter * (2 * jitter - 1))
 
-    compiled_step = None  # leapfrog's own, on the density it is given
-    if compile:
-        kicked = getattr(log_density, "surrogate", None) or log_density
-
-        def leapfrog_step(*args):
-            return _leapfrog_step(kicked, *args)
-
-        compiled_step = compiled_or_eager(leapfrog_step)
+    compiled_step = compiled_or_eager(_leapfrog_step_on(log_density)) if compile else None
 
     def step(generator, state):
         jitter = standard_uniform(generator, state.step_size) if step_jitter else None
@@ -293,8 +286,8 @@ def leapfrog(log_density, position, momentum, gradient, epsilon, inverse_mass, n
     trajectories have not ended, so that the batch costs the sum of the
     lengths rather than ``C`` times the longest (``log_density`` is called on
     those leading rows alone). With an int, ``leapfrog_step`` takes each step:
-    :func:`_leapfrog_step` on the density whose gradient the kicks take,
-    compiled (:func:`hmc`); None takes that function eagerly.
+    :func:`_leapfrog_step_on` the density, compiled (:func:`hmc`); None takes
+    it eagerly.
 
     Where the density has a ``surrogate``, the kicks take its gradient, the
     force, instead (``gradient`` is then the force at the start), and the density's
@@ -345,12 +338,7 @@ def leapfrog(log_density, position, momentum, gradient, epsilon, inverse_mass, n
             log_density, position, momentum, gradient, epsilon, inverse_mass, n_steps, start_energy
         )
     else:
-        if leapfrog_step is None:
-            kicked = surrogate or log_density
-
-            def leapfrog_step(*args):
-                return _leapfrog_step(kicked, *args)
-
+        leapfrog_step = leapfrog_step or _leapfrog_step_on(log_density)
         potential, peak = torch.zeros_like(start_energy), start_energy
         stopped = torch.zeros_like(start_energy, dtype=torch.bool)
         for step in range(n_steps):
@@ -364,6 +352,17 @@ def leapfrog(log_density, position, momentum, gradient, epsilon, inverse_mass, n
     end_energy = kinetic_energy(momentum, inverse_mass) + potential
     diverged = stopped | ~(peak <= torch.minimum(start_energy, end_energy) + DIVERGENCE_THRESHOLD)  # NaN too
     return position, momentum, value, gradient, diverged
+
+
+def _leapfrog_step_on(log_density):
+    """:func:`_leapfrog_step` on the density whose gradient ``log_density``'s kicks take: its
+    ``surrogate`` where it has one, else itself."""
+    kicked = getattr(log_density, "surrogate", None) or log_density
+
+    def leapfrog_step(*args):
+        return _leapfrog_step(kicked, *args)
+
+    return leapfrog_step
 
 
 def _leapfrog_step(kicked, position, momentum, gradient, potential, peak, epsilon, kick, inverse_mass):
