@@ -15,7 +15,7 @@ Printed: fit + predict seconds, whether the chains compiled (``compiled_``),
 the ratio to the eager fit, and the test log-likelihood and 95% coverage
 (the compiled steps agree with the eager ones to rounding, and the chains
 part once rounding flips an accept decision: the scores agree within the
-chains' Monte Carlo error, not to the digit). Below about 15,500 training
+chains' Monte Carlo error, not to the digit). Below about 2,650 training
 rows the defaults stay eager (the first rows must match); above, they compile.
 
 ``--steps`` first measures what ``compile='auto'``'s cost model rests on, in
@@ -31,8 +31,9 @@ The fits at the defaults (``--datasets``) take the float32 kicks.
 
 ``--compile-seconds`` splits a first compilation into the compiler's own
 start-up (the first call of a one-line element-wise function compiled in a
-fresh process) and the HMC step's graph after it (float64 and float32 kicks),
-once with an empty compiler cache and once with the cache that run left.
+fresh process) and the HMC step's graph after it (the whole transition, its
+leapfrog steps one ``torch.while_loop``; float64 and float32 kicks), once with
+an empty compiler cache and once with the cache that run left.
 
     python benchmarks/bench_mcmc_compile.py [--datasets concrete kin8nm] [--split 0]
         [--steps 300x8x1 927x8x1 7373x8x1 1437x64x10] [--compile-seconds 927x8x1] [--leapfrog 40]

@@ -62,7 +62,7 @@ def no_compiler(request, monkeypatch):
     text of the error, as a pattern."""
     from sklearn_quinn._core import compiling
 
-    def failing_compile(function, dynamic=None):
+    def failing_compile(function, dynamic=None, fullgraph=False, options=None):
         def call(*args, **kwargs):
             raise request.param
 

@@ -1,12 +1,14 @@
-"""When compiling pays (the cost model) and ``compiled_or_eager``'s fallback, with ``torch.compile``
-replaced by stand-ins that record what they are asked."""
+"""When compiling pays (the cost model), ``compiled_or_eager``'s fallback, with ``torch.compile``
+replaced by stand-ins that record what they are asked, and the loop that compiles as one
+``torch.while_loop``."""
 
 import warnings
 
 import pytest
+import torch
 
 from sklearn_quinn._core import compiling
-from sklearn_quinn._core.compiling import compile_pays, compiled_or_eager, compiled_savings, saved_seconds
+from sklearn_quinn._core.compiling import compile_pays, compiled_or_eager, compiled_savings, repeat, row, saved_seconds
 
 
 # ------------------------------------------------------------------- the cost model
@@ -54,8 +56,8 @@ def add(a, b=0):
 
 @pytest.mark.parametrize("dynamic", [None, True])
 def test_a_compiled_function_serves_every_call(monkeypatch, dynamic):
-    """``torch.compile`` is asked once, with ``dynamic`` as given; every call, arguments and keywords,
-    goes through the compiled function, and nothing warns."""
+    """``torch.compile`` is asked once, with ``dynamic`` as given and for the whole graph; every call,
+    arguments and keywords, goes through the compiled function, and nothing warns."""
     compiler = RecordingCompiler()
     monkeypatch.setattr(compiling.torch, "compile", compiler)
     function = compiled_or_eager(add, dynamic=dynamic)
@@ -63,7 +65,8 @@ def test_a_compiled_function_serves_every_call(monkeypatch, dynamic):
         warnings.simplefilter("error")
         assert function(1, b=2) == ("compiled", 3)
         assert function(4) == ("compiled", 4)
-    assert compiler.keywords == [dict(dynamic=dynamic)] and compiler.calls == 2
+    assert compiler.keywords == [dict(dynamic=dynamic, fullgraph=True, options={"size_asserts": False})]
+    assert compiler.calls == 2
 
 
 def test_a_failed_compilation_warns_once_and_is_not_tried_again(monkeypatch):
@@ -85,3 +88,33 @@ def test_an_error_of_the_function_itself_is_raised_by_the_eager_call(monkeypatch
     function = compiled_or_eager(add)
     with pytest.warns(UserWarning, match="TypeError"), pytest.raises(TypeError):
         function(1, "a")
+
+
+# ------------------------------------------------------------------- repeat and row
+def _add_the_step(step, total, steps_taken):
+    """A loop body: adds its step's row of STEPS to ``total`` and counts the steps taken (new tensors)."""
+    return total + row(STEPS, step), steps_taken + 1
+
+
+STEPS = torch.arange(10.0)
+
+
+@pytest.mark.parametrize("traced", [False, True], ids=["eager", "while_loop"])
+@pytest.mark.parametrize("until, total, n_taken", [(None, 28.0, 8), (lambda total, taken: total > 5, 6.0, 4)],
+                         ids=["all-steps", "until"])
+def test_repeat_runs_the_body_a_step_at_a_time_until_asked_to_stop(monkeypatch, traced, until, total, n_taken):
+    """``repeat`` over 8 of STEPS' 10 rows: their sum 0 + ... + 7 in 8 steps; with ``until`` (the total
+    past 5), it stops after the step that took it there (0 + 1 + 2 + 3, 4 steps). Traced, as under
+    ``torch.compile``, the loop is a ``torch.while_loop`` (run here eagerly: what the compiler
+    captures), its step a 0-d tensor that ``row`` indexes by, and its steps a tensor too."""
+    monkeypatch.setattr(compiling.torch.compiler, "is_compiling", lambda: traced)
+    n_steps = torch.tensor(8) if traced else 8
+    carried = (torch.zeros(()), torch.zeros((), dtype=torch.int64))
+    got_total, got_taken = repeat(_add_the_step, carried, n_steps, until)
+    assert float(got_total) == total and int(got_taken) == n_taken
+
+
+def test_row_reads_a_step_given_as_an_int_or_a_tensor():
+    matrix = torch.arange(12.0).reshape(4, 3)
+    torch.testing.assert_close(row(matrix, 2), matrix[2], rtol=0, atol=0)
+    torch.testing.assert_close(row(matrix, torch.tensor(2)), matrix[2], rtol=0, atol=0)

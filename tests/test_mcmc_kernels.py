@@ -1,6 +1,7 @@
 """The MCMC kernels alone, on targets with known moments."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -178,17 +179,20 @@ def test_hmc_without_jitter_is_one_proposal_and_one_accept():
 
 @pytest.mark.slow
 def test_compiled_nuts_steps_are_the_eager_ones():
-    """compile=True runs each leapfrog step and its point's bookkeeping through
-    torch.compile: from the same state and draws, 20 steps of 8 chains end at
+    """compile=True runs each half's leapfrog steps and their points' bookkeeping
+    through torch.compile: from the same state and draws, 20 steps of 8 chains end at
     the eager steps' positions up to rounding (short trees on a Gaussian, where
-    rounding cannot flip a decision)."""
+    rounding cannot flip a decision). A half compiles as one graph: a fallback to eager
+    fails the test."""
     start = torch.randn(8, 2, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     ends = []
     for compile in (False, True):
         init, step = nuts(gaussian_log_density, max_tree_depth=4, compile=compile)
         state, generator = init(start, 0.3), torch.Generator().manual_seed(1)
-        for _ in range(20):
-            state, info = step(generator, state)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", message="torch.compile failed")
+            for _ in range(20):
+                state, info = step(generator, state)
         ends.append((state.position, info.n_leapfrog))
     torch.testing.assert_close(ends[1][0], ends[0][0], rtol=0, atol=1e-10)
     torch.testing.assert_close(ends[1][1], ends[0][1])
@@ -205,8 +209,10 @@ def test_a_compile_decision_counts_the_pilots_gradients_and_switches_in_place(mo
     The compiler is replaced by a marker that counts the calls of what it
     compiled and runs it as it is, so the draws must equal an eager run's to
     the bit, and the compiled part must serve every step after the pilot
-    (one leapfrog step a call, for both)."""
-    calls = []
+    (HMC's whole transition a call, NUTS's each half its doublings add)."""
+    calls, halves = [], []
+    grow_half = _nuts._grow_half
+    monkeypatch.setattr(_nuts, "_grow_half", lambda *args: halves.append(args) or grow_half(*args))
 
     def counting_compiler(function):
         def counted(*args, **kwargs):
@@ -219,7 +225,7 @@ def test_a_compile_decision_counts_the_pilots_gradients_and_switches_in_place(mo
     asked = []
 
     def decide(n_gradients):
-        asked.append(n_gradients)
+        asked.append((n_gradients, len(halves)))  # the pilot's halves
         return pays
 
     def run(compile):
@@ -227,14 +233,17 @@ def test_a_compile_decision_counts_the_pilots_gradients_and_switches_in_place(mo
                           n_samples=50, n_burnin=0, step_size=0.3, n_leapfrog=3, compile=compile,
                           generator=torch.Generator().manual_seed(0))
 
-    decided, eager = run(decide), run(False)
-    remaining = 50 - PILOT_STEPS
+    decided = run(decide)
+    [(projected, pilot_halves)] = asked
+    remaining, all_halves = 50 - PILOT_STEPS, len(halves)
+    eager = run(False)
     if sampler == "hmc":
-        pilot_gradients, compiled_calls = 3 * PILOT_STEPS, 3 * remaining
+        pilot_gradients, compiled_calls = 3 * PILOT_STEPS, remaining
     else:
         longest = eager.n_leapfrog.max(0).values
-        pilot_gradients, compiled_calls = int(longest[:PILOT_STEPS].sum()), int(longest[PILOT_STEPS:].sum())
-    assert asked == [pilot_gradients / PILOT_STEPS * remaining]
+        pilot_gradients, compiled_calls = int(longest[:PILOT_STEPS].sum()), all_halves - pilot_halves
+        assert 0 < pilot_halves < all_halves == len(halves) / 2  # the eager run's halves are the decided run's
+    assert projected == pilot_gradients / PILOT_STEPS * remaining
     assert decided.compiled is pays and len(calls) == (compiled_calls if pays else 0)
     torch.testing.assert_close(decided.draws, eager.draws, rtol=0, atol=0)
     assert not eager.compiled

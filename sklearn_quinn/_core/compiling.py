@@ -18,14 +18,14 @@ from .._warnings import warn
 SAVED_SECONDS_PER_CALL = 2.9e-4
 SAVED_SECONDS_PER_ACTIVATION = 8.5e-10
 
-#: What compiling an HMC or NUTS leapfrog step is taken to cost: compiling pays
-#: where it saves more. Measured (the same benchmark, ``--compile-seconds``), the
+#: What compiling HMC's transition or a NUTS half (each one graph, its leapfrog
+#: steps a ``while_loop``: :func:`repeat`) is taken to cost: compiling pays where
+#: it saves more. Measured (the same benchmark, ``--compile-seconds``), the
 #: compiler's start-up takes 10-12 s the first time in a process and the default
-#: network's step graph 4 s more with an empty compiler cache, 4-6 s together
-#: with a warm one. The savings above were fitted when a whole trajectory was
-#: one graph (then 20-50 s to compile), which saved more a gradient than a
-#: compiled step does between eager ones; the cost is kept at its old value,
-#: which leaves a table near the threshold eager.
+#: network's HMC transition 8-9 s more with an empty compiler cache, 6-7 s
+#: together with a warm one: 30 s is a first compilation on a machine about
+#: half as fast. The savings above were fitted with float64 kicks; the float32
+#: ones of the default ``leapfrog_dtype`` save less near the threshold.
 COMPILE_SECONDS = 30.0
 
 #: ``torch.compile`` of a likelihood's gradient over one block of weight rows
@@ -67,14 +67,20 @@ def compiled_or_eager(function, dynamic=None):
     included, runs ``function`` eagerly. Any exception counts as a failure,
     not only ``torch._dynamo``'s own: the compiler's internal errors escape
     as plain ones (torch 2.11 raised an ``IndexError`` from its frame check
-    after a graph break). An error of ``function`` itself is raised again by
-    the eager call. With
+    after a graph break). A graph break is a failure too (``fullgraph=True``):
+    where torch would otherwise run the function's frame eagerly and compile
+    the pieces around the break, each on its own guards, silently (a
+    ``torch.while_loop`` of :func:`repeat` cannot be split at all). An error
+    of ``function`` itself is raised again by the eager call. With
     ``dynamic=None`` shapes, dtypes and Python constants of the first call are
     specialised on, and a later call that differs recompiles (with dynamic
     shapes from the second shape on); ``dynamic=True`` compiles for any sizes
     from the first call.
     """
-    fast = torch.compile(function, dynamic=dynamic)
+    # Without inductor's size asserts: they check each generated call's outputs against the
+    # shapes the graph was compiled for, at every call, a debugging aid that cost HMC's compiled
+    # trajectory 7% of its time on the default network.
+    fast = torch.compile(function, dynamic=dynamic, fullgraph=True, options={"size_asserts": False})
     failed = False
 
     def call(*args, **kwargs):
@@ -91,3 +97,38 @@ def compiled_or_eager(function, dynamic=None):
         return function(*args, **kwargs)
 
     return call
+
+
+def repeat(body, carried, n_steps, until=None):
+    """``carried = body(step, *carried)`` for ``step`` in ``range(n_steps)``, ending early at
+    the first ``carried`` for which ``until(*carried)`` is True; returns the last ``carried``.
+
+    Eagerly a Python loop (``step`` an int). Traced by ``torch.compile``, one
+    ``torch.while_loop`` (``step`` a 0-d tensor, ``n_steps`` an int or a 0-d tensor), whose
+    graph holds ``body`` once: an unrolled loop compiles each step apart (an HMC trajectory
+    of 40 steps took 40 times as long to compile as one step), and one compiled step called
+    from an eager loop pays the compiled call's overhead at every step. ``body`` returns new
+    tensors of the shapes and dtypes it was given (``torch.while_loop``'s restrictions), and
+    reads any per-step input with :func:`row`.
+    """
+    if torch.compiler.is_compiling():
+        def going(step, *carried):
+            within = step < n_steps
+            return within if until is None else within & ~until(*carried)
+
+        def counted_body(step, *carried):
+            return step + 1, *body(step, *carried)
+
+        start = torch.zeros((), dtype=torch.int64)  # a CPU scalar: the loop's control runs on the host
+        return tuple(torch.while_loop(going, counted_body, (start, *carried))[1:])
+    for step in range(int(n_steps)):
+        carried = tuple(body(step, *carried))
+        if until is not None and bool(until(*carried)):
+            break
+    return carried
+
+
+def row(tensor, step):
+    """``tensor[step]`` at a step of :func:`repeat`: ``step`` an int eagerly, a 0-d tensor in a
+    compiled loop, where indexing by it would read its value out of the graph."""
+    return tensor[step] if isinstance(step, int) else tensor.index_select(0, step.reshape(1)).squeeze(0)

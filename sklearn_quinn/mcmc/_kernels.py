@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import torch
 
-from .._core.compiling import compiled_or_eager
+from .._core.compiling import compiled_or_eager, repeat
 from .._core.rng import standard_normal, standard_uniform
 
 
@@ -134,11 +134,11 @@ def hmc(log_density, n_leapfrog, step_jitter=0.2, compile=False, retry_factor=No
     length near a period of the target would otherwise return the chain to
     where it started; ``step_jitter=0`` draws nothing and keeps
     ``step_size``. With ``compile=True`` (and one ``n_leapfrog`` for every
-    chain) each leapfrog step, its batched gradient, updates and energy
-    estimates, runs through ``torch.compile`` (see
-    :func:`~sklearn_quinn._core.compiling.compiled_or_eager`): one graph
-    whatever the trajectory's length, where a graph of the whole trajectory
-    would unroll its steps and take that many times as long to compile.
+    chain) everything but the random draws runs through ``torch.compile``
+    (see :func:`~sklearn_quinn._core.compiling.compiled_or_eager`): the
+    trajectory, its energies and the accept step become one graph, whose
+    leapfrog steps are one ``torch.while_loop`` (:func:`leapfrog`), so that
+    it compiles in the time of one step whatever the trajectory's length.
 
     ``retry_factor=a`` retries the trajectories that diverged from where they
     started, with the same momenta, ``a`` times as many steps of ``1/a`` the
@@ -157,15 +157,18 @@ def hmc(log_density, n_leapfrog, step_jitter=0.2, compile=False, retry_factor=No
     def jittered(step_size, jitter):
         return step_size if jitter is None else step_size * (1 + step_jitter * (2 * jitter - 1))
 
-    compiled_step = compiled_or_eager(_leapfrog_step_on(log_density)) if compile else None
+    def hmc_transition(state, jitter, momentum_noise, uniform):
+        proposal, log_ratio = hmc_proposal(log_density, momentum_noise, state, jittered(state.step_size, jitter),
+                                           n_leapfrog)
+        return metropolis_select(uniform, log_ratio, proposal, state, DIVERGENCE_THRESHOLD)
+
+    transition = compiled_or_eager(hmc_transition) if compile else hmc_transition
 
     def step(generator, state):
         jitter = standard_uniform(generator, state.step_size) if step_jitter else None
         momentum_noise = standard_normal(generator, state.position)
         uniform = standard_uniform(generator, state.step_size)  # one per chain, for the accept step
-        proposal, log_ratio = hmc_proposal(log_density, momentum_noise, state, jittered(state.step_size, jitter),
-                                           n_leapfrog, compiled_step)
-        moved, info = metropolis_select(uniform, log_ratio, proposal, state, DIVERGENCE_THRESHOLD)
+        moved, info = transition(state, jitter, momentum_noise, uniform)
         if retry_factor is not None and bool(info.is_divergent.any()):
             moved = retry_diverged(generator, log_density, state, moved, info.is_divergent, momentum_noise,
                                    jittered(state.step_size, jitter), n_leapfrog, retry_factor)
@@ -187,13 +190,13 @@ def hmc_state(log_density, position, step_size, inverse_mass=None, evaluate=valu
                     inverse_mass.expand_as(position).clone())
 
 
-def hmc_proposal(log_density, momentum_noise, state, epsilon, n_leapfrog, leapfrog_step=None):
+def hmc_proposal(log_density, momentum_noise, state, epsilon, n_leapfrog):
     """One leapfrog trajectory from each row of an :class:`HMCState`.
 
     Takes momenta ``p ~ N(0, M)`` from standard normal draws ``momentum_noise``
     ``(C, K)`` and integrates with step sizes ``epsilon`` ``(C,)`` for
     ``n_leapfrog`` steps: an int, or a ``(C,)`` integer tensor of per-row
-    trajectory lengths (``leapfrog_step``: see :func:`leapfrog`).
+    trajectory lengths.
 
     Returns
     -------
@@ -205,16 +208,16 @@ def hmc_proposal(log_density, momentum_noise, state, epsilon, n_leapfrog, leapfr
         trajectory that diverged.
     """
     proposal, _, log_ratio = _trajectory(log_density, momentum_noise / state.inverse_mass.sqrt(), state, epsilon,
-                                         n_leapfrog, leapfrog_step)
+                                         n_leapfrog)
     return proposal, log_ratio
 
 
-def _trajectory(log_density, momentum, state, epsilon, n_leapfrog, leapfrog_step=None):
+def _trajectory(log_density, momentum, state, epsilon, n_leapfrog):
     """:func:`hmc_proposal` from the momenta themselves; also returns the end's momenta."""
     position, value, gradient, _, inverse_mass = state
     energy = hamiltonian(value, momentum, inverse_mass)
     position, momentum, value, gradient, diverged = leapfrog(
-        log_density, position, momentum, gradient, epsilon.unsqueeze(-1), inverse_mass, n_leapfrog, leapfrog_step
+        log_density, position, momentum, gradient, epsilon.unsqueeze(-1), inverse_mass, n_leapfrog
     )
     log_ratio = torch.where(diverged, -math.inf, energy - hamiltonian(value, momentum, inverse_mass))
     return state._replace(position=position, log_density=value, gradient=gradient), momentum, log_ratio
@@ -278,16 +281,16 @@ def kinetic_energy(momentum, inverse_mass):
     return 0.5 * (momentum.square() * inverse_mass).sum(-1)
 
 
-def leapfrog(log_density, position, momentum, gradient, epsilon, inverse_mass, n_steps, leapfrog_step=None):
+def leapfrog(log_density, position, momentum, gradient, epsilon, inverse_mass, n_steps):
     """``n_steps`` leapfrog steps of size ``epsilon`` from ``(position, momentum)``.
 
     ``n_steps`` is an int, or a ``(C,)`` integer tensor of per-row lengths
     sorted longest first: each step then moves only the leading rows whose
     trajectories have not ended, so that the batch costs the sum of the
     lengths rather than ``C`` times the longest (``log_density`` is called on
-    those leading rows alone). With an int, ``leapfrog_step`` takes each step:
-    :func:`_leapfrog_step_on` the density, compiled (:func:`hmc`); None takes
-    it eagerly.
+    those leading rows alone). With an int, the steps run as a Python loop
+    eagerly and as one ``torch.while_loop`` under ``torch.compile``
+    (:func:`~sklearn_quinn._core.compiling.repeat`).
 
     Where the density has a ``surrogate``, the kicks take its gradient, the
     force, instead (``gradient`` is then the force at the start), and the density's
@@ -338,14 +341,9 @@ def leapfrog(log_density, position, momentum, gradient, epsilon, inverse_mass, n
             log_density, position, momentum, gradient, epsilon, inverse_mass, n_steps, start_energy
         )
     else:
-        leapfrog_step = leapfrog_step or _leapfrog_step_on(log_density)
-        potential, peak = torch.zeros_like(start_energy), start_energy
+        position, momentum, value, gradient, potential, peak = _fixed_length(
+            surrogate or log_density, position, momentum, gradient, epsilon, inverse_mass, n_steps, start_energy)
         stopped = torch.zeros_like(start_energy, dtype=torch.bool)
-        for step in range(n_steps):
-            # The last kick is a half step.
-            kick = (0.5 if step == n_steps - 1 else 1.0) * epsilon
-            position, momentum, value, gradient, potential, peak = leapfrog_step(
-                position, momentum, gradient, potential, peak, epsilon, kick, inverse_mass)
     if surrogate is not None:
         with torch.no_grad():
             value = log_density(position)
@@ -354,15 +352,20 @@ def leapfrog(log_density, position, momentum, gradient, epsilon, inverse_mass, n
     return position, momentum, value, gradient, diverged
 
 
-def _leapfrog_step_on(log_density):
-    """:func:`_leapfrog_step` on the density whose gradient ``log_density``'s kicks take: its
-    ``surrogate`` where it has one, else itself."""
-    kicked = getattr(log_density, "surrogate", None) or log_density
+def _fixed_length(kicked, position, momentum, gradient, epsilon, inverse_mass, n_steps, start_energy):
+    """:func:`leapfrog`'s ``n_steps`` (an int) steps of :func:`_leapfrog_step`, its kicks by the
+    gradient of ``kicked``, the last kick a half step (:func:`~sklearn_quinn._core.compiling.repeat`:
+    one ``torch.while_loop`` under ``torch.compile``); returns the position, momentum,
+    ``kicked``'s value and gradient at the end, and the energy estimates."""
 
-    def leapfrog_step(*args):
-        return _leapfrog_step(kicked, *args)
+    def step(index, position, momentum, value, gradient, potential, peak):
+        kick = epsilon * (1.0 - 0.5 * (index == n_steps - 1))  # ``index`` an int eagerly, a tensor compiled
+        position, momentum, value, gradient, potential, peak = _leapfrog_step(
+            kicked, position, momentum, gradient, potential, peak, epsilon, kick, inverse_mass)
+        return position, momentum, value.to(start_energy.dtype), gradient, potential, peak
 
-    return leapfrog_step
+    zeros = torch.zeros_like(start_energy)
+    return repeat(step, (position, momentum, zeros, gradient, zeros.clone(), start_energy), n_steps)
 
 
 def _leapfrog_step(kicked, position, momentum, gradient, potential, peak, epsilon, kick, inverse_mass):

@@ -469,15 +469,16 @@ callbacks, normalize_X, normalize_y, dtype, device, random_state, verbose
         and where it hurts). 'prior': at prior draws (of the
         hyperparameters too, when they are sampled).
     compile : bool or 'auto', default='auto'
-        Run HMC's and NUTS's leapfrog steps through ``torch.compile``: each
-        step, its batched gradient and updates (for NUTS also its point's
-        bookkeeping and U-turn checks), is one compiled graph, the same for
-        every step of every trajectory, so that compiling takes the same
-        time whatever the trajectory's length (about 4 s for the step's
-        graph of a 1x50 network with an empty compiler cache, after the
+        Run HMC's and NUTS's leapfrog steps through ``torch.compile``: HMC's
+        whole transition (the trajectory, its energies and the accept step)
+        and each new half of a NUTS tree (its points' bookkeeping and U-turn
+        checks included) is one compiled graph whose leapfrog steps are one
+        ``torch.while_loop``, so that compiling takes the same time whatever
+        the trajectory's length (8-9 s for HMC's graph of a 1x50 network
+        with an empty compiler cache, 3-3.5 s with a warm one, after the
         compiler's own start-up of 10-12 s the first time in a process; it
         needs a C++ compiler; each joblib worker compiles its own). The
-        trajectory's loop, the accept step and NUTS's doubling stay eager.
+        random draws and NUTS's doublings stay eager.
         'auto' compiles where it pays: the first 10
         steps run eagerly, counting the gradient evaluations, and the rest
         compile if a cost model of what compiling saves a gradient (a fixed

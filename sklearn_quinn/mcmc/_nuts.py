@@ -40,7 +40,7 @@ from typing import NamedTuple
 
 import torch
 
-from .._core.compiling import compiled_or_eager
+from .._core.compiling import compiled_or_eager, repeat, row
 from .._core.rng import standard_normal, standard_uniform
 from ._kernels import (
     DIVERGENCE_THRESHOLD,
@@ -62,11 +62,13 @@ def nuts(log_density, max_tree_depth=10, compile=False):
     max_tree_depth : int, default=10
         A trajectory has at most ``2**max_tree_depth`` leapfrog steps.
     compile : bool, default=False
-        Run each leapfrog step, with the gradient, the multinomial and
-        energy bookkeeping of its new point and its U-turn checks within its
-        half, through ``torch.compile`` (see
-        :func:`~sklearn_quinn._core.compiling.compiled_or_eager`); the tree's
-        doubling stays eager.
+        Run each doubling's new half, its leapfrog steps with the gradient,
+        the multinomial and energy bookkeeping of each new point and the
+        U-turn checks within the half, through ``torch.compile`` (see
+        :func:`~sklearn_quinn._core.compiling.compiled_or_eager`): one graph
+        whose steps are one ``torch.while_loop``
+        (:func:`~sklearn_quinn._core.compiling.repeat`), for every half
+        whatever its length; the doublings' loop stays eager.
 
     Returns
     -------
@@ -99,17 +101,17 @@ def nuts(log_density, max_tree_depth=10, compile=False):
     def init(position, step_size, inverse_mass=None):
         return hmc_state(log_density, position, step_size, inverse_mass, value_and_force)
 
-    def add_leaf(*args):
-        return _add_leaf(tree_density, *args)
+    def grow_half(*args):
+        return _grow_half(tree_density, *args)
 
-    leaf = compiled_or_eager(add_leaf) if compile else add_leaf
+    grow = compiled_or_eager(grow_half) if compile else grow_half
     masks = {}  # the checkpoint masks by device
 
     def trajectory(generator, state, momentum):
         device = state.position.device
         if device not in masks:
             masks[device] = _checkpoint_masks(max_tree_depth, device)
-        return _trajectory(leaf, masks[device], generator, state, momentum, max_tree_depth)
+        return _trajectory(grow, masks[device], generator, state, momentum, max_tree_depth)
 
     def step(generator, state):
         momentum = standard_normal(generator, state.position) / state.inverse_mass.sqrt()
@@ -226,23 +228,37 @@ def _checkpoints(leaf):
 
 
 def _checkpoint_masks(max_tree_depth, device):
-    """For each leaf of the largest half, ``2**(max_tree_depth - 1)`` of them, the
-    ``(max_tree_depth,)`` masks of the slots it saves its momentum in and of those
-    it checks against (:func:`_checkpoints`), each pair its own tensors."""
-    masks = []
-    for leaf in range(2 ** (max_tree_depth - 1)):
+    """For the leaves of the largest half, ``2**(max_tree_depth - 1)`` of them, the
+    ``(n_leaves, max_tree_depth)`` masks of the slots each saves its momentum in and of
+    those it checks against (:func:`_checkpoints`)."""
+    n_leaves = 2 ** (max_tree_depth - 1)
+    save = torch.zeros(n_leaves, max_tree_depth, dtype=torch.bool, device=device)
+    check = torch.zeros_like(save)
+    for leaf in range(n_leaves):
         low, high = _checkpoints(leaf)
-        save = torch.zeros(max_tree_depth, dtype=torch.bool, device=device)
-        check = torch.zeros_like(save)
         if leaf % 2 == 0:
-            save[high] = True
+            save[leaf, high] = True
         else:
-            check[low : high + 1] = True
-        masks.append((save, check))
-    return masks
+            check[leaf, low : high + 1] = True
+    return save, check
 
 
-def _trajectory(add_leaf, masks, generator, state, momentum, max_tree_depth):
+def _grow_half(log_density, masks, n_leaves, edge, valid, half, checkpoints, epsilon, uniforms, inverse_mass,
+               initial_energy):
+    """A doubling's new half: up to ``n_leaves`` (a 0-d tensor) leaves of :func:`_add_leaf` from
+    ``edge``, leaf ``i`` drawing its multinomial pick from ``uniforms[i]``, until no chain is
+    still growing (:func:`~sklearn_quinn._core.compiling.repeat`: one ``torch.while_loop`` under
+    ``torch.compile``). Returns what the last leaf returned."""
+    save, check = masks
+
+    def leaf(index, edge, valid, half, checkpoints):
+        return _add_leaf(log_density, edge, valid, half, checkpoints, epsilon, row(uniforms, index), inverse_mass,
+                         initial_energy, row(save, index), row(check, index))
+
+    return repeat(leaf, (edge, valid, half, checkpoints), n_leaves, until=lambda edge, valid, *_: ~valid.any())
+
+
+def _trajectory(grow_half, masks, generator, state, momentum, max_tree_depth):
     inverse_mass = state.inverse_mass
     n_chains = len(state.position)
     start = _End(state.position, momentum, state.log_density, state.gradient)
@@ -265,13 +281,11 @@ def _trajectory(add_leaf, masks, generator, state, momentum, max_tree_depth):
         half = half._replace(candidate=_End(*(tensor.clone() for tensor in edge)),
                              log_weight=torch.full_like(initial_energy, -torch.inf),
                              momentum_sum=torch.zeros_like(momentum))
-        valid = building
-        for leaf in range(2**depth):
-            uniform = standard_uniform(generator, initial_energy)
-            edge, valid, half, checkpoints = add_leaf(edge, valid, half, checkpoints, epsilon, uniform, inverse_mass,
-                                                      initial_energy, *masks[leaf])
-            if not bool(valid.any()):
-                break
+        # The uniforms of the largest half's leaves, whatever this one's length: one shape, one graph.
+        uniforms = standard_uniform(generator, initial_energy, (len(masks[0]), n_chains))
+        n_leaves = torch.tensor(2**depth, device=momentum.device)
+        edge, valid, half, checkpoints = grow_half(masks, n_leaves, edge, building, half, checkpoints, epsilon,
+                                                   uniforms, inverse_mass, initial_energy)
         # A half that turned or diverged inside is discarded, and its chain's trajectory ends.
         uniform = standard_uniform(generator, initial_energy)
         proposal = _take(valid & (uniform < torch.exp(half.log_weight - log_sum_weight)), half.candidate, proposal)
