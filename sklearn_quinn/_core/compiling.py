@@ -1,5 +1,7 @@
 """``torch.compile`` with a fallback to eager execution, and when compiling pays."""
 
+import types
+
 import torch
 
 from .._warnings import warn
@@ -59,7 +61,7 @@ def compile_pays(n_gradients, activations):
     return compiled_savings(n_gradients, activations) > COMPILE_SECONDS
 
 
-def compiled_or_eager(function, dynamic=None):
+def compiled_or_eager(function, dynamic=False):
     """``function`` compiled by ``torch.compile`` on its first call, or eager if that fails.
 
     Compilation needs a working backend (on a CPU, a C++ compiler); when it
@@ -72,15 +74,19 @@ def compiled_or_eager(function, dynamic=None):
     the pieces around the break, each on its own guards, silently (a
     ``torch.while_loop`` of :func:`repeat` cannot be split at all). An error
     of ``function`` itself is raised again by the eager call. With
-    ``dynamic=None`` shapes, dtypes and Python constants of the first call are
-    specialised on, and a later call that differs recompiles (with dynamic
-    shapes from the second shape on); ``dynamic=True`` compiles for any sizes
-    from the first call.
+    ``dynamic=False`` shapes, dtypes and Python constants of the first call are
+    specialised on, and a later call that differs compiles anew for its own
+    (torch's default, dynamic shapes from the second shape on, failed to lower
+    the ``torch.while_loop`` of :func:`repeat` in torch 2.13: ``KeyError:
+    'unbacked_bindings'``); ``dynamic=True`` compiles for any sizes from the
+    first call. ``function`` is compiled with a code object of its own
+    (:func:`_with_own_code`).
     """
     # Without inductor's size asserts: they check each generated call's outputs against the
     # shapes the graph was compiled for, at every call, a debugging aid that cost HMC's compiled
     # trajectory 7% of its time on the default network.
-    fast = torch.compile(function, dynamic=dynamic, fullgraph=True, options={"size_asserts": False})
+    fast = torch.compile(_with_own_code(function), dynamic=dynamic, fullgraph=True,
+                         options={"size_asserts": False})
     failed = False
 
     def call(*args, **kwargs):
@@ -97,6 +103,23 @@ def compiled_or_eager(function, dynamic=None):
         return function(*args, **kwargs)
 
     return call
+
+
+def _with_own_code(function):
+    """``function`` (or a bound method) with a code object of its own.
+
+    ``torch.compile`` keeps its graphs, and counts its recompilations, per code object: the
+    closures every fit builds (a sampler's kernel over its density, a likelihood's bound
+    gradient) share their function's code, so each fit recompiled on the one before's
+    entries, and the ninth in a process met the recompilation limit and ran eagerly. Each
+    compiled function now starts its own count. (The compiler's on-disk cache of generated
+    code is keyed by the graph, and still serves a like fit.)"""
+    if isinstance(function, types.MethodType):
+        return types.MethodType(_with_own_code(function.__func__), function.__self__)
+    own = types.FunctionType(function.__code__.replace(), function.__globals__, function.__name__,
+                             function.__defaults__, function.__closure__)
+    own.__kwdefaults__, own.__qualname__ = function.__kwdefaults__, function.__qualname__
+    return own
 
 
 def repeat(body, carried, n_steps, until=None):
