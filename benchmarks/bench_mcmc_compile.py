@@ -22,7 +22,8 @@ rows the defaults stay eager (the first rows must match); above, they compile.
 one process per table ``ROWSxFEATURESxOUTPUTS`` (standard-normal features,
 a Gaussian likelihood): HMC steps (``--leapfrog`` leapfrog steps, the default's 40, 4 chains, the default
 1x50 network) eager and compiled, side by side (median of 3 alternating runs
-of 100 steps), the compile seconds (the first compiled run, in a process
+of 101 steps, the 100 after each run's first timed: a compiled run's first
+step compiles its own kernel's graph), the compile seconds (the first compiled run, in a process
 whose compiler cache is empty), the milliseconds a step compiling saved, and
 the cost model's (:func:`sklearn_quinn._core.compiling.compiled_savings`);
 then the same steps with the kicks' gradient in float32 (the estimators'
@@ -87,21 +88,25 @@ densities[torch.float32].set_surrogate_dtype(torch.float32)  # the kicks' gradie
 start = model.flatten()[None].repeat(4, 1)
 
 def seconds(compile, n_steps, kicks=torch.float64):
+    # Seconds a step after the first (a compiled run's first step compiles its kernel's graph: every
+    # run builds its kernel, each compiled kernel its own graph), and the whole run's seconds.
+    marks = []
     begin = time.perf_counter()
     run_chains(densities[kicks], start, sampler="hmc", n_samples=n_steps, n_burnin=0, step_size=1e-3,
                n_leapfrog={leapfrog}, adapt_step_size=False, compile=compile,
-               generator=torch.Generator().manual_seed(0))
-    return time.perf_counter() - begin
+               generator=torch.Generator().manual_seed(0),
+               progress=lambda done, _: marks.append(time.perf_counter()) if done == 1 else None)
+    end = time.perf_counter()
+    return (end - marks[0]) / max(n_steps - 1, 1), end - begin
 """
 
 STEPS_WORKER = CHAINS_SETUP + """
-compile_seconds = seconds(True, 1)
-seconds(True, 1, torch.float32)
+compile_seconds = seconds(True, 1)[1]
 settings = [(False, torch.float64), (True, torch.float64), (False, torch.float32), (True, torch.float32)]
 runs = {{setting: [] for setting in settings}}
 for _ in range(3):
     for compile, kicks in settings:
-        runs[compile, kicks].append(seconds(compile, 100, kicks) / 100)
+        runs[compile, kicks].append(seconds(compile, 101, kicks)[0])
 median = {{setting: statistics.median(times) for setting, times in runs.items()}}
 print(json.dumps(dict(eager=median[False, torch.float64], compiled=median[True, torch.float64],
                       eager_kicks32=median[False, torch.float32], compiled_kicks32=median[True, torch.float32],
@@ -116,7 +121,7 @@ COMPILE_WORKER = CHAINS_SETUP + """
 begin = time.perf_counter()
 torch.compile(lambda x: (x.relu() * 2).sum())(torch.randn(100, dtype=torch.float64))
 start_up = time.perf_counter() - begin
-step = seconds(True, 1, torch.{kicks})
+step = seconds(True, 1, torch.{kicks})[1]
 print(json.dumps(dict(start_up=start_up, step=step)))
 """
 

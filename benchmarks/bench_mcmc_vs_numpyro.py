@@ -10,9 +10,11 @@ thread each, one chain; no adaptation on either side:
 * start: the MAP, found once (torch L-BFGS) and given to both samplers.
 
 Ours: ``sklearn_quinn.mcmc._sampling.run_chains(sampler="hmc")`` on
-``log_posterior`` (``n_samples * 10 + 1`` gradients a run, one at
-init). NumPyro: its HMC kernel, ``hmc(potential_fn)`` with ``step_size=eps,
-num_steps=10, trajectory_length=None`` (else NumPyro replaces the step size by
+``log_posterior``, timed from the end of each run's first step to its end
+(``(n_samples - 1) * 10`` gradients; a compiled run's first step compiles
+its kernel's graph, and every run builds its kernel anew). NumPyro: its
+HMC kernel, ``hmc(potential_fn)`` with ``step_size=eps, num_steps=10,
+trajectory_length=None`` (else NumPyro replaces the step size by
 ``trajectory_length / num_steps``; the step size used is read back from the
 state and checked), no step-size or mass adaptation, ``potential_fn`` the one
 ``initialize_model`` builds from the NumPyro model; ``n_samples`` calls of
@@ -156,6 +158,16 @@ class Clock:
         self.cpu = time.process_time() - self.cpu
 
 
+class AfterFirstStep(Clock):
+    """A :class:`Clock` of a run's steps after its first, started by ``run_chains``'s progress
+    callback: every run builds its kernel anew and a compiled kernel compiles at its first step
+    (each kernel its own graph), which the figures leave out, as NumPyro's compilation is."""
+
+    def __call__(self, n_steps_done, _acceptance):
+        if n_steps_done == 1:
+            self.__enter__()
+
+
 # ------------------------------------------------------------------- data
 def load_data(data_dir):
     X, _, y, _ = load_uci_split(data_dir, "concrete", 0)
@@ -192,12 +204,15 @@ def find_map(model, log_density):
 
 
 def run_ours(log_density, start, n_samples, step_size, n_leapfrog, seed, compile=False):
-    generator = torch.Generator().manual_seed(seed)
-    with Clock() as clock:
+    """The run's :class:`AfterFirstStep` clock (``n_samples - 1`` HMC steps), its acceptance and
+    divergences, and a clock of the whole run (for a compiled run, its compilation included)."""
+    generator, steps = torch.Generator().manual_seed(seed), AfterFirstStep()
+    with Clock() as whole:
         result = run_chains(log_density, start, sampler="hmc", n_samples=n_samples, n_burnin=0,
                             step_size=step_size, n_leapfrog=n_leapfrog, adapt_step_size=False,
-                            compile=compile, generator=generator)
-    return clock, float(result.acceptance.mean()), int(result.divergent.sum())
+                            compile=compile, generator=generator, progress=steps)
+        steps.__exit__()
+    return steps, float(result.acceptance.mean()), int(result.divergent.sum()), whole
 
 
 # ---------------------------------------------------------------- NumPyro
@@ -281,15 +296,19 @@ def run_numpyro_compiled(compiled, state, seed):
 
 # ------------------------------------------------------------------ NUTS
 def run_ours_nuts(log_density, start, n_samples, step_size, depth, seed, compile=False):
-    with Clock() as clock:
+    """The :class:`AfterFirstStep` clock of ``n_samples - 1`` NUTS steps, their gradients and the
+    run's acceptance, and a clock of the whole run."""
+    steps = AfterFirstStep()
+    with Clock() as whole:
         result = run_chains(log_density, start, sampler="nuts", n_samples=n_samples, n_burnin=0,
                             step_size=step_size, max_tree_depth=depth, adapt_step_size=False, compile=compile,
-                            generator=torch.Generator().manual_seed(seed))
-    # The gradients: one per leapfrog step, one at init, and on a surrogate one more a step, at its tree's start
+                            generator=torch.Generator().manual_seed(seed), progress=steps)
+        steps.__exit__()
+    # The steps' gradients: one per leapfrog step, and on a surrogate one more a step, at its tree's start
     # (counted from the steps' record: a compiled half's loop runs no Python to count in).
     surrogate = getattr(log_density, "surrogate", None) is not None
-    n_gradients = int(result.n_leapfrog.sum()) + 1 + (n_samples if surrogate else 0)
-    return clock, n_gradients, float(result.acceptance.mean())
+    n_gradients = int(result.n_leapfrog[:, 1:].sum()) + (n_samples - 1 if surrogate else 0)
+    return steps, n_gradients, float(result.acceptance.mean()), whole
 
 
 def numpyro_compiled_nuts(potential_fn, init_sites, step_size, depth, n_samples):
@@ -324,8 +343,8 @@ def nuts_comparison(log_density, kicked, start, potential_fn, init_sites, step_s
     n_numpyro = max(5, int(seconds / (2**depth * bare_jax_graph[0])))
     compiled, state = numpyro_compiled_nuts(potential_fn, init_sites, step_size, depth, n_numpyro)
     run_numpyro_nuts(compiled, state, seed=0)
-    compile_ours, *_ = run_ours_nuts(log_density, start, 1, step_size, depth, seed=0, compile=True)
-    compile_float32, *_ = run_ours_nuts(kicked, start, 1, step_size, depth, seed=0, compile=True)
+    *_, compile_ours = run_ours_nuts(log_density, start, 1, step_size, depth, seed=0, compile=True)
+    *_, compile_float32 = run_ours_nuts(kicked, start, 1, step_size, depth, seed=0, compile=True)
     ours, ours_compiled, ours_float32, theirs = [], [], [], []
     for repeat in range(repeats):
         ours.append(run_ours_nuts(log_density, start, n_ours, step_size, depth, seed=repeat))
@@ -333,19 +352,19 @@ def nuts_comparison(log_density, kicked, start, potential_fn, init_sites, step_s
                                            compile=True))
         ours_float32.append(run_ours_nuts(kicked, start, n_ours, step_size, depth, seed=repeat, compile=True))
         theirs.append(run_numpyro_nuts(compiled, state, seed=repeat + 1))
-    per_ours = statistics.median(clock.wall / n for clock, n, _ in ours)
-    per_compiled = statistics.median(clock.wall / n for clock, n, _ in ours_compiled)
-    per_float32 = statistics.median(clock.wall / n for clock, n, _ in ours_float32)
+    per_ours = statistics.median(clock.wall / n for clock, n, *_ in ours)
+    per_compiled = statistics.median(clock.wall / n for clock, n, *_ in ours_compiled)
+    per_float32 = statistics.median(clock.wall / n for clock, n, *_ in ours_float32)
     per_theirs = statistics.median(clock.wall / n for clock, n, _ in theirs)
     print()
     print(f"NUTS: step size {step_size:g}, max_tree_depth {depth}, identity mass, 1 chain, no adaptation; "
           f"ours {n_ours} steps, NumPyro {n_numpyro} steps a run, {repeats} interleaved repeats, median")
     print(f"{'ours: per leapfrog step in NUTS':36s}{fmt_us(per_ours):>11s}   leapfrog steps a NUTS step "
-          + ", ".join(f"{(n - 1) / n_ours:.0f}" for _, n, _ in ours))
+          + ", ".join(f"{n / (n_ours - 1):.0f}" for _, n, *_ in ours))
     print(f"{'ours (compile=True): per step':36s}{fmt_us(per_compiled):>11s}   (its first run, compiling: "
           f"{compile_ours.wall:.1f} s)")
     print(f"{'ours (compiled, float32 trees): per':36s}{fmt_us(per_float32):>11s}   (its first run, compiling: "
-          f"{compile_float32.wall:.1f} s); acceptance {statistics.mean(a for *_, a in ours_float32):.3f}")
+          f"{compile_float32.wall:.1f} s); acceptance {statistics.mean(a for _, _, a, _ in ours_float32):.3f}")
     print(f"{'NumPyro: per leapfrog step in NUTS':36s}{fmt_us(per_theirs):>11s}   leapfrog steps a NUTS step "
           + ", ".join(f"{n / n_numpyro:.0f}" for _, n, _ in theirs))
     print(f"{'RATIO ours (compile=True) / NumPyro':36s}{per_compiled / per_theirs:>10.2f}x   target <= {TARGET_RATIO}: "
@@ -354,7 +373,7 @@ def nuts_comparison(log_density, kicked, start, potential_fn, init_sites, step_s
           f"{TARGET_RATIO}: {'MET' if per_float32 <= TARGET_RATIO * per_theirs else 'NOT MET'}")
     print(f"{'RATIO ours / NumPyro (NUTS)':36s}{per_ours / per_theirs:>10.2f}x   target <= {TARGET_RATIO}: "
           f"{'MET' if per_ours <= TARGET_RATIO * per_theirs else 'NOT MET'}; acceptance ours "
-          f"{statistics.mean(a for *_, a in ours):.3f}, NumPyro {statistics.mean(a for *_, a in theirs):.3f}")
+          f"{statistics.mean(a for _, _, a, _ in ours):.3f}, NumPyro {statistics.mean(a for *_, a in theirs):.3f}")
 
 
 # ------------------------------------------------------------ bare grads
@@ -446,12 +465,12 @@ def main():
     run_numpyro_compiled(compiled, state0, seed=0)  # first call: allocations, caches
 
     # ------------------------------------------------ ours, compile=True: compile
-    # The first run compiles the leapfrog step (torch.compile's cache then serves later runs).
-    compile_ours, *_ = run_ours(log_density, start, 2, eps, n_leapfrog, seed=0, compile=True)
-    compile_kicked, *_ = run_ours(kicked, start, 2, eps, n_leapfrog, seed=0, compile=True)
-    with Clock() as clock:
-        run_ours(log_density, start, 2, eps, n_leapfrog, seed=0, compile=True)
-    n_compiled = max(50, int(args.seconds / (n_leapfrog * 3 * max(clock.wall / (2 * n_leapfrog + 1), 1e-6))))
+    # A compiled run compiles its transition at its first step (every run builds its kernel, and
+    # each kernel compiles its own graph; the compiler's on-disk cache serves the later ones).
+    *_, compile_ours = run_ours(log_density, start, 2, eps, n_leapfrog, seed=0, compile=True)
+    *_, compile_kicked = run_ours(kicked, start, 2, eps, n_leapfrog, seed=0, compile=True)
+    steps, *_ = run_ours(log_density, start, 11, eps, n_leapfrog, seed=0, compile=True)
+    n_compiled = max(50, int(args.seconds / (n_leapfrog * 3 * max(steps.wall / (10 * n_leapfrog), 1e-6))))
 
     # ------------------------------------------------ timed, interleaved
     ours_runs, numpyro_runs, compiled_runs, kicked_runs, compiled_kicked_runs = [], [], [], [], []
@@ -470,17 +489,16 @@ def main():
     mcmc = make_numpyro(eps, n_leapfrog, n_numpyro)
     mcmc_runs = [run_numpyro_mcmc(mcmc, Xj, yj, init_sites, seed=seed) for seed in (0, 1)]
 
-    grads_ours = n_ours * n_leapfrog + 1  # run_chains: one gradient at init
+    grads_ours = (n_ours - 1) * n_leapfrog  # the steps after the first (AfterFirstStep)
     grads_numpyro = n_numpyro * n_leapfrog  # the compiled loop only (init is outside it)
     grads_mcmc = n_numpyro * n_leapfrog + 1
+    grads_compiled = (n_compiled - 1) * n_leapfrog
     per_grad = {
         "ours": [(r[0].wall / grads_ours, r[0].cpu / grads_ours) for r in ours_runs],
         "kicked": [(r[0].wall / grads_ours, r[0].cpu / grads_ours) for r in kicked_runs],
         "numpyro": [(r[0].wall / grads_numpyro, r[0].cpu / grads_numpyro) for r in numpyro_runs],
-        "compiled": [(r[0].wall / (n_compiled * n_leapfrog + 1), r[0].cpu / (n_compiled * n_leapfrog + 1))
-                     for r in compiled_runs],
-        "compiled_kicked": [(r[0].wall / (n_compiled * n_leapfrog + 1), r[0].cpu / (n_compiled * n_leapfrog + 1))
-                            for r in compiled_kicked_runs],
+        "compiled": [(r[0].wall / grads_compiled, r[0].cpu / grads_compiled) for r in compiled_runs],
+        "compiled_kicked": [(r[0].wall / grads_compiled, r[0].cpu / grads_compiled) for r in compiled_kicked_runs],
     }
     med = {side: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
            for side, v in per_grad.items()}
@@ -527,7 +545,7 @@ def main():
           ".lower().compile()")
     print(f"ours torch.compile, float32 kicks (excluded above): {compile_kicked.wall:.2f} s")
     print(f"ours torch.compile (excluded above): {compile_ours.wall:.2f} s, the first compile=True run "
-          "(2 HMC steps; includes them)")
+          "(2 HMC steps; includes them; each later run compiles its own kernel, with a warm cache)")
     for label, (clock, compiled_s, accept, _, _) in zip(("1st", "2nd"), mcmc_runs):
         print(f"NumPyro MCMC.run {label} call: {clock.wall:.2f} s wall, of which {compiled_s:.2f} s "
               f"trace/lower/compile recorded by JAX -> {(clock.wall - compiled_s) / grads_mcmc * 1e6:.1f} us"
