@@ -56,8 +56,9 @@ def add(a, b=0):
 
 @pytest.mark.parametrize("dynamic", [False, True])
 def test_a_compiled_function_serves_every_call(monkeypatch, dynamic):
-    """``torch.compile`` is asked once, with ``dynamic`` as given and for the whole graph; every call,
-    arguments and keywords, goes through the compiled function, and nothing warns."""
+    """``torch.compile`` is asked once, with ``dynamic`` as given and for the whole graph (with static
+    shapes, checking only the tensors' guards at a call); every call, arguments and keywords, goes
+    through the compiled function, and nothing warns."""
     compiler = RecordingCompiler()
     monkeypatch.setattr(compiling.torch, "compile", compiler)
     function = compiled_or_eager(add, dynamic=dynamic)
@@ -65,7 +66,10 @@ def test_a_compiled_function_serves_every_call(monkeypatch, dynamic):
         warnings.simplefilter("error")
         assert function(1, b=2) == ("compiled", 3)
         assert function(4) == ("compiled", 4)
-    assert compiler.keywords == [dict(dynamic=dynamic, fullgraph=True, options={"size_asserts": False})]
+    options = {"size_asserts": False}
+    if not dynamic:  # static shapes: the tensors' guards alone
+        options["guard_filter_fn"] = torch.compiler.keep_tensor_guards_unsafe
+    assert compiler.keywords == [dict(dynamic=dynamic, fullgraph=True, options=options)]
     assert compiler.calls == 2
 
 
