@@ -178,18 +178,20 @@ def test_hmc_without_jitter_is_one_proposal_and_one_accept():
 
 
 @pytest.mark.slow
-def test_compiled_nuts_steps_are_the_eager_ones():
+def test_compiled_nuts_steps_are_the_eager_ones(monkeypatch):
     """compile=True runs each half's leapfrog steps and their points' bookkeeping
     through torch.compile: from the same state and draws, 20 steps of 8 chains end at
     the eager steps' positions up to rounding (short trees on a Gaussian, where
-    rounding cannot flip a decision). A half compiles as one graph: a fallback to eager
-    fails the test."""
+    rounding cannot flip a decision). A half compiles as one graph, once for every half of
+    every step: with every guard kept (not the tensors' alone) and a recompilation an error,
+    a fallback to eager fails the test."""
     start = torch.randn(8, 2, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     ends = []
+    monkeypatch.setattr(torch.compiler, "keep_tensor_guards_unsafe", lambda guards: [True] * len(guards))
     for compile in (False, True):
         init, step = nuts(gaussian_log_density, max_tree_depth=4, compile=compile)
         state, generator = init(start, 0.3), torch.Generator().manual_seed(1)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), torch._dynamo.config.patch(error_on_recompile=True):
             warnings.filterwarnings("error", message="torch.compile failed")
             for _ in range(20):
                 state, info = step(generator, state)
