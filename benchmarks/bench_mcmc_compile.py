@@ -69,6 +69,7 @@ import json, statistics, sys, time
 import torch
 sys.path.insert(0, {benchmarks!r})
 from defaults_options import pin_threads
+from timing import AfterFirstStep
 from sklearn_quinn._core.compiling import compiled_savings
 from sklearn_quinn._core.likelihoods import GaussianLikelihood
 from sklearn_quinn._core.log_posterior import log_posterior
@@ -88,16 +89,12 @@ densities[torch.float32].set_surrogate_dtype(torch.float32)  # the kicks' gradie
 start = model.flatten()[None].repeat(4, 1)
 
 def seconds(compile, n_steps, kicks=torch.float64):
-    # Seconds a step after the first (a compiled run's first step compiles its kernel's graph: every
-    # run builds its kernel, each compiled kernel its own graph), and the whole run's seconds.
-    marks = []
-    begin = time.perf_counter()
+    # Seconds a step after the first (AfterFirstStep), and the whole run's seconds.
+    steps, begin = AfterFirstStep(), time.perf_counter()
     run_chains(densities[kicks], start, sampler="hmc", n_samples=n_steps, n_burnin=0, step_size=1e-3,
                n_leapfrog={leapfrog}, adapt_step_size=False, compile=compile,
-               generator=torch.Generator().manual_seed(0),
-               progress=lambda done, _: marks.append(time.perf_counter()) if done == 1 else None)
-    end = time.perf_counter()
-    return (end - marks[0]) / max(n_steps - 1, 1), end - begin
+               generator=torch.Generator().manual_seed(0), progress=steps)
+    return steps.stop().wall / max(n_steps - 1, 1), time.perf_counter() - begin
 """
 
 STEPS_WORKER = CHAINS_SETUP + """

@@ -116,6 +116,8 @@ from numpyro.infer.hmc import hmc as numpyro_hmc  # noqa: E402
 from numpyro.infer.util import initialize_model  # noqa: E402
 
 sys.path.insert(0, ROOT)
+from timing import AfterFirstStep  # noqa: E402
+
 from sklearn_quinn._core.likelihoods import GaussianLikelihood  # noqa: E402
 from sklearn_quinn._core.log_posterior import log_posterior  # noqa: E402
 from sklearn_quinn._core.network import FunctionalModel, build_mlp  # noqa: E402
@@ -157,15 +159,6 @@ class Clock:
         self.wall = time.perf_counter() - self.wall
         self.cpu = time.process_time() - self.cpu
 
-
-class AfterFirstStep(Clock):
-    """A :class:`Clock` of a run's steps after its first, started by ``run_chains``'s progress
-    callback: every run builds its kernel anew and a compiled kernel compiles at its first step
-    (each kernel its own graph), which the figures leave out, as NumPyro's compilation is."""
-
-    def __call__(self, n_steps_done, _acceptance):
-        if n_steps_done == 1:
-            self.__enter__()
 
 
 # ------------------------------------------------------------------- data
@@ -211,7 +204,7 @@ def run_ours(log_density, start, n_samples, step_size, n_leapfrog, seed, compile
         result = run_chains(log_density, start, sampler="hmc", n_samples=n_samples, n_burnin=0,
                             step_size=step_size, n_leapfrog=n_leapfrog, adapt_step_size=False,
                             compile=compile, generator=generator, progress=steps)
-        steps.__exit__()
+        steps.stop()
     return steps, float(result.acceptance.mean()), int(result.divergent.sum()), whole
 
 
@@ -303,7 +296,7 @@ def run_ours_nuts(log_density, start, n_samples, step_size, depth, seed, compile
         result = run_chains(log_density, start, sampler="nuts", n_samples=n_samples, n_burnin=0,
                             step_size=step_size, max_tree_depth=depth, adapt_step_size=False, compile=compile,
                             generator=torch.Generator().manual_seed(seed), progress=steps)
-        steps.__exit__()
+        steps.stop()
     # The steps' gradients: one per leapfrog step, and on a surrogate one more a step, at its tree's start
     # (counted from the steps' record: a compiled half's loop runs no Python to count in).
     surrogate = getattr(log_density, "surrogate", None) is not None
