@@ -267,7 +267,7 @@ def _trajectory(grow_half, masks, generator, state, momentum, max_tree_depth):
     log_sum_weight = torch.zeros_like(initial_energy)  # the start's weight exp(H_0 - H_0)
     momentum_sum = momentum
     building = torch.ones(n_chains, dtype=torch.bool, device=momentum.device)
-    # Distinct tensors throughout, and a fresh candidate for each half (below): a compiled leaf
+    # Distinct tensors throughout, and a fresh candidate for each half (below): a compiled half
     # specialises on which of its inputs alias one another.
     half = _Half(start, torch.zeros_like(initial_energy), torch.zeros_like(momentum), torch.zeros_like(initial_energy),
                  torch.zeros_like(initial_energy), torch.zeros_like(building))
@@ -283,7 +283,7 @@ def _trajectory(grow_half, masks, generator, state, momentum, max_tree_depth):
                              momentum_sum=torch.zeros_like(momentum))
         # The uniforms of the largest half's leaves, whatever this one's length: one shape, one graph.
         uniforms = standard_uniform(generator, initial_energy, (len(masks[0]), n_chains))
-        n_leaves = torch.tensor(2**depth, device=momentum.device)
+        n_leaves = torch.tensor(2**depth)  # on the host, with the loop's counter (compiling.repeat)
         edge, valid, half, checkpoints = grow_half(masks, n_leaves, edge, building, half, checkpoints, epsilon,
                                                    uniforms, inverse_mass, initial_energy)
         # A half that turned or diverged inside is discarded, and its chain's trajectory ends.
